@@ -1,0 +1,608 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/hashicorp/go-hclog"
+)
+
+const (
+	methodInitialize        = "initialize"
+	methodSessionNew        = "session/new"
+	methodSessionPrompt     = "session/prompt"
+	methodSessionCancel     = "session/cancel"
+	methodSessionClose      = "session/close"
+	methodSessionStop       = "session/stop"
+	methodSessionUpdate     = "session/update"
+	methodSessionEvent      = "session/event"
+	methodRequestPermission = "session/request_permission"
+
+	// mailboxCap bounds the text buffered for one turn between the SDK and
+	// the turn's reader.
+	mailboxCap = 1 << 20
+	// retireTimeout bounds one session/close or session/stop.
+	retireTimeout = 2 * time.Second
+)
+
+// Client is one initialised ACP connection to one agent process (one
+// generation). It is safe for concurrent use. Clients come from a
+// Supervisor, or from Dial for an agent reached over in-process pipes.
+type Client struct {
+	gen     uint64
+	cfg     Config
+	caps    Caps
+	adapter adapter
+	conn    *acpsdk.Connection
+	log     hclog.Logger
+	metrics *Metrics
+	perm    Permissioner
+	cwd     string // cwd sent to non-ZeroClaw v1 agents
+
+	// procLease serialises turns for agents that serve one turn at a time.
+	procLease chan struct{}
+	// recycle asks the owner to replace this client's process.
+	recycle func(reason string)
+	// notified tells the stdout guard one notification was handled.
+	notified func()
+	// barrier waits for notifications sent before the current request.
+	barrier func(ctx context.Context, limit time.Duration)
+
+	doneOnce sync.Once
+	done     chan struct{}
+	deadErr  error
+
+	mu        sync.Mutex
+	turns     map[string]*turn  // by agent session id
+	sessions  map[string]bool   // live sessions created on this client
+	lastTools map[string]string // session → latest pending tool name
+}
+
+func newClient(gen uint64, cfg Config) *Client {
+	return &Client{
+		gen:       gen,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		metrics:   cfg.Metrics,
+		perm:      cfg.Permissions,
+		recycle:   func(string) {},
+		notified:  func() {},
+		barrier:   func(context.Context, time.Duration) {},
+		done:      make(chan struct{}),
+		turns:     make(map[string]*turn),
+		sessions:  make(map[string]bool),
+		lastTools: make(map[string]string),
+	}
+}
+
+// Dial connects to an agent over the given streams (w = the agent's input,
+// r = its output), runs initialize and detects the dialect. The client dies
+// when r ends. It is meant for agents in the same process (tests,
+// benchmarks); supervised children are dialled by the Supervisor.
+func Dial(ctx context.Context, cfg Config, w io.Writer, r io.Reader) (*Client, error) {
+	cfg = cfg.withDefaults()
+	c := newClient(1, cfg)
+	pr, pw := io.Pipe()
+	lw := &lockedWriter{w: w}
+	c.conn = acpsdk.NewConnection(c.handle, lw, pr)
+	sl, _ := newSlogLogger(cfg.Logger.Named("rpc"))
+	c.conn.SetLogger(sl)
+	g := newStdoutGuard(r, pw, lw, cfg.Logger, c.dropped, c.done)
+	c.notified, c.barrier = g.notificationHandled, g.barrier
+	go g.run()
+	go c.watchConn()
+	if err := c.initialize(ctx); err != nil {
+		c.markDead(err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// watchConn marks the client dead when its connection closes.
+func (c *Client) watchConn() {
+	select {
+	case <-c.conn.Done():
+		c.markDead(fmt.Errorf("%w: connection closed", ErrAgentGone))
+	case <-c.done:
+	}
+}
+
+// initialize sends initialize, detects the dialect and prepares the adapter.
+func (c *Client) initialize(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
+	defer cancel()
+	params := map[string]any{
+		"protocolVersion": acpsdk.ProtocolVersionNumber,
+		"clientCapabilities": map[string]any{
+			"fs":       map[string]bool{"readTextFile": false, "writeTextFile": false},
+			"terminal": false,
+		},
+		"clientInfo": map[string]string{"name": c.cfg.ClientName, "version": c.cfg.ClientVersion},
+	}
+	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodInitialize, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("initialize: no answer within %s: %w", c.cfg.InitTimeout, ctx.Err())
+		}
+		return fmt.Errorf("initialize: %w", c.rpcErr(methodInitialize, err))
+	}
+	caps, err := detectDialect(raw)
+	if err != nil {
+		c.log.Error("agent initialize result not understood", "result", string(truncateBytes(raw, 2048)))
+		return fmt.Errorf("initialize: %w", err)
+	}
+	c.caps = caps
+	c.adapter = adapterFor(caps)
+	if caps.OneTurnPerProcess() {
+		c.procLease = make(chan struct{}, 1)
+	}
+	if caps.Dialect == DialectV1 && !caps.ZeroClaw {
+		c.cwd = c.cfg.SessionCwd
+		if c.cwd == "" {
+			if wd, err := os.Getwd(); err == nil {
+				c.cwd = wd
+			}
+		}
+	}
+	if caps.Dialect.Legacy() {
+		c.log.Warn("legacy agent dialect: barge-in detaches instead of cancelling and kid-mode tool denial cannot be enforced",
+			"dialect", caps.Dialect, "version", caps.AgentVersion)
+		if c.cfg.AgentAlias != "" || c.cfg.SessionCwd != "" {
+			c.log.Warn("legacy agents ignore the configured agent alias and session cwd")
+		}
+	}
+	return nil
+}
+
+// Caps returns what the agent advertised.
+func (c *Client) Caps() Caps { return c.caps }
+
+// Done is closed when the client can no longer be used.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the client died, or nil while it is alive.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+		return c.deadErr
+	default:
+	}
+	if c.conn != nil {
+		select {
+		case <-c.conn.Done():
+			c.markDead(fmt.Errorf("%w: connection closed", ErrAgentGone))
+			return c.deadErr
+		default:
+		}
+	}
+	return nil
+}
+
+// Acquire makes a Client its own Source: it returns c while c is alive.
+func (c *Client) Acquire(context.Context) (*Client, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) markDead(err error) {
+	c.doneOnce.Do(func() {
+		if err == nil {
+			err = ErrAgentGone
+		}
+		c.deadErr = err
+		close(c.done)
+	})
+}
+
+func (c *Client) dropped(reason string) {
+	if c.metrics != nil {
+		c.metrics.DroppedUpdates.WithLabelValues(reason).Inc()
+	}
+}
+
+// rpcErr converts an SDK error into an *RPCError, or ErrAgentGone when the
+// connection is gone.
+func (c *Client) rpcErr(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if c.Err() != nil {
+		return fmt.Errorf("%s: %w", method, c.Err())
+	}
+	var re *acpsdk.RequestError
+	if errors.As(err, &re) {
+		if strings.Contains(re.Error(), "peer disconnected") {
+			return fmt.Errorf("%s: %w", method, ErrAgentGone)
+		}
+		return &RPCError{Method: method, Code: re.Code, Message: re.Message}
+	}
+	return fmt.Errorf("%s: %w", method, err)
+}
+
+// NewSession creates an agent session, bounded by InitTimeout.
+func (c *Client) NewSession(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
+	defer cancel()
+	params := c.adapter.newSessionParams(c.cfg, c.caps)
+	if m, ok := params.(map[string]any); ok && c.cwd != "" {
+		m["cwd"] = c.cwd
+	}
+	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionNew, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("session/new: %w", ctx.Err())
+		}
+		err = c.rpcErr(methodSessionNew, err)
+		var re *RPCError
+		if errors.As(err, &re) && re.Code == codeInvalidParams {
+			c.log.Error("agent refused session/new: check ZEROCLAW_AGENT_ALIAS and ZEROCLAW_SESSION_CWD", "error", re.Message)
+		}
+		return "", err
+	}
+	var r struct {
+		SessionID  string `json:"sessionId"`
+		SessionID2 string `json:"session_id"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || firstNonEmpty(r.SessionID, r.SessionID2) == "" {
+		return "", fmt.Errorf("session/new: no session id in %s", truncateBytes(raw, 256))
+	}
+	sid := firstNonEmpty(r.SessionID, r.SessionID2)
+	c.mu.Lock()
+	c.sessions[sid] = true
+	c.mu.Unlock()
+	return sid, nil
+}
+
+// promptResult is a finished session/prompt.
+type promptResult struct {
+	content    string
+	hasContent bool
+	stopReason string
+}
+
+// prompt sends session/prompt and waits for its result. ctx should outlive
+// a barge-in: ending it abandons the result (hazard H3).
+func (c *Client) prompt(ctx context.Context, sid, text string) (promptResult, error) {
+	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
+	if err != nil {
+		if ctx.Err() != nil {
+			return promptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
+		}
+		return promptResult{}, c.rpcErr(methodSessionPrompt, err)
+	}
+	var r struct {
+		StopReason string          `json:"stopReason"`
+		Content    json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	res := promptResult{stopReason: r.StopReason}
+	if res.stopReason == "" {
+		res.stopReason = string(acpsdk.StopReasonEndTurn)
+	}
+	if len(r.Content) > 0 {
+		var s string
+		if json.Unmarshal(r.Content, &s) == nil {
+			res.content, res.hasContent = s, true
+		} else if t := blockText(r.Content); t != "" {
+			res.content, res.hasContent = t, true
+		}
+	}
+	return res, nil
+}
+
+// cancelTurn asks the agent to stop the session's running turn (v1 only).
+func (c *Client) cancelTurn(sid string) error {
+	if !c.caps.Cancel() {
+		return ErrNotSupported
+	}
+	if err := c.conn.SendNotification(context.Background(), methodSessionCancel, c.adapter.sessionIDParams(sid)); err != nil {
+		return c.rpcErr(methodSessionCancel, err)
+	}
+	return nil
+}
+
+// retire ends an agent session: session/close when advertised, else
+// session/stop on ZeroClaw, else nothing. Best effort, bounded.
+func (c *Client) retire(ctx context.Context, sid string) {
+	c.mu.Lock()
+	live := c.sessions[sid]
+	delete(c.sessions, sid)
+	delete(c.lastTools, sid)
+	c.mu.Unlock()
+	if !live || c.Err() != nil {
+		return
+	}
+	var method string
+	switch {
+	case c.caps.Dialect == DialectV1 && c.caps.Close:
+		method = methodSessionClose
+	case c.caps.ZeroClaw:
+		method = methodSessionStop
+	default:
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, retireTimeout)
+	defer cancel()
+	if err := c.conn.SendRequestNoResult(ctx, method, c.adapter.sessionIDParams(sid)); err != nil && c.Err() == nil {
+		c.log.Debug("session retire failed", "session", sid, "method", method, "error", c.rpcErr(method, err))
+	}
+}
+
+// forget drops a session the agent no longer knows.
+func (c *Client) forget(sid string) {
+	c.mu.Lock()
+	delete(c.sessions, sid)
+	delete(c.lastTools, sid)
+	c.mu.Unlock()
+}
+
+// retireAll retires every live session concurrently (shutdown path).
+func (c *Client) retireAll(ctx context.Context) {
+	c.mu.Lock()
+	sids := make([]string, 0, len(c.sessions))
+	for sid := range c.sessions {
+		sids = append(sids, sid)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sid := range sids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.retire(ctx, sid)
+		}()
+	}
+	wg.Wait()
+}
+
+// liveSessions returns how many sessions this client created and has not retired.
+func (c *Client) liveSessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// turn is the mailbox of one running prompt turn. The dispatcher appends
+// text without blocking; the turn's owner drains it.
+type turn struct {
+	sid    string
+	signal chan struct{} // cap 1: new text is waiting
+	cancel chan struct{} // closed when the turn is being cancelled
+
+	mu       sync.Mutex
+	pending  []string
+	size     int
+	closed   bool
+	canceled bool
+}
+
+func (t *turn) push(text string) (ok bool, reason string) {
+	t.mu.Lock()
+	switch {
+	case t.closed || t.canceled:
+		t.mu.Unlock()
+		return false, "cancelled_turn"
+	case t.size+len(text) > mailboxCap:
+		t.mu.Unlock()
+		return false, "mailbox_full"
+	}
+	t.pending = append(t.pending, text)
+	t.size += len(text)
+	t.mu.Unlock()
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+	return true, ""
+}
+
+// drain takes the waiting text.
+func (t *turn) drain() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pending
+	t.pending, t.size = nil, 0
+	return p
+}
+
+// markCancelled stops delivery and releases pending permission waits.
+func (t *turn) markCancelled() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.canceled {
+		t.canceled = true
+		t.pending, t.size = nil, 0
+		close(t.cancel)
+	}
+}
+
+func (t *turn) isCancelled() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.canceled
+}
+
+// beginTurn registers a mailbox for sid; updates for sid go there until endTurn.
+func (c *Client) beginTurn(sid string) *turn {
+	t := &turn{sid: sid, signal: make(chan struct{}, 1), cancel: make(chan struct{})}
+	c.mu.Lock()
+	c.turns[sid] = t
+	c.mu.Unlock()
+	return t
+}
+
+func (c *Client) endTurn(t *turn) {
+	c.mu.Lock()
+	if c.turns[t.sid] == t {
+		delete(c.turns, t.sid)
+	}
+	c.mu.Unlock()
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+}
+
+func (c *Client) activeTurn(sid string) *turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turns[sid]
+}
+
+// handle is the one SDK MethodHandler: every inbound request and
+// notification arrives here. Notifications are O(1) and never block.
+// The stdout guard lets only session/request_permission through as a request.
+func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+	if method == methodRequestPermission {
+		return c.handlePermission(ctx, params), nil
+	}
+	defer c.notified()
+	if strings.HasPrefix(method, "_zeroclaw/") {
+		if method == "_zeroclaw/history_trimmed" {
+			c.log.Info("agent trimmed session history", "details", string(truncateBytes(params, 512)))
+		}
+		return nil, nil
+	}
+	if c.adapter == nil {
+		return nil, nil
+	}
+	sid, ev, ok := c.adapter.decode(method, params)
+	if !ok {
+		c.log.Debug("ignoring agent notification", "method", method)
+		return nil, nil
+	}
+	c.route(sid, ev)
+	return nil, nil
+}
+
+func (c *Client) route(sid string, ev event) {
+	switch ev.kind {
+	case evText:
+		if ev.text == "" {
+			return
+		}
+		t := c.activeTurn(sid)
+		if t == nil {
+			c.dropped("no_turn")
+			return
+		}
+		if ok, reason := t.push(ev.text); !ok {
+			c.dropped(reason)
+		}
+	case evToolStart:
+		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "id", ev.toolID)
+		if ev.tool != "" {
+			c.mu.Lock()
+			c.lastTools[sid] = ev.tool
+			c.mu.Unlock()
+		}
+	case evToolEnd:
+		c.log.Debug("agent tool update", "session", sid, "tool", ev.tool, "id", ev.toolID, "status", ev.status)
+	case evHistoryTrimmed:
+		c.log.Info("agent trimmed session history", "session", sid, "details", string(truncateBytes(ev.raw, 512)))
+	case evThought, evPlan, evCancelMarker:
+		c.log.Trace("agent update", "session", sid, "kind", ev.kind)
+	default:
+		c.log.Debug("unknown agent update", "session", sid, "kind", ev.status)
+		c.dropped("unknown_kind")
+	}
+}
+
+var approveTitle = regexp.MustCompile(`^(?i:approve)\s+(.+?)\s*\?*$`)
+
+// handlePermission answers session/request_permission by policy (spec/acp.md §3.5).
+func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) any {
+	var p struct {
+		SessionID  string `json:"sessionId"`
+		SessionID2 string `json:"session_id"`
+		ToolName   string `json:"toolName"`
+		Options    *[]struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+		ToolCall struct {
+			ID    string `json:"toolCallId"`
+			Title string `json:"title"`
+			Name  string `json:"name"`
+		} `json:"toolCall"`
+	}
+	_ = json.Unmarshal(params, &p)
+	sid := firstNonEmpty(p.SessionID, p.SessionID2)
+	// The tool_call update naming the tool precedes this request on the wire.
+	c.barrier(ctx, time.Second)
+	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title}
+	req.Tool = firstNonEmpty(p.ToolCall.Name, p.ToolName)
+	if req.Tool == "" {
+		c.mu.Lock()
+		req.Tool = c.lastTools[sid]
+		c.mu.Unlock()
+	}
+	if req.Tool == "" {
+		if m := approveTitle.FindStringSubmatch(p.ToolCall.Title); m != nil {
+			req.Tool = m[1]
+		}
+	}
+	req.Tool = normaliseTool(req.Tool)
+	if req.Tool == "" && !strings.HasPrefix(req.ToolCallID, "ask-user-") {
+		c.log.Warn("permission request names no tool; applying the default", "tool_call", string(truncateBytes(params, 512)))
+	}
+
+	decision := c.decide(ctx, req)
+	c.log.Info("permission decided", "session", sid, "tool", req.Tool, "decision", decision)
+
+	if p.Options == nil { // legacy shape
+		return map[string]bool{"approved": decision == Allow}
+	}
+	want := ""
+	switch decision {
+	case Allow:
+		want = string(acpsdk.PermissionOptionKindAllowOnce)
+	case Deny:
+		want = string(acpsdk.PermissionOptionKindRejectOnce)
+	}
+	for _, o := range *p.Options {
+		if want != "" && o.Kind == want {
+			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(o.OptionID))}
+		}
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+}
+
+// decide runs the policy; a cancelled turn (or an ended request) answers
+// Cancel, also while the policy is still deciding (hazard H4).
+func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
+	t := c.activeTurn(req.SessionID)
+	if t != nil && t.isCancelled() {
+		return Cancel
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if t != nil {
+		go func() {
+			select {
+			case <-t.cancel:
+				cancel()
+			case <-dctx.Done():
+			}
+		}()
+	}
+	perm := c.perm
+	if perm == nil {
+		perm = allowAll{}
+	}
+	d := perm.Decide(dctx, req)
+	if dctx.Err() != nil {
+		return Cancel
+	}
+	return d
+}

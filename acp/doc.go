@@ -1,0 +1,70 @@
+// Package acp runs the bridge's agent: it supervises one long-running
+// `zeroclaw acp` child (or any ACP agent), speaks the Agent Client Protocol
+// to it over stdio with github.com/coder/acp-go-sdk, and shares it between
+// callers through a pool of agent sessions.
+//
+// # Components
+//
+//   - Supervisor owns the child process end to end: its own pipes and
+//     process group, stderr pumped line by line into the "child" logger
+//     (rate-capped, panics raised to Error), death noticed the moment Wait
+//     returns or the connection closes, restarts with exponential backoff
+//     that never gives up, and a stop ladder on shutdown (retire sessions,
+//     close stdin, SIGTERM the group, SIGKILL).
+//   - Client is one initialised connection (one child generation). A stdout
+//     guard sits in front of the SDK: it drops non-JSON noise, keeps frames
+//     over 8 MiB away from the SDK (its limit is 10 MiB), answers requests
+//     the bridge does not serve, and paces notifications so the SDK's
+//     1024-slot queue never overflows. One dispatcher receives every inbound
+//     frame; the dialect is detected from the raw initialize result and one
+//     adapter per dialect (ACP v1, legacy L0–L2) translates frames.
+//   - Permissioner answers session/request_permission; Policy is bridge.py's
+//     rule set (kid mode denies camera.take_photo). Options are chosen by
+//     kind, never by display name.
+//   - Pool maps callers to agent sessions and runs turns.
+//
+// # Usage
+//
+//	sup := acp.NewSupervisor(acp.Config{Command: "zeroclaw", Logger: log})
+//	pool := acp.NewPool(acp.PoolConfig{Logger: log}, sup)
+//	go sup.Run(ctx)
+//	go pool.Run(ctx)
+//	res, err := pool.Turn(ctx, acp.TurnRequest{
+//		Key:     sessionID,
+//		Prompt:  func(turn int) string { return buildPrompt(turn) },
+//		OnChunk: func(text string) { stream(text) },
+//	})
+//
+// # Concurrency properties
+//
+//   - Turns on one pool key are serialised: the key's lease is a one-slot
+//     semaphore taken in arrival order within the caller's ctx. Turns on
+//     different keys run concurrently on a v1 agent; a legacy agent serves
+//     one turn per process, so its turns also share a process lease.
+//   - SDK callbacks never block: a streamed update is decoded, routed by
+//     session id and appended to the running turn's mailbox (capped at
+//     1 MiB). Updates for a session with no running turn, such as late
+//     output of a cancelled turn, are dropped and counted in
+//     dotty_acp_dropped_updates_total.
+//   - OnChunk runs on the caller's goroutine, in agent order, and never
+//     after the turn's ctx has ended.
+//   - Ending a turn's ctx (barge-in, timeout) returns from Turn at once. On a
+//     v1 agent the pool sends session/cancel, answers the session's pending
+//     permission requests "cancelled", and waits in the background, still
+//     holding the key's lease, for the agent's cancelled result for up to
+//     CancelGrace; the session survives and the cancelled turn does not
+//     count. Without a result in time the session is retired. A legacy agent
+//     cannot cancel: its turn is detached and runs out while later turns wait
+//     up to InitTimeout for the process, after which the child is recycled.
+//   - A session the agent says it lost (-32000) is replaced and the prompt
+//     rebuilt at turn index 0 and sent once more. Any other failure retires
+//     the session, so the next turn starts fresh.
+//   - Health snapshots never block on a turn or on the agent.
+//
+// # Lifecycle
+//
+// Supervisor.Run and Pool.Run block until their ctx ends. Stop the pool
+// before the supervisor: the pool's background settlements finish first,
+// then the supervisor retires the remaining sessions and stops the child.
+// Every goroutine either package type starts has ended when its Run returns.
+package acp

@@ -1,0 +1,307 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+const (
+	// sdkSafeLine is the largest line handed to the SDK, comfortably below
+	// its 10 MiB scanner limit (hazard H2).
+	sdkSafeLine = 8 << 20
+	// guardMaxLine is the largest line the guard buffers at all; longer lines
+	// are discarded unread.
+	guardMaxLine = 64 << 20
+	// paceHigh is how many notifications may wait in the SDK's 1024-slot
+	// queue before the guard stops reading the child (hazard H1).
+	paceHigh = 512
+)
+
+// stdoutGuard sits between the child's stdout and the SDK connection. It
+// reads lines of any length, drops non-JSON noise (legacy agents log on
+// stdout), keeps oversize frames away from the SDK, answers requests the
+// bridge does not serve, and paces notifications so the SDK's bounded
+// queue can never overflow.
+type stdoutGuard struct {
+	src    io.Reader
+	dst    *io.PipeWriter
+	reply  io.Writer // the child's stdin, for answers the guard gives itself
+	log    hclog.Logger
+	noise  *lineLimiter
+	onDrop func(reason string)
+	// sdkLine and maxLine are sdkSafeLine and guardMaxLine, smaller in tests.
+	sdkLine, maxLine int
+
+	forwarded atomic.Uint64 // notifications handed to the SDK (written by the guard goroutine)
+	handled   atomic.Uint64 // notifications the dispatcher has finished
+	wake      chan struct{} // cap 1; dispatcher → guard
+	done      <-chan struct{}
+
+	// Barrier waiters (see waitHandled).
+	waiters  atomic.Int32
+	mu       sync.Mutex
+	progress chan struct{} // closed at the next handled notification
+}
+
+func newStdoutGuard(src io.Reader, dst *io.PipeWriter, reply io.Writer, log hclog.Logger, onDrop func(string), done <-chan struct{}) *stdoutGuard {
+	return &stdoutGuard{
+		src:     src,
+		dst:     dst,
+		reply:   reply,
+		log:     log,
+		noise:   newLineLimiter(log, 50, realClock{}),
+		onDrop:  onDrop,
+		sdkLine: sdkSafeLine,
+		maxLine: guardMaxLine,
+		wake:    make(chan struct{}, 1),
+		done:    done,
+	}
+}
+
+// notificationHandled is called by the dispatcher after each notification.
+func (g *stdoutGuard) notificationHandled() {
+	g.handled.Add(1)
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	if g.waiters.Load() > 0 {
+		g.mu.Lock()
+		if g.progress != nil {
+			close(g.progress)
+			g.progress = nil
+		}
+		g.mu.Unlock()
+	}
+}
+
+// barrier waits until every notification forwarded so far has been
+// handled, within ctx and at most limit. The SDK runs an inbound request at
+// once on its own goroutine, while notifications are processed in order on
+// another, so a request can overtake the notifications sent before it
+// (a permission request its tool_call update).
+func (g *stdoutGuard) barrier(ctx context.Context, limit time.Duration) {
+	target := g.forwarded.Load()
+	if g.handled.Load() >= target {
+		return
+	}
+	g.waiters.Add(1)
+	defer g.waiters.Add(-1)
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		g.mu.Lock()
+		if g.handled.Load() >= target {
+			g.mu.Unlock()
+			return
+		}
+		if g.progress == nil {
+			g.progress = make(chan struct{})
+		}
+		ch := g.progress
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-g.done:
+			return
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+// frameHead is the part of a JSON-RPC frame the guard classifies by.
+type frameHead struct {
+	ID     *json.RawMessage `json:"id"`
+	Method string           `json:"method"`
+}
+
+// run copies frames until src ends; it closes dst with the read error.
+func (g *stdoutGuard) run() {
+	r := bufio.NewReaderSize(g.src, 64<<10)
+	var err error
+	for {
+		var line []byte
+		var tooLong bool
+		line, tooLong, err = readLine(r, g.maxLine)
+		if len(line) > 0 || tooLong {
+			if ferr := g.frame(line, tooLong); ferr != nil {
+				err = ferr
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	g.dst.CloseWithError(err)
+}
+
+// readLine returns the next line without its terminator. A line longer than
+// limit is consumed and reported as tooLong with no content.
+func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, e := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > limit {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if e == nil {
+			break
+		}
+		if errors.Is(e, bufio.ErrBufferFull) {
+			continue
+		}
+		err = e
+		break
+	}
+	return bytes.TrimRight(line, "\r\n"), tooLong, err
+}
+
+func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
+	if tooLong {
+		g.log.Warn("discarded agent stdout line over the size limit", "limit", g.maxLine)
+		g.onDrop("oversize")
+		return nil
+	}
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	var head frameHead
+	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
+		g.noise.emit(hclog.Info, "agent stdout: "+string(truncateBytes(trimmed, 512)))
+		return nil
+	}
+	oversize := len(trimmed) > g.sdkLine
+	switch {
+	case head.ID != nil && head.Method == "": // response
+		if oversize {
+			g.log.Warn("agent response over the size limit replaced by an error", "bytes", len(trimmed), "id", string(*head.ID))
+			return g.forward(errorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
+		}
+		return g.forward(trimmed)
+	case head.ID != nil: // request from the agent
+		if head.Method != methodRequestPermission {
+			return g.answer(errorFrame(*head.ID, codeMethodNotFound, "Method not found: "+head.Method))
+		}
+		if oversize {
+			return g.answer(errorFrame(*head.ID, codeInternal, "request too large"))
+		}
+		return g.forward(trimmed)
+	case head.Method == "$/cancel_request":
+		return g.forward(trimmed) // handled synchronously by the SDK, never queued
+	case head.Method == methodRequestPermission:
+		g.log.Warn("ignoring permission request sent as a notification")
+		return nil
+	case head.Method != "": // notification
+		if oversize {
+			g.log.Warn("dropped agent notification over the size limit", "method", head.Method, "bytes", len(trimmed))
+			g.onDrop("oversize")
+			return nil
+		}
+		if err := g.forward(trimmed); err != nil {
+			return err
+		}
+		g.forwarded.Add(1)
+		return g.pace()
+	default:
+		g.noise.emit(hclog.Warn, "agent sent a frame with neither id nor method")
+		return nil
+	}
+}
+
+// pace blocks while too many notifications wait in the SDK's queue.
+func (g *stdoutGuard) pace() error {
+	for g.forwarded.Load()-g.handled.Load() >= paceHigh {
+		select {
+		case <-g.wake:
+		case <-g.done:
+			return ErrAgentGone
+		}
+	}
+	return nil
+}
+
+func (g *stdoutGuard) forward(frame []byte) error {
+	buf := make([]byte, 0, len(frame)+1)
+	buf = append(append(buf, frame...), '\n')
+	_, err := g.dst.Write(buf)
+	return err
+}
+
+func (g *stdoutGuard) answer(frame []byte) error {
+	_, err := g.reply.Write(append(frame, '\n'))
+	if err != nil {
+		g.log.Debug("could not answer agent request", "error", err)
+	}
+	return nil
+}
+
+func errorFrame(id json.RawMessage, code int, msg string) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	return b
+}
+
+func truncateBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[:n]
+}
+
+// lockedWriter serialises whole frames onto the child's stdin and bounds each
+// write, so a child that stops reading cannot block the bridge forever
+// (hazard H7). A timed-out write calls onTimeout.
+type lockedWriter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	deadline  func() error // sets the write deadline; nil when unsupported
+	onTimeout func()
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deadline != nil {
+		_ = w.deadline()
+	}
+	n, err := w.w.Write(p)
+	if err != nil && w.onTimeout != nil && isTimeout(err) {
+		w.onTimeout()
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

@@ -1,0 +1,199 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// runGuard feeds input through a guard and returns what reached the SDK
+// side, what the guard answered on stdin, and the drop reasons.
+// Limits are scaled down (1 KiB to the SDK, 4 KiB in all) to keep -race fast.
+func runGuard(t *testing.T, input string) (forwarded []string, answered string, drops []string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var reply bytes.Buffer
+	var mu sync.Mutex
+	done := make(chan struct{})
+	g := newStdoutGuard(strings.NewReader(input), pw, &lockedWriter{w: &reply}, hclog.NewNullLogger(),
+		func(r string) { mu.Lock(); drops = append(drops, r); mu.Unlock() }, done)
+	g.sdkLine, g.maxLine = 1<<10, 4<<10
+	go func() {
+		g.run()
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		forwarded = append(forwarded, sc.Text())
+		g.notificationHandled()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return forwarded, reply.String(), drops
+}
+
+func TestGuardClassifiesFrames(t *testing.T) {
+	big := strings.Repeat("a", 1<<10+10)
+	input := strings.Join([]string{
+		"2026-05-17T10:00:00Z  INFO zeroclaw::acp: prompt received",
+		"\x1b[32mcoloured log\x1b[0m",
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S"}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}`,
+		`{"jsonrpc":"2.0","id":"zc-out-0","method":"session/request_permission","params":{}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"fs/read_text_file","params":{}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"text":"` + big + `"}}`,
+		`{"jsonrpc":"2.0","id":8,"result":{"pad":"` + big + `"}}`,
+		`{"jsonrpc":"2.0","method":"session/request_permission","params":{}}`,
+		`{not json`,
+		`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}`,
+		"",
+	}, "\n")
+	fwd, answered, drops := runGuard(t, input)
+	if len(fwd) != 5 {
+		t.Fatalf("forwarded %d frames, want 5: %.200q", len(fwd), fwd)
+	}
+	if !strings.Contains(fwd[0], `"session/update"`) || !strings.Contains(fwd[1], `"id":7`) ||
+		!strings.Contains(fwd[2], "zc-out-0") || !strings.Contains(fwd[4], "$/cancel_request") {
+		t.Errorf("unexpected forwarded frames: %.300q", fwd)
+	}
+	var errResp struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(fwd[3]), &errResp); err != nil || errResp.ID != 8 || errResp.Error.Code != codeInternal ||
+		!strings.Contains(errResp.Error.Message, "too large") {
+		t.Errorf("oversize response became %.200s (err %v)", fwd[3], err)
+	}
+	if !strings.Contains(answered, `"id":9`) || !strings.Contains(answered, fmt.Sprint(codeMethodNotFound)) {
+		t.Errorf("unserved request not answered -32601: %q", answered)
+	}
+	if len(drops) != 1 || drops[0] != "oversize" {
+		t.Errorf("drops %v, want one oversize notification", drops)
+	}
+}
+
+func TestGuardHandlesLinesOverHardLimit(t *testing.T) {
+	huge := `{"jsonrpc":"2.0","method":"session/update","params":"` + strings.Repeat("b", 4<<10) + `"}`
+	fwd, _, drops := runGuard(t, huge+"\n"+`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n")
+	if len(fwd) != 1 || !strings.Contains(fwd[0], `"id":1`) || len(drops) != 1 {
+		t.Errorf("forwarded %d, drops %v; want the huge line discarded and the next frame kept", len(fwd), drops)
+	}
+}
+
+func TestGuardPacesNotifications(t *testing.T) {
+	var in bytes.Buffer
+	for i := 0; i < paceHigh+100; i++ {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}`+"\n", i)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	defer close(done)
+	g := newStdoutGuard(&in, pw, io.Discard, hclog.NewNullLogger(), func(string) {}, done)
+	finished := make(chan struct{})
+	go func() { g.run(); close(finished) }()
+	sc := bufio.NewScanner(pr)
+	read := 0
+	for read < paceHigh && sc.Scan() {
+		read++
+	}
+	// Nothing handled yet: the guard must stop after paceHigh notifications.
+	got := make(chan bool, 1)
+	go func() { got <- sc.Scan() }()
+	select {
+	case <-got:
+		t.Fatal("guard forwarded beyond the pacing limit with nothing handled")
+	case <-time.After(100 * time.Millisecond):
+	}
+	for i := 0; i < paceHigh; i++ {
+		g.notificationHandled()
+	}
+	if ok := <-got; !ok {
+		t.Fatal("guard did not resume after notifications were handled")
+	}
+	read++
+	for sc.Scan() {
+		read++
+		g.notificationHandled()
+	}
+	if read != paceHigh+100 {
+		t.Errorf("read %d frames, want %d", read, paceHigh+100)
+	}
+	<-finished
+}
+
+func TestLineLimiter(t *testing.T) {
+	clk := newFakeClock()
+	var buf syncBuffer
+	l := newLineLimiter(hclogFor(&buf), 3, clk)
+	for i := 0; i < 10; i++ {
+		l.emit(hclog.Info, fmt.Sprintf("line %d", i))
+	}
+	l.emit(hclog.Error, "panic survives the cap")
+	clk.Advance(time.Second)
+	l.emit(hclog.Info, "next window")
+	out := buf.String()
+	if strings.Count(out, "line ") != 3 || !strings.Contains(out, "dropped=7") ||
+		!strings.Contains(out, "panic survives") || !strings.Contains(out, "next window") {
+		t.Errorf("limiter output:\n%s", out)
+	}
+}
+
+func TestStderrPumpTailAndLevels(t *testing.T) {
+	var buf syncBuffer
+	p := newStderrPump(hclogFor(&buf), 200, realClock{})
+	var in strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&in, "line %d\n", i)
+	}
+	in.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
+	in.WriteString(strings.Repeat("z", stderrLineCap+5) + "\nlast")
+	p.run(strings.NewReader(in.String()))
+	tail := p.Tail()
+	if len(tail) != stderrTailLen || tail[len(tail)-1] != "last" || !strings.Contains(tail[len(tail)-2], "over 64 KiB") {
+		t.Errorf("tail = %q", tail)
+	}
+	if !strings.Contains(buf.String(), "[ERROR] test: thread 'main' panicked") {
+		t.Errorf("panic line not at error level:\n%s", buf.String())
+	}
+}
+
+func TestGuardBarrierWaitsForEarlierNotifications(t *testing.T) {
+	g := newStdoutGuard(strings.NewReader(""), nil, io.Discard, hclog.NewNullLogger(), func(string) {}, make(chan struct{}))
+	g.forwarded.Store(3)
+	g.handled.Store(1)
+	returned := make(chan struct{})
+	go func() {
+		g.barrier(context.Background(), 5*time.Second)
+		close(returned)
+	}()
+	g.notificationHandled() // 2 of 3
+	select {
+	case <-returned:
+		t.Fatal("barrier returned before the earlier notifications were handled")
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.forwarded.Store(10) // later notifications do not extend the wait
+	g.notificationHandled()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("barrier did not return once the notifications were handled")
+	}
+	start := time.Now()
+	g.barrier(context.Background(), 50*time.Millisecond) // bounded when nothing progresses
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("barrier waited %s past its limit", d)
+	}
+}

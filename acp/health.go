@@ -1,0 +1,37 @@
+package acp
+
+// AgentHealth is a snapshot of the supervised agent process for /health.
+type AgentHealth struct {
+	// Command is the agent command line as configured.
+	Command string `json:"command"`
+	// PID is the running child's process id, 0 when none runs.
+	PID int `json:"pid"`
+	// Dialect is the detected ACP dialect ("v1", "legacy-l0", "legacy-l1",
+	// "legacy-l2"), empty before the first successful initialize.
+	Dialect string `json:"dialect"`
+	// AgentName and AgentVersion are what the agent reported, if anything.
+	AgentName    string `json:"agent_name,omitempty"`
+	AgentVersion string `json:"agent_version,omitempty"`
+	// State is one of starting, ready, backoff, stopping, stopped.
+	State string `json:"state"`
+	// Running is true while a child process exists and has not exited.
+	Running bool `json:"running"`
+	// Restarts counts children started after the first.
+	Restarts int `json:"restarts"`
+	// UptimeSeconds is how long the current child has been ready.
+	UptimeSeconds float64 `json:"uptime_s"`
+	// LastError says why the agent is not running or last stopped.
+	LastError string `json:"last_error,omitempty"`
+	// BinaryMissing is true when the executable does not exist.
+	BinaryMissing bool `json:"binary_missing,omitempty"`
+}
+
+// PoolHealth is a snapshot of the session pool for /health.
+type PoolHealth struct {
+	// Sessions is the number of live agent sessions.
+	Sessions int `json:"sessions"`
+	// CachedSession is true when any agent session is live.
+	CachedSession bool `json:"cached_session"`
+	// SessionTurns is the turn count of the most recently used session.
+	SessionTurns int `json:"session_turns"`
+}

@@ -1,0 +1,67 @@
+package acp
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds the acp package's Prometheus series. Build it once with
+// NewMetrics and share it between the Supervisor and the Pool.
+type Metrics struct {
+	// ActiveSessions is dotty_active_acp_sessions (bridge.py's name), read
+	// from the pool at scrape time.
+	ActiveSessions prometheus.GaugeFunc
+	// ChildUp is 1 while an initialised agent child is ready.
+	ChildUp prometheus.Gauge
+	// Restarts counts child restarts by the reason the previous child ended.
+	Restarts *prometheus.CounterVec
+	// Backoff is the delay before the next start attempt, 0 when none is pending.
+	Backoff prometheus.Gauge
+	// Dialect is an info gauge: 1 for the running child's dialect.
+	Dialect *prometheus.GaugeVec
+	// DroppedUpdates counts agent updates that were not delivered, by reason.
+	DroppedUpdates *prometheus.CounterVec
+
+	sessions atomic.Pointer[func() int]
+}
+
+// NewMetrics creates the series and registers them on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{}
+	m.ActiveSessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dotty_active_acp_sessions",
+		Help: "Number of in-flight ACP sessions (currently 0 or 1 — single child).",
+	}, m.sessionCount)
+	m.ChildUp = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "dotty_acp_child_up",
+		Help: "1 while the supervised ACP agent child is initialised and ready, else 0.",
+	})
+	m.Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_acp_child_restarts_total",
+		Help: "ACP agent child restarts, partitioned by the reason the previous child ended.",
+	}, []string{"reason"})
+	m.Backoff = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "dotty_acp_backoff_seconds",
+		Help: "Delay before the next ACP agent start attempt; 0 when none is pending.",
+	})
+	m.Dialect = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dotty_acp_dialect",
+		Help: "Info gauge: 1 for the ACP dialect spoken by the running agent child.",
+	}, []string{"dialect"})
+	m.DroppedUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_acp_dropped_updates_total",
+		Help: "Agent updates not delivered to a turn, partitioned by reason.",
+	}, []string{"reason"})
+	if reg != nil {
+		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates)
+	}
+	return m
+}
+
+func (m *Metrics) sessionCount() float64 {
+	if f := m.sessions.Load(); f != nil {
+		return float64((*f)())
+	}
+	return 0
+}

@@ -1,0 +1,618 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Source hands out the current agent client, waiting for one within ctx.
+// *Supervisor and *Client implement it.
+type Source interface {
+	Acquire(ctx context.Context) (*Client, error)
+}
+
+// Pool maps callers to agent sessions: one session per pool key, one turn
+// at a time per session (per process for legacy agents), rotation on idle
+// time, turn count and age, a bound on live sessions, and one retry on a
+// lost session. See the package doc for the concurrency rules.
+type Pool struct {
+	cfg PoolConfig
+	src Source
+	log hclog.Logger
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	bg       sync.WaitGroup // settle and retire goroutines
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	last    *entry // most recently used
+	closed  bool
+}
+
+// entry is one pool key's agent session. lease is a 1-slot semaphore; the
+// fields below it are guarded by Pool.mu and written only by the lease holder.
+type entry struct {
+	key   string
+	lease chan struct{}
+
+	client   *Client
+	sid      string
+	created  time.Time
+	lastUsed time.Time
+	turns    int
+	dead     bool // removed from the map; waiters must look again
+}
+
+// NewPool returns a pool that takes agent clients from src.
+func NewPool(cfg PoolConfig, src Source) *Pool {
+	cfg = cfg.withDefaults()
+	p := &Pool{
+		cfg:      cfg,
+		src:      src,
+		log:      cfg.Logger,
+		stopping: make(chan struct{}),
+		entries:  make(map[string]*entry),
+	}
+	if cfg.Metrics != nil {
+		f := p.liveSessions
+		cfg.Metrics.sessions.Store(&f)
+	}
+	return p
+}
+
+// Run closes idle sessions in the background until ctx ends, then waits for
+// the pool's background work (cancel settlements, retirements) to finish.
+func (p *Pool) Run(ctx context.Context) error {
+	tick := time.NewTicker(p.cfg.ReapInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			p.reap()
+		case <-ctx.Done():
+			p.stopOnce.Do(func() { close(p.stopping) })
+			p.mu.Lock()
+			p.closed = true
+			p.mu.Unlock()
+			p.bg.Wait()
+			return nil
+		}
+	}
+}
+
+// goBackground runs f on a goroutine the pool waits for at shutdown; after
+// shutdown it runs f inline.
+func (p *Pool) goBackground(f func()) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		f()
+		return
+	}
+	p.bg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.bg.Done()
+		f()
+	}()
+}
+
+// Health reports the pool's sessions without blocking on turns.
+func (p *Pool) Health() PoolHealth {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := PoolHealth{Sessions: p.liveSessionsLocked()}
+	h.CachedSession = h.Sessions > 0
+	if e := p.last; e != nil && e.sid != "" && e.client.Err() == nil {
+		h.SessionTurns = e.turns
+	}
+	return h
+}
+
+func (p *Pool) liveSessions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.liveSessionsLocked()
+}
+
+func (p *Pool) liveSessionsLocked() int {
+	n := 0
+	for _, e := range p.entries {
+		if e.sid != "" && e.client.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *Pool) keyFor(k string) string {
+	if p.cfg.KeyMode == KeyShared {
+		return string(KeyShared)
+	}
+	if k == "" {
+		return DefaultKey
+	}
+	return k
+}
+
+// leases is what a turn holds: its entry's lease and, for legacy agents,
+// the process lease. Ownership can move to a background settlement.
+type leases struct {
+	e    *entry
+	proc chan struct{}
+}
+
+func (l *leases) releaseProc() {
+	if l.proc != nil {
+		<-l.proc
+		l.proc = nil
+	}
+}
+
+func (l *leases) releaseEntry() {
+	if l.e != nil {
+		<-l.e.lease
+		l.e = nil
+	}
+}
+
+func (l *leases) release() {
+	l.releaseProc()
+	l.releaseEntry()
+}
+
+// Turn runs one prompt turn on the session for req.Key. It waits (within
+// ctx) for the session's previous turn and for a ready agent. When ctx ends
+// mid-turn the agent's turn is cancelled (v1: session/cancel, pending
+// permissions answered "cancelled", the cancelled result awaited in the
+// background for CancelGrace with the session kept; legacy: detached) and
+// Turn returns at once with an error wrapping ctx.Err().
+func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
+	clk := p.cfg.clock
+	start := clk.Now()
+	e, err := p.lease(ctx, p.keyFor(req.Key))
+	if err != nil {
+		return TurnResult{}, err
+	}
+	ls := &leases{e: e}
+	defer ls.release()
+
+	c, err := p.acquireInto(ctx, ls)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	ph := Phases{Lease: clk.Now().Sub(start), Reused: true}
+
+	for attempt, reacquired := 0, false; ; attempt++ {
+		sid, idx, fresh, created, err := p.prepareSession(ctx, e, c)
+		if err != nil && errors.Is(err, ErrAgentGone) && !reacquired && ctx.Err() == nil {
+			// The agent died before this turn sent it anything; the
+			// supervisor is restarting it, so wait for the next one once.
+			reacquired = true
+			ls.releaseProc()
+			if c, err = p.acquireInto(ctx, ls); err != nil {
+				return TurnResult{}, err
+			}
+			attempt--
+			continue
+		}
+		if err != nil {
+			return TurnResult{}, err
+		}
+		if fresh {
+			ph.Reused = false
+		}
+		ph.NewSession += created
+		text := ""
+		if req.Prompt != nil {
+			text = req.Prompt(idx)
+		}
+		t0 := clk.Now()
+		out, chunks, err := p.runPrompt(ctx, ls, c, sid, text, req.OnChunk)
+		ph.Prompt = clk.Now().Sub(t0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return TurnResult{}, fmt.Errorf("turn cancelled: %w", ctx.Err())
+			}
+			lost, busy := errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrSessionBusy)
+			if attempt == 0 && (lost || busy) {
+				p.log.Info("agent session unusable; retrying once on a new session", "session", sid, "error", err)
+				p.dropSession(e, c, sid, busy)
+				continue
+			}
+			// Hard failure: the next turn starts a fresh session (turn index 0).
+			p.dropSession(e, c, sid, !lost && c.Err() == nil)
+			return TurnResult{}, err
+		}
+		now := clk.Now()
+		p.mu.Lock()
+		e.turns++
+		e.lastUsed = now
+		p.last = e
+		p.mu.Unlock()
+		ph.Total = now.Sub(start)
+		text = out.content
+		if !out.hasContent {
+			text = strings.Join(chunks, "")
+		}
+		return TurnResult{Text: text, StopReason: out.stopReason, SessionID: sid, TurnIndex: idx, Phases: ph}, nil
+	}
+}
+
+// lease takes key's entry lease, FIFO among waiters, within ctx.
+func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrStopped
+		}
+		e := p.entries[key]
+		if e == nil {
+			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.clock.Now()}
+			p.entries[key] = e
+		}
+		p.mu.Unlock()
+		select {
+		case e.lease <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for session %q: %w", key, ctx.Err())
+		}
+		p.mu.Lock()
+		dead := e.dead
+		p.mu.Unlock()
+		if !dead {
+			return e, nil
+		}
+		<-e.lease
+	}
+}
+
+// acquireInto acquires a live client and records its process lease in ls.
+func (p *Pool) acquireInto(ctx context.Context, ls *leases) (*Client, error) {
+	c, proc, err := p.acquireClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ls.proc = proc
+	return c, nil
+}
+
+// acquireClient returns a ready client and, for one-turn-per-process
+// agents, its held process lease. A legacy agent still busy with a detached
+// turn after InitTimeout is recycled through its owner.
+func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error) {
+	for {
+		c, err := p.src.Acquire(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.procLease == nil {
+			return c, nil, nil
+		}
+		select {
+		case c.procLease <- struct{}{}:
+			return c, c.procLease, nil
+		default:
+		}
+		wedged := p.cfg.clock.After(c.cfg.InitTimeout)
+		for {
+			select {
+			case c.procLease <- struct{}{}:
+				return c, c.procLease, nil
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("waiting for the agent's previous turn: %w", ctx.Err())
+			case <-c.Done():
+			case <-wedged:
+				p.log.Warn("legacy agent still busy with a detached turn; recycling it", "waited", c.cfg.InitTimeout)
+				c.recycle("detached legacy turn still running")
+				wedged = nil
+				continue
+			}
+			break
+		}
+	}
+}
+
+// prepareSession returns the entry's session on c, rotating or creating it
+// as needed, with the session's turn index and the time spent creating it.
+func (p *Pool) prepareSession(ctx context.Context, e *entry, c *Client) (sid string, idx int, fresh bool, created time.Duration, err error) {
+	now := p.cfg.clock.Now()
+	p.mu.Lock()
+	if e.sid != "" && e.client != c {
+		e.sid = "" // the agent restarted; its sessions are gone
+	}
+	var rotated string
+	if e.sid != "" {
+		if why := p.rotationLocked(e, now); why != "" {
+			p.log.Info("rotating agent session", "key", e.key, "session", e.sid, "reason", why, "turns", e.turns)
+			rotated, e.sid = e.sid, ""
+		}
+	}
+	sid, idx = e.sid, e.turns
+	p.mu.Unlock()
+	if rotated != "" {
+		p.retireAsync(c, rotated)
+	}
+	if sid != "" {
+		return sid, idx, false, 0, nil
+	}
+
+	if err := p.makeRoom(c, e); err != nil {
+		return "", 0, false, 0, err
+	}
+	sid, err = c.NewSession(ctx)
+	if errors.Is(err, ErrSessionLimit) {
+		p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
+		p.evictIdle(c, e, 1)
+		sid, err = c.NewSession(ctx)
+	}
+	if err != nil {
+		return "", 0, false, 0, err
+	}
+	done := p.cfg.clock.Now()
+	p.mu.Lock()
+	e.client, e.sid, e.created, e.lastUsed, e.turns = c, sid, done, done, 0
+	p.mu.Unlock()
+	p.log.Debug("agent session created", "key", e.key, "session", sid)
+	return sid, 0, true, done.Sub(now), nil
+}
+
+// rotationLocked returns why e's session must be replaced, or "".
+func (p *Pool) rotationLocked(e *entry, now time.Time) string {
+	switch {
+	case now.Sub(e.lastUsed) > p.cfg.SessionIdle:
+		return "idle"
+	case e.turns >= p.cfg.SessionMaxTurns:
+		return "turns"
+	case now.Sub(e.created) > p.cfg.SessionMaxAge:
+		return "age"
+	}
+	return ""
+}
+
+// sessionLimit is the most sessions the pool keeps on c.
+func (p *Pool) sessionLimit(c *Client) int {
+	limit := p.cfg.MaxSessions
+	if m := c.caps.MaxSessions; m > 0 && m < limit {
+		limit = m
+	}
+	return limit
+}
+
+// makeRoom closes least recently used idle sessions until a new one fits.
+func (p *Pool) makeRoom(c *Client, self *entry) error {
+	p.mu.Lock()
+	n := 0
+	for _, e := range p.entries {
+		if e != self && e.sid != "" && e.client == c {
+			n++
+		}
+	}
+	p.mu.Unlock()
+	excess := n - p.sessionLimit(c) + 1
+	if excess <= 0 {
+		return nil
+	}
+	if freed := p.evictIdle(c, self, excess); freed < excess {
+		return fmt.Errorf("%w: %d sessions busy (limit %d)", ErrSessionLimit, n-freed, p.sessionLimit(c))
+	}
+	return nil
+}
+
+// evictIdle closes up to n sessions on c whose entries are not in a turn,
+// least recently used first, and returns how many it closed.
+func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
+	freed := 0
+	for freed < n {
+		p.mu.Lock()
+		var victim *entry
+		for _, e := range p.entries {
+			if e == self || e.sid == "" || e.client != c {
+				continue
+			}
+			if victim == nil || e.lastUsed.Before(victim.lastUsed) {
+				select {
+				case e.lease <- struct{}{}:
+					if victim != nil {
+						<-victim.lease
+					}
+					victim = e
+				default:
+				}
+			}
+		}
+		var sid string
+		if victim != nil {
+			sid, victim.sid = victim.sid, ""
+		}
+		p.mu.Unlock()
+		if victim == nil {
+			return freed
+		}
+		<-victim.lease
+		p.log.Info("closing least recently used agent session to make room", "key", victim.key, "session", sid)
+		p.retireAsync(c, sid)
+		freed++
+	}
+	return freed
+}
+
+// dropSession forgets e's session sid; retire also closes it on the agent.
+func (p *Pool) dropSession(e *entry, c *Client, sid string, retire bool) {
+	p.detachSession(e, c, sid)
+	if retire {
+		p.retireAsync(c, sid)
+	} else {
+		c.forget(sid)
+	}
+}
+
+// detachSession unbinds sid from e so the key's next turn starts a new session.
+func (p *Pool) detachSession(e *entry, c *Client, sid string) {
+	p.mu.Lock()
+	if e.sid == sid && e.client == c {
+		e.sid = ""
+	}
+	p.mu.Unlock()
+}
+
+func (p *Pool) retireAsync(c *Client, sid string) {
+	p.goBackground(func() { c.retire(context.Background(), sid) })
+}
+
+// reap closes sessions idle longer than SessionIdle and forgets unused keys.
+func (p *Pool) reap() {
+	now := p.cfg.clock.Now()
+	type victim struct {
+		c   *Client
+		sid string
+	}
+	var victims []victim
+	p.mu.Lock()
+	for key, e := range p.entries {
+		select {
+		case e.lease <- struct{}{}:
+		default:
+			continue // in a turn
+		}
+		idle := now.Sub(e.lastUsed) > p.cfg.SessionIdle
+		switch {
+		case e.sid != "" && e.client.Err() != nil:
+			e.sid = ""
+		case e.sid != "" && idle:
+			victims = append(victims, victim{e.client, e.sid})
+			e.sid = ""
+		case e.sid == "" && idle:
+			e.dead = true
+			delete(p.entries, key)
+			if p.last == e {
+				p.last = nil
+			}
+		}
+		<-e.lease
+	}
+	p.mu.Unlock()
+	for _, v := range victims {
+		p.log.Debug("closing idle agent session", "session", v.sid)
+		p.retireAsync(v.c, v.sid)
+	}
+}
+
+// runPrompt sends the prompt and forwards chunks until the result arrives
+// or ctx ends. On ctx's end it hands the leases to a background settlement
+// (ls is emptied) and returns ctx's error.
+func (p *Pool) runPrompt(ctx context.Context, ls *leases, c *Client, sid, text string, onChunk func(string)) (promptResult, []string, error) {
+	t := c.beginTurn(sid)
+	acpCtx, abandon := context.WithCancel(context.Background())
+	resCh := make(chan promptOutcome, 1)
+	go func() {
+		r, err := c.prompt(acpCtx, sid, text)
+		resCh <- promptOutcome{r, err}
+	}()
+
+	var chunks []string
+	forward := func(deliver bool) {
+		for _, s := range t.drain() {
+			chunks = append(chunks, s)
+			if deliver && onChunk != nil {
+				onChunk(s)
+			}
+		}
+	}
+	for {
+		select {
+		case <-t.signal:
+			if ctx.Err() == nil {
+				forward(true)
+				continue
+			}
+		case o := <-resCh:
+			forward(ctx.Err() == nil) // every chunk sent before the result is queued by now
+			c.endTurn(t)
+			abandon()
+			return o.res, chunks, o.err
+		case <-ctx.Done():
+		}
+		// ctx ended: barge-in or timeout.
+		t.markCancelled()
+		p.settle(ls, c, sid, t, resCh, abandon)
+		return promptResult{}, chunks, ctx.Err()
+	}
+}
+
+type promptOutcome struct {
+	res promptResult
+	err error
+}
+
+// settle finishes a cancelled turn in the background, owning its leases.
+func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan promptOutcome, abandon context.CancelFunc) {
+	held := *ls
+	*ls = leases{}
+	started := p.cfg.clock.Now()
+	if !c.caps.Cancel() {
+		// Legacy: no cancel in protocol. Detach: the session is retired and
+		// the turn runs out while holding the process lease.
+		p.detachSession(held.e, c, sid)
+		held.releaseEntry()
+		p.log.Info("legacy agent cannot cancel; turn detached", "session", sid)
+		p.goBackground(func() {
+			defer held.releaseProc()
+			defer abandon()
+			defer c.endTurn(t)
+			select {
+			case <-resCh:
+				c.retire(context.Background(), sid)
+			case <-c.Done():
+			case <-p.stopping:
+			}
+		})
+		return
+	}
+	if err := c.cancelTurn(sid); err != nil {
+		p.log.Debug("session/cancel not sent", "session", sid, "error", err)
+	}
+	grace := c.cfg.CancelGrace
+	p.goBackground(func() {
+		defer held.release()
+		defer abandon()
+		defer c.endTurn(t)
+		resend := p.cfg.clock.After(min(time.Second, grace/2))
+		deadline := p.cfg.clock.After(grace)
+		for {
+			select {
+			case o := <-resCh:
+				if o.err != nil {
+					lost := errors.Is(o.err, ErrSessionNotFound)
+					p.dropSession(held.e, c, sid, !lost)
+					p.log.Debug("cancelled turn ended with an error", "session", sid, "error", o.err)
+					return
+				}
+				p.log.Debug("agent confirmed cancel", "session", sid, "stop", o.res.stopReason,
+					"elapsed", p.cfg.clock.Now().Sub(started))
+				return
+			case <-resend:
+				resend = nil
+				_ = c.cancelTurn(sid) // a cancel racing the prompt's start can be lost
+			case <-deadline:
+				p.log.Warn("agent did not confirm the cancel in time; retiring the session", "session", sid, "grace", grace)
+				p.dropSession(held.e, c, sid, true)
+				return
+			case <-c.Done():
+				p.dropSession(held.e, c, sid, false)
+				return
+			case <-p.stopping:
+				p.dropSession(held.e, c, sid, false)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,562 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// turnText runs one turn and returns its text, failing the test on error.
+func turnText(t *testing.T, p *Pool, key, prompt string, idxs *[]int) TurnResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(i int) string {
+		if idxs != nil {
+			*idxs = append(*idxs, i)
+		}
+		return prompt
+	}})
+	if err != nil {
+		t.Fatalf("turn %q: %v", prompt, err)
+	}
+	return res
+}
+
+func TestPoolTurnStreamsChunksInOrder(t *testing.T) {
+	a := newFakeAgent()
+	c := dialFake(t, a, Config{})
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	p := NewPool(PoolConfig{Logger: testLogger(t), Metrics: m}, c)
+	runPool(t, p)
+
+	var chunks []string
+	var idxs []int
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := p.Turn(ctx, TurnRequest{
+		Key:     "robot-1",
+		Prompt:  func(i int) string { idxs = append(idxs, i); return "hello there" },
+		OnChunk: func(s string) { chunks = append(chunks, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := echoReply("hello there")
+	if res.Text != want || strings.Join(chunks, "") != want || len(chunks) != 3 {
+		t.Fatalf("text %q chunks %q, want %q in 3 chunks", res.Text, chunks, want)
+	}
+	if res.StopReason != "end_turn" || res.TurnIndex != 0 || res.Phases.Reused {
+		t.Errorf("result %+v: want end_turn, index 0, fresh session", res)
+	}
+	res2 := turnText(t, p, "robot-1", "again", &idxs)
+	if res2.SessionID != res.SessionID || res2.TurnIndex != 1 || !res2.Phases.Reused {
+		t.Errorf("second turn %+v: want same session, index 1, reused", res2)
+	}
+	if got := []int{0, 1}; idxs[0] != got[0] || idxs[1] != got[1] {
+		t.Errorf("prompt indexes %v, want %v", idxs, got)
+	}
+	h := p.Health()
+	if h.Sessions != 1 || !h.CachedSession || h.SessionTurns != 2 {
+		t.Errorf("health %+v, want 1 session with 2 turns", h)
+	}
+	if v := testutil.ToFloat64(m.ActiveSessions); v != 1 {
+		t.Errorf("dotty_active_acp_sessions = %v, want 1", v)
+	}
+}
+
+func TestPoolKeysSelectSessions(t *testing.T) {
+	for _, mode := range []SessionKeyMode{KeyPerSession, KeyShared} {
+		t.Run(string(mode), func(t *testing.T) {
+			a := newFakeAgent()
+			p := NewPool(PoolConfig{Logger: testLogger(t), KeyMode: mode}, dialFake(t, a, Config{}))
+			runPool(t, p)
+			r1 := turnText(t, p, "a", "one", nil)
+			r2 := turnText(t, p, "b", "two", nil)
+			r3 := turnText(t, p, "", "three", nil)
+			r4 := turnText(t, p, "a", "four", nil)
+			if r4.SessionID != r1.SessionID {
+				t.Errorf("key a changed session: %s then %s", r1.SessionID, r4.SessionID)
+			}
+			distinct := map[string]bool{r1.SessionID: true, r2.SessionID: true, r3.SessionID: true}
+			want := 3
+			if mode == KeyShared {
+				want = 1
+			}
+			if len(distinct) != want {
+				t.Errorf("%d distinct sessions, want %d", len(distinct), want)
+			}
+		})
+	}
+}
+
+func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
+	a := newFakeAgent()
+	release := make(chan struct{})
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		_ = a.chunk(ctx, sid, "😊 ok")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	runPool(t, p)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i, key := range []string{"x", "x", "x", "y", "y", "z"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return "p" + string(rune('0'+i)) }})
+			errs <- err
+		}()
+	}
+	// Three keys → three prompts in flight at once, never two on one session.
+	waitFor(t, 5*time.Second, "three concurrent prompts", func() bool { return a.maxTotal.Load() >= 3 })
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.maxPerSess.Load(); n != 1 {
+		t.Errorf("max concurrent prompts on one session = %d, want 1", n)
+	}
+	if n := a.maxTotal.Load(); n != 3 {
+		t.Errorf("max concurrent prompts = %d, want 3 (one per key)", n)
+	}
+}
+
+func TestPoolRotation(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     PoolConfig
+		between func(clk *fakeClock)
+		turns   int
+		rotate  bool
+	}{
+		{"fresh session reused", PoolConfig{}, func(c *fakeClock) { c.Advance(299 * time.Second) }, 2, false},
+		{"idle over 300s", PoolConfig{}, func(c *fakeClock) { c.Advance(301 * time.Second) }, 2, true},
+		{"turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 4, true},
+		{"below turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 3, false},
+		{"age over max", PoolConfig{SessionMaxAge: 100 * time.Second, SessionIdle: time.Hour}, func(c *fakeClock) { c.Advance(60 * time.Second) }, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newFakeAgent()
+			clk := newFakeClock()
+			cfg := tt.cfg
+			cfg.Logger, cfg.clock = testLogger(t), clk
+			p := NewPool(cfg, dialFake(t, a, Config{}))
+			var idxs []int
+			first := turnText(t, p, "k", "t0", &idxs)
+			var last TurnResult
+			for i := 1; i < tt.turns; i++ {
+				tt.between(clk)
+				last = turnText(t, p, "k", "t", &idxs)
+			}
+			if rotated := last.SessionID != first.SessionID; rotated != tt.rotate {
+				t.Errorf("rotated = %v, want %v (indexes %v)", rotated, tt.rotate, idxs)
+			}
+			if tt.rotate && last.TurnIndex != 0 {
+				t.Errorf("turn index after rotation = %d, want 0", last.TurnIndex)
+			}
+			if tt.rotate {
+				waitFor(t, 2*time.Second, "old session closed", func() bool {
+					_, closed, _, _ := a.snapshot()
+					return len(closed) == 1 && closed[0] == first.SessionID
+				})
+			}
+		})
+	}
+}
+
+func TestPoolRetriesLostSessionOnce(t *testing.T) {
+	a := newFakeAgent()
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	first := turnText(t, p, "k", "warm up", nil)
+	a.mu.Lock()
+	a.lostFirst = true
+	a.mu.Unlock()
+	var idxs []int
+	res := turnText(t, p, "k", "after loss", &idxs)
+	if res.SessionID == first.SessionID {
+		t.Error("retry reused the lost session")
+	}
+	if len(idxs) != 2 || idxs[0] != 1 || idxs[1] != 0 {
+		t.Errorf("prompt built with indexes %v, want [1 0] (rebuilt as turn 0)", idxs)
+	}
+	if res.Text != echoReply("after loss") {
+		t.Errorf("text %q", res.Text)
+	}
+}
+
+func TestPoolFailsAfterSecondLostSession(t *testing.T) {
+	a := newFakeAgent()
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + sid}
+	}
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	calls := 0
+	_, err := p.Turn(context.Background(), TurnRequest{Prompt: func(int) string { calls++; return "x" }})
+	if !errors.Is(err, ErrSessionNotFound) || calls != 2 {
+		t.Fatalf("err = %v after %d prompts, want ErrSessionNotFound after 2", err, calls)
+	}
+}
+
+func TestPoolAgentErrorStartsFreshSession(t *testing.T) {
+	a := newFakeAgent()
+	fail := true
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		if fail {
+			return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}
+		}
+		_ = a.chunk(ctx, sid, "😊 fine")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	_, err := p.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "x" }})
+	var re *RPCError
+	if !errors.As(err, &re) || re.Code != -32603 {
+		t.Fatalf("err = %v, want the agent's -32603", err)
+	}
+	fail = false
+	var idxs []int
+	res := turnText(t, p, "k", "y", &idxs)
+	if res.TurnIndex != 0 || res.Phases.Reused {
+		t.Errorf("turn after failure: index %d reused %v, want a fresh session", res.TurnIndex, res.Phases.Reused)
+	}
+}
+
+// slowAgent streams a chunk every 20 ms until cancelled, honouring cancel
+// unless ignoreCancel is set.
+func slowAgent(ignoreCancel bool) *fakeAgent {
+	a := newFakeAgent()
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		if strings.HasPrefix(text, "quick") {
+			_ = a.chunk(ctx, sid, "😊 quick")
+			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+		}
+		waitCtx := ctx
+		if ignoreCancel {
+			waitCtx = context.Background()
+		}
+		for i := 0; i < 500; i++ {
+			if err := a.chunk(context.Background(), sid, "tick "); err != nil {
+				return acpsdk.PromptResponse{}, err
+			}
+			select {
+			case <-waitCtx.Done():
+				return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	return a
+}
+
+func TestPoolCancelKeepsSession(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
+	runPool(t, p)
+	warm := turnText(t, p, "k", "quick warm-up", nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	got := 0
+	afterCancel := false
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "long story" }, OnChunk: func(string) {
+			mu.Lock()
+			defer mu.Unlock()
+			got++
+			if ctx.Err() != nil {
+				afterCancel = true
+			}
+		}})
+		errc <- err
+	}()
+	waitFor(t, 5*time.Second, "first chunk", func() bool { mu.Lock(); defer mu.Unlock(); return got > 0 })
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("Turn returned %s after cancel; it must not wait for the agent", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Turn did not return after cancel")
+	}
+	waitFor(t, 2*time.Second, "session/cancel at the agent", func() bool {
+		cancels, _, _, _ := a.snapshot()
+		return len(cancels) >= 1 && cancels[0] == warm.SessionID
+	})
+	// The next turn on the key waits for the cancelled result, then reuses the session.
+	next := turnText(t, p, "k", "quick again", nil)
+	if next.SessionID != warm.SessionID {
+		t.Errorf("session replaced after cancel: %s then %s", warm.SessionID, next.SessionID)
+	}
+	if next.TurnIndex != 1 {
+		t.Errorf("turn index after a cancelled turn = %d, want 1 (cancelled turns do not count)", next.TurnIndex)
+	}
+	if next.Text != "😊 quick" {
+		t.Errorf("late chunks of the cancelled turn leaked: %q", next.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if afterCancel {
+		t.Error("OnChunk was called after the turn's ctx ended")
+	}
+}
+
+func TestPoolCancelWithoutAnswerRetiresSession(t *testing.T) {
+	a := slowAgent(true)
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{CancelGrace: 200 * time.Millisecond}))
+	runPool(t, p)
+	warm := turnText(t, p, "k", "quick warm-up", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "never ends" }})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	next := turnText(t, p, "k", "quick after", nil)
+	if next.SessionID == warm.SessionID || next.TurnIndex != 0 {
+		t.Errorf("next turn %+v: want a new session at index 0", next)
+	}
+	waitFor(t, 3*time.Second, "unresponsive session closed", func() bool {
+		cancels, closed, _, _ := a.snapshot()
+		return len(cancels) >= 2 && len(closed) >= 1 && closed[0] == warm.SessionID // cancel is re-sent once
+	})
+}
+
+// blockingPerm blocks its first decision until its ctx ends and allows
+// later ones at once.
+type blockingPerm struct {
+	asked chan PermissionRequest
+	once  sync.Once
+}
+
+func (b *blockingPerm) Decide(ctx context.Context, req PermissionRequest) Decision {
+	first := false
+	b.once.Do(func() { first = true })
+	if !first {
+		return Allow
+	}
+	b.asked <- req
+	<-ctx.Done()
+	return Allow
+}
+
+func permAgent(outcomes chan<- acpsdk.RequestPermissionOutcome, options []acpsdk.PermissionOption, toolCall acpsdk.ToolCallUpdate) *fakeAgent {
+	a := newFakeAgent()
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
+			Update: acpsdk.StartToolCall("call-1", text, acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending))})
+		// Like ZeroClaw's approval gate, the wait ignores the turn's cancellation.
+		resp, err := a.conn.RequestPermission(context.Background(), acpsdk.RequestPermissionRequest{
+			SessionId: acpsdk.SessionId(sid), Options: options, ToolCall: toolCall})
+		if err != nil {
+			return acpsdk.PromptResponse{}, err
+		}
+		outcomes <- resp.Outcome
+		if ctx.Err() != nil {
+			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+		}
+		_ = a.chunk(ctx, sid, "😊 done")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	return a
+}
+
+var zeroclawOptions = []acpsdk.PermissionOption{
+	{OptionId: "allow-once", Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},
+	{OptionId: "allow-always", Name: "Always allow", Kind: acpsdk.PermissionOptionKindAllowAlways},
+	{OptionId: "reject-with-edit", Name: "Reject with edit", Kind: "reject_with_edit"},
+	{OptionId: "reject-once", Name: "Reject", Kind: acpsdk.PermissionOptionKindRejectOnce},
+}
+
+func TestPermissionOptionsChosenByKind(t *testing.T) {
+	kid := false
+	tests := []struct {
+		name     string
+		kid      bool
+		tool     string // the pending tool_call title the agent sends first
+		toolCall acpsdk.ToolCallUpdate
+		options  []acpsdk.PermissionOption
+		want     string // selected option id, or "cancelled"
+	}{
+		{"allowed tool", false, "shell", acpsdk.ToolCallUpdate{ToolCallId: "approval-1", Title: acpsdk.Ptr("Approve shell?")}, zeroclawOptions, "allow-once"},
+		{"kid mode denies the camera", true, "camera.take_photo", acpsdk.ToolCallUpdate{ToolCallId: "approval-2", Title: acpsdk.Ptr("Approve camera.take_photo?")}, zeroclawOptions, "reject-once"},
+		{"tool parsed from the approval title", true, "", acpsdk.ToolCallUpdate{ToolCallId: "approval-3", Title: acpsdk.Ptr("Approve self.camera.take_photo?")}, zeroclawOptions, "reject-once"},
+		{"localised names ignored", false, "shell", acpsdk.ToolCallUpdate{ToolCallId: "approval-4"}, []acpsdk.PermissionOption{
+			{OptionId: "x1", Name: "Reject", Kind: acpsdk.PermissionOptionKindRejectOnce},
+			{OptionId: "x2", Name: "Ablehnen", Kind: acpsdk.PermissionOptionKindAllowOnce}}, "x2"},
+		{"no option of the wanted kind", false, "shell", acpsdk.ToolCallUpdate{ToolCallId: "approval-5"}, []acpsdk.PermissionOption{
+			{OptionId: "a", Name: "Always", Kind: acpsdk.PermissionOptionKindAllowAlways}}, "cancelled"},
+		{"questions are never answered", false, "ask_user", acpsdk.ToolCallUpdate{ToolCallId: "ask-user-1"}, []acpsdk.PermissionOption{
+			{OptionId: "choice-0", Name: "Yes", Kind: acpsdk.PermissionOptionKindAllowOnce},
+			{OptionId: "choice-1", Name: "No", Kind: acpsdk.PermissionOptionKindRejectOnce}}, "cancelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kid = tt.kid
+			outcomes := make(chan acpsdk.RequestPermissionOutcome, 1)
+			a := permAgent(outcomes, tt.options, tt.toolCall)
+			c := dialFake(t, a, Config{Permissions: &Policy{KidMode: func() bool { return kid }}})
+			p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
+			runPool(t, p)
+			turnText(t, p, "k", tt.tool, nil)
+			var o acpsdk.RequestPermissionOutcome
+			select {
+			case o = <-outcomes:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no permission outcome")
+			}
+			got := "cancelled"
+			if o.Selected != nil {
+				got = string(o.Selected.OptionId)
+			}
+			if got != tt.want {
+				t.Errorf("outcome %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCancelAnswersPendingPermission(t *testing.T) {
+	outcomes := make(chan acpsdk.RequestPermissionOutcome, 1)
+	a := permAgent(outcomes, zeroclawOptions, acpsdk.ToolCallUpdate{ToolCallId: "approval-1", Title: acpsdk.Ptr("Approve shell?")})
+	perm := &blockingPerm{asked: make(chan PermissionRequest, 1)}
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{Permissions: perm}))
+	runPool(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "shell" }})
+		errc <- err
+	}()
+	select {
+	case req := <-perm.asked:
+		if req.Tool != "shell" {
+			t.Errorf("policy asked about %q, want shell (from the pending tool_call)", req.Tool)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("permission never reached the policy")
+	}
+	cancel()
+	select {
+	case o := <-outcomes:
+		if o.Cancelled == nil {
+			t.Errorf("outcome %+v, want cancelled", o)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("pending permission not answered after cancel")
+	}
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("turn err = %v", err)
+	}
+	res := turnText(t, p, "k", "shell", nil) // the session is still usable
+	if res.TurnIndex != 0 {
+		t.Errorf("turn index %d, want 0 (the cancelled turn does not count)", res.TurnIndex)
+	}
+	<-outcomes
+}
+
+func TestPoolSessionLimit(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	r1 := turnText(t, p, "a", "quick a", nil)
+	turnText(t, p, "b", "quick b", nil)
+	turnText(t, p, "c", "quick c", nil) // evicts a, the least recently used
+	waitFor(t, 2*time.Second, "LRU session closed", func() bool {
+		_, closed, _, _ := a.snapshot()
+		return len(closed) == 1 && closed[0] == r1.SessionID
+	})
+	if h := p.Health(); h.Sessions != 2 {
+		t.Errorf("live sessions %d, want 2", h.Sessions)
+	}
+
+	// With both sessions in a turn, a third key finds no room.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, k := range []string{"b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = p.Turn(ctx, TurnRequest{Key: k, Prompt: func(int) string { return "long" }})
+		}()
+	}
+	waitFor(t, 5*time.Second, "two busy sessions", func() bool { return a.maxTotal.Load() >= 2 })
+	_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
+	if !errors.Is(err, ErrSessionLimit) {
+		t.Errorf("err = %v, want ErrSessionLimit", err)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func TestPoolReapsIdleSessions(t *testing.T) {
+	a := newFakeAgent()
+	clk := newFakeClock()
+	p := NewPool(PoolConfig{Logger: testLogger(t), clock: clk}, dialFake(t, a, Config{}))
+	r := turnText(t, p, "k", "hi", nil)
+	clk.Advance(301 * time.Second)
+	p.reap()
+	waitFor(t, 2*time.Second, "idle session closed", func() bool {
+		_, closed, _, _ := a.snapshot()
+		return len(closed) == 1 && closed[0] == r.SessionID
+	})
+	if h := p.Health(); h.Sessions != 0 || h.CachedSession {
+		t.Errorf("health after reap %+v", h)
+	}
+	clk.Advance(301 * time.Second)
+	p.reap()
+	p.mu.Lock()
+	n := len(p.entries)
+	p.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d entries left, want unused keys forgotten", n)
+	}
+}
+
+func TestPoolTurnWaitsForLeaseWithinCtx(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "long" }}) }()
+	waitFor(t, 5*time.Second, "first turn running", func() bool { return a.maxTotal.Load() >= 1 })
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	calls := 0
+	_, err := p.Turn(short, TurnRequest{Key: "k", Prompt: func(int) string { calls++; return "x" }})
+	if !errors.Is(err, context.DeadlineExceeded) || calls != 0 {
+		t.Errorf("err = %v, prompt built %d times; want DeadlineExceeded before building", err, calls)
+	}
+}

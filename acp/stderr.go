@@ -1,0 +1,144 @@
+package acp
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+const (
+	stderrLineCap = 64 << 10
+	stderrTailLen = 20
+)
+
+// lineLimiter logs at most perSecond lines per one-second window and
+// summarises the excess in one "dropped N lines" line (bridge.py's cap).
+type lineLimiter struct {
+	logger    hclog.Logger
+	perSecond int
+	clock     clock
+
+	mu      sync.Mutex
+	window  time.Time
+	count   int
+	dropped int
+	timer   *time.Timer
+}
+
+func newLineLimiter(log hclog.Logger, perSecond int, c clock) *lineLimiter {
+	return &lineLimiter{logger: log, perSecond: perSecond, clock: c}
+}
+
+func (l *lineLimiter) emit(level hclog.Level, line string) {
+	l.mu.Lock()
+	now := l.clock.Now()
+	if now.Sub(l.window) >= time.Second {
+		l.flushLocked()
+		l.window, l.count = now, 0
+	}
+	if l.count >= l.perSecond && level < hclog.Error {
+		if l.dropped == 0 && l.timer == nil {
+			// Report the drops when the window ends, even if the source goes quiet.
+			l.timer = time.AfterFunc(time.Second, l.timerFlush)
+		}
+		l.dropped++
+		l.mu.Unlock()
+		return
+	}
+	l.count++
+	l.mu.Unlock()
+	l.logger.Log(level, line)
+}
+
+// flush reports lines dropped in the current window and stops the timer.
+func (l *lineLimiter) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.flushLocked()
+}
+
+func (l *lineLimiter) timerFlush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timer = nil
+	l.flushLocked()
+}
+
+func (l *lineLimiter) flushLocked() {
+	if l.dropped > 0 {
+		l.logger.Warn("rate limit: dropped lines", "dropped", l.dropped)
+		l.dropped = 0
+	}
+}
+
+// stderrPump reads the child's stderr line by line into a logger, with the
+// rate cap, a per-line size cap, panics raised to Error, and a short tail
+// kept for the exit report.
+type stderrPump struct {
+	limiter *lineLimiter
+
+	mu   sync.Mutex
+	tail []string
+}
+
+func newStderrPump(log hclog.Logger, perSecond int, c clock) *stderrPump {
+	return &stderrPump{limiter: newLineLimiter(log, perSecond, c)}
+}
+
+func (p *stderrPump) run(r io.Reader) {
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		line, tooLong, err := readLine(br, stderrLineCap)
+		if tooLong {
+			p.line("[stderr line over 64 KiB discarded]")
+		} else if len(line) > 0 {
+			p.line(strings.ToValidUTF8(string(line), "\uFFFD"))
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.limiter.logger.Debug("stderr read ended", "error", err)
+			}
+			break
+		}
+	}
+	p.limiter.flush()
+}
+
+func (p *stderrPump) line(s string) {
+	p.mu.Lock()
+	if len(p.tail) == stderrTailLen {
+		copy(p.tail, p.tail[1:])
+		p.tail = p.tail[:stderrTailLen-1]
+	}
+	p.tail = append(p.tail, s)
+	p.mu.Unlock()
+	p.limiter.emit(stderrLevel(s), s)
+}
+
+// Tail returns the last lines read, oldest first.
+func (p *stderrPump) Tail() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.tail...)
+}
+
+func stderrLevel(s string) hclog.Level {
+	l := strings.ToLower(s)
+	switch {
+	case strings.Contains(l, "panic"):
+		return hclog.Error
+	case strings.Contains(l, "error"):
+		return hclog.Warn
+	default:
+		return hclog.Info
+	}
+}

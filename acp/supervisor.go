@@ -1,0 +1,546 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Supervisor states reported by Health.
+const (
+	StateStarting = "starting"
+	StateReady    = "ready"
+	StateBackoff  = "backoff"
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
+)
+
+// drainWindow is how long the pipe readers may keep reading after the child
+// exited, before their read ends are closed under them (hazard H6).
+const drainWindow = time.Second
+
+// exitReapWindow is how long a closed connection waits for the child's exit
+// before it is treated as a live child with a broken connection.
+const exitReapWindow = 200 * time.Millisecond
+
+// Supervisor owns the agent child process end to end: it spawns it with its
+// own pipes in its own process group, pumps its stderr into the log, dials
+// it over ACP, notices its death at once, restarts it with backoff forever,
+// and stops it politely, then firmly, on shutdown.
+type Supervisor struct {
+	cfg Config
+	log hclog.Logger
+
+	stopped chan struct{} // closed when Run has returned
+
+	mu            sync.Mutex
+	state         string
+	cur           *Client       // ready client, nil otherwise
+	ready         chan struct{} // closed and replaced at every state change
+	gen           uint64
+	pid           int
+	restarts      int
+	readyAt       time.Time
+	lastErr       error
+	binaryMissing bool
+	caps          Caps
+	running       bool
+}
+
+// NewSupervisor returns a supervisor for cfg; Run starts the agent.
+func NewSupervisor(cfg Config) *Supervisor {
+	cfg = cfg.withDefaults()
+	return &Supervisor{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		stopped: make(chan struct{}),
+		state:   StateStarting,
+		ready:   make(chan struct{}),
+	}
+}
+
+// Acquire returns the ready client, waiting for one within ctx. It fails at
+// once with ErrBinaryMissing while the executable does not exist, and with
+// ErrStopped after Run has returned.
+func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
+	for {
+		s.mu.Lock()
+		cur, ch, missing, lastErr := s.cur, s.ready, s.binaryMissing, s.lastErr
+		s.mu.Unlock()
+		if cur != nil && cur.Err() == nil {
+			return cur, nil
+		}
+		if missing {
+			return nil, lastErr
+		}
+		select {
+		case <-s.stopped:
+			return nil, ErrStopped
+		default:
+		}
+		select {
+		case <-ch:
+		case <-s.stopped:
+			return nil, ErrStopped
+		case <-ctx.Done():
+			if lastErr != nil {
+				return nil, fmt.Errorf("waiting for agent (last failure: %v): %w", lastErr, ctx.Err())
+			}
+			return nil, fmt.Errorf("waiting for agent: %w", ctx.Err())
+		}
+	}
+}
+
+// Health reports the agent's state without blocking on it.
+func (s *Supervisor) Health() AgentHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := AgentHealth{
+		Command:       strings.Join(append([]string{s.cfg.Command}, s.cfg.Args...), " "),
+		PID:           s.pid,
+		Dialect:       string(s.caps.Dialect),
+		AgentName:     s.caps.AgentName,
+		AgentVersion:  s.caps.AgentVersion,
+		State:         s.state,
+		Running:       s.running,
+		Restarts:      s.restarts,
+		BinaryMissing: s.binaryMissing,
+	}
+	if s.state == StateReady {
+		h.UptimeSeconds = s.cfg.clock.Now().Sub(s.readyAt).Seconds()
+	}
+	if s.lastErr != nil {
+		h.LastError = s.lastErr.Error()
+	}
+	return h
+}
+
+// setState changes the state and wakes Acquire waiters. Callers hold s.mu.
+func (s *Supervisor) setStateLocked(state string) {
+	s.state = state
+	close(s.ready)
+	s.ready = make(chan struct{})
+}
+
+// Run starts the agent and keeps it alive until ctx ends, then stops it.
+// Start failures are logged and retried; Run returns nil on shutdown.
+func (s *Supervisor) Run(ctx context.Context) error {
+	defer close(s.stopped)
+	defer func() {
+		s.mu.Lock()
+		s.setStateLocked(StateStopped)
+		s.mu.Unlock()
+		s.metricSet(func(m *Metrics) { m.ChildUp.Set(0); m.Backoff.Set(0) })
+	}()
+
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = s.cfg.BackoffInitial
+	b.MaxInterval = s.cfg.BackoffMax
+	b.MaxElapsedTime = 0 // never give up (the v4 default stops after 15 min)
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.2
+	b.Clock = s.cfg.clock
+	b.Reset()
+
+	for first := true; ; first = false {
+		if ctx.Err() != nil {
+			return nil
+		}
+		reason, ranFor := s.runOnce(ctx, first)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if ranFor >= s.cfg.HealthyReset {
+			b.Reset()
+		}
+		delay := b.NextBackOff()
+		s.mu.Lock()
+		s.restarts++
+		s.setStateLocked(StateBackoff)
+		s.mu.Unlock()
+		s.metricSet(func(m *Metrics) {
+			m.Restarts.WithLabelValues(reason).Inc()
+			m.Backoff.Set(delay.Seconds())
+		})
+		lvl := hclog.Info
+		if delay >= 5*time.Second {
+			lvl = hclog.Warn
+		}
+		s.log.Log(lvl, "restarting agent after backoff", "delay", delay, "reason", reason)
+		select {
+		case <-s.cfg.clock.After(delay):
+		case <-ctx.Done():
+			return nil
+		}
+		s.metricSet(func(m *Metrics) { m.Backoff.Set(0) })
+	}
+}
+
+func (s *Supervisor) metricSet(f func(*Metrics)) {
+	if s.cfg.Metrics != nil {
+		f(s.cfg.Metrics)
+	}
+}
+
+// runOnce runs one child generation from spawn to death. It returns the
+// reason the child ended and how long it was ready.
+func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ranFor time.Duration) {
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.caps = Caps{}
+	s.setStateLocked(StateStarting)
+	s.mu.Unlock()
+	log := s.log.With("gen", gen)
+
+	p, err := s.spawn(gen, log)
+	if err != nil {
+		missing := errors.Is(err, ErrBinaryMissing)
+		s.mu.Lock()
+		s.lastErr, s.binaryMissing = err, missing
+		s.setStateLocked(StateBackoff)
+		s.mu.Unlock()
+		if missing {
+			if first {
+				log.Error("agent binary missing; voice turns will answer the brain-offline fallback until it appears", "error", err)
+			} else {
+				log.Debug("agent binary still missing", "error", err)
+			}
+			return "binary_missing", 0
+		}
+		log.Error("agent failed to start", "error", err)
+		return "spawn_failed", 0
+	}
+	s.mu.Lock()
+	s.pid, s.running, s.binaryMissing = p.cmd.Process.Pid, true, false
+	s.mu.Unlock()
+	log = log.With("pid", p.cmd.Process.Pid)
+	log.Info("agent started", "command", s.cfg.Command, "args", s.cfg.Args)
+
+	defer func() {
+		s.mu.Lock()
+		s.running, s.pid, s.cur = false, 0, nil
+		s.mu.Unlock()
+		s.metricSet(func(m *Metrics) { m.ChildUp.Set(0); m.Dialect.Reset() })
+	}()
+
+	// Initialize, unless the child dies first.
+	initErr := make(chan error, 1)
+	go func() { initErr <- p.client.initialize(ctx) }()
+	select {
+	case err = <-initErr:
+	case <-p.exited:
+		err = <-initErr // the connection closes with the child; initialize returns promptly
+	}
+	if err != nil {
+		err = fmt.Errorf("agent start: %w", err)
+		s.recordEnd(err)
+		reason = "init_failed"
+		var unsup *errUnsupported
+		if errors.As(err, &unsup) {
+			reason = "unsupported"
+		}
+		log.Error("agent did not initialise", "error", err)
+		p.stop(log, false)
+		p.report(log)
+		return reason, 0
+	}
+
+	caps := p.client.caps
+	readyAt := s.cfg.clock.Now()
+	s.mu.Lock()
+	s.cur, s.caps, s.readyAt, s.lastErr = p.client, caps, readyAt, nil
+	s.setStateLocked(StateReady)
+	s.mu.Unlock()
+	s.metricSet(func(m *Metrics) {
+		m.ChildUp.Set(1)
+		m.Dialect.Reset()
+		m.Dialect.WithLabelValues(string(caps.Dialect)).Set(1)
+	})
+	log.Info("agent ready", "dialect", caps.Dialect, "agent", caps.AgentName, "version", caps.AgentVersion, "zeroclaw", caps.ZeroClaw)
+
+	graceful := false
+	select {
+	case <-p.exited:
+		reason = "exit"
+		s.recordEnd(fmt.Errorf("%w: %s", ErrAgentGone, p.exitStatus()))
+		log.Error("agent exited", "status", p.exitStatus())
+	case <-p.client.conn.Done():
+		// A dying child closes stdout just before Wait returns; give the
+		// exit a moment to be reaped so a crash is reported as one.
+		select {
+		case <-p.exited:
+			reason = "exit"
+			s.recordEnd(fmt.Errorf("%w: %s", ErrAgentGone, p.exitStatus()))
+			log.Error("agent exited", "status", p.exitStatus())
+		case <-time.After(exitReapWindow):
+			reason = "connection_closed"
+			s.recordEnd(fmt.Errorf("%w: connection closed (%s)", ErrAgentGone, p.cause.get()))
+			log.Error("agent connection closed while the process lives; restarting it", "cause", p.cause.get())
+		}
+	case r := <-p.recycle:
+		reason = "recycled"
+		s.recordEnd(fmt.Errorf("%w: recycled: %s", ErrAgentGone, r))
+		log.Warn("recycling wedged agent", "reason", r)
+	case <-ctx.Done():
+		reason, graceful = "shutdown", true
+		s.mu.Lock()
+		s.setStateLocked(StateStopping)
+		s.mu.Unlock()
+	}
+	ranFor = s.cfg.clock.Now().Sub(readyAt)
+	if !graceful {
+		// Fail in-flight turns at once; a graceful stop retires sessions first.
+		p.client.markDead(fmt.Errorf("%w: %s", ErrAgentGone, reason))
+	}
+	p.stop(log, graceful)
+	if !graceful {
+		p.report(log)
+	} else {
+		log.Info("agent stopped", "status", p.exitStatus())
+	}
+	return reason, ranFor
+}
+
+func (s *Supervisor) recordEnd(err error) {
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+}
+
+// process is one spawned child with its pipes and reader goroutines.
+type process struct {
+	cfg    Config
+	cmd    *exec.Cmd
+	client *Client
+	kill   context.CancelFunc // ends the child's ctx: Cmd.Cancel sends SIGTERM to the group
+
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *os.File
+	readers sync.WaitGroup
+	pump    *stderrPump
+	cause   *closeCause
+
+	exited  chan struct{} // closed when Wait has returned
+	waitErr error
+	recycle chan string
+}
+
+// spawn starts the child and its readers and dials it (without initialize).
+func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
+	path, err := resolveCommand(s.cfg.Command)
+	if err != nil {
+		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+
+	childCtx, kill := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(childCtx, path, s.cfg.Args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.Dir = s.cfg.Dir
+	cmd.Env = append(append(os.Environ(), "RUST_LOG=error"), s.cfg.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// Polite first: SIGTERM to the whole group; WaitDelay escalates to SIGKILL.
+		return ignoreESRCH(syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
+	}
+	cmd.WaitDelay = s.cfg.StopGrace
+	if err := cmd.Start(); err != nil {
+		kill()
+		closeAll(inR, inW, outR, outW, errR, errW)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrBinaryMissing, path)
+		}
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	closeAll(inR, outW, errW) // the child holds its ends now
+
+	p := &process{
+		cfg: s.cfg, cmd: cmd, kill: kill,
+		stdin: inW, stdout: outR, stderr: errR,
+		exited:  make(chan struct{}),
+		recycle: make(chan string, 1),
+	}
+	p.pump = newStderrPump(log.Named("child"), s.cfg.StderrLinesPerSecond, s.cfg.clock)
+	p.readers.Add(1)
+	go func() {
+		defer p.readers.Done()
+		p.pump.run(errR)
+	}()
+
+	c := newClient(gen, s.cfg)
+	c.log = log
+	c.recycle = func(reason string) {
+		select {
+		case p.recycle <- reason:
+		default:
+		}
+	}
+	w := &lockedWriter{
+		w:        inW,
+		deadline: func() error { return inW.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) },
+		onTimeout: func() {
+			c.recycle(fmt.Sprintf("agent did not read stdin for %s", s.cfg.WriteTimeout))
+		},
+	}
+	pr, pw := io.Pipe()
+	c.conn = acpsdk.NewConnection(c.handle, w, pr)
+	sl, cause := newSlogLogger(log.Named("rpc"))
+	c.conn.SetLogger(sl) // before the guard feeds the connection (hazard H8)
+	p.cause = cause
+	p.client = c
+	g := newStdoutGuard(outR, pw, w, log.Named("child"), c.dropped, c.done)
+	c.notified, c.barrier = g.notificationHandled, g.barrier
+	p.readers.Add(2)
+	go func() {
+		defer p.readers.Done()
+		g.run()
+	}()
+	go func() {
+		defer p.readers.Done()
+		c.watchConn()
+	}()
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// stop ends the child. Graceful: retire sessions, close stdin, wait
+// StopGrace, SIGTERM the group, wait StopGrace, SIGKILL. Otherwise the
+// polite steps are skipped. It returns when the child and every reader
+// goroutine are gone.
+func (p *process) stop(log hclog.Logger, graceful bool) {
+	if graceful {
+		select {
+		case <-p.exited:
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+			p.client.retireAll(ctx)
+			cancel()
+		}
+	}
+	p.client.markDead(fmt.Errorf("%w: stopped", ErrAgentGone))
+	_ = p.stdin.Close()
+	if graceful {
+		select {
+		case <-p.exited:
+		case <-time.After(p.cfg.StopGrace):
+			log.Warn("agent did not exit after stdin closed; sending SIGTERM")
+		}
+	}
+	p.kill() // SIGTERM to the group if still running; WaitDelay escalates to SIGKILL
+	select {
+	case <-p.exited:
+	case <-time.After(p.cfg.StopGrace + 2*time.Second):
+		log.Error("agent still running after SIGKILL; giving up on it")
+	}
+	// Grandchildren may still hold the group or the pipes.
+	_ = ignoreESRCH(syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
+	done := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(drainWindow):
+		_ = p.stdout.Close()
+		_ = p.stderr.Close()
+		<-done
+	}
+	closeAll(p.stdout, p.stderr)
+}
+
+// exitStatus describes how the child ended.
+func (p *process) exitStatus() string {
+	select {
+	case <-p.exited:
+	default:
+		return "running"
+	}
+	if p.cmd.ProcessState == nil {
+		if p.waitErr != nil {
+			return p.waitErr.Error()
+		}
+		return "unknown"
+	}
+	return p.cmd.ProcessState.String()
+}
+
+// report logs the end of an unexpected exit with the stderr tail.
+func (p *process) report(log hclog.Logger) {
+	tail := p.pump.Tail()
+	args := []any{"status", p.exitStatus()}
+	if c := p.cause.get(); c != "" {
+		args = append(args, "connection", c)
+	}
+	if len(tail) > 0 {
+		args = append(args, "stderr_tail", strings.Join(tail, "\n"))
+	}
+	log.Warn("agent ended", args...)
+}
+
+// resolveCommand finds the executable; a missing one is ErrBinaryMissing.
+func resolveCommand(cmd string) (string, error) {
+	if strings.ContainsRune(cmd, os.PathSeparator) {
+		st, err := os.Stat(cmd)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("%w: %s", ErrBinaryMissing, cmd)
+			}
+			return "", fmt.Errorf("agent binary %s: %w", cmd, err)
+		}
+		if st.IsDir() {
+			return "", fmt.Errorf("agent binary %s is a directory", cmd)
+		}
+		return cmd, nil
+	}
+	p, err := exec.LookPath(cmd)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s not found on PATH", ErrBinaryMissing, cmd)
+	}
+	return p, nil
+}
+
+func ignoreESRCH(err error) error {
+	if errors.Is(err, syscall.ESRCH) || errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

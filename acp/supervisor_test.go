@@ -1,0 +1,538 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+)
+
+func TestMain(m *testing.M) {
+	acptest.MaybeRunHelper()
+	// Panic on an exec.Cmd that is started but never waited for.
+	_ = os.Setenv("GODEBUG", "execwait=2")
+	code := m.Run()
+	if examplePath != "" {
+		_ = os.RemoveAll(filepath.Dir(examplePath))
+	}
+	os.Exit(code)
+}
+
+// harness runs a supervisor and a pool against a fake child.
+type harness struct {
+	t       *testing.T
+	sup     *Supervisor
+	pool    *Pool
+	metrics *Metrics
+	logs    *syncBuffer
+	stop    func() time.Duration // stops both; returns how long Run took to return
+}
+
+// fakeChild returns a Config that runs the test binary as a fake agent.
+func fakeChild(mode string, env ...string) Config {
+	path, args, e := acptest.Command(mode, env...)
+	if args == nil {
+		args = []string{}
+	}
+	return Config{Command: path, Args: args, Env: e}
+}
+
+func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	h := &harness{t: t, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("log output:\n" + h.logs.String())
+		}
+	})
+	log := hclogFor(h.logs)
+	reg := prometheus.NewRegistry()
+	h.metrics = NewMetrics(reg)
+	cfg.Logger, cfg.Metrics = log, h.metrics
+	if cfg.BackoffInitial == 0 {
+		cfg.BackoffInitial = 20 * time.Millisecond
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 500 * time.Millisecond
+	}
+	pcfg.Logger, pcfg.Metrics = log, h.metrics
+	h.sup = NewSupervisor(cfg)
+	h.pool = NewPool(pcfg, h.sup)
+	ctx, cancel := context.WithCancel(context.Background())
+	supDone, poolDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(supDone); _ = h.sup.Run(ctx) }()
+	go func() { defer close(poolDone); _ = h.pool.Run(ctx) }()
+	stopped := false
+	var took time.Duration
+	h.stop = func() time.Duration {
+		if stopped {
+			return took
+		}
+		stopped = true
+		pid := h.sup.Health().PID
+		start := time.Now()
+		cancel()
+		for _, ch := range []chan struct{}{poolDone, supDone} {
+			select {
+			case <-ch:
+			case <-time.After(15 * time.Second):
+				t.Fatal("supervisor or pool did not stop")
+			}
+		}
+		took = time.Since(start)
+		if pid > 0 {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("agent pid %d still exists after stop (kill 0: %v)", pid, err)
+			}
+		}
+		goleak.VerifyNone(t, ignore)
+		return took
+	}
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+func (h *harness) waitReady() AgentHealth {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := h.sup.Acquire(ctx); err != nil {
+		h.t.Fatalf("agent not ready: %v", err)
+	}
+	return h.sup.Health()
+}
+
+func (h *harness) turn(key, prompt string) (TurnResult, []string, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var chunks []string
+	res, err := h.pool.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return prompt },
+		OnChunk: func(s string) { chunks = append(chunks, s) }})
+	return res, chunks, err
+}
+
+func (h *harness) mustTurn(key, prompt string) (TurnResult, []string) {
+	h.t.Helper()
+	res, chunks, err := h.turn(key, prompt)
+	if err != nil {
+		h.t.Fatalf("turn %q: %v", prompt, err)
+	}
+	return res, chunks
+}
+
+func TestSupervisorRunsEchoAgent(t *testing.T) {
+	h := startHarness(t, fakeChild("echo"), PoolConfig{})
+	health := h.waitReady()
+	if !health.Running || health.Dialect != "v1" || health.PID <= 0 || health.State != StateReady || health.Restarts != 0 {
+		t.Fatalf("health %+v", health)
+	}
+	res, chunks := h.mustTurn("k", "hello robot")
+	if res.Text != "😊 echo: hello robot" || strings.Join(chunks, "") != res.Text || len(chunks) < 2 {
+		t.Errorf("text %q chunks %q", res.Text, chunks)
+	}
+	if v := testutil.ToFloat64(h.metrics.ChildUp); v != 1 {
+		t.Errorf("child_up = %v", v)
+	}
+	if v := testutil.ToFloat64(h.metrics.Dialect.WithLabelValues("v1")); v != 1 {
+		t.Errorf("dialect{v1} = %v", v)
+	}
+	if took := h.stop(); took > 3*time.Second {
+		t.Errorf("clean stop took %s", took)
+	}
+	if hh := h.sup.Health(); hh.Running || hh.State != StateStopped {
+		t.Errorf("health after stop %+v", hh)
+	}
+	if !strings.Contains(h.logs.String(), "acptest: session/close "+res.SessionID) {
+		t.Error("the session was not closed before the agent was stopped")
+	}
+}
+
+func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
+	dir := t.TempDir()
+	h := startHarness(t, fakeChild("crash-mid-turn", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1"), PoolConfig{})
+	first := h.waitReady()
+	_, _, err := h.turn("k", "doomed")
+	if !errors.Is(err, ErrAgentGone) {
+		t.Fatalf("turn during crash: err = %v, want ErrAgentGone", err)
+	}
+	crashed := time.Now()
+	res, _ := h.mustTurn("k", "after crash")
+	t.Logf("crash to next good turn: %s", time.Since(crashed))
+	if res.Text != "😊 echo: after crash" || res.TurnIndex != 0 {
+		t.Errorf("turn after restart %+v", res)
+	}
+	now := h.sup.Health()
+	if now.PID == first.PID || now.Restarts != 1 {
+		t.Errorf("health after restart %+v (first pid %d)", now, first.PID)
+	}
+	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")); v != 1 {
+		t.Errorf("restarts{exit} = %v", v)
+	}
+	if !strings.Contains(h.logs.String(), "agent exited") {
+		t.Error("crash not logged")
+	}
+}
+
+func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
+	dir := t.TempDir()
+	clk := newFakeClock()
+	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
+	cfg.BackoffInitial, cfg.clock = 200*time.Millisecond, clk
+	h := startHarness(t, cfg, PoolConfig{})
+
+	// crash-after-init dies at session/new, so nudge each generation with a turn.
+	nudging := make(chan struct{})
+	nudged := make(chan struct{})
+	defer func() { close(nudging); <-nudged }()
+	go func() {
+		defer close(nudged)
+		for {
+			select {
+			case <-nudging:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, _ = h.pool.Turn(ctx, TurnRequest{Prompt: func(int) string { return "x" }})
+			cancel()
+		}
+	}()
+	var delays []time.Duration
+	for len(delays) < 3 {
+		waitFor(t, 10*time.Second, "a pending backoff", func() bool { return clk.Pending() > 0 })
+		req := clk.Requested()
+		delays = append(delays, req[len(req)-1])
+		clk.Advance(req[len(req)-1])
+	}
+	t.Logf("backoff delays %v (all requested: %v)", delays, clk.Requested())
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		lo, hi := time.Duration(float64(want)*0.79), time.Duration(float64(want)*1.21)
+		if delays[i] < lo || delays[i] > hi {
+			t.Errorf("delay %d = %s, want %s ±20%%", i, delays[i], want)
+		}
+	}
+	// The fourth child is healthy; after a minute of health the backoff resets.
+	h.waitReady()
+	clk.Advance(61 * time.Second)
+	pid := h.sup.Health().PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return clk.Pending() > 0 })
+	req := clk.Requested()
+	if d := req[len(req)-1]; d > 240*time.Millisecond {
+		t.Errorf("delay after a healthy minute = %s, want a reset to ~200ms", d)
+	}
+	if v := testutil.ToFloat64(h.metrics.Backoff); v <= 0 {
+		t.Errorf("backoff gauge = %v while waiting", v)
+	}
+	clk.Advance(time.Second)
+	h.waitReady()
+}
+
+func TestSupervisorMissingBinary(t *testing.T) {
+	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw")}, PoolConfig{})
+	waitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
+	start := time.Now()
+	_, _, err := h.turn("k", "hello")
+	if !errors.Is(err, ErrBinaryMissing) {
+		t.Fatalf("err = %v, want ErrBinaryMissing", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("turn took %s to fail; a missing binary must fail fast", d)
+	}
+	hh := h.sup.Health()
+	if hh.Running || !strings.Contains(hh.LastError, "no-such-zeroclaw") {
+		t.Errorf("health %+v", hh)
+	}
+}
+
+func TestSupervisorInitTimeout(t *testing.T) {
+	cfg := fakeChild("hang-init")
+	cfg.InitTimeout = 300 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	waitFor(t, 10*time.Second, "init failure restart", func() bool {
+		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed")) >= 1
+	})
+	if hh := h.sup.Health(); !strings.Contains(hh.LastError, "initialize") {
+		t.Errorf("last error %q does not say initialize failed", hh.LastError)
+	}
+}
+
+func TestSupervisorExitOneReportsStderr(t *testing.T) {
+	h := startHarness(t, fakeChild("exit-1"), PoolConfig{})
+	waitFor(t, 10*time.Second, "exit reported", func() bool {
+		return strings.Contains(h.logs.String(), "config file missing") && strings.Contains(h.logs.String(), "exit status 1")
+	})
+}
+
+func TestSupervisorStopsChildIgnoringSIGTERM(t *testing.T) {
+	cfg := fakeChild("ignore-sigterm")
+	cfg.StopGrace = 300 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	h.mustTurn("k", "hi")
+	took := h.stop()
+	if took > 3*time.Second {
+		t.Errorf("stop took %s, want about two grace periods", took)
+	}
+	if !strings.Contains(h.logs.String(), "SIGTERM") {
+		t.Error("escalation not logged")
+	}
+}
+
+func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
+	h := startHarness(t, fakeChild("spam-stderr"), PoolConfig{})
+	h.waitReady()
+	res, _ := h.mustTurn("k", "still fine")
+	if res.Text != "😊 echo: still fine" {
+		t.Errorf("text %q", res.Text)
+	}
+	waitFor(t, 5*time.Second, "panic line and drop summary", func() bool {
+		l := h.logs.String()
+		return strings.Contains(l, "[ERROR]") && strings.Contains(l, "panicked") && strings.Contains(l, "dropped")
+	})
+	if n := strings.Count(h.logs.String(), "spam line"); n > 1000 {
+		t.Errorf("%d stderr lines logged, want the 200/s cap to hold", n)
+	}
+}
+
+func TestSupervisorSurvivesNotificationFlood(t *testing.T) {
+	h := startHarness(t, fakeChild("flood", "ZCB_ACPTEST_FLOOD=3000"), PoolConfig{})
+	h.waitReady()
+	res, chunks := h.mustTurn("k", "flood me")
+	if len(chunks) != 3000 || res.Text != strings.Repeat("x", 3000) {
+		t.Errorf("got %d chunks (%d bytes), want 3000", len(chunks), len(res.Text))
+	}
+	if hh := h.sup.Health(); hh.Restarts != 0 {
+		t.Errorf("the flood restarted the agent: %+v", hh)
+	}
+}
+
+func TestSupervisorSurvivesOversizeLines(t *testing.T) {
+	h := startHarness(t, fakeChild("bigline"), PoolConfig{})
+	h.waitReady()
+	res, _ := h.mustTurn("k", "big")
+	if res.Text != "😊 small" {
+		t.Errorf("text %q, want the oversize chunk dropped", res.Text)
+	}
+	if v := testutil.ToFloat64(h.metrics.DroppedUpdates.WithLabelValues("oversize")); v != 1 {
+		t.Errorf("dropped{oversize} = %v", v)
+	}
+	if hh := h.sup.Health(); hh.Restarts != 0 {
+		t.Errorf("oversize line restarted the agent: %+v", hh)
+	}
+}
+
+func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
+	h := startHarness(t, fakeChild("bigresult"), PoolConfig{})
+	h.waitReady()
+	_, _, err := h.turn("k", "big")
+	var re *RPCError
+	if !errors.As(err, &re) || !strings.Contains(re.Message, "too large") {
+		t.Fatalf("err = %v, want an RPC error saying too large", err)
+	}
+	if hh := h.sup.Health(); hh.Restarts != 0 || !hh.Running {
+		t.Errorf("health %+v", hh)
+	}
+}
+
+func TestSupervisorLostSessionRetry(t *testing.T) {
+	h := startHarness(t, fakeChild("lost-session"), PoolConfig{})
+	h.waitReady()
+	res, _ := h.mustTurn("k", "hello")
+	if res.Text != "😊 echo: hello" {
+		t.Errorf("text %q", res.Text)
+	}
+}
+
+func TestSupervisorBusySessionRetry(t *testing.T) {
+	h := startHarness(t, fakeChild("busy"), PoolConfig{})
+	h.waitReady()
+	res, _ := h.mustTurn("k", "hello")
+	if res.Text != "😊 echo: hello" {
+		t.Errorf("text %q", res.Text)
+	}
+}
+
+func TestSupervisorPermissions(t *testing.T) {
+	kid := true
+	cfg := fakeChild("perm")
+	cfg.Permissions = &Policy{KidMode: func() bool { return kid }}
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	for _, tt := range []struct{ prompt, want string }{
+		{"tool:camera.take_photo", "😊 outcome=reject-once"},
+		{"tool:shell", "😊 outcome=allow-once"},
+		{"ask:which one?", "😊 outcome=cancelled"},
+	} {
+		res, _ := h.mustTurn("k", tt.prompt)
+		if res.Text != tt.want {
+			t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
+		}
+	}
+}
+
+func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
+	cfg := fakeChild("perm-hold")
+	cfg.Permissions = &blockingPerm{asked: make(chan PermissionRequest, 1)}
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "tool:shell" }})
+		errc <- err
+	}()
+	select {
+	case <-cfg.Permissions.(*blockingPerm).asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("permission request never arrived")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	res, _ := h.mustTurn("k", "tool:shell")
+	if res.Text != "😊 outcome=allow-once" || res.TurnIndex != 0 {
+		t.Errorf("turn after cancel %+v", res)
+	}
+}
+
+func TestSupervisorZeroClawStandIn(t *testing.T) {
+	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_CONTENT=override", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
+	cfg.AgentAlias = "dotty"
+	h := startHarness(t, cfg, PoolConfig{})
+	health := h.waitReady()
+	if health.AgentName != "zeroclaw-acp" || health.Dialect != "v1" {
+		t.Errorf("health %+v", health)
+	}
+	res, chunks := h.mustTurn("k", "hi")
+	if res.Text != "😊 from content" || len(chunks) == 0 {
+		t.Errorf("text %q (chunks %q): result.content must win", res.Text, chunks)
+	}
+	for i := 0; i < 3; i++ {
+		h.mustTurn("k", "more")
+	}
+	if !strings.Contains(h.logs.String(), "trimmed session history") {
+		t.Error("history_trimmed not logged")
+	}
+	// Barge-in: the cancel marker is never spoken and the session survives.
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 100)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "slow story" },
+			OnChunk: func(s string) { got <- s }})
+		errc <- err
+	}()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	next, _ := h.mustTurn("k", "after")
+	if next.SessionID != res.SessionID {
+		t.Errorf("session replaced after barge-in")
+	}
+}
+
+func TestSupervisorRequiresAliasConfigured(t *testing.T) {
+	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty"), PoolConfig{})
+	h.waitReady()
+	_, _, err := h.turn("k", "hi")
+	var re *RPCError
+	if !errors.As(err, &re) || re.Code != codeInvalidParams {
+		t.Fatalf("err = %v, want -32602", err)
+	}
+	if !strings.Contains(h.logs.String(), "ZEROCLAW_AGENT_ALIAS") {
+		t.Error("configuration error does not name the setting")
+	}
+}
+
+func TestSupervisorLegacyDialects(t *testing.T) {
+	for _, mode := range []string{"legacy-l0", "legacy-l1", "legacy-l2"} {
+		t.Run(mode, func(t *testing.T) {
+			h := startHarness(t, fakeChild(mode), PoolConfig{})
+			health := h.waitReady()
+			if health.Dialect != mode {
+				t.Errorf("dialect %q", health.Dialect)
+			}
+			res, chunks := h.mustTurn("k", "hello legacy")
+			if res.Text != "😊 echo: hello legacy" {
+				t.Errorf("text %q", res.Text)
+			}
+			if len(chunks) < 2 {
+				t.Errorf("chunks %q: legacy streaming not forwarded", chunks)
+			}
+			second, _ := h.mustTurn("k", "again")
+			if second.SessionID != res.SessionID || second.TurnIndex != 1 {
+				t.Errorf("second turn %+v", second)
+			}
+			// A failed legacy turn deletes its session; the pool recovers.
+			if _, _, err := h.turn("k", "FAIL please"); err == nil {
+				t.Error("FAIL prompt succeeded")
+			}
+			after, _ := h.mustTurn("k", "recovered")
+			if after.Text != "😊 echo: recovered" || after.TurnIndex != 0 {
+				t.Errorf("after failure %+v", after)
+			}
+		})
+	}
+}
+
+func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
+	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=3s")
+	cfg.InitTimeout = 500 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	first := h.waitReady()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 10)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "slow story" }, OnChunk: func(s string) { got <- s }})
+		errc <- err
+	}()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk from the legacy agent")
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) || time.Since(start) > 200*time.Millisecond {
+			t.Fatalf("err %v after %s; a legacy barge-in must answer at once", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("legacy barge-in blocked")
+	}
+	// The next turn waits InitTimeout for the detached turn, then the child is recycled.
+	res, _ := h.mustTurn("k", "next")
+	if res.Text != "😊 echo: next" {
+		t.Errorf("text %q", res.Text)
+	}
+	if hh := h.sup.Health(); hh.PID == first.PID {
+		t.Error("wedged legacy child was not recycled")
+	}
+	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
+		t.Errorf("restarts{recycled} = %v", v)
+	}
+}

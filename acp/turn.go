@@ -1,0 +1,46 @@
+package acp
+
+import "time"
+
+// TurnRequest is one voice turn for Pool.Turn.
+type TurnRequest struct {
+	// Key selects the agent session (the caller's session_id); empty means
+	// DefaultKey. Ignored in KeyShared mode.
+	Key string
+	// Prompt builds the text sent to the agent. It is called after the
+	// session lease is held, with the number of turns the session has
+	// completed (0 on a fresh session and on the lost-session retry).
+	Prompt func(turnIndex int) string
+	// OnChunk receives each agent_message_chunk text in order, on the
+	// caller's goroutine. It is never called after the turn's ctx ends.
+	OnChunk func(text string)
+}
+
+// TurnResult describes a completed turn.
+type TurnResult struct {
+	// Text is the agent's final text: result.content when the agent sent
+	// one, else the concatenated chunks.
+	Text string
+	// StopReason is the agent's stop reason ("end_turn" when it sent none).
+	StopReason string
+	// SessionID is the agent's session id.
+	SessionID string
+	// TurnIndex is the index Prompt was called with for the sent prompt.
+	TurnIndex int
+	// Phases times the turn.
+	Phases Phases
+}
+
+// Phases are a turn's latency phases, as bridge.py logged them.
+type Phases struct {
+	// Total is lease wait + session creation + prompt.
+	Total time.Duration
+	// Lease is the wait for the session (and for a ready agent).
+	Lease time.Duration
+	// NewSession is the time spent creating agent sessions for this turn.
+	NewSession time.Duration
+	// Prompt is the session/prompt round trip.
+	Prompt time.Duration
+	// Reused is true when no session was created for this turn.
+	Reused bool
+}
