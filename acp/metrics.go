@@ -53,11 +53,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "dotty_acp_dropped_updates_total",
 		Help: "Agent updates not delivered to a turn, partitioned by reason.",
 	}, []string{"reason"})
+	for _, r := range RestartReasons {
+		m.Restarts.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates)
 	}
 	return m
 }
+
+// RestartReasons are the reason labels of dotty_acp_child_restarts_total.
+var RestartReasons = []string{"exit", "connection_closed", "recycled", "init_failed", "unsupported", "spawn_failed", "binary_missing"}
 
 func (m *Metrics) sessionCount() float64 {
 	if f := m.sessions.Load(); f != nil {
