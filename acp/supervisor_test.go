@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,13 @@ func TestMain(m *testing.M) {
 	// Panic on an exec.Cmd that is started but never waited for.
 	_ = os.Setenv("GODEBUG", "execwait=2")
 	code := m.Run()
+	// Every test has cleaned up by now: no goroutine may outlive them.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
 	if examplePath != "" {
 		_ = os.RemoveAll(filepath.Dir(examplePath))
 	}
