@@ -1,22 +1,27 @@
-# zeroclaw-bridge tasks. `just` is optional: install with `npm i -g rust-just`.
+# zeroclaw-bridge recipes. `just` is optional (npm i -g rust-just); each
+# recipe is a plain command you can also type yourself.
 
-# Run the bridge (the demo agent answers when ZeroClaw is not installed).
+# Run the bridge; with no ZeroClaw installed the built-in demo agent answers.
 run *ARGS:
     go run ./cmd/zeroclaw-bridge {{ARGS}}
 
-# Vet and run every test with the race detector.
+# Vet, then run every test with the race detector.
 test:
     go vet ./... && go test -race -timeout=300s ./...
 
-# Run the benchmarks.
+# Run the benchmarks only.
 bench:
     go test -run='^$' -bench=. -benchmem ./...
 
-# Formatting and vet checks.
+# Fail on unformatted files, then vet.
 lint:
-    test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
+    @test -z "$(gofmt -l .)" || { echo "gofmt would reformat:"; gofmt -l .; exit 1; }
     go vet ./...
 
 # Build the binary into ./bin.
 build:
     go build -o bin/zeroclaw-bridge ./cmd/zeroclaw-bridge
+
+# Everything CI runs.
+ci:
+    ./.ci/run

@@ -2,52 +2,89 @@ package bridge
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics holds every dotty_* series of bridge.py (names, types, labels,
-// HELP texts and buckets kept so existing Grafana boards work) except
-// dotty_active_acp_sessions, which package acp registers, plus the Go-only
-// perception and memory counters. Feature packages receive the fields they
-// fill from cmd.
+// Metrics holds every dotty_* series bridge.py exported, with its exact
+// name, type, label names, HELP text and buckets so existing Grafana boards
+// keep working, except dotty_active_acp_sessions, which package acp
+// registers with its own dotty_acp_* series. It also holds the Go-only
+// perception, SSE and memory-queue counters. cmd builds it once and hands
+// each feature package the fields it fills. A labelled series appears on
+// /metrics once it has a label value; the values dashboards query are
+// created at zero by NewMetrics.
 type Metrics struct {
-	FirstAudioLatency     prometheus.Histogram
-	RequestDuration       *prometheus.HistogramVec
-	RequestErrors         *prometheus.CounterVec
-	KidModeActive         prometheus.Gauge
-	PerceptionEvents      *prometheus.CounterVec
+	// FirstAudioLatency is dotty_first_audio_latency_seconds: seconds from
+	// a voice request's arrival to its first audible text.
+	FirstAudioLatency prometheus.Histogram
+	// RequestDuration is dotty_request_duration_seconds{endpoint}.
+	RequestDuration *prometheus.HistogramVec
+	// RequestErrors is dotty_request_errors_total{endpoint,kind}.
+	RequestErrors *prometheus.CounterVec
+	// KidModeActive is dotty_kid_mode_active: 1 while kid mode is on.
+	KidModeActive prometheus.Gauge
+	// PerceptionEvents is dotty_perception_events_total{type}, limited to
+	// bridge.py's six event types.
+	PerceptionEvents *prometheus.CounterVec
+	// CalendarFetchFailures is dotty_calendar_fetch_failures_total{kind}.
 	CalendarFetchFailures *prometheus.CounterVec
-	ContentFilterHits     *prometheus.CounterVec
-	SmartModeInvocations  prometheus.Counter
-	LLMTokens             *prometheus.CounterVec
-	PerceptionDropped     *prometheus.CounterVec
-	SSEEvictions          prometheus.Counter
-	MemoryWritesDropped   prometheus.Counter
+	// ContentFilterHits is dotty_content_filter_hits_total{tier}.
+	ContentFilterHits *prometheus.CounterVec
+	// SmartModeInvocations is dotty_smart_mode_invocations_total. bridge.py
+	// never increments it; it is exported at 0 because the board queries it.
+	SmartModeInvocations prometheus.Counter
+	// LLMTokens is dotty_llm_tokens_total{kind,model}, declared by
+	// bridge.py and never filled (so it has no series).
+	LLMTokens *prometheus.CounterVec
+
+	// PerceptionDropped is dotty_perception_dropped_total{consumer} (Go
+	// only): events a consumer's full queue dropped.
+	PerceptionDropped *prometheus.CounterVec
+	// SSEEvictions is dotty_sse_evictions_total (Go only): perception feed
+	// subscribers disconnected for falling behind.
+	SSEEvictions prometheus.Counter
+	// MemoryWritesDropped is dotty_memory_writes_dropped_total (Go only):
+	// voice memory writes refused with 503 because the queue was full.
+	MemoryWritesDropped prometheus.Counter
 }
 
-// PythonDefaultBuckets are prometheus_client's default histogram buckets,
-// which bridge.py's request histogram used (not Go's DefBuckets).
-var PythonDefaultBuckets = []float64{.005, .01, .025, .05, .075, .1, .25, .5, .75, 1, 2.5, 5, 7.5, 10}
-
-// Label values that dashboards query, created at zero on start.
+// Label values created at zero by NewMetrics, so the dashboards see them
+// before the first event.
 var (
-	VoiceEndpoints       = []string{"message", "message_stream"}
-	TimedEndpoints       = []string{"message", "message_stream", "calendar_today", "perception_event", "vision_explain", "audio_explain"}
-	ErrorKinds           = []string{"timeout", "binary_missing", "exception"}
-	PerceptionEventTypes = []string{"face_detected", "face_lost", "sound_event", "state_changed", "face_identified_applied", "face_identified_rejected"}
-	FilterTiers          = []string{"redirect", "log", "alert"}
-	CalendarFailureKinds = []string{"timeout", "parse", "other", "orchestrator"}
+	// voiceEndpoints are the endpoint labels of the voice routes.
+	voiceEndpoints = []string{"message", "message_stream"}
+	// errorKinds are the kind labels of voice request errors.
+	errorKinds = []string{"timeout", "binary_missing", "exception"}
+	// perceptionEventTypes are the only type labels of
+	// dotty_perception_events_total (bounded cardinality, as bridge.py).
+	perceptionEventTypes = []string{"face_detected", "face_lost", "sound_event", "state_changed",
+		"face_identified_applied", "face_identified_rejected"}
+	// filterTiers are the tier labels of dotty_content_filter_hits_total.
+	filterTiers = []string{"redirect", "log", "alert"}
+	// calendarFailureKinds are the kind labels of
+	// dotty_calendar_fetch_failures_total.
+	calendarFailureKinds = []string{"timeout", "parse", "other", "orchestrator"}
 )
 
-// NewMetrics creates the series and registers them on reg.
+// firstAudioBuckets are bridge.py's buckets for first-audio latency.
+var firstAudioBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10}
+
+// pythonDefaultBuckets are prometheus_client's default histogram buckets,
+// which bridge.py's request histogram used; they differ from Go's
+// prometheus.DefBuckets (.075, .75 and 7.5 are extra).
+var pythonDefaultBuckets = []float64{.005, .01, .025, .05, .075, .1, .25, .5, .75, 1, 2.5, 5, 7.5, 10}
+
+// NewMetrics creates every series, creates the dashboards' label values at
+// zero, and registers the series on reg. It panics if a name is already
+// registered on reg, as prometheus.MustRegister does.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		FirstAudioLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dotty_first_audio_latency_seconds",
 			Help:    "Wall-clock seconds from receiving a request to first audible TTS chunk.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10},
+			Buckets: firstAudioBuckets,
 		}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dotty_request_duration_seconds",
 			Help:    "End-to-end bridge request duration, partitioned by endpoint.",
-			Buckets: PythonDefaultBuckets,
+			Buckets: pythonDefaultBuckets,
 		}, []string{"endpoint"}),
 		RequestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dotty_request_errors_total",
@@ -83,32 +120,33 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"consumer"}),
 		SSEEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dotty_sse_evictions_total",
-			Help: "Perception feed subscribers disconnected for falling behind.",
+			Help: "Perception feed subscribers disconnected because they fell behind.",
 		}),
 		MemoryWritesDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dotty_memory_writes_dropped_total",
-			Help: "Memory writes refused with 503 because the writer queue was full.",
+			Help: "Voice memory writes refused with 503 because the writer queue was full.",
 		}),
 	}
-	for _, ep := range TimedEndpoints {
+	for _, ep := range voiceEndpoints {
 		m.RequestDuration.WithLabelValues(ep)
-	}
-	for _, ep := range VoiceEndpoints {
-		for _, k := range ErrorKinds {
-			m.RequestErrors.WithLabelValues(ep, k)
+		for _, kind := range errorKinds {
+			m.RequestErrors.WithLabelValues(ep, kind)
 		}
 	}
-	for _, v := range PerceptionEventTypes {
+	for _, v := range perceptionEventTypes {
 		m.PerceptionEvents.WithLabelValues(v)
 	}
-	for _, v := range FilterTiers {
+	for _, v := range filterTiers {
 		m.ContentFilterHits.WithLabelValues(v)
 	}
-	for _, v := range CalendarFailureKinds {
+	for _, v := range calendarFailureKinds {
 		m.CalendarFetchFailures.WithLabelValues(v)
 	}
-	reg.MustRegister(m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.KidModeActive,
-		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits, m.SmartModeInvocations,
-		m.LLMTokens, m.PerceptionDropped, m.SSEEvictions, m.MemoryWritesDropped)
+	reg.MustRegister(
+		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.KidModeActive,
+		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits,
+		m.SmartModeInvocations, m.LLMTokens,
+		m.PerceptionDropped, m.SSEEvictions, m.MemoryWritesDropped,
+	)
 	return m
 }

@@ -1,16 +1,32 @@
 // Package bridge is the HTTP face of zeroclaw-bridge: the echo server with
-// its error handling and middleware, /health and /metrics, and (in later
-// issues) the voice routes xiaozhi's ZeroClawLLM provider calls. Other
-// feature packages mount their routes on the same server through Echo.
+// its FastAPI-shaped error handling, recovery and request-logging
+// middleware, GET /health and GET /metrics (also /metrics/), and the
+// dotty_* metric series bridge.py exported. The voice routes /api/message
+// and /api/message/stream arrive in a later issue; other feature packages
+// mount their routes on the same echo instance through Server.Echo.
+//
+// # Lifecycle
+//
+// New builds the server; Run listens, serves until its ctx ends, then closes
+// the Stopping channel (streaming handlers must return when it closes,
+// because a graceful shutdown waits for them), drains in-flight requests for
+// at most Config.ShutdownTimeout and closes whatever is left.
+//
+// # Concurrency
+//
+// /health reads snapshots through AgentStatus and SessionStatus, which must
+// never block; the handlers hold no locks of their own.
 package bridge
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	stdlog "log"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,76 +41,117 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
-// AgentStatus reports the supervised agent (acp.Supervisor).
+// ServiceName is the "service" value of /health, kept from bridge.py.
+const ServiceName = "zeroclaw-bridge"
+
+// DefaultShutdownTimeout bounds the drain of in-flight requests on stop.
+const DefaultShutdownTimeout = 5 * time.Second
+
+// AgentStatus reports the supervised agent; *acp.Supervisor implements it.
+// Health must not block.
 type AgentStatus interface{ Health() acp.AgentHealth }
 
-// SessionStatus reports the session pool (acp.Pool).
+// SessionStatus reports the agent session pool; *acp.Pool implements it.
+// Health must not block.
 type SessionStatus interface{ Health() acp.PoolHealth }
 
-// Config configures the HTTP server.
+// Config configures the HTTP server. The zero value is usable: it listens
+// on all interfaces at a free port and reports an idle agent.
 type Config struct {
-	// Host and Port are the listen address (BRIDGE_HOST, PORT); port 0 picks a free one.
+	// Host is the listen host (BRIDGE_HOST); empty means all interfaces.
 	Host string
+	// Port is the listen port (PORT); 0 picks a free port.
 	Port int
-	// ShutdownTimeout bounds the drain of in-flight requests on stop (5 s).
-	ShutdownTimeout time.Duration
-	// Logger receives request and lifecycle logs. Nil discards.
+	// Logger receives lifecycle and request logs. Nil discards them.
 	Logger hclog.Logger
-	// Gatherer is the one metrics registry, served on /metrics and /metrics/.
+	// Gatherer is the metrics registry served on /metrics and /metrics/.
+	// Nil serves an empty registry.
 	Gatherer prometheus.Gatherer
-	// Agent and Sessions feed /health.
-	Agent    AgentStatus
+	// Agent feeds acp_running and the agent object of /health. Nil reports
+	// a zero acp.AgentHealth.
+	Agent AgentStatus
+	// Sessions feeds cached_session, session_turns and sessions of /health.
+	// Nil reports a zero acp.PoolHealth.
 	Sessions SessionStatus
+	// ShutdownTimeout bounds the graceful drain on stop (default 5 s).
+	ShutdownTimeout time.Duration
 }
 
+// zeroAgent and zeroPool stand in for an absent AgentStatus or SessionStatus.
+type zeroAgent struct{}
+
+func (zeroAgent) Health() acp.AgentHealth { return acp.AgentHealth{} }
+
+type zeroPool struct{}
+
+func (zeroPool) Health() acp.PoolHealth { return acp.PoolHealth{} }
+
 func (c Config) withDefaults() Config {
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 5 * time.Second
-	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
 	if c.Gatherer == nil {
 		c.Gatherer = prometheus.NewRegistry()
 	}
+	if c.Agent == nil {
+		c.Agent = zeroAgent{}
+	}
+	if c.Sessions == nil {
+		c.Sessions = zeroPool{}
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	return c
 }
 
-// Validate reports an unusable configuration.
+// Validate reports settings the server cannot run with.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Port < 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port %d is outside 0–65535", c.Port))
+		errs = append(errs, fmt.Errorf("port %d is outside 0-65535", c.Port))
 	}
-	if c.Agent == nil || c.Sessions == nil {
-		errs = append(errs, errors.New("agent and session status are required for /health"))
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("shutdown timeout %s is negative", c.ShutdownTimeout))
+	}
+	if strings.ContainsAny(c.Host, " /") {
+		errs = append(errs, fmt.Errorf("host %q is not a host name or address", c.Host))
 	}
 	return errors.Join(errs...)
 }
 
-// Server is the bridge's HTTP server.
+// Server is the bridge's HTTP server. Build it with New; mount more routes
+// on Echo before calling Run.
 type Server struct {
-	cfg      Config
-	e        *echo.Echo
-	log      hclog.Logger
-	stopping chan struct{}
+	cfg Config
+	e   *echo.Echo
+	log hclog.Logger
+
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 
 	mu   sync.Mutex
 	addr string
 }
 
-// New builds the server and its routes; Run serves them.
+// New builds the server with its middleware and the /health and /metrics
+// routes. cfg is used with defaults applied; call cfg.Validate first.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{})}
+	e.HideBanner = true
+	e.HidePort = true
+	e.Logger.SetOutput(io.Discard)
+	e.StdLogger = httpErrorLog(cfg.Logger)
 	e.HTTPErrorHandler = httpapi.ErrorHandler(cfg.Logger)
-	e.Use(s.recoverer, s.requestLog)
+
+	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{})}
+	// Logging is outermost so it sees the final status, panics included.
+	e.Use(s.logRequests, s.recoverPanics)
 
 	e.GET("/health", s.health)
 	metrics := echo.WrapHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:      hclogPrinter{cfg.Logger},
+		ErrorLog:      promLog{cfg.Logger},
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
 	e.GET("/metrics", metrics)
@@ -102,57 +159,72 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Echo returns the echo instance so other packages can mount routes.
+// Echo returns the echo instance, for feature packages' Routes(e).
 func (s *Server) Echo() *echo.Echo { return s.e }
 
-// Stopping is closed when the server begins shutting down; streaming
-// handlers must return when it closes, because Shutdown waits for them.
+// Stopping is closed when Run begins shutting down. NDJSON and SSE handlers
+// select on it as well as on their request ctx, because a graceful
+// shutdown waits for them instead of interrupting them.
 func (s *Server) Stopping() <-chan struct{} { return s.stopping }
 
-// Addr is the bound address once Run is listening, else "".
+// Addr is the bound listen address (host:port) once Run is listening,
+// "" before.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
 }
 
-// Run listens and serves until ctx ends, then drains requests for at most
-// ShutdownTimeout and closes whatever is left.
+// Run listens on Host:Port, logs "http server listening" with the bound
+// address, and serves until ctx ends. It then closes Stopping, shuts down
+// gracefully within ShutdownTimeout and closes any connection left. It
+// returns nil after a shutdown and an error when it cannot listen or
+// serving fails. Call it once.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.stoppingOnce.Do(func() { close(s.stopping) })
+
 	addr := net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	bound := ln.Addr().String()
 	s.mu.Lock()
-	s.addr = ln.Addr().String()
+	s.addr = bound
 	s.mu.Unlock()
-	s.log.Info("http server listening", "addr", ln.Addr().String())
 
-	srv := &http.Server{Handler: s.e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: hclogStd(s.log)}
-	s.e.Server = srv
+	s.e.Listener = ln
+	s.e.Server.ReadHeaderTimeout = 10 * time.Second
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- s.e.StartServer(s.e.Server) }()
+	s.log.Info("http server listening", "addr", bound)
 
 	select {
 	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
+		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
-	close(s.stopping)
+
+	s.stoppingOnce.Do(func() { close(s.stopping) })
+	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		s.log.Warn("http shutdown timed out; closing open connections", "error", err)
-		_ = srv.Close()
+	if err := s.e.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown did not finish in time; closing open connections",
+			"timeout", s.cfg.ShutdownTimeout, "error", err)
+	}
+	if err := s.e.Close(); err != nil {
+		s.log.Debug("closing http server", "error", err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http server: %w", err)
+		return fmt.Errorf("serve http: %w", err)
 	}
+	s.log.Info("http server stopped", "elapsed", time.Since(start))
 	return nil
 }
 
-// healthBody is /health: bridge.py's five keys first, in order, then Go's.
+// healthBody is GET /health: bridge.py's five keys first and in its order,
+// then the Go additions.
 type healthBody struct {
 	Status        string          `json:"status"`
 	Service       string          `json:"service"`
@@ -166,53 +238,64 @@ type healthBody struct {
 func (s *Server) health(c echo.Context) error {
 	a, p := s.cfg.Agent.Health(), s.cfg.Sessions.Health()
 	return httpapi.WriteJSON(c, http.StatusOK, healthBody{
-		Status: "ok", Service: "zeroclaw-bridge",
-		ACPRunning: a.Running, CachedSession: p.CachedSession, SessionTurns: p.SessionTurns,
-		Agent: a, Sessions: p.Sessions,
+		Status:        "ok",
+		Service:       ServiceName,
+		ACPRunning:    a.Running,
+		CachedSession: p.CachedSession,
+		SessionTurns:  p.SessionTurns,
+		Agent:         a,
+		Sessions:      p.Sessions,
 	})
 }
 
-// recoverer turns a handler panic into the logged 500 of the error handler.
-func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+// recoverPanics turns a handler panic into an error, so the error handler
+// answers the plain-text 500. http.ErrAbortHandler is re-raised: it is how
+// a handler asks net/http to drop the connection.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
-			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
-					panic(r)
-				}
-				err = fmt.Errorf("panic in handler: %v", r)
+			r := recover()
+			if r == nil {
+				return
 			}
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.Error("handler panicked", "method", c.Request().Method, "path", c.Request().URL.Path,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panic: %v", r)
 		}()
 		return next(c)
 	}
 }
 
-// requestLog logs each request: scrapes at Debug, the rest at Info.
-func (s *Server) requestLog(next echo.HandlerFunc) echo.HandlerFunc {
+// logRequests logs one line per request, after the error handler has
+// written any error: scrapes (/health, /metrics*) at Debug, the rest at
+// Info. Bodies are never logged.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		err := next(c)
-		if err != nil {
+		if err := next(c); err != nil {
 			c.Error(err)
 		}
 		path := c.Request().URL.Path
-		lvl := hclog.Info
+		level := hclog.Info
 		if path == "/health" || strings.HasPrefix(path, "/metrics") {
-			lvl = hclog.Debug
+			level = hclog.Debug
 		}
-		s.log.Log(lvl, "request", "method", c.Request().Method, "path", path,
+		s.log.Log(level, "request", "method", c.Request().Method, "path", path,
 			"status", c.Response().Status, "elapsed", time.Since(start))
 		return nil
 	}
 }
 
-// hclogPrinter adapts hclog to promhttp's logger interface.
-type hclogPrinter struct{ log hclog.Logger }
+// promLog adapts hclog to promhttp's error logger.
+type promLog struct{ log hclog.Logger }
 
-func (p hclogPrinter) Println(v ...any) { p.log.Error(fmt.Sprint(v...)) }
+func (p promLog) Println(v ...any) { p.log.Error("metrics scrape", "error", fmt.Sprint(v...)) }
 
-// hclogStd routes net/http's internal errors into hclog at Debug (they are
-// mostly clients hanging up).
-func hclogStd(log hclog.Logger) *stdlog.Logger {
+// httpErrorLog routes net/http's own messages (mostly clients hanging up
+// or sending garbage) into hclog at Debug.
+func httpErrorLog(log hclog.Logger) *stdlog.Logger {
 	return log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 }

@@ -1,14 +1,21 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,82 +32,230 @@ type poolStub struct{ h acp.PoolHealth }
 
 func (p poolStub) Health() acp.PoolHealth { return p.h }
 
-func newTestServer(t *testing.T, a acp.AgentHealth, p acp.PoolHealth) (*Server, *prometheus.Registry) {
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testLogger(w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "bridge", Output: w, Level: hclog.Trace})
+}
+
+// newTestServer returns a server on 127.0.0.1:0 with a registry holding the
+// bridge's and acp's series.
+func newTestServer(t *testing.T, cfg Config) (*Server, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg)
 	acp.NewMetrics(reg)
-	return New(Config{Host: "127.0.0.1", Gatherer: reg, Agent: agentStub{a}, Sessions: poolStub{p}, Logger: hclog.NewNullLogger()}), reg
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = reg
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return New(cfg), reg
 }
 
-func get(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorder {
+func serve(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 	return rec
+}
+
+// waitFor polls cond every few milliseconds until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// startRun runs s.Run in the background and waits until it listens. The
+// returned stop cancels Run and waits (bounded) for its result.
+func startRun(t *testing.T, s *Server) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, 5*time.Second, "the server to listen", func() bool { return s.Addr() != "" })
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Run did not return within 10 s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func noKeepAlive() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 }
 
 func TestHealthKeysAndOrder(t *testing.T) {
 	tests := []struct {
 		name  string
-		agent acp.AgentHealth
-		pool  acp.PoolHealth
+		agent AgentStatus
+		pool  SessionStatus
 		want  string
 	}{
 		{
-			name:  "child alive with a cached session of seven turns",
-			agent: acp.AgentHealth{Command: "zeroclaw acp", PID: 42, Dialect: "v1", State: "ready", Running: true, Restarts: 1, UptimeSeconds: 3.5},
-			pool:  acp.PoolHealth{Sessions: 2, CachedSession: true, SessionTurns: 7},
+			name:  "agent ready with a cached session",
+			agent: agentStub{acp.AgentHealth{Command: "zeroclaw acp", PID: 42, Dialect: "v1", AgentName: "zeroclaw", State: "ready", Running: true, Restarts: 1, UptimeSeconds: 3.5}},
+			pool:  poolStub{acp.PoolHealth{Sessions: 2, CachedSession: true, SessionTurns: 7}},
 			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":true,"cached_session":true,"session_turns":7,` +
-				`"agent":{"command":"zeroclaw acp","pid":42,"dialect":"v1","state":"ready","running":true,"restarts":1,"uptime_s":3.5},"sessions":2}`,
+				`"agent":{"command":"zeroclaw acp","pid":42,"dialect":"v1","agent_name":"zeroclaw","state":"ready","running":true,"restarts":1,"uptime_s":3.5},"sessions":2}`,
 		},
 		{
 			name:  "binary missing",
-			agent: acp.AgentHealth{Command: "/opt/zeroclaw acp", State: "backoff", LastError: "agent binary missing: /opt/zeroclaw", BinaryMissing: true},
+			agent: agentStub{acp.AgentHealth{Command: "/opt/zeroclaw acp", State: "backoff", LastError: "agent binary missing: /opt/zeroclaw", BinaryMissing: true}},
+			pool:  poolStub{},
 			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,` +
-				`"agent":{"command":"/opt/zeroclaw acp","pid":0,"dialect":"","state":"backoff","running":false,"restarts":0,"uptime_s":0,"last_error":"agent binary missing: /opt/zeroclaw","binary_missing":true},"sessions":0}`,
+				`"agent":{"command":"/opt/zeroclaw acp","pid":0,"dialect":"","state":"backoff","running":false,"restarts":0,"uptime_s":0,` +
+				`"last_error":"agent binary missing: /opt/zeroclaw","binary_missing":true},"sessions":0}`,
+		},
+		{
+			name: "no status sources configured",
+			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,` +
+				`"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0}`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newTestServer(t, tt.agent, tt.pool)
-			rec := get(t, s.Echo(), "/health")
-			if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" || rec.Body.String() != tt.want {
-				t.Errorf("got %d %s\n%s\nwant\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), tt.want)
+			s, _ := newTestServer(t, Config{Agent: tt.agent, Sessions: tt.pool})
+			rec := serve(t, s.Echo(), http.MethodGet, "/health")
+			if rec.Code != http.StatusOK {
+				t.Errorf("status %d, want 200", rec.Code)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			if d := cmp.Diff(rec.Body.String(), tt.want); d != "" {
+				t.Errorf("body (-got +want):\n%s", d)
 			}
 		})
 	}
 }
 
-func TestMetricsServeEverySeries(t *testing.T) {
-	s, _ := newTestServer(t, acp.AgentHealth{}, acp.PoolHealth{})
-	a, b := get(t, s.Echo(), "/metrics"), get(t, s.Echo(), "/metrics/")
-	if a.Code != 200 || b.Code != 200 || a.Body.String() != b.Body.String() {
-		t.Fatalf("/metrics %d and /metrics/ %d differ", a.Code, b.Code)
+// seriesSpec is one metric family as bridge.py (or the Go additions) define it.
+type seriesSpec struct {
+	name, typ, help string
+	labels          []string
+}
+
+var wantSeries = []seriesSpec{
+	{"dotty_first_audio_latency_seconds", "histogram", "Wall-clock seconds from receiving a request to first audible TTS chunk.", nil},
+	{"dotty_request_duration_seconds", "histogram", "End-to-end bridge request duration, partitioned by endpoint.", []string{"endpoint"}},
+	{"dotty_request_errors_total", "counter", "Request errors, partitioned by endpoint and error kind.", []string{"endpoint", "kind"}},
+	{"dotty_active_acp_sessions", "gauge", "Number of in-flight ACP sessions (currently 0 or 1 — single child).", nil},
+	{"dotty_kid_mode_active", "gauge", "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.", nil},
+	{"dotty_perception_events_total", "counter", "Ambient-perception events ingested, partitioned by event type.", []string{"type"}},
+	{"dotty_calendar_fetch_failures_total", "counter", "Total Google Calendar fetch failures (excludes intentional skips).", []string{"kind"}},
+	{"dotty_content_filter_hits_total", "counter", "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).", []string{"tier"}},
+	{"dotty_smart_mode_invocations_total", "counter", "Smart-Mode invocations (request opted into the larger LLM).", nil},
+	{"dotty_llm_tokens_total", "counter", "LLM token counts emitted/consumed, partitioned by direction and model.", []string{"kind", "model"}},
+	{"dotty_perception_dropped_total", "counter", "", []string{"consumer"}},
+	{"dotty_sse_evictions_total", "counter", "", nil},
+	{"dotty_memory_writes_dropped_total", "counter", "", nil},
+}
+
+// childless are labelled families nothing fills yet; client_golang exports
+// a family only once it has a series, so they appear after first use.
+var childless = map[string]bool{"dotty_llm_tokens_total": true, "dotty_perception_dropped_total": true}
+
+func scrape(t *testing.T, url string) (string, string) {
+	t.Helper()
+	resp, err := noKeepAlive().Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
-	body := a.Body.String()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return string(b), resp.Header.Get("Content-Type")
+}
+
+func TestMetricsEndpointServesEverySeries(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{})
+	ts := httptest.NewServer(s.Echo())
+	defer ts.Close()
+
+	body, ctype := scrape(t, ts.URL+"/metrics")
+	slash, _ := scrape(t, ts.URL+"/metrics/")
+	if body != slash {
+		t.Errorf("/metrics and /metrics/ differ:\n%s", cmp.Diff(body, slash))
+	}
+	if !strings.HasPrefix(ctype, "text/plain") {
+		t.Errorf("Content-Type %q, want the text exposition format", ctype)
+	}
+
+	for _, sp := range wantSeries {
+		if childless[sp.name] {
+			if strings.Contains(body, sp.name) {
+				t.Errorf("%s has a series before anything filled it", sp.name)
+			}
+			continue
+		}
+		if want := fmt.Sprintf("# TYPE %s %s\n", sp.name, sp.typ); !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+		if sp.help != "" {
+			if want := fmt.Sprintf("# HELP %s %s\n", sp.name, sp.help); !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	}
 	for _, want := range []string{
-		"# TYPE dotty_first_audio_latency_seconds histogram",
-		"# TYPE dotty_request_duration_seconds histogram",
-		"# TYPE dotty_request_errors_total counter",
-		"# TYPE dotty_active_acp_sessions gauge",
-		"# TYPE dotty_kid_mode_active gauge",
-		"# TYPE dotty_perception_events_total counter",
-		"# TYPE dotty_calendar_fetch_failures_total counter",
-		"# TYPE dotty_content_filter_hits_total counter",
-		"# TYPE dotty_smart_mode_invocations_total counter",
-		"# TYPE dotty_sse_evictions_total counter",
-		"# TYPE dotty_memory_writes_dropped_total counter",
-		"# TYPE dotty_acp_child_up gauge",
-		"# TYPE dotty_acp_child_restarts_total counter",
-		"# TYPE dotty_acp_backoff_seconds gauge",
-		`dotty_first_audio_latency_seconds_bucket{le="0.25"} 0`,
+		`dotty_first_audio_latency_seconds_bucket{le="0.1"} 0`,
+		`dotty_first_audio_latency_seconds_bucket{le="10"} 0`,
+		`dotty_request_errors_total{endpoint="message",kind="timeout"} 0`,
 		`dotty_request_errors_total{endpoint="message_stream",kind="binary_missing"} 0`,
+		`dotty_request_errors_total{endpoint="message_stream",kind="exception"} 0`,
 		`dotty_perception_events_total{type="face_identified_rejected"} 0`,
 		`dotty_content_filter_hits_total{tier="alert"} 0`,
 		`dotty_calendar_fetch_failures_total{kind="orchestrator"} 0`,
-		"dotty_smart_mode_invocations_total 0",
-		"# HELP dotty_request_duration_seconds End-to-end bridge request duration, partitioned by endpoint.",
+		"dotty_smart_mode_invocations_total 0\n",
+		"dotty_kid_mode_active 0\n",
+		"dotty_acp_child_up 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -108,101 +263,305 @@ func TestMetricsServeEverySeries(t *testing.T) {
 	}
 }
 
-func TestRequestDurationUsesPythonBuckets(t *testing.T) {
-	s, _ := newTestServer(t, acp.AgentHealth{}, acp.PoolHealth{})
+func TestMetricLabelNamesAndBuckets(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
+	m.LLMTokens.WithLabelValues("prompt", "qwen").Inc()
+	m.PerceptionDropped.WithLabelValues("greeter").Inc()
 	m.RequestDuration.WithLabelValues("message").Observe(0.07)
-	s.cfg.Gatherer = reg
-	body := get(t, New(s.cfg).Echo(), "/metrics").Body.String()
-	for _, le := range []string{"0.005", "0.075", "0.75", "7.5", "10", "+Inf"} {
-		if !strings.Contains(body, `dotty_request_duration_seconds_bucket{endpoint="message",le="`+le+`"}`) {
-			t.Errorf("missing bucket le=%s", le)
+	m.FirstAudioLatency.Observe(0.3)
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]seriesSpec{}
+	buckets := map[string][]float64{}
+	for _, f := range families {
+		sp := seriesSpec{name: f.GetName(), typ: strings.ToLower(f.GetType().String()), help: f.GetHelp()}
+		for _, lp := range f.GetMetric()[0].GetLabel() {
+			sp.labels = append(sp.labels, lp.GetName())
+		}
+		got[f.GetName()] = sp
+		if h := f.GetMetric()[0].GetHistogram(); h != nil {
+			for _, b := range h.GetBucket() {
+				buckets[f.GetName()] = append(buckets[f.GetName()], b.GetUpperBound())
+			}
 		}
 	}
+	for _, want := range wantSeries {
+		if want.name == "dotty_active_acp_sessions" {
+			continue // registered by package acp
+		}
+		g, ok := got[want.name]
+		if !ok {
+			t.Errorf("%s not registered", want.name)
+			continue
+		}
+		if want.help == "" {
+			g.help = "" // Go-only series: any help text
+		}
+		if d := cmp.Diff(g, want, cmp.AllowUnexported(seriesSpec{})); d != "" {
+			t.Errorf("%s (-got +want):\n%s", want.name, d)
+		}
+	}
+	if len(got) != len(wantSeries)-1 {
+		t.Errorf("NewMetrics registered %d families, want %d", len(got), len(wantSeries)-1)
+	}
+	wantBuckets := map[string][]float64{
+		"dotty_first_audio_latency_seconds": {0.1, 0.25, 0.5, 1, 2, 5, 10},
+		"dotty_request_duration_seconds":    {.005, .01, .025, .05, .075, .1, .25, .5, .75, 1, 2.5, 5, 7.5, 10},
+	}
+	if d := cmp.Diff(buckets, wantBuckets); d != "" {
+		t.Errorf("buckets (-got +want):\n%s", d)
+	}
 }
 
-func TestErrorsUseFastAPIShapes(t *testing.T) {
-	s, _ := newTestServer(t, acp.AgentHealth{}, acp.PoolHealth{})
+func TestErrorResponses(t *testing.T) {
+	var logs syncBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
 	s.Echo().GET("/panics", func(echo.Context) error { panic("boom") })
-	if rec := get(t, s.Echo(), "/nowhere"); rec.Code != 404 || rec.Body.String() != `{"detail":"Not Found"}` {
-		t.Errorf("404: %d %s", rec.Code, rec.Body.String())
-	}
-	rec := httptest.NewRecorder()
-	s.Echo().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/health", nil))
-	if rec.Code != 405 || rec.Body.String() != `{"detail":"Method Not Allowed"}` {
-		t.Errorf("405: %d %s", rec.Code, rec.Body.String())
-	}
-	if rec := get(t, s.Echo(), "/panics"); rec.Code != 500 || rec.Body.String() != "Internal Server Error" {
-		t.Errorf("panic: %d %s", rec.Code, rec.Body.String())
-	}
-}
-
-func TestConfigValidate(t *testing.T) {
-	ok := Config{Agent: agentStub{}, Sessions: poolStub{}}
 	tests := []struct {
-		name string
-		cfg  Config
-		want string
+		name, method, path string
+		status             int
+		body               string
 	}{
-		{"valid", ok, ""},
-		{"port too big", Config{Port: 70000, Agent: agentStub{}, Sessions: poolStub{}}, "port 70000"},
-		{"negative port", Config{Port: -1, Agent: agentStub{}, Sessions: poolStub{}}, "port -1"},
-		{"no health sources", Config{}, "required for /health"},
+		{"unknown path", http.MethodGet, "/nowhere", 404, `{"detail":"Not Found"}`},
+		{"wrong method", http.MethodPost, "/health", 405, `{"detail":"Method Not Allowed"}`},
+		{"panic", http.MethodGet, "/panics", 500, "Internal Server Error"},
+		{"trailing slash on health", http.MethodGet, "/health/", 404, `{"detail":"Not Found"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			rec := serve(t, s.Echo(), tt.method, tt.path)
+			if rec.Code != tt.status || rec.Body.String() != tt.body {
+				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tt.status, tt.body)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), "[ERROR] bridge: handler panicked") || !strings.Contains(logs.String(), "panic=boom") {
+		t.Errorf("panic not logged at Error:\n%s", logs.String())
+	}
+	if !regexp.MustCompile(`\[INFO\]  bridge: request: method=GET path=/panics status=500 elapsed=\S+`).MatchString(logs.String()) {
+		t.Errorf("panicking request not logged with status 500:\n%s", logs.String())
+	}
+}
+
+func TestRequestLogLevels(t *testing.T) {
+	tests := []struct {
+		path, level string
+	}{
+		{"/health", "DEBUG"},
+		{"/metrics", "DEBUG"},
+		{"/metrics/", "DEBUG"},
+		{"/api/message", "INFO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			var logs syncBuffer
+			s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
+			serve(t, s.Echo(), http.MethodGet, tt.path)
+			re := regexp.MustCompile(`\[` + tt.level + `\] *bridge: request: method=GET path=` + regexp.QuoteMeta(tt.path) + ` status=\d+ elapsed=`)
+			if !re.MatchString(logs.String()) {
+				t.Errorf("want one %s request line for %s, got:\n%s", tt.level, tt.path, logs.String())
 			}
 		})
 	}
 }
 
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string // substrings of the error; nil means valid
+	}{
+		{name: "zero value", cfg: Config{}},
+		{name: "typical", cfg: Config{Host: "0.0.0.0", Port: 8080, Agent: agentStub{}, Sessions: poolStub{}, ShutdownTimeout: time.Second}},
+		{name: "highest port", cfg: Config{Port: 65535}},
+		{name: "port too big", cfg: Config{Port: 70000}, want: []string{"port 70000 is outside 0-65535"}},
+		{name: "negative port", cfg: Config{Port: -1}, want: []string{"port -1"}},
+		{name: "negative shutdown timeout", cfg: Config{ShutdownTimeout: -time.Second}, want: []string{"shutdown timeout -1s is negative"}},
+		{name: "bad host", cfg: Config{Host: "http://x"}, want: []string{`host "http://x"`}},
+		{name: "every problem reported", cfg: Config{Port: -5, ShutdownTimeout: -1}, want: []string{"port -5", "shutdown timeout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.ShutdownTimeout != 5*time.Second || c.Logger == nil || c.Gatherer == nil || c.Agent == nil || c.Sessions == nil {
+		t.Errorf("withDefaults() = %+v", c)
+	}
+	if c := (Config{ShutdownTimeout: time.Second}).withDefaults(); c.ShutdownTimeout != time.Second {
+		t.Errorf("explicit shutdown timeout replaced: %s", c.ShutdownTimeout)
+	}
+}
+
 func TestRunServesAndStops(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, _ := newTestServer(t, acp.AgentHealth{Running: true}, acp.PoolHealth{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Addr() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("server never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
+	var logs syncBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), Agent: agentStub{acp.AgentHealth{Running: true}}})
+	stop := startRun(t, s)
+
+	if m := regexp.MustCompile(`\[INFO\]  bridge: http server listening: addr=(\S+)`).FindStringSubmatch(logs.String()); m == nil || m[1] != s.Addr() {
+		t.Errorf("listening line %q does not carry the bound address %s:\n%s", m, s.Addr(), logs.String())
 	}
-	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := cl.Get("http://" + s.Addr() + "/health")
-	if err != nil {
-		t.Fatal(err)
+	if strings.HasSuffix(s.Addr(), ":0") {
+		t.Errorf("Addr() = %s, want the port actually bound", s.Addr())
 	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if !strings.Contains(string(body), `"acp_running":true`) {
-		t.Errorf("health over TCP: %s", body)
+	body, _ := scrape(t, "http://"+s.Addr()+"/health")
+	if !strings.Contains(body, `"acp_running":true`) {
+		t.Errorf("/health over TCP: %s", body)
 	}
-	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
+	case <-s.Stopping():
+		t.Fatal("Stopping closed while serving")
+	default:
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	select {
 	case <-s.Stopping():
 	default:
-		t.Error("stopping channel not closed")
+		t.Error("Stopping not closed after Run returned")
+	}
+	if _, err := noKeepAlive().Get("http://" + s.Addr() + "/health"); err == nil {
+		t.Error("server still answers after Run returned")
+	}
+}
+
+// TestStreamingHandlerEndsOnStopping pins the contract for NDJSON and SSE
+// handlers: they return when Stopping closes, so shutdown is not held up
+// for ShutdownTimeout.
+func TestStreamingHandlerEndsOnStopping(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{ShutdownTimeout: 30 * time.Second})
+	entered := make(chan struct{})
+	s.Echo().GET("/stream", func(c echo.Context) error {
+		c.Response().WriteHeader(http.StatusOK)
+		c.Response().Flush()
+		close(entered)
+		select {
+		case <-s.Stopping():
+		case <-c.Request().Context().Done():
+		}
+		return nil
+	})
+	stop := startRun(t, s)
+
+	resp, err := noKeepAlive().Get("http://" + s.Addr() + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream handler never ran")
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown took %s with a stream open; Stopping did not end it", took)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Errorf("stream did not end cleanly: %v", err)
+	}
+}
+
+// TestShutdownTimeoutClosesStuckRequests checks the bound: a handler that
+// ignores Stopping delays Run by ShutdownTimeout, then its connection is
+// closed.
+func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var logs syncBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownTimeout: 100 * time.Millisecond})
+	entered, release := make(chan struct{}), make(chan struct{})
+	handlerDone := make(chan struct{})
+	s.Echo().GET("/stuck", func(c echo.Context) error {
+		defer close(handlerDone)
+		close(entered)
+		<-release
+		return nil
+	})
+	stop := startRun(t, s)
+
+	clientDone := make(chan error, 1)
+	go func() {
+		resp, err := noKeepAlive().Get("http://" + s.Addr() + "/stuck")
+		if err == nil {
+			resp.Body.Close()
+		}
+		clientDone <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler never ran")
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Run returned %s after cancel, want about the 100ms timeout", took)
+	}
+	select {
+	case err := <-clientDone:
+		if err == nil {
+			t.Error("client got a response from a handler that never answered")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("client connection not closed after the shutdown timeout")
+	}
+	if !strings.Contains(logs.String(), "http shutdown did not finish in time") {
+		t.Errorf("no Warn about the forced close:\n%s", logs.String())
+	}
+	close(release)
+	select {
+	case <-handlerDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler did not return after release")
 	}
 }
 
 func TestRunReportsListenFailure(t *testing.T) {
-	s, _ := newTestServer(t, acp.AgentHealth{}, acp.PoolHealth{})
-	s.cfg.Host = "256.0.0.1"
-	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen") {
-		t.Errorf("Run = %v", err)
+	defer goleak.VerifyNone(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	s, _ := newTestServer(t, Config{Port: port})
+	err = s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:") {
+		t.Errorf("Run = %v, want a listen error", err)
+	}
+	select {
+	case <-s.Stopping():
+	default:
+		t.Error("Stopping not closed after a failed Run")
 	}
 }

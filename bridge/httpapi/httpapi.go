@@ -1,7 +1,25 @@
 // Package httpapi holds the HTTP conventions every route of the bridge
-// shares: FastAPI-shaped error bodies, one echo error handler, JSON writing
-// with raw UTF-8, and the 422 validation items pydantic produces. It is a
-// leaf package, importable by every feature package.
+// shares: one error type with FastAPI-shaped bodies, the echo error handler
+// that writes them, JSON output with raw UTF-8, and the pydantic-v2 style
+// 422 validation items (spec http-api.md §1.3–1.4).
+//
+// It is a leaf package: it imports no other package of this module, so every
+// feature package (bridge, perception, tier1, admin) can use it without
+// importing another feature.
+//
+// # Usage
+//
+// Handlers return errors instead of writing error bodies themselves:
+//
+//	obj, apiErr := httpapi.DecodeObject(body)
+//	if apiErr != nil {
+//		return apiErr // 422 {"detail":[…]}
+//	}
+//	if bad {
+//		return httpapi.NewError(http.StatusBadRequest, "state must be one of ('idle')")
+//	}
+//
+// and the server installs ErrorHandler as echo's HTTPErrorHandler.
 package httpapi
 
 import (
@@ -10,142 +28,255 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 )
 
-// APIError is an error with an HTTP status and a FastAPI "detail": a string
-// for plain 4xx errors, a list of ValidationItem for 422.
+// APIError is an error with an HTTP status and a FastAPI "detail". Detail is
+// a string for ordinary errors ({"detail":"…"}) and a []ValidationItem for
+// 422s ({"detail":[…]}); any JSON-encodable value is written as is.
 type APIError struct {
+	// Status is the HTTP status code.
 	Status int
+	// Detail is the value of the body's "detail" key.
 	Detail any
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("http %d: %v", e.Status, e.Detail) }
+// Error implements error.
+func (e *APIError) Error() string {
+	if s, ok := e.Detail.(string); ok {
+		return fmt.Sprintf("http %d: %s", e.Status, s)
+	}
+	b, err := json.Marshal(e.Detail)
+	if err != nil {
+		return fmt.Sprintf("http %d: %v", e.Status, e.Detail)
+	}
+	return fmt.Sprintf("http %d: %s", e.Status, b)
+}
 
 // NewError returns an APIError with a string detail.
-func NewError(status int, detail string) *APIError { return &APIError{Status: status, Detail: detail} }
+func NewError(status int, detail string) *APIError {
+	return &APIError{Status: status, Detail: detail}
+}
 
-// WriteJSON writes v as application/json with raw UTF-8 (no HTML escaping).
-func WriteJSON(c echo.Context, status int, v any) error {
+// Content types written by this package.
+const (
+	// MIMEJSON is the content type of every JSON body (no charset, as FastAPI).
+	MIMEJSON = "application/json"
+	// MIMEText is the content type of the plain-text 500 body.
+	MIMEText = "text/plain; charset=utf-8"
+)
+
+// internalServerError is FastAPI's body for an unhandled exception.
+const internalServerError = "Internal Server Error"
+
+// Marshal encodes v as compact JSON with raw UTF-8: emoji and <, >, & are
+// written as themselves, not escaped. It has no trailing newline.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode response: %w", err)
+		return nil, fmt.Errorf("encode json: %w", err)
 	}
-	return c.Blob(status, echo.MIMEApplicationJSON, bytes.TrimRight(buf.Bytes(), "\n"))
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// ErrorHandler turns any handler error into the body bridge.py's callers
-// expect: {"detail": …} for APIError and echo.HTTPError, 404 and 405 in
-// FastAPI's words, and a logged plain-text 500 for everything else.
-func ErrorHandler(log hclog.Logger) echo.HTTPErrorHandler {
+// WriteJSON writes v with status as application/json, raw UTF-8.
+func WriteJSON(c echo.Context, status int, v any) error {
+	b, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.Blob(status, MIMEJSON, b)
+}
+
+// ErrorHandler returns echo's HTTPErrorHandler for the bridge. It maps
+//
+//   - *APIError (also wrapped) to its status and {"detail": Detail};
+//   - *echo.HTTPError to its code and {"detail": Message}, which gives
+//     {"detail":"Not Found"} for unknown paths and {"detail":"Method Not
+//     Allowed"} (with the Allow header echo's router sets) for a known path
+//     with the wrong method;
+//   - anything else, including recovered panics, to 500 with the plain text
+//     body "Internal Server Error", logged at Error.
+//
+// Statuses of 500 and above are logged at Error in every case. Nothing is
+// written when the response was already committed (a streaming handler
+// failing half way); HEAD requests get the status without a body.
+func ErrorHandler(logger hclog.Logger) echo.HTTPErrorHandler {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
 	return func(err error, c echo.Context) {
+		req := c.Request()
 		if c.Response().Committed {
+			logger.Debug("error after the response was committed", "method", req.Method, "path", req.URL.Path, "error", err)
 			return
 		}
-		status, detail := http.StatusInternalServerError, any(nil)
-		var ae *APIError
-		var he *echo.HTTPError
-		switch {
-		case errors.As(err, &ae):
-			status, detail = ae.Status, ae.Detail
-		case errors.As(err, &he):
-			status, detail = he.Code, he.Message
-			switch status {
-			case http.StatusNotFound:
-				detail = "Not Found"
-			case http.StatusMethodNotAllowed:
-				detail = "Method Not Allowed"
-			}
-			if he.Internal != nil && status >= 500 {
-				err = he.Internal
-			}
-		}
-		if status >= 500 {
-			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "error", err)
-			_ = c.Blob(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("Internal Server Error"))
+		status, detail, ok := classify(err)
+		if !ok {
+			logger.Error("unhandled error", "method", req.Method, "path", req.URL.Path, "error", err)
+			writePlain500(c, logger)
 			return
 		}
-		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(status)
+		if status >= http.StatusInternalServerError {
+			logger.Error("request failed", "method", req.Method, "path", req.URL.Path, "status", status, "error", err)
+		}
+		if req.Method == http.MethodHead {
+			if werr := c.NoContent(status); werr != nil {
+				logger.Debug("writing error status failed", "error", werr)
+			}
 			return
 		}
 		if werr := WriteJSON(c, status, map[string]any{"detail": detail}); werr != nil {
-			log.Error("writing error response failed", "error", werr)
+			logger.Error("writing error body failed", "error", werr)
 		}
 	}
 }
 
-// ValidationItem is one entry of a 422 body, as pydantic v2 writes it.
-type ValidationItem struct {
-	Type  string         `json:"type"`
-	Loc   []any          `json:"loc"`
-	Msg   string         `json:"msg"`
-	Input any            `json:"input"`
-	Ctx   map[string]any `json:"ctx,omitempty"`
+// classify returns the status and detail of an APIError or echo.HTTPError
+// anywhere in err's chain; ok is false for any other error.
+func classify(err error) (status int, detail any, ok bool) {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status, ae.Detail, true
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		detail := he.Message
+		switch m := detail.(type) {
+		case nil:
+			detail = http.StatusText(he.Code)
+		case error:
+			detail = m.Error()
+		}
+		return he.Code, detail, true
+	}
+	return 0, nil, false
 }
 
-// Validation returns a 422 error listing items.
+func writePlain500(c echo.Context, logger hclog.Logger) {
+	var werr error
+	if c.Request().Method == http.MethodHead {
+		werr = c.NoContent(http.StatusInternalServerError)
+	} else {
+		werr = c.Blob(http.StatusInternalServerError, MIMEText, []byte(internalServerError))
+	}
+	if werr != nil {
+		logger.Debug("writing 500 failed", "error", werr)
+	}
+}
+
+// ValidationItem is one entry of a 422 body, with pydantic v2's field order.
+type ValidationItem struct {
+	// Type is pydantic's error type, e.g. "missing" or "string_type".
+	Type string `json:"type"`
+	// Loc locates the problem: "body", then a field name or, for malformed
+	// JSON, the character offset of the error.
+	Loc []any `json:"loc"`
+	// Msg is pydantic's message.
+	Msg string `json:"msg"`
+	// Input is the offending value, or the whole body for a missing field.
+	Input any `json:"input"`
+	// Ctx carries extra context, e.g. the JSON decoder's message.
+	Ctx map[string]any `json:"ctx,omitempty"`
+}
+
+// Validation returns the 422 APIError listing items, in the given order.
 func Validation(items ...ValidationItem) *APIError {
+	if items == nil {
+		items = []ValidationItem{}
+	}
 	return &APIError{Status: http.StatusUnprocessableEntity, Detail: items}
 }
 
-// Missing is a required field absent from body.
+// Missing is a required field absent from the body; body is the whole body.
 func Missing(field string, body any) ValidationItem {
 	return ValidationItem{Type: "missing", Loc: []any{"body", field}, Msg: "Field required", Input: body}
 }
 
-// BodyMissing is an absent request body.
+// BodyMissing is a request without a body (or with a JSON null body).
 func BodyMissing() ValidationItem {
 	return ValidationItem{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}
 }
 
-// NotObject is a body that is valid JSON but not an object.
+// NotObject is a body that is valid JSON but not an object; body is its value.
 func NotObject(body any) ValidationItem {
-	return ValidationItem{Type: "model_attributes_type", Loc: []any{"body"},
-		Msg: "Input should be a valid dictionary or object to extract fields from", Input: body}
+	return ValidationItem{
+		Type:  "model_attributes_type",
+		Loc:   []any{"body"},
+		Msg:   "Input should be a valid dictionary or object to extract fields from",
+		Input: body,
+	}
 }
 
-// StringType is a field that should have been a string.
+// StringType is a field whose value v should have been a string.
 func StringType(field string, v any) ValidationItem {
 	return ValidationItem{Type: "string_type", Loc: []any{"body", field}, Msg: "Input should be a valid string", Input: v}
 }
 
-// DictType is a field that should have been an object.
+// DictType is a field whose value v should have been an object.
 func DictType(field string, v any) ValidationItem {
 	return ValidationItem{Type: "dict_type", Loc: []any{"body", field}, Msg: "Input should be a valid dictionary", Input: v}
 }
 
-// JSONInvalid is a body that does not parse, with the byte offset of the error.
+// JSONInvalid is a body that does not parse: offset is the character (code
+// point) offset of the error and decoderMsg the decoder's message.
 func JSONInvalid(offset int, decoderMsg string) ValidationItem {
-	return ValidationItem{Type: "json_invalid", Loc: []any{"body", offset}, Msg: "JSON decode error",
-		Input: map[string]any{}, Ctx: map[string]any{"error": decoderMsg}}
+	return ValidationItem{
+		Type:  "json_invalid",
+		Loc:   []any{"body", offset},
+		Msg:   "JSON decode error",
+		Input: map[string]any{},
+		Ctx:   map[string]any{"error": decoderMsg},
+	}
 }
 
-// DecodeObject parses a JSON request body that must be an object, returning
-// its fields raw, or the 422 FastAPI would give for an absent body,
-// malformed JSON or a non-object.
+// DecodeObject parses a request body that must be a JSON object and returns
+// its fields undecoded, or the 422 FastAPI gives for an empty body (or
+// null), malformed JSON, or JSON that is not an object. Extra fields are
+// kept; callers ignore those they do not know. Test the *APIError against
+// nil before returning it as an error: a nil *APIError stored in an error
+// interface is not a nil error.
 func DecodeObject(body []byte) (map[string]json.RawMessage, *APIError) {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(body) == 0 {
 		return nil, Validation(BodyMissing())
 	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		offset := 0
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			offset = int(se.Offset)
-		}
-		return nil, Validation(JSONInvalid(offset, err.Error()))
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, Validation(JSONInvalid(errorOffset(body, err), err.Error()))
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		var v any
-		_ = json.Unmarshal(raw, &v)
+	switch v.(type) {
+	case nil:
+		return nil, Validation(BodyMissing())
+	case map[string]any:
+	default:
 		return nil, Validation(NotObject(v))
 	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		// Unreachable: the body just decoded as an object.
+		return nil, Validation(JSONInvalid(0, err.Error()))
+	}
 	return obj, nil
+}
+
+// errorOffset converts a decoder error into the code-point offset at which
+// Python's json module would report it: the offending character for an
+// invalid one, the end of the input when it ends early.
+func errorOffset(body []byte, err error) int {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return 0
+	}
+	pos := int(se.Offset)
+	if !strings.HasPrefix(se.Error(), "unexpected end") && pos > 0 {
+		pos-- // Offset counts the bytes read, including the bad one
+	}
+	pos = min(max(pos, 0), len(body))
+	return utf8.RuneCount(body[:pos])
 }

@@ -1,64 +1,169 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 )
 
-func serve(t *testing.T, method, path string, h echo.HandlerFunc) *httptest.ResponseRecorder {
-	t.Helper()
+// newEcho returns an echo with the error handler, logging into logs, and
+// one route, POST /thing, answered by h.
+func newEcho(logs *bytes.Buffer, h echo.HandlerFunc) *echo.Echo {
 	e := echo.New()
-	e.HTTPErrorHandler = ErrorHandler(hclog.NewNullLogger())
+	e.HTTPErrorHandler = ErrorHandler(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}))
 	e.POST("/thing", h)
-	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	return rec
+	return e
 }
 
 func TestErrorHandler(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		err                error
-		status             int
-		body, ctype        string
+		wantStatus         int
+		wantBody           string
+		wantType           string
+		wantAllow          string
+		wantErrorLog       bool
 	}{
-		{"api error", "POST", "/thing", NewError(400, "state must be one of ('idle')"), 400, `{"detail":"state must be one of ('idle')"}`, "application/json"},
-		{"wrapped api error", "POST", "/thing", errors.Join(errors.New("x"), NewError(403, "admin endpoints are localhost-only")), 403, `{"detail":"admin endpoints are localhost-only"}`, "application/json"},
-		{"echo http error", "POST", "/thing", echo.NewHTTPError(413, "too big"), 413, `{"detail":"too big"}`, "application/json"},
-		{"validation", "POST", "/thing", Validation(Missing("content", map[string]any{})), 422,
-			`{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{}}]}`, "application/json"},
-		{"plain error is a 500", "POST", "/thing", errors.New("boom"), 500, "Internal Server Error", "text/plain; charset=utf-8"},
-		{"unknown path", "GET", "/nope", nil, 404, `{"detail":"Not Found"}`, "application/json"},
-		{"wrong method", "GET", "/thing", nil, 405, `{"detail":"Method Not Allowed"}`, "application/json"},
-		{"no html escaping", "POST", "/thing", NewError(400, "<a> & 😊"), 400, `{"detail":"<a> & 😊"}`, "application/json"},
+		{name: "api error string detail", method: "POST", path: "/thing",
+			err:        NewError(http.StatusBadRequest, "state must be one of ('idle')"),
+			wantStatus: 400, wantBody: `{"detail":"state must be one of ('idle')"}`, wantType: MIMEJSON},
+		{name: "wrapped api error", method: "POST", path: "/thing",
+			err:        fmt.Errorf("guard: %w", NewError(http.StatusForbidden, "admin endpoints are localhost-only")),
+			wantStatus: 403, wantBody: `{"detail":"admin endpoints are localhost-only"}`, wantType: MIMEJSON},
+		{name: "api error 503 keeps its status and body", method: "POST", path: "/thing",
+			err:        NewError(http.StatusServiceUnavailable, "memory queue full"),
+			wantStatus: 503, wantBody: `{"detail":"memory queue full"}`, wantType: MIMEJSON, wantErrorLog: true},
+		{name: "api error with list detail", method: "POST", path: "/thing",
+			err:        Validation(Missing("content", map[string]any{})),
+			wantStatus: 422, wantBody: `{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{}}]}`, wantType: MIMEJSON},
+		{name: "echo http error", method: "POST", path: "/thing",
+			err:        echo.NewHTTPError(http.StatusRequestEntityTooLarge, "too big"),
+			wantStatus: 413, wantBody: `{"detail":"too big"}`, wantType: MIMEJSON},
+		{name: "echo http error with error message", method: "POST", path: "/thing",
+			err:        echo.NewHTTPError(http.StatusBadRequest, errors.New("bad query")),
+			wantStatus: 400, wantBody: `{"detail":"bad query"}`, wantType: MIMEJSON},
+		{name: "echo http error without message", method: "POST", path: "/thing",
+			err:        &echo.HTTPError{Code: http.StatusTeapot},
+			wantStatus: 418, wantBody: `{"detail":"I'm a teapot"}`, wantType: MIMEJSON},
+		{name: "plain error is a logged 500", method: "POST", path: "/thing",
+			err:        errors.New("boom"),
+			wantStatus: 500, wantBody: "Internal Server Error", wantType: MIMEText, wantErrorLog: true},
+		{name: "unknown path", method: "GET", path: "/nope",
+			wantStatus: 404, wantBody: `{"detail":"Not Found"}`, wantType: MIMEJSON},
+		{name: "wrong method", method: "GET", path: "/thing",
+			wantStatus: 405, wantBody: `{"detail":"Method Not Allowed"}`, wantType: MIMEJSON, wantAllow: "POST"},
+		{name: "raw utf-8, no html escaping", method: "POST", path: "/thing",
+			err:        NewError(http.StatusBadRequest, "<a> & 😊"),
+			wantStatus: 400, wantBody: `{"detail":"<a> & 😊"}`, wantType: MIMEJSON},
+		{name: "head gets no body", method: "HEAD", path: "/nope",
+			wantStatus: 404, wantBody: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := serve(t, tt.method, tt.path, func(echo.Context) error { return tt.err })
-			if rec.Code != tt.status || rec.Body.String() != tt.body || rec.Header().Get("Content-Type") != tt.ctype {
-				t.Errorf("got %d %q (%s), want %d %q (%s)", rec.Code, rec.Body.String(), rec.Header().Get("Content-Type"), tt.status, tt.body, tt.ctype)
+			var logs bytes.Buffer
+			e := newEcho(&logs, func(echo.Context) error { return tt.err })
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			got := fmt.Sprintf("%d %q %q", rec.Code, rec.Body.String(), rec.Header().Get("Content-Type"))
+			want := fmt.Sprintf("%d %q %q", tt.wantStatus, tt.wantBody, tt.wantType)
+			if tt.wantType == "" {
+				want = fmt.Sprintf("%d %q %q", tt.wantStatus, tt.wantBody, rec.Header().Get("Content-Type"))
 			}
-			if tt.status == 405 && !strings.Contains(rec.Header().Get("Allow"), "POST") {
-				t.Errorf("Allow header %q", rec.Header().Get("Allow"))
+			if got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+			if tt.wantAllow != "" && !strings.Contains(rec.Header().Get("Allow"), tt.wantAllow) {
+				t.Errorf("Allow = %q, want it to list %s", rec.Header().Get("Allow"), tt.wantAllow)
+			}
+			if gotLog := strings.Contains(logs.String(), "[ERROR]"); gotLog != tt.wantErrorLog {
+				t.Errorf("error logged = %v, want %v; logs:\n%s", gotLog, tt.wantErrorLog, logs.String())
 			}
 		})
 	}
 }
 
 func TestErrorHandlerLeavesCommittedResponses(t *testing.T) {
-	rec := serve(t, "POST", "/thing", func(c echo.Context) error {
-		_ = c.String(http.StatusOK, "partial")
+	var logs bytes.Buffer
+	e := newEcho(&logs, func(c echo.Context) error {
+		if err := c.String(http.StatusOK, "partial"); err != nil {
+			return err
+		}
 		return errors.New("late failure")
 	})
-	if rec.Code != 200 || rec.Body.String() != "partial" {
-		t.Errorf("got %d %q", rec.Code, rec.Body.String())
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/thing", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "partial" {
+		t.Errorf("got %d %q, want the handler's 200 %q untouched", rec.Code, rec.Body.String(), "partial")
+	}
+}
+
+func TestAPIErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *APIError
+		want string
+	}{
+		{"string detail", NewError(400, "bad"), "http 400: bad"},
+		{"list detail", Validation(BodyMissing()), `http 422: [{"type":"missing","loc":["body"],"msg":"Field required","input":null}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidationItemsJSON pins every constructor to the exact bytes of
+// spec http-api.md §1.3, including the key order type, loc, msg, input, ctx.
+func TestValidationItemsJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *APIError
+		want string
+	}{
+		{"missing field", Validation(Missing("content", map[string]any{"channel": "dotty"})),
+			`{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{"channel":"dotty"}}]}`},
+		{"body missing", Validation(BodyMissing()),
+			`{"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]}`},
+		{"not an object", Validation(NotObject([]any{1})),
+			`{"detail":[{"type":"model_attributes_type","loc":["body"],"msg":"Input should be a valid dictionary or object to extract fields from","input":[1]}]}`},
+		{"string expected", Validation(StringType("content", 5)),
+			`{"detail":[{"type":"string_type","loc":["body","content"],"msg":"Input should be a valid string","input":5}]}`},
+		{"object expected", Validation(DictType("metadata", nil)),
+			`{"detail":[{"type":"dict_type","loc":["body","metadata"],"msg":"Input should be a valid dictionary","input":null}]}`},
+		{"malformed json", Validation(JSONInvalid(5, "unexpected end of JSON input")),
+			`{"detail":[{"type":"json_invalid","loc":["body",5],"msg":"JSON decode error","input":{},"ctx":{"error":"unexpected end of JSON input"}}]}`},
+		{"several items keep their order", Validation(StringType("content", 1), DictType("metadata", "x")),
+			`{"detail":[{"type":"string_type","loc":["body","content"],"msg":"Input should be a valid string","input":1},` +
+				`{"type":"dict_type","loc":["body","metadata"],"msg":"Input should be a valid dictionary","input":"x"}]}`},
+		{"no items is an empty list", Validation(), `{"detail":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err.Status != http.StatusUnprocessableEntity {
+				t.Errorf("status %d, want 422", tt.err.Status)
+			}
+			b, err := Marshal(map[string]any{"detail": tt.err.Detail})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", b, tt.want)
+			}
+		})
 	}
 }
 
@@ -66,31 +171,73 @@ func TestDecodeObject(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want []ValidationItem
+		want []ValidationItem // nil: the body decodes
+		keys []string
 	}{
-		{"object", `{"content":"hi"}`, nil},
-		{"absent", "  ", []ValidationItem{BodyMissing()}},
-		{"array", `[1]`, []ValidationItem{NotObject([]any{1.0})}},
-		{"null", `null`, []ValidationItem{NotObject(nil)}},
-		{"string", `"x"`, []ValidationItem{NotObject("x")}},
-		{"malformed", `{"a":`, []ValidationItem{JSONInvalid(5, "unexpected end of JSON input")}},
+		{name: "object", body: `{"content":"hi","extra":[1]}`, keys: []string{"content", "extra"}},
+		{name: "empty object", body: `{}`, keys: []string{}},
+		{name: "object with surrounding space", body: " {\"a\":1}\n", keys: []string{"a"}},
+		{name: "absent body", body: "", want: []ValidationItem{BodyMissing()}},
+		{name: "null body", body: "null", want: []ValidationItem{BodyMissing()}},
+		{name: "whitespace only", body: "  ", want: []ValidationItem{JSONInvalid(2, "unexpected end of JSON input")}},
+		{name: "array", body: `[1]`, want: []ValidationItem{NotObject([]any{1.0})}},
+		{name: "string", body: `"x"`, want: []ValidationItem{NotObject("x")}},
+		{name: "number", body: `4`, want: []ValidationItem{NotObject(4.0)}},
+		{name: "truncated", body: `{"a":`, want: []ValidationItem{JSONInvalid(5, "unexpected end of JSON input")}},
+		{name: "bad character", body: `{"a" x}`, want: []ValidationItem{JSONInvalid(5, "invalid character 'x' after object key")}},
+		{name: "offset counts code points", body: `{"😀":x}`, want: []ValidationItem{JSONInvalid(5, "invalid character 'x' looking for beginning of value")}},
+		{name: "trailing data", body: `{"a":1} x`, want: []ValidationItem{JSONInvalid(8, "invalid character 'x' after top-level value")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obj, err := DecodeObject([]byte(tt.body))
+			obj, apiErr := DecodeObject([]byte(tt.body))
 			if tt.want == nil {
-				if err != nil || obj == nil {
-					t.Fatalf("DecodeObject = %v, %v", obj, err)
+				if apiErr != nil {
+					t.Fatalf("DecodeObject: %v", apiErr)
+				}
+				got := []string{}
+				for k := range obj {
+					got = append(got, k)
+				}
+				if d := cmp.Diff(got, tt.keys, cmpSorted); d != "" {
+					t.Errorf("keys (-got +want):\n%s", d)
 				}
 				return
 			}
-			if err == nil || err.Status != 422 {
-				t.Fatalf("err = %v, want 422", err)
+			if apiErr == nil {
+				t.Fatalf("DecodeObject = %v, want a 422", obj)
 			}
-			got := err.Detail.([]ValidationItem)
+			if apiErr.Status != http.StatusUnprocessableEntity {
+				t.Errorf("status %d, want 422", apiErr.Status)
+			}
+			got, ok := apiErr.Detail.([]ValidationItem)
+			if !ok {
+				t.Fatalf("detail is %T, want []ValidationItem", apiErr.Detail)
+			}
 			if d := cmp.Diff(got, tt.want); d != "" {
 				t.Errorf("items (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+var cmpSorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+func TestWriteJSON(t *testing.T) {
+	e := echo.New()
+	rec := httptest.NewRecorder()
+	c := e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec)
+	if err := WriteJSON(c, http.StatusCreated, map[string]string{"reply": "😊 <hi> & bye"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 201 || rec.Header().Get("Content-Type") != MIMEJSON || rec.Body.String() != `{"reply":"😊 <hi> & bye"}` {
+		t.Errorf("got %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+	if err := WriteJSON(c, 200, func() {}); err == nil {
+		t.Error("unencodable value accepted")
+	}
+	var ue *json.UnsupportedTypeError
+	if _, err := Marshal(make(chan int)); !errors.As(err, &ue) {
+		t.Errorf("Marshal(chan) error %v, want a wrapped UnsupportedTypeError", err)
 	}
 }

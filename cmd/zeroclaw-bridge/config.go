@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,13 +18,14 @@ import (
 )
 
 // config is the bridge's whole configuration, parsed from flags and the
-// environment. Only package main parses; components get typed Configs.
+// environment by parseConfig. Only package main parses; components get
+// their own typed Configs built from it in serve.
 type config struct {
 	Host string
 	Port int
 
-	ZeroclawBin     string // empty: look for zeroclaw, else the demo agent
-	ZeroclawArgs    []string
+	ZeroclawBin     string   // empty: look for zeroclaw, else the demo agent
+	ZeroclawArgs    []string // extra agent arguments after "acp"
 	Timeout         time.Duration
 	InitTimeout     time.Duration
 	SessionIdle     time.Duration
@@ -47,13 +47,18 @@ type config struct {
 	LogLevel  hclog.Level
 	LogFormat string
 
-	// effective holds each variable's raw value as used (secrets redacted),
-	// for the one start-up log line.
-	effective []any
+	// showVersion is set by -version.
+	showVersion bool
+	// raw maps an environment name to the value it was parsed from
+	// (redacted for secrets), origin to where that value came from: the
+	// flag ("-port"), the variable ("PORT") or "default".
+	raw    map[string]string
+	origin map[string]string
 }
 
-// setting is one configuration knob: a flag, the environment variable of
-// the same meaning, its default and its parser.
+// setting is one row of the configuration table: an environment variable,
+// the flag of the same meaning, its default, its help text and its parser.
+// Parsers check syntax only; ranges are checked by config.validate.
 type setting struct {
 	env    string
 	def    string
@@ -62,74 +67,74 @@ type setting struct {
 	parse  func(c *config, v string) error
 }
 
-// flagName is the kebab-case flag of an environment variable.
-func (s setting) flagName() string { return strings.ReplaceAll(strings.ToLower(s.env), "_", "-") }
+// flagName is the kebab-case flag of the setting: PORT → port.
+func (s setting) flagName() string {
+	return strings.ReplaceAll(strings.ToLower(s.env), "_", "-")
+}
 
+// Messages of syntax errors; each follows `invalid NAME "value": `.
+const (
+	wantSeconds = "want a number of seconds"
+	wantInteger = "want an integer"
+)
+
+// settings is every setting, in the order of -h and docs/configuration.md.
 var settings = []setting{
 	{env: "BRIDGE_HOST", def: "0.0.0.0", help: "listen host",
 		parse: func(c *config, v string) error { c.Host = v; return nil }},
-	{env: "PORT", def: "8080", help: "listen port (0 picks a free port)",
-		parse: func(c *config, v string) error { return parseInt(&c.Port, v, 0, 65535) }},
-	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; unset: zeroclaw on PATH, then /root/.cargo/bin/zeroclaw, else the built-in demo agent",
+	{env: "PORT", def: "8080", help: "listen port; 0 picks a free port",
+		parse: func(c *config, v string) error { return parseInt(&c.Port, v) }},
+	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then " + fallbackZeroclaw + ", else the built-in demo agent",
 		parse: func(c *config, v string) error { c.ZeroclawBin = v; return nil }},
-	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split like a shell would",
+	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
 		parse: func(c *config, v string) error {
-			args, err := shellwords.Parse(v)
+			words, err := shellwords.Parse(v)
 			if err != nil {
-				return errors.New("want shell words")
+				return fmt.Errorf("want shell words (%w)", err)
 			}
-			c.ZeroclawArgs = args
+			c.ZeroclawArgs = words
 			return nil
 		}},
-	{env: "ZEROCLAW_TIMEOUT", def: "90", help: "outer timeout of one voice turn in seconds, lease wait included",
+	{env: "ZEROCLAW_TIMEOUT", def: "90", help: "seconds one voice turn may take, the wait for its session included",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Timeout, v) }},
 	{env: "ZEROCLAW_INIT_TIMEOUT", def: "10", help: "seconds to wait for the agent's initialize and session/new answers",
 		parse: func(c *config, v string) error { return parseSeconds(&c.InitTimeout, v) }},
-	{env: "ZEROCLAW_SESSION_IDLE", def: "300", help: "rotate an agent session idle for longer than this many seconds",
+	{env: "ZEROCLAW_SESSION_IDLE", def: "300", help: "replace an agent session idle for longer than this many seconds",
 		parse: func(c *config, v string) error { return parseSeconds(&c.SessionIdle, v) }},
-	{env: "ZEROCLAW_SESSION_MAX_TURNS", def: "50", help: "rotate an agent session after this many turns",
-		parse: func(c *config, v string) error { return parseInt(&c.SessionMaxTurns, v, 1, math.MaxInt32) }},
-	{env: "ZEROCLAW_SESSION_MAX_AGE_SEC", def: "1800", help: "rotate an agent session older than this many seconds",
+	{env: "ZEROCLAW_SESSION_MAX_TURNS", def: "50", help: "replace an agent session after this many turns",
+		parse: func(c *config, v string) error { return parseInt(&c.SessionMaxTurns, v) }},
+	{env: "ZEROCLAW_SESSION_MAX_AGE_SEC", def: "1800", help: "replace an agent session older than this many seconds",
 		parse: func(c *config, v string) error { return parseSeconds(&c.SessionMaxAge, v) }},
-	{env: "ZEROCLAW_MAX_SESSIONS", def: "8", help: "most live agent sessions; idle ones are closed first",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxSessions, v, 1, 1000) }},
-	{env: "ZEROCLAW_SESSION_KEY", def: "session_id", help: "session_id: one agent session per caller session; shared: one for everyone (bridge.py)",
+	{env: "ZEROCLAW_MAX_SESSIONS", def: "8", help: "most live agent sessions; the least recently used idle one is closed to make room",
+		parse: func(c *config, v string) error { return parseInt(&c.MaxSessions, v) }},
+	{env: "ZEROCLAW_SESSION_KEY", def: "session_id", help: "session_id: one agent session per caller session_id; shared: one session for every caller, as bridge.py",
 		parse: func(c *config, v string) error {
-			switch m := acp.SessionKeyMode(strings.ToLower(strings.TrimSpace(v))); m {
+			switch m := acp.SessionKeyMode(strings.TrimSpace(v)); m {
 			case acp.KeyPerSession, acp.KeyShared:
 				c.SessionKey = m
 				return nil
 			}
-			return errors.New(`want "session_id" or "shared"`)
+			return errors.New("want session_id or shared")
 		}},
-	{env: "ZEROCLAW_AGENT_ALIAS", def: "", help: "agentAlias sent on session/new to ZeroClaw 0.8+",
+	{env: "ZEROCLAW_AGENT_ALIAS", def: "", help: "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)",
 		parse: func(c *config, v string) error { c.AgentAlias = v; return nil }},
 	{env: "ZEROCLAW_SESSION_CWD", def: "", help: "absolute working directory sent on session/new",
-		parse: func(c *config, v string) error {
-			if v != "" && !filepath.IsAbs(v) {
-				return errors.New("want an absolute path")
-			}
-			c.SessionCwd = v
-			return nil
-		}},
-	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn waits for the agent's cancelled result before the session is retired",
+		parse: func(c *config, v string) error { c.SessionCwd = v; return nil }},
+	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn waits for the agent's cancelled result before its session is retired",
 		parse: func(c *config, v string) error { return parseSeconds(&c.CancelGrace, v) }},
-	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools the agent may use without a log line",
+	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
 		parse: func(c *config, v string) error { c.PermAllow = splitList(v); return nil }},
-	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools the agent is never allowed",
+	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused",
 		parse: func(c *config, v string) error { c.PermDeny = splitList(v); return nil }},
-	{env: "DOTTY_KID_MODE", def: "true", help: "kid mode (1/true/yes, any case, is on; anything else off); denies camera.take_photo",
-		parse: func(c *config, v string) error {
-			c.KidMode = slices.Contains([]string{"1", "true", "yes"}, strings.ToLower(strings.TrimSpace(v)))
-			return nil
-		}},
+	{env: "DOTTY_KID_MODE", def: "true", help: "kid mode: 1, true or yes (any case) is on, anything else off; while on, camera.take_photo is refused",
+		parse: func(c *config, v string) error { c.KidMode = truthy(v); return nil }},
 	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxSentences, v, 1, 1000) }},
-	{env: "TZ", def: "Australia/Brisbane", help: "time zone of dates in prompts and logs",
+		parse: func(c *config, v string) error { return parseInt(&c.MaxSentences, v) }},
+	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
 		parse: func(c *config, v string) error {
-			loc, err := time.LoadLocation(v)
+			loc, err := time.LoadLocation(strings.TrimSpace(v))
 			if err != nil {
-				return errors.New("want an IANA time zone name")
+				return errors.New("want an IANA time zone name such as Australia/Brisbane")
 			}
 			c.TZ = loc
 			return nil
@@ -138,89 +143,174 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.ConvoLogDir = v; return nil }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
-			l := hclog.LevelFromString(v)
-			if l == hclog.NoLevel || l == hclog.Off {
-				return errors.New("want trace, debug, info, warn or error")
+			switch l := strings.ToLower(strings.TrimSpace(v)); l {
+			case "trace", "debug", "info", "warn", "error":
+				c.LogLevel = hclog.LevelFromString(l)
+				return nil
 			}
-			c.LogLevel = l
-			return nil
+			return errors.New("want trace, debug, info, warn or error")
 		}},
 	{env: "LOG_FORMAT", def: "text", help: "text or json",
 		parse: func(c *config, v string) error {
-			if v != "text" && v != "json" {
-				return errors.New(`want "text" or "json"`)
+			switch f := strings.ToLower(strings.TrimSpace(v)); f {
+			case "text", "json":
+				c.LogFormat = f
+				return nil
 			}
-			c.LogFormat = v
-			return nil
+			return errors.New("want text or json")
 		}},
 }
 
 // errHelp is returned by parseConfig for -h and --help.
 var errHelp = errors.New("help requested")
 
-// parseConfig reads flags from args and the environment through getenv.
-// Flags win over the environment, which wins over defaults; an empty
-// variable counts as unset. Every invalid value is reported, each naming
-// its variable.
+// parseConfig reads the configuration from args (flags only) and from the
+// environment through getenv. A flag wins over its variable, which wins
+// over the default; a flag or variable set to "" counts as unset. Every
+// problem is reported, joined, each naming its flag or variable; a setting
+// that fails keeps its default in the returned config.
 func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("zeroclaw-bridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	vals := make(map[string]*string, len(settings))
+	flagVals := make(map[string]*string, len(settings))
 	for _, s := range settings {
-		vals[s.env] = fs.String(s.flagName(), "", s.help)
+		flagVals[s.env] = fs.String(s.flagName(), "", s.help)
 	}
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, errHelp
 		}
-		return config{}, err
+		return config{}, fmt.Errorf("%w (run with -h for the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return config{}, fmt.Errorf("unexpected argument %q (run with -h for usage)", fs.Arg(0))
 	}
 	fromFlag := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
 
-	var c config
+	c := config{showVersion: *showVersion, raw: map[string]string{}, origin: map[string]string{}}
 	var errs []error
 	for _, s := range settings {
-		v, src := s.def, s.env
-		if e := getenv(s.env); e != "" {
-			v = e
+		if err := s.parse(&c, s.def); err != nil {
+			panic(fmt.Sprintf("default of %s does not parse: %v", s.env, err))
 		}
-		if fromFlag[s.flagName()] {
-			v, src = *vals[s.env], "-"+s.flagName()
+		v, origin := s.def, "default"
+		if e := getenv(s.env); e != "" {
+			v, origin = e, s.env
+		}
+		if fromFlag[s.flagName()] && *flagVals[s.env] != "" {
+			v, origin = *flagVals[s.env], "-"+s.flagName()
 		}
 		shown := v
 		if s.secret && v != "" {
 			shown = "<redacted>"
 		}
-		c.effective = append(c.effective, strings.ToLower(s.env), shown)
+		c.raw[s.env], c.origin[s.env] = shown, origin
+		if origin == "default" {
+			continue
+		}
 		if err := s.parse(&c, v); err != nil {
-			errs = append(errs, fmt.Errorf("invalid %s %q: %w", src, shown, err))
+			errs = append(errs, fmt.Errorf("invalid %s %q: %w", origin, shown, err))
+			// The setting keeps its default, so validate stays quiet about it.
+			if perr := s.parse(&c, s.def); perr != nil {
+				panic(perr)
+			}
+			c.raw[s.env], c.origin[s.env] = s.def, "default"
 		}
 	}
+	errs = append(errs, c.validate())
 	return c, errors.Join(errs...)
 }
 
+// validate checks ranges: durations above zero, counts at least one, the
+// port within 0–65535 and an absolute session cwd. Each error names the
+// flag or variable the value came from.
+func (c config) validate() error {
+	var errs []error
+	check := func(env string, ok bool, value, want string) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("invalid %s %q: %s", c.nameOf(env), c.shown(env, value), want))
+		}
+	}
+	check("PORT", c.Port >= 0 && c.Port <= 65535, strconv.Itoa(c.Port), "want a port from 0 to 65535")
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{
+		{"ZEROCLAW_TIMEOUT", c.Timeout},
+		{"ZEROCLAW_INIT_TIMEOUT", c.InitTimeout},
+		{"ZEROCLAW_SESSION_IDLE", c.SessionIdle},
+		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.SessionMaxAge},
+		{"ZEROCLAW_CANCEL_GRACE", c.CancelGrace},
+	} {
+		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
+	}
+	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
+	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
+	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
+	check("ZEROCLAW_SESSION_CWD", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "want an absolute path")
+	return errors.Join(errs...)
+}
+
+// nameOf is the flag or variable env's value came from; the variable when
+// unknown or defaulted.
+func (c config) nameOf(env string) string {
+	if o := c.origin[env]; o != "" && o != "default" {
+		return o
+	}
+	return env
+}
+
+// shown is env's value as the user wrote it, or the formatted typed value
+// when the config was not built by parseConfig.
+func (c config) shown(env, typed string) string {
+	if v, ok := c.raw[env]; ok {
+		return v
+	}
+	return typed
+}
+
+// effective lists the configuration as key/value pairs for the start-up
+// log line, secrets redacted.
+func (c config) effective() []any {
+	kv := make([]any, 0, 2*len(settings))
+	for _, s := range settings {
+		v, ok := c.raw[s.env]
+		if !ok {
+			v = s.def
+		}
+		kv = append(kv, strings.ToLower(s.env), v)
+	}
+	return kv
+}
+
+// parseSeconds reads a number of seconds, integer or decimal ("2.5").
+// Ranges are validate's job; only non-numbers and values beyond a
+// time.Duration are refused here.
 func parseSeconds(dst *time.Duration, v string) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 365*24*3600 {
-		return errors.New("want a positive number of seconds")
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(time.Second) {
+		return errors.New(wantSeconds)
 	}
 	*dst = time.Duration(f * float64(time.Second))
 	return nil
 }
 
-func parseInt(dst *int, v string, lo, hi int) error {
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+func parseInt(dst *int, v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < lo || n > hi {
-		return fmt.Errorf("want an integer from %d to %d", lo, hi)
+	if err != nil {
+		return errors.New(wantInteger)
 	}
 	*dst = n
 	return nil
 }
 
+// splitList splits a comma-separated list, dropping blanks.
 func splitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -231,17 +321,30 @@ func splitList(v string) []string {
 	return out
 }
 
-// usage writes the help text: commands, then every flag with its variable and default.
+// truthy is bridge.py's DOTTY_KID_MODE rule: 1, true or yes in any case.
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// usage writes the help text: the commands, then every flag with its
+// variable and default.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `zeroclaw-bridge: the brain-side bridge between xiaozhi-esp32-server and a ZeroClaw agent.
+	var b strings.Builder
+	b.WriteString(`zeroclaw-bridge: the bridge between xiaozhi-esp32-server and a ZeroClaw ACP agent,
+a drop-in replacement for dotty-stackchan's bridge.py.
 
 Usage:
-  zeroclaw-bridge [flags]                       serve HTTP (default)
-  zeroclaw-bridge demo-agent [-chunk-delay 40ms] run the built-in demo ACP agent on stdio
-  zeroclaw-bridge version                       print the version
+  zeroclaw-bridge [flags]                         serve HTTP (the default)
+  zeroclaw-bridge demo-agent [-chunk-delay 40ms]  run the built-in demo ACP agent on stdin/stdout
+  zeroclaw-bridge version                         print the version (also -version)
 
-Every flag has an environment variable of the same meaning; a flag wins
-over the environment, an empty variable counts as unset.
+Every flag has an environment variable of the same meaning. A flag wins over
+its variable, which wins over the default; an empty value counts as unset.
+Durations are in seconds and may be decimals.
 
 Flags:
 `)
@@ -250,6 +353,8 @@ Flags:
 		if def == "" {
 			def = "unset"
 		}
-		fmt.Fprintf(w, "  -%s value\n        %s (env %s, default %s)\n", s.flagName(), s.help, s.env, def)
+		fmt.Fprintf(&b, "  -%s value\n        %s\n        (env %s, default %s)\n", s.flagName(), s.help, s.env, def)
 	}
+	b.WriteString("  -version\n        print the version and exit\n  -h, -help\n        print this help\n")
+	_, _ = io.WriteString(w, b.String())
 }

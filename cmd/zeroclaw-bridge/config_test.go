@@ -15,6 +15,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 )
 
+// env returns a getenv over the given key/value pairs.
 func env(kv ...string) func(string) string {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -23,82 +24,111 @@ func env(kv ...string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestParseConfigDefaults(t *testing.T) {
-	c, err := parseConfig(nil, env())
+var cmpConfig = []cmp.Option{
+	cmp.AllowUnexported(config{}),
+	cmpopts.IgnoreFields(config{}, "raw", "origin"),
+	cmpopts.EquateEmpty(),
+	cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() }),
+}
+
+func defaultConfig(t *testing.T) config {
+	t.Helper()
+	brisbane, err := time.LoadLocation("Australia/Brisbane")
 	if err != nil {
 		t.Fatal(err)
 	}
-	brisbane, _ := time.LoadLocation("Australia/Brisbane")
-	want := config{
+	return config{
 		Host: "0.0.0.0", Port: 8080,
-		Timeout: 90 * time.Second, InitTimeout: 10 * time.Second, SessionIdle: 300 * time.Second,
-		SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second, MaxSessions: 8, SessionKey: acp.KeyPerSession,
-		CancelGrace: 2 * time.Second, KidMode: true, MaxSentences: 6, TZ: brisbane,
-		ConvoLogDir: "/root/zeroclaw-bridge/logs", LogLevel: hclog.Info, LogFormat: "text",
-	}
-	if d := cmp.Diff(c, want, cmp.AllowUnexported(config{}), cmpopts.IgnoreFields(config{}, "effective"), cmpopts.EquateEmpty(),
-		cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() })); d != "" {
-		t.Errorf("defaults (-got +want):\n%s", d)
+		Timeout: 90 * time.Second, InitTimeout: 10 * time.Second,
+		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second,
+		MaxSessions: 8, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,
+		KidMode: true, MaxSentences: 6, TZ: brisbane, ConvoLogDir: "/root/zeroclaw-bridge/logs",
+		LogLevel: hclog.Info, LogFormat: "text",
 	}
 }
 
+func TestParseConfigDefaults(t *testing.T) {
+	got, err := parseConfig(nil, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(got, defaultConfig(t), cmpConfig...); d != "" {
+		t.Errorf("defaults (-got +want):\n%s", d)
+	}
+	for _, s := range settings {
+		if got.origin[s.env] != "default" || got.raw[s.env] != s.def {
+			t.Errorf("%s: origin %q raw %q, want default %q", s.env, got.origin[s.env], got.raw[s.env], s.def)
+		}
+	}
+}
+
+// TestParseConfigValues sets every setting through the environment and
+// checks the typed result.
 func TestParseConfigValues(t *testing.T) {
+	utc := time.UTC
 	tests := []struct {
-		name  string
-		args  []string
-		env   func(string) string
-		check func(t *testing.T, c config)
+		name string
+		env  []string
+		edit func(c *config) // applied to the defaults to get the expected config
 	}{
-		{"python names keep their meaning", nil,
-			env("PORT", "9000", "ZEROCLAW_BIN", "/opt/zc", "ZEROCLAW_TIMEOUT", "2.5", "ZEROCLAW_SESSION_IDLE", "60",
-				"ZEROCLAW_SESSION_MAX_TURNS", "3", "ZEROCLAW_SESSION_MAX_AGE_SEC", "120", "ZEROCLAW_INIT_TIMEOUT", "4"),
-			func(t *testing.T, c config) {
-				if c.Port != 9000 || c.ZeroclawBin != "/opt/zc" || c.Timeout != 2500*time.Millisecond || c.SessionIdle != time.Minute ||
-					c.SessionMaxTurns != 3 || c.SessionMaxAge != 2*time.Minute || c.InitTimeout != 4*time.Second {
-					t.Errorf("%+v", c)
-				}
+		{"listener", []string{"BRIDGE_HOST", "127.0.0.1", "PORT", "9000"}, func(c *config) { c.Host, c.Port = "127.0.0.1", 9000 }},
+		{"port 0 picks a free port", []string{"PORT", "0"}, func(c *config) { c.Port = 0 }},
+		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.ZeroclawBin = "/opt/zc" }},
+		{"agent args are shell words", []string{"ZEROCLAW_ARGS", `--max-sessions 4 --note "two words" 'x y'`},
+			func(c *config) { c.ZeroclawArgs = []string{"--max-sessions", "4", "--note", "two words", "x y"} }},
+		{"integer seconds", []string{"ZEROCLAW_TIMEOUT", "30", "ZEROCLAW_INIT_TIMEOUT", "4", "ZEROCLAW_SESSION_IDLE", "60", "ZEROCLAW_SESSION_MAX_AGE_SEC", "120", "ZEROCLAW_CANCEL_GRACE", "1"},
+			func(c *config) {
+				c.Timeout, c.InitTimeout, c.SessionIdle, c.SessionMaxAge, c.CancelGrace = 30*time.Second, 4*time.Second, time.Minute, 2*time.Minute, time.Second
 			}},
-		{"flag beats env", []string{"-port", "7000", "-zeroclaw-session-key", "shared"}, env("PORT", "9000", "ZEROCLAW_SESSION_KEY", "session_id"),
-			func(t *testing.T, c config) {
-				if c.Port != 7000 || c.SessionKey != acp.KeyShared {
-					t.Errorf("port %d key %s", c.Port, c.SessionKey)
-				}
-			}},
-		{"empty env is unset", nil, env("PORT", "", "LOG_LEVEL", ""),
-			func(t *testing.T, c config) {
-				if c.Port != 8080 || c.LogLevel != hclog.Info {
-					t.Errorf("port %d level %v", c.Port, c.LogLevel)
-				}
-			}},
-		{"shell words and lists", nil, env("ZEROCLAW_ARGS", `--max-sessions 4 --session-timeout "60"`, "ZEROCLAW_PERMISSION_DENY", " shell, file_write ,,"),
-			func(t *testing.T, c config) {
-				if d := cmp.Diff(c.ZeroclawArgs, []string{"--max-sessions", "4", "--session-timeout", "60"}); d != "" {
-					t.Error(d)
-				}
-				if d := cmp.Diff(c.PermDeny, []string{"shell", "file_write"}); d != "" {
-					t.Error(d)
-				}
-			}},
-		{"kid mode truthy set", nil, env("DOTTY_KID_MODE", "YES"), func(t *testing.T, c config) {
-			if !c.KidMode {
-				t.Error("YES should be on")
+		{"decimal seconds", []string{"ZEROCLAW_TIMEOUT", "2.5", "ZEROCLAW_CANCEL_GRACE", " 0.25 "},
+			func(c *config) { c.Timeout, c.CancelGrace = 2500*time.Millisecond, 250*time.Millisecond }},
+		{"session limits", []string{"ZEROCLAW_SESSION_MAX_TURNS", "3", "ZEROCLAW_MAX_SESSIONS", "1"},
+			func(c *config) { c.SessionMaxTurns, c.MaxSessions = 3, 1 }},
+		{"shared session", []string{"ZEROCLAW_SESSION_KEY", "shared"}, func(c *config) { c.SessionKey = acp.KeyShared }},
+		{"alias and cwd", []string{"ZEROCLAW_AGENT_ALIAS", "dotty", "ZEROCLAW_SESSION_CWD", "/srv/dotty"},
+			func(c *config) { c.AgentAlias, c.SessionCwd = "dotty", "/srv/dotty" }},
+		{"permission lists", []string{"ZEROCLAW_PERMISSION_ALLOW", "memory_recall", "ZEROCLAW_PERMISSION_DENY", " shell, file_write ,,"},
+			func(c *config) { c.PermAllow, c.PermDeny = []string{"memory_recall"}, []string{"shell", "file_write"} }},
+		{"kid mode 1", []string{"DOTTY_KID_MODE", "1"}, func(c *config) {}},
+		{"kid mode YES", []string{"DOTTY_KID_MODE", "YES"}, func(c *config) {}},
+		{"kid mode false", []string{"DOTTY_KID_MODE", "false"}, func(c *config) { c.KidMode = false }},
+		{"kid mode on is not truthy for bridge.py", []string{"DOTTY_KID_MODE", "on"}, func(c *config) { c.KidMode = false }},
+		{"voice settings", []string{"MAX_SENTENCES", "3", "TZ", "UTC", "CONVO_LOG_DIR", "/var/log/dotty"},
+			func(c *config) { c.MaxSentences, c.TZ, c.ConvoLogDir = 3, utc, "/var/log/dotty" }},
+		{"json logs at debug", []string{"LOG_FORMAT", "JSON", "LOG_LEVEL", "Debug"}, func(c *config) { c.LogFormat, c.LogLevel = "json", hclog.Debug }},
+		{"trace logs", []string{"LOG_LEVEL", "trace"}, func(c *config) { c.LogLevel = hclog.Trace }},
+		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseConfig(nil, env(tt.env...))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}},
-		{"kid mode anything else is off", nil, env("DOTTY_KID_MODE", "on"), func(t *testing.T, c config) {
-			if c.KidMode {
-				t.Error(`"on" is not truthy for DOTTY_KID_MODE in bridge.py`)
+			want := defaultConfig(t)
+			tt.edit(&want)
+			if d := cmp.Diff(got, want, cmpConfig...); d != "" {
+				t.Errorf("(-got +want):\n%s", d)
 			}
-		}},
-		{"json logs at debug", nil, env("LOG_FORMAT", "json", "LOG_LEVEL", "DEBUG"), func(t *testing.T, c config) {
-			if c.LogFormat != "json" || c.LogLevel != hclog.Debug {
-				t.Errorf("%s %v", c.LogFormat, c.LogLevel)
-			}
-		}},
-		{"port 0 allowed", nil, env("PORT", "0"), func(t *testing.T, c config) {
-			if c.Port != 0 {
-				t.Error(c.Port)
-			}
-		}},
+		})
+	}
+}
+
+func TestParseConfigPrecedence(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		env        func(string) string
+		wantPort   int
+		wantOrigin string
+	}{
+		{"default", nil, env(), 8080, "default"},
+		{"env over default", nil, env("PORT", "9000"), 9000, "PORT"},
+		{"flag over env", []string{"-port", "7000"}, env("PORT", "9000"), 7000, "-port"},
+		{"flag with = form", []string{"--port=7001"}, env("PORT", "9000"), 7001, "-port"},
+		{"flag over default", []string{"-port", "0"}, env(), 0, "-port"},
+		{"empty flag is unset", []string{"-port", ""}, env("PORT", "9000"), 9000, "PORT"},
+		{"last flag wins", []string{"-port", "1", "-port", "2"}, env(), 2, "-port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,112 +136,291 @@ func TestParseConfigValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.check(t, c)
+			if c.Port != tt.wantPort || c.origin["PORT"] != tt.wantOrigin {
+				t.Errorf("port %d from %q, want %d from %q", c.Port, c.origin["PORT"], tt.wantPort, tt.wantOrigin)
+			}
 		})
 	}
 }
 
-func TestParseConfigErrorsNameTheVariable(t *testing.T) {
+// TestParseConfigErrors pins every error message: syntax errors from the
+// parsers, range errors from validate, flag errors, and that all problems
+// are reported together.
+func TestParseConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		env  func(string) string
-		want []string
+		env  []string
+		want []string // exact lines
 	}{
-		{"bad timeout", nil, env("ZEROCLAW_TIMEOUT", "abc"), []string{`invalid ZEROCLAW_TIMEOUT "abc": want a positive number of seconds`}},
-		{"zero timeout", nil, env("ZEROCLAW_INIT_TIMEOUT", "0"), []string{`invalid ZEROCLAW_INIT_TIMEOUT "0"`}},
-		{"port range", nil, env("PORT", "70000"), []string{`invalid PORT "70000": want an integer from 0 to 65535`}},
-		{"turns", nil, env("ZEROCLAW_SESSION_MAX_TURNS", "0"), []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "0"`}},
-		{"sessions", nil, env("ZEROCLAW_MAX_SESSIONS", "-1"), []string{`invalid ZEROCLAW_MAX_SESSIONS "-1"`}},
-		{"key mode", nil, env("ZEROCLAW_SESSION_KEY", "device"), []string{`invalid ZEROCLAW_SESSION_KEY "device": want "session_id" or "shared"`}},
-		{"relative cwd", nil, env("ZEROCLAW_SESSION_CWD", "work"), []string{`invalid ZEROCLAW_SESSION_CWD "work": want an absolute path`}},
-		{"unbalanced quotes", nil, env("ZEROCLAW_ARGS", `--x "y`), []string{`invalid ZEROCLAW_ARGS`}},
-		{"time zone", nil, env("TZ", "Mars/Olympus"), []string{`invalid TZ "Mars/Olympus"`}},
-		{"log level", nil, env("LOG_LEVEL", "loud"), []string{`invalid LOG_LEVEL "loud"`}},
-		{"log format", nil, env("LOG_FORMAT", "xml"), []string{`invalid LOG_FORMAT "xml"`}},
-		{"flag named", []string{"-zeroclaw-timeout", "x"}, env(), []string{`invalid -zeroclaw-timeout "x"`}},
-		{"all reported", nil, env("PORT", "x", "MAX_SENTENCES", "0"), []string{`invalid PORT "x"`, `invalid MAX_SENTENCES "0"`}},
+		{"timeout not a number", nil, []string{"ZEROCLAW_TIMEOUT", "abc"}, []string{`invalid ZEROCLAW_TIMEOUT "abc": want a number of seconds`}},
+		{"timeout NaN", nil, []string{"ZEROCLAW_TIMEOUT", "NaN"}, []string{`invalid ZEROCLAW_TIMEOUT "NaN": want a number of seconds`}},
+		{"timeout overflow", nil, []string{"ZEROCLAW_TIMEOUT", "1e300"}, []string{`invalid ZEROCLAW_TIMEOUT "1e300": want a number of seconds`}},
+		{"timeout zero", nil, []string{"ZEROCLAW_TIMEOUT", "0"}, []string{`invalid ZEROCLAW_TIMEOUT "0": want more than 0 seconds`}},
+		{"init timeout negative", nil, []string{"ZEROCLAW_INIT_TIMEOUT", "-1"}, []string{`invalid ZEROCLAW_INIT_TIMEOUT "-1": want more than 0 seconds`}},
+		{"idle zero", nil, []string{"ZEROCLAW_SESSION_IDLE", "0.0"}, []string{`invalid ZEROCLAW_SESSION_IDLE "0.0": want more than 0 seconds`}},
+		{"max age word", nil, []string{"ZEROCLAW_SESSION_MAX_AGE_SEC", "1h"}, []string{`invalid ZEROCLAW_SESSION_MAX_AGE_SEC "1h": want a number of seconds`}},
+		{"cancel grace zero", nil, []string{"ZEROCLAW_CANCEL_GRACE", "0"}, []string{`invalid ZEROCLAW_CANCEL_GRACE "0": want more than 0 seconds`}},
+		{"port word", nil, []string{"PORT", "http"}, []string{`invalid PORT "http": want an integer`}},
+		{"port range", nil, []string{"PORT", "70000"}, []string{`invalid PORT "70000": want a port from 0 to 65535`}},
+		{"port negative", nil, []string{"PORT", "-1"}, []string{`invalid PORT "-1": want a port from 0 to 65535`}},
+		{"turns zero", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "0"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`}},
+		{"turns decimal", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "2.5"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "2.5": want an integer`}},
+		{"sessions negative", nil, []string{"ZEROCLAW_MAX_SESSIONS", "-1"}, []string{`invalid ZEROCLAW_MAX_SESSIONS "-1": want at least 1`}},
+		{"sentences zero", nil, []string{"MAX_SENTENCES", "0"}, []string{`invalid MAX_SENTENCES "0": want at least 1`}},
+		{"key mode", nil, []string{"ZEROCLAW_SESSION_KEY", "device"}, []string{`invalid ZEROCLAW_SESSION_KEY "device": want session_id or shared`}},
+		{"relative cwd", nil, []string{"ZEROCLAW_SESSION_CWD", "work"}, []string{`invalid ZEROCLAW_SESSION_CWD "work": want an absolute path`}},
+		{"unbalanced quotes", nil, []string{"ZEROCLAW_ARGS", `--x "y`}, []string{`invalid ZEROCLAW_ARGS "--x \"y": want shell words (invalid command line string)`}},
+		{"time zone", nil, []string{"TZ", "Mars/Olympus"}, []string{`invalid TZ "Mars/Olympus": want an IANA time zone name such as Australia/Brisbane`}},
+		{"log level", nil, []string{"LOG_LEVEL", "loud"}, []string{`invalid LOG_LEVEL "loud": want trace, debug, info, warn or error`}},
+		{"log level off is refused", nil, []string{"LOG_LEVEL", "off"}, []string{`invalid LOG_LEVEL "off": want trace, debug, info, warn or error`}},
+		{"log format", nil, []string{"LOG_FORMAT", "xml"}, []string{`invalid LOG_FORMAT "xml": want text or json`}},
+		{"flag value names the flag", []string{"-zeroclaw-timeout", "x"}, nil, []string{`invalid -zeroclaw-timeout "x": want a number of seconds`}},
+		{"flag range names the flag", []string{"-port", "99999"}, nil, []string{`invalid -port "99999": want a port from 0 to 65535`}},
+		{"every problem reported", nil, []string{"PORT", "x", "MAX_SENTENCES", "0", "LOG_FORMAT", "xml"},
+			[]string{`invalid PORT "x": want an integer`, `invalid LOG_FORMAT "xml": want text or json`, `invalid MAX_SENTENCES "0": want at least 1`}},
+		{"unknown flag", []string{"-no-such-flag"}, nil, []string{`flag provided but not defined: -no-such-flag (run with -h for the flags)`}},
+		{"flag without value", []string{"-port"}, nil, []string{`flag needs an argument: -port (run with -h for the flags)`}},
+		{"positional argument", []string{"serve"}, nil, []string{`unexpected argument "serve" (run with -h for usage)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig(tt.args, tt.env)
+			_, err := parseConfig(tt.args, env(tt.env...))
 			if err == nil {
-				t.Fatal("no error")
+				t.Fatal("parseConfig succeeded")
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
+			if d := cmp.Diff(errorLines(err), tt.want); d != "" {
+				t.Errorf("error lines (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(c *config)
+		want []string
+	}{
+		{"defaults", func(c *config) {}, nil},
+		{"every range at once", func(c *config) {
+			c.Port, c.Timeout, c.InitTimeout, c.SessionIdle, c.SessionMaxAge, c.CancelGrace = 65536, 0, -time.Second, 0, 0, -1500*time.Millisecond
+			c.SessionMaxTurns, c.MaxSessions, c.MaxSentences, c.SessionCwd = 0, 0, 0, "rel"
+		}, []string{
+			`invalid PORT "65536": want a port from 0 to 65535`,
+			`invalid ZEROCLAW_TIMEOUT "0": want more than 0 seconds`,
+			`invalid ZEROCLAW_INIT_TIMEOUT "-1": want more than 0 seconds`,
+			`invalid ZEROCLAW_SESSION_IDLE "0": want more than 0 seconds`,
+			`invalid ZEROCLAW_SESSION_MAX_AGE_SEC "0": want more than 0 seconds`,
+			`invalid ZEROCLAW_CANCEL_GRACE "-1.5": want more than 0 seconds`,
+			`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`,
+			`invalid ZEROCLAW_MAX_SESSIONS "0": want at least 1`,
+			`invalid MAX_SENTENCES "0": want at least 1`,
+			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
+		}},
+		{"boundaries", func(c *config) { c.Port, c.SessionMaxTurns, c.MaxSessions, c.Timeout = 0, 1, 1, time.Nanosecond }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig(t)
+			tt.edit(&c)
+			err := c.validate()
+			var got []string
+			if err != nil {
+				got = errorLines(err)
+			}
+			if d := cmp.Diff(got, tt.want); d != "" {
+				t.Errorf("(-got +want):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestSettingsTable(t *testing.T) {
+	seenEnv, seenFlag := map[string]bool{}, map[string]bool{}
+	for _, s := range settings {
+		if seenEnv[s.env] || seenFlag[s.flagName()] {
+			t.Errorf("%s listed twice", s.env)
+		}
+		seenEnv[s.env], seenFlag[s.flagName()] = true, true
+		if s.help == "" {
+			t.Errorf("%s has no help", s.env)
+		}
+		var c config
+		if err := s.parse(&c, s.def); err != nil {
+			t.Errorf("default %q of %s does not parse: %v", s.def, s.env, err)
+		}
+	}
+	for _, want := range []string{"BRIDGE_HOST", "PORT", "ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_TIMEOUT",
+		"ZEROCLAW_INIT_TIMEOUT", "ZEROCLAW_SESSION_IDLE", "ZEROCLAW_SESSION_MAX_TURNS", "ZEROCLAW_SESSION_MAX_AGE_SEC",
+		"ZEROCLAW_MAX_SESSIONS", "ZEROCLAW_SESSION_KEY", "ZEROCLAW_AGENT_ALIAS", "ZEROCLAW_SESSION_CWD",
+		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "DOTTY_KID_MODE",
+		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT"} {
+		if !seenEnv[want] {
+			t.Errorf("setting %s missing", want)
+		}
+	}
+	if len(settings) != 22 {
+		t.Errorf("%d settings, want 22 (update docs/configuration.md too)", len(settings))
+	}
+	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
+		t.Errorf("flagName = %q", got)
+	}
+}
+
+func TestEffectiveConfig(t *testing.T) {
+	c, err := parseConfig([]string{"-port", "9"}, env("ZEROCLAW_BIN", "/opt/zc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := c.effective()
+	got := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		got[kv[i].(string)] = kv[i+1]
+	}
+	if got["port"] != "9" || got["zeroclaw_bin"] != "/opt/zc" || got["tz"] != "Australia/Brisbane" || len(got) != len(settings) {
+		t.Errorf("effective() = %v", got)
+	}
+
+	// A secret setting is redacted in the log line and in error messages.
+	saved := settings
+	t.Cleanup(func() { settings = saved })
+	settings = append(append([]setting(nil), saved...), setting{env: "TEST_TOKEN", help: "x", secret: true,
+		parse: func(_ *config, v string) error {
+			if v == "bad" {
+				return errors.New("want good")
+			}
+			return nil
+		}})
+	c, err = parseConfig(nil, env("TEST_TOKEN", "hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := c.effective(); kv[len(kv)-1] != "<redacted>" {
+		t.Errorf("secret shown as %v", kv[len(kv)-1])
+	}
+	if _, err := parseConfig(nil, env("TEST_TOKEN", "bad")); err == nil || strings.Contains(err.Error(), "bad") ||
+		!strings.Contains(err.Error(), `invalid TEST_TOKEN "<redacted>": want good`) {
+		t.Errorf("secret error %v", err)
 	}
 }
 
 func TestHelpListsEverySetting(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := exitCode([]string{"-h"}, env(), &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	for _, s := range settings {
-		if !strings.Contains(out.String(), "-"+s.flagName()+" value") || !strings.Contains(out.String(), "env "+s.env+",") {
-			t.Errorf("help lacks %s / -%s", s.env, s.flagName())
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		out.Reset()
+		errOut.Reset()
+		if err := run(t.Context(), []string{arg}, env(), &out, &errOut); err != nil {
+			t.Fatalf("%s: %v", arg, err)
 		}
-	}
-	if !strings.Contains(out.String(), "demo-agent") {
-		t.Error("help lacks the demo-agent subcommand")
+		help := out.String()
+		for _, s := range settings {
+			def := s.def
+			if def == "" {
+				def = "unset"
+			}
+			if !strings.Contains(help, "\n  -"+s.flagName()+" value\n") || !strings.Contains(help, "(env "+s.env+", default "+def+")") {
+				t.Errorf("%s: help lacks -%s with env %s and default %s", arg, s.flagName(), s.env, def)
+			}
+		}
+		for _, want := range []string{"demo-agent", "-chunk-delay", "-version"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("%s: help lacks %s", arg, want)
+			}
+		}
+		if errOut.Len() != 0 {
+			t.Errorf("%s wrote to stderr: %q", arg, errOut.String())
+		}
 	}
 }
 
-func TestExitCodes(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := exitCode(nil, env("ZEROCLAW_TIMEOUT", "soon"), &out, &errOut); code != 2 {
-		t.Errorf("invalid env exit %d", code)
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		env        func(string) string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "invalid env", env: env("ZEROCLAW_TIMEOUT", "abc"), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: invalid ZEROCLAW_TIMEOUT \"abc\": want a number of seconds\n"},
+		{name: "two invalid values, two lines", env: env("PORT", "x", "LOG_LEVEL", "y"), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: invalid PORT \"x\": want an integer\nzeroclaw-bridge: invalid LOG_LEVEL \"y\": want trace, debug, info, warn or error\n"},
+		{name: "bad flag", args: []string{"-no-such-flag"}, env: env(), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: flag provided but not defined: -no-such-flag (run with -h for the flags)\n"},
+		{name: "demo-agent bad flag", args: []string{"demo-agent", "-chunk-delay", "soon"}, env: env(), wantCode: 2},
+		{name: "version subcommand", args: []string{"version"}, env: env(), wantStdout: "zeroclaw-bridge " + buildVersion() + "\n"},
+		{name: "version flag", args: []string{"-version"}, env: env(), wantStdout: "zeroclaw-bridge " + buildVersion() + "\n"},
 	}
-	if lines := strings.Split(strings.TrimSpace(errOut.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "ZEROCLAW_TIMEOUT") {
-		t.Errorf("stderr %q: want one line naming the variable", errOut.String())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := exitCode(run(t.Context(), tt.args, tt.env, &out, &errOut), &errOut)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, errOut.String())
+			}
+			if out.String() != tt.wantStdout {
+				t.Errorf("stdout %q, want %q", out.String(), tt.wantStdout)
+			}
+			if tt.wantStderr != "" && errOut.String() != tt.wantStderr {
+				t.Errorf("stderr %q, want %q", errOut.String(), tt.wantStderr)
+			}
+		})
 	}
-	errOut.Reset()
-	if code := exitCode([]string{"-no-such-flag"}, env(), &out, &errOut); code != 2 {
-		t.Errorf("bad flag exit %d", code)
-	}
-	out.Reset()
-	if code := exitCode([]string{"version"}, env(), &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "zeroclaw-bridge ") {
-		t.Errorf("version: %d %q", code, out.String())
+	var errOut bytes.Buffer
+	if code := exitCode(errors.New("listen on :80: permission denied"), &errOut); code != 1 ||
+		errOut.String() != "zeroclaw-bridge: listen on :80: permission denied\n" {
+		t.Errorf("runtime error: exit %d, stderr %q", code, errOut.String())
 	}
 }
 
 func TestAgentSelection(t *testing.T) {
 	notFound := func(string) (string, error) { return "", exec.ErrNotFound }
+	onPath := func(name string) (string, error) { return "/usr/bin/" + name, nil }
 	self := func() (string, error) { return "/usr/local/bin/zeroclaw-bridge", nil }
 	tests := []struct {
 		name     string
-		c        config
+		cfg      config
 		lk       lookups
 		wantCmd  string
 		wantArgs []string
-		warn     bool
+		wantWarn bool
 	}{
-		{"ZEROCLAW_BIN wins even when missing", config{ZeroclawBin: "/nonexistent/zeroclaw", ZeroclawArgs: []string{"--max-sessions", "4"}},
-			lookups{notFound, self}, "/nonexistent/zeroclaw", []string{"acp", "--max-sessions", "4"}, false},
-		{"zeroclaw on PATH", config{}, lookups{func(string) (string, error) { return "/usr/bin/zeroclaw", nil }, self},
-			"/usr/bin/zeroclaw", []string{"acp"}, false},
-		{"demo agent fallback", config{}, lookups{notFound, self}, "/usr/local/bin/zeroclaw-bridge", []string{"demo-agent"}, true},
+		{"ZEROCLAW_BIN wins even when missing",
+			config{ZeroclawBin: "/nonexistent/zeroclaw", ZeroclawArgs: []string{"--max-sessions", "4"}},
+			lookups{onPath, self}, "/nonexistent/zeroclaw", []string{"acp", "--max-sessions", "4"}, false},
+		{"zeroclaw on PATH", config{ZeroclawArgs: []string{"-v"}}, lookups{onPath, self},
+			"/usr/bin/zeroclaw", []string{"acp", "-v"}, false},
+		{"demo agent fallback ignores ZEROCLAW_ARGS", config{ZeroclawArgs: []string{"-v"}}, lookups{notFound, self},
+			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := hclog.New(&hclog.LoggerOptions{Output: &logs})
-			cmd, args, err := agentCommand(tt.c, tt.lk, log)
-			if err != nil || cmd != tt.wantCmd || !cmp.Equal(args, tt.wantArgs) {
-				t.Errorf("got %q %q %v", cmd, args, err)
+			cmd, args, err := agentCommand(tt.cfg, tt.lk, log)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if warned := strings.Count(logs.String(), "[WARN]"); warned != map[bool]int{true: 1, false: 0}[tt.warn] {
-				t.Errorf("%d WARN lines: %s", warned, logs.String())
+			if cmd != tt.wantCmd || !cmp.Equal(args, tt.wantArgs) {
+				t.Errorf("got %q %q, want %q %q", cmd, args, tt.wantCmd, tt.wantArgs)
+			}
+			warns := strings.Count(logs.String(), "[WARN]")
+			if want := map[bool]int{true: 1, false: 0}[tt.wantWarn]; warns != want {
+				t.Errorf("%d WARN lines, want %d:\n%s", warns, want, logs.String())
+			}
+			if tt.wantWarn {
+				for _, place := range []string{"ZEROCLAW_BIN", "PATH", fallbackZeroclaw, "built-in demo agent"} {
+					if !strings.Contains(logs.String(), place) {
+						t.Errorf("WARN line does not mention %q: %s", place, logs.String())
+					}
+				}
 			}
 		})
 	}
 	_, _, err := agentCommand(config{}, lookups{notFound, func() (string, error) { return "", errors.New("no /proc") }}, hclog.NewNullLogger())
-	if err == nil {
-		t.Error("missing own executable not reported")
+	if err == nil || !strings.Contains(err.Error(), "no /proc") {
+		t.Errorf("missing own executable: %v", err)
 	}
 }

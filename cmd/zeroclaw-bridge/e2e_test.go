@@ -1,5 +1,8 @@
 package main
 
+// End-to-end tests: the real binary, built once, run as a child process
+// with the built-in demo agent (no zeroclaw on PATH) or a missing agent.
+
 import (
 	"bufio"
 	"encoding/json"
@@ -20,23 +23,32 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	binPath   string
 	buildErr  error
 )
 
-// bridgeBinary builds the command once per test run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// bridgeBinary builds ./cmd/zeroclaw-bridge once per test run.
 func bridgeBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "zcb-e2e-")
-		if err != nil {
-			buildErr = err
+		buildDir, buildErr = os.MkdirTemp("", "zeroclaw-bridge-e2e-")
+		if buildErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "zeroclaw-bridge")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		binPath = filepath.Join(buildDir, "zeroclaw-bridge")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/zeroclaw-bridge")
+		cmd.Dir = filepath.Join("..", "..") // the module root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -45,12 +57,20 @@ func bridgeBinary(t *testing.T) string {
 	return binPath
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		case <-tick.C:
+		}
 	}
-	os.Exit(code)
 }
 
 // bridgeProc is a running bridge binary.
@@ -58,23 +78,24 @@ type bridgeProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	addr   string
+	exited chan error // receives cmd.Wait's result once
+
 	mu     sync.Mutex
 	stderr strings.Builder
-	exited chan error
 }
 
 var listenLine = regexp.MustCompile(`http server listening: addr=(\S+)`)
 
-// startBridge runs the binary with env (plus a PATH without zeroclaw and
-// PORT=0) and waits for its listening address.
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// startBridge runs the binary on 127.0.0.1 at a free port with a PATH that
+// holds no zeroclaw, plus env, and waits for its listening address.
 func startBridge(t *testing.T, env ...string) *bridgeProc {
 	t.Helper()
-	if _, err := os.Stat(fallbackZeroclaw); err == nil {
-		t.Skip("a real zeroclaw is installed at " + fallbackZeroclaw + "; the demo-agent path cannot be tested here")
-	}
+	bin := bridgeBinary(t)
 	p := &bridgeProc{t: t, exited: make(chan error, 1)}
-	p.cmd = exec.Command(bridgeBinary(t))
-	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug", "GORACE=atexit_sleep_ms=0"}, env...)
+	p.cmd = exec.Command(bin)
+	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug"}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -90,27 +111,34 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				select {
+				case addr <- m[1]:
+				default:
+				}
 			}
 		}
+		_, _ = io.Copy(io.Discard, stderr)
 		p.exited <- p.cmd.Wait()
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
+		case err := <-p.exited:
+			p.exited <- err
+		case <-time.After(10 * time.Second):
+			t.Error("bridge process not reaped within 10 s of SIGKILL")
 		}
 		if t.Failed() {
-			t.Log("bridge stderr:\n" + p.log())
+			t.Logf("bridge stderr:\n%s", p.log())
 		}
 	})
 	select {
 	case p.addr = <-addr:
 	case err := <-p.exited:
-		t.Fatalf("bridge exited early: %v\n%s", err, p.log())
+		p.exited <- err
+		t.Fatalf("bridge exited before listening: %v\n%s", err, p.log())
 	case <-time.After(10 * time.Second):
-		t.Fatalf("bridge never listened:\n%s", p.log())
+		t.Fatalf("bridge did not listen within 10 s:\n%s", p.log())
 	}
 	return p
 }
@@ -123,37 +151,38 @@ func (p *bridgeProc) log() string {
 
 func (p *bridgeProc) get(path string) (int, string) {
 	p.t.Helper()
-	resp, err := http.Get("http://" + p.addr + path)
+	resp, err := httpClient.Get("http://" + p.addr + path)
 	if err != nil {
 		p.t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		p.t.Fatalf("GET %s: read body: %v", path, err)
+	}
 	return resp.StatusCode, string(b)
 }
 
-// health polls /health until ready(h) or 10 s pass.
-func (p *bridgeProc) health(ready func(map[string]any) bool) (string, map[string]any) {
+// health polls /health (≤ 10 s) until ready holds, and returns the last body.
+func (p *bridgeProc) health(what string, ready func(h map[string]any) bool) (string, map[string]any) {
 	p.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := p.get("/health")
-		var h map[string]any
-		if code != 200 || json.Unmarshal([]byte(body), &h) != nil {
+	var body string
+	var h map[string]any
+	waitFor(p.t, 10*time.Second, what+" on /health", func() bool {
+		var code int
+		code, body = p.get("/health")
+		h = nil
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil {
 			p.t.Fatalf("/health: %d %s", code, body)
 		}
-		if ready(h) {
-			return body, h
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("/health never became ready: %s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ready(h)
+	})
+	return body, h
 }
 
-// stop sends sig and returns the exit error and how long the exit took.
-func (p *bridgeProc) stop(sig syscall.Signal) (error, time.Duration) {
+// stop sends sig and waits (≤ 10 s) for the exit; it returns Wait's error
+// and how long the exit took.
+func (p *bridgeProc) stop(sig syscall.Signal) (time.Duration, error) {
 	p.t.Helper()
 	start := time.Now()
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -162,108 +191,173 @@ func (p *bridgeProc) stop(sig syscall.Signal) (error, time.Duration) {
 	select {
 	case err := <-p.exited:
 		p.exited <- err
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(10 * time.Second):
-		p.t.Fatal("bridge did not exit within 10 s of the signal")
-		return nil, 0
+		p.t.Fatalf("bridge did not exit within 10 s of %s", sig)
+		return 0, nil
 	}
 }
 
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		err := syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("agent pid %d still exists (kill 0: %v)", pid, err)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+func agentOf(h map[string]any) map[string]any {
+	a, _ := h["agent"].(map[string]any)
+	return a
 }
 
 func TestBridgeRunsDemoAgentAndStopsCleanly(t *testing.T) {
+	if _, err := os.Stat(fallbackZeroclaw); err == nil {
+		t.Skip("a real zeroclaw is installed at " + fallbackZeroclaw + "; the demo-agent fallback cannot be reached here")
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			p := startBridge(t)
-			body, h := p.health(func(h map[string]any) bool {
-				a, _ := h["agent"].(map[string]any)
-				return a["state"] == "ready"
+			body, h := p.health("acp_running", func(h map[string]any) bool {
+				return h["acp_running"] == true && agentOf(h)["state"] == "ready"
 			})
-			keys := []string{`"status":"ok"`, `"service":"zeroclaw-bridge"`, `"acp_running":true`, `"cached_session":false`, `"session_turns":0`, `"agent":`}
+
+			// bridge.py's five keys first, in its order, then the agent object.
 			last := -1
-			for _, k := range keys {
+			for _, k := range []string{`"status":"ok"`, `"service":"zeroclaw-bridge"`, `"acp_running":true`,
+				`"cached_session":false`, `"session_turns":0`, `"agent":{`, `"sessions":0`} {
 				i := strings.Index(body, k)
 				if i <= last {
 					t.Fatalf("/health %s: %s missing or out of order", body, k)
 				}
 				last = i
 			}
-			agent := h["agent"].(map[string]any)
-			if agent["dialect"] != "v1" || agent["agent_name"] != "zeroclaw-bridge-demo" {
-				t.Errorf("agent %v", agent)
+			agent := agentOf(h)
+			if agent["dialect"] != "v1" {
+				t.Errorf("agent.dialect = %v, want v1 (agent %v)", agent["dialect"], agent)
+			}
+			if args := fmt.Sprint(agent["command"]); !strings.HasSuffix(args, " demo-agent") {
+				t.Errorf("agent.command = %q, want this binary's demo-agent", args)
 			}
 			if n := strings.Count(p.log(), "running the built-in demo agent"); n != 1 {
-				t.Errorf("%d demo-agent WARN lines, want 1", n)
+				t.Errorf("%d demo-agent WARN lines, want exactly 1", n)
 			}
-			for _, path := range []string{"/metrics", "/metrics/"} {
+
+			var metrics [2]string
+			for i, path := range []string{"/metrics", "/metrics/"} {
 				code, m := p.get(path)
-				if code != 200 || !strings.Contains(m, "dotty_request_duration_seconds") || !strings.Contains(m, "dotty_acp_child_up 1") {
-					t.Errorf("%s: %d, missing series", path, code)
+				if code != http.StatusOK {
+					t.Errorf("%s: status %d", path, code)
 				}
+				for _, want := range []string{"# TYPE dotty_request_duration_seconds histogram", "\ndotty_acp_child_up 1\n", "\ngo_goroutines ", "\nprocess_cpu_seconds_total "} {
+					if !strings.Contains(m, want) {
+						t.Errorf("%s lacks %q", path, want)
+					}
+				}
+				metrics[i] = m
 			}
-			pid := int(agent["pid"].(float64))
-			err, took := p.stop(sig)
+
+			pid, ok := agent["pid"].(float64)
+			if !ok || pid <= 0 {
+				t.Fatalf("agent.pid = %v", agent["pid"])
+			}
+			took, err := p.stop(sig)
 			if err != nil {
-				t.Errorf("exit after %s: %v", sig, err)
+				t.Errorf("exit after %s: %v, want status 0", sig, err)
 			}
 			if took > 5*time.Second {
 				t.Errorf("shutdown took %s, want under 5 s", took)
 			}
-			gone(t, pid)
+			waitFor(t, 5*time.Second, fmt.Sprintf("agent pid %d to be gone", int(pid)), func() bool {
+				return errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
+			})
+			for _, want := range []string{"shutting down: reason=\"received signal", "http server stopped", "stopped: shutdown="} {
+				if !strings.Contains(p.log(), want) {
+					t.Errorf("stderr lacks %q", want)
+				}
+			}
 		})
 	}
 }
 
 func TestBridgeStartsWithMissingAgentBinary(t *testing.T) {
 	p := startBridge(t, "ZEROCLAW_BIN=/nonexistent/zeroclaw")
-	_, h := p.health(func(h map[string]any) bool {
-		a, _ := h["agent"].(map[string]any)
-		return a["binary_missing"] == true
+	_, h := p.health("binary_missing", func(h map[string]any) bool {
+		return agentOf(h)["binary_missing"] == true
 	})
-	agent := h["agent"].(map[string]any)
-	if h["acp_running"] != false || !strings.Contains(agent["last_error"].(string), "/nonexistent/zeroclaw") {
-		t.Errorf("health %v", h)
+	if h["acp_running"] != false {
+		t.Errorf("acp_running = %v, want false", h["acp_running"])
 	}
-	if err, _ := p.stop(syscall.SIGTERM); err != nil {
-		t.Errorf("exit: %v", err)
+	lastErr, _ := agentOf(h)["last_error"].(string)
+	if !strings.Contains(lastErr, "/nonexistent/zeroclaw") || !strings.Contains(lastErr, "missing") {
+		t.Errorf("agent.last_error = %q, want it to name the missing binary", lastErr)
+	}
+	if strings.Contains(p.log(), "demo agent") {
+		t.Error("demo agent used although ZEROCLAW_BIN was set")
+	}
+	if took, err := p.stop(syscall.SIGTERM); err != nil || took > 5*time.Second {
+		t.Errorf("exit after SIGTERM: %v after %s, want status 0 within 5 s", err, took)
 	}
 }
 
 func TestBridgeRejectsInvalidConfig(t *testing.T) {
-	cmd := exec.Command(bridgeBinary(t))
-	cmd.Env = []string{"ZEROCLAW_SESSION_MAX_TURNS=lots", "PATH=" + t.TempDir()}
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-		t.Fatalf("exit %v, want status 2", err)
+	tests := []struct {
+		name     string
+		args     []string
+		env      string
+		wantLine string
+	}{
+		{"invalid env", nil, "ZEROCLAW_SESSION_MAX_TURNS=lots", `zeroclaw-bridge: invalid ZEROCLAW_SESSION_MAX_TURNS "lots": want an integer`},
+		{"out of range", nil, "ZEROCLAW_TIMEOUT=-3", `zeroclaw-bridge: invalid ZEROCLAW_TIMEOUT "-3": want more than 0 seconds`},
+		{"bad flag", []string{"-prot", "80"}, "", `zeroclaw-bridge: flag provided but not defined: -prot (run with -h for the flags)`},
 	}
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "ZEROCLAW_SESSION_MAX_TURNS") {
-		t.Errorf("output %q: want one line naming the variable", out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bridgeBinary(t), tt.args...)
+			cmd.Env = []string{"PATH=" + t.TempDir(), tt.env}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.WaitDelay = 5 * time.Second
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit %v, want status 2; stderr %q", err, stderr.String())
+			}
+			if got := strings.TrimSuffix(stderr.String(), "\n"); got != tt.wantLine {
+				t.Errorf("stderr %q, want the one line %q", got, tt.wantLine)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
 	}
 }
 
+func TestHelpAndVersionExitZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"version"}, {"-version"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, err := exec.Command(bridgeBinary(t), args...).Output()
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if !strings.HasPrefix(string(out), "zeroclaw-bridge") {
+				t.Errorf("stdout %q", out)
+			}
+		})
+	}
+}
+
+// TestDemoAgentSubcommandSpeaksACP drives `zeroclaw-bridge demo-agent` by
+// hand: initialize, session/new, one prompt with streamed chunks, then EOF.
 func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
 	cmd := exec.Command(bridgeBinary(t), "demo-agent", "-chunk-delay", "0")
-	cmd.Env = []string{"GORACE=atexit_sleep_ms=0"}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan error, 1)
 	lines := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -271,49 +365,67 @@ func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
 			lines <- sc.Text()
 		}
 		close(lines)
+		done <- cmd.Wait()
 	}()
-	read := func(id string) []string {
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("demo agent not reaped")
+		}
+	})
+
+	read := func(id int) []string {
 		var got []string
+		timeout := time.After(5 * time.Second)
 		for {
 			select {
 			case l, ok := <-lines:
 				if !ok {
-					t.Fatal("demo agent closed stdout")
+					t.Fatalf("demo agent closed stdout; stderr %s", stderr.String())
 				}
 				got = append(got, l)
-				if strings.Contains(l, `"id":`+id+`,`) && strings.Contains(l, `"result"`) {
+				if strings.Contains(l, fmt.Sprintf(`"id":%d,`, id)) && strings.Contains(l, `"result"`) {
 					return got
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("no answer to request %s; got %q", id, got)
+			case <-timeout:
+				t.Fatalf("no answer to request %d; got %q", id, got)
 			}
 		}
 	}
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	read("1")
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
-	var sid struct {
+	send := func(format string, a ...any) {
+		if _, err := fmt.Fprintf(stdin, format+"\n", a...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	read(1)
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	got := read(2)
+	var created struct {
 		Result struct {
 			SessionID string `json:"sessionId"`
 		} `json:"result"`
 	}
-	got := read("2")
-	_ = json.Unmarshal([]byte(got[len(got)-1]), &sid)
-	fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"[User] hi there"}]}}`+"\n", sid.Result.SessionID)
-	got = read("3")
-	if n := strings.Count(strings.Join(got, "\n"), "agent_message_chunk"); n < 3 || !strings.Contains(got[len(got)-1], "end_turn") {
-		t.Errorf("%d chunks; frames %q", n, got)
+	if err := json.Unmarshal([]byte(got[len(got)-1]), &created); err != nil || created.Result.SessionID == "" {
+		t.Fatalf("session/new answer %q: %v", got[len(got)-1], err)
 	}
-	_ = stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"[User] hi there"}]}}`, created.Result.SessionID)
+	got = read(3)
+	if n := strings.Count(strings.Join(got, "\n"), "agent_message_chunk"); n < 2 || !strings.Contains(got[len(got)-1], "end_turn") {
+		t.Errorf("%d chunks before the result; frames %q", n, got)
+	}
+	if err := stdin.Close(); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-done:
+		done <- err
 		if err != nil {
-			t.Errorf("demo agent exit: %v", err)
+			t.Errorf("demo agent exit at stdin EOF: %v; stderr %s", err, stderr.String())
 		}
 	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
 		t.Fatal("demo agent did not exit at stdin EOF")
 	}
 }

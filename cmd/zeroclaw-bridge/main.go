@@ -1,8 +1,19 @@
-// Command zeroclaw-bridge is the brain-side bridge of the dotty-stackchan
-// robot: a drop-in replacement for bridge.py that serves xiaozhi-esp32-server
-// over HTTP and drives a supervised `zeroclaw acp` child over ACP.
+// Command zeroclaw-bridge is the bridge of the dotty-stackchan desk robot: a
+// single-binary, drop-in replacement for bridge.py. It serves
+// xiaozhi-esp32-server over HTTP and drives one supervised `zeroclaw acp`
+// child over the Agent Client Protocol.
 //
-// Run `zeroclaw-bridge -h` for every flag and environment variable.
+// Usage:
+//
+//	zeroclaw-bridge [flags]            serve (configuration from flags and env)
+//	zeroclaw-bridge demo-agent         run the built-in demo ACP agent on stdio
+//	zeroclaw-bridge version            print the version
+//
+// Every setting is an environment variable with a flag of the same meaning;
+// `zeroclaw-bridge -h` lists them with their defaults, and
+// docs/configuration.md describes each. Exit status: 0 after a clean
+// shutdown (SIGINT or SIGTERM), 2 for invalid configuration or usage, 1 for
+// any other failure.
 package main
 
 import (
@@ -15,11 +26,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/run"
+	oklogrun "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -28,69 +40,95 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 )
 
-// version is set with -ldflags "-X main.version=…"; otherwise it comes
-// from the build info.
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// when empty, buildVersion falls back to the module version or "dev".
 var version = ""
 
-// fallbackZeroclaw is where bridge.py's installs put ZeroClaw.
+// fallbackZeroclaw is where bridge.py deployments install ZeroClaw.
 const fallbackZeroclaw = "/root/.cargo/bin/zeroclaw"
 
+// defaultChunkDelay is the demo agent's pause between reply chunks.
+const defaultChunkDelay = 40 * time.Millisecond
+
 func main() {
-	os.Exit(exitCode(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
 }
 
-// exitCode dispatches the subcommand and maps its error to a status:
-// 0 clean, 2 bad usage or configuration, 1 anything else.
-func exitCode(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch {
-	case len(args) > 0 && args[0] == "demo-agent":
-		err = runDemoAgent(ctx, args[1:], stderr)
-	case len(args) > 0 && (args[0] == "version" || args[0] == "-version" || args[0] == "--version"):
-		fmt.Fprintln(stdout, "zeroclaw-bridge", buildVersion())
+// exitCode maps run's error to the exit status, printing it to stderr: 0 for
+// nil, 2 for a usage or configuration error (one line per problem), 1 for
+// anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
 		return 0
-	default:
-		stop() // the run group handles signals itself
-		err = serve(args, getenv, stderr, lookups{lookPath: exec.LookPath, executable: os.Executable})
 	}
 	var ue *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errHelp):
-		usage(stdout)
-		return 0
-	case errors.As(err, &ue):
-		for _, line := range ue.lines() {
+	if errors.As(err, &ue) {
+		for _, line := range errorLines(ue.err) {
 			fmt.Fprintln(stderr, "zeroclaw-bridge:", line)
 		}
 		return 2
-	default:
-		fmt.Fprintln(stderr, "zeroclaw-bridge:", err)
-		return 1
 	}
+	fmt.Fprintln(stderr, "zeroclaw-bridge:", err)
+	return 1
 }
 
-// usageError is a configuration or usage problem (exit status 2).
+// usageError marks a configuration or usage problem (exit status 2).
 type usageError struct{ err error }
 
+// Error returns the underlying message.
 func (e *usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *usageError) Unwrap() error { return e.err }
 
-func (e *usageError) lines() []string {
-	var j interface{ Unwrap() []error }
-	if errors.As(e.err, &j) {
-		var out []string
-		for _, err := range j.Unwrap() {
-			out = append(out, err.Error())
+// errorLines splits a joined error into its parts, one line each.
+func errorLines(err error) []string {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		var lines []string
+		for _, e := range joined.Unwrap() {
+			lines = append(lines, errorLines(e)...)
 		}
-		return out
+		return lines
 	}
-	return []string{e.err.Error()}
+	return strings.Split(err.Error(), "\n")
 }
 
+// run is the whole program: it dispatches the subcommand and, for the
+// default one, parses the configuration and serves until a signal or the
+// end of ctx. It reads the environment only through getenv.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo-agent":
+			return runDemoAgent(ctx, args[1:], os.Stdin, stdout, stderr)
+		case "version":
+			return printVersion(stdout)
+		}
+	}
+	cfg, err := parseConfig(args, getenv)
+	switch {
+	case errors.Is(err, errHelp):
+		usage(stdout)
+		return nil
+	case err != nil:
+		return &usageError{err}
+	case cfg.showVersion:
+		return printVersion(stdout)
+	}
+	return serve(ctx, cfg, newLogger(cfg, stderr), systemLookups())
+}
+
+func printVersion(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, "zeroclaw-bridge", buildVersion()); err != nil {
+		return fmt.Errorf("print version: %w", err)
+	}
+	return nil
+}
+
+// buildVersion is the -ldflags version, else the module version from the
+// build info, else "dev".
 func buildVersion() string {
 	if version != "" {
 		return version
@@ -101,11 +139,23 @@ func buildVersion() string {
 	return "dev"
 }
 
-// runDemoAgent serves the built-in demo agent on stdin/stdout; logs go to stderr.
-func runDemoAgent(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo-agent", flag.ContinueOnError)
+// newLogger builds the root logger: stderr, LOG_LEVEL, LOG_FORMAT.
+func newLogger(cfg config, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "zeroclaw-bridge",
+		Level:      cfg.LogLevel,
+		Output:     w,
+		JSONFormat: cfg.LogFormat == "json",
+	})
+}
+
+// runDemoAgent serves the built-in demo agent on in/out until in closes or
+// SIGINT/SIGTERM arrives. stdout is the protocol channel, so logs go to
+// stderr only.
+func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zeroclaw-bridge demo-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	delay := fs.Duration("chunk-delay", 40*time.Millisecond, "pause between streamed reply chunks")
+	delay := fs.Duration("chunk-delay", defaultChunkDelay, "pause between streamed reply chunks")
 	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,8 +163,23 @@ func runDemoAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return &usageError{err}
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "demo-agent", Level: hclog.LevelFromString(*level), Output: stderr})
-	return demoagent.Serve(ctx, os.Stdin, os.Stdout, demoagent.Options{ChunkDelay: *delay, Logger: log})
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Errorf("demo-agent: unexpected argument %q", fs.Arg(0))}
+	}
+	if *delay < 0 {
+		return &usageError{fmt.Errorf("demo-agent: invalid -chunk-delay %s: want 0 or more", *delay)}
+	}
+	lvl := hclog.LevelFromString(*level)
+	if lvl == hclog.NoLevel {
+		return &usageError{fmt.Errorf("demo-agent: invalid -log-level %q: want trace, debug, info, warn or error", *level)}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := hclog.New(&hclog.LoggerOptions{Name: "demo-agent", Level: lvl, Output: stderr})
+	if err := demoagent.Serve(ctx, in, out, demoagent.Options{ChunkDelay: *delay, Logger: log}); err != nil {
+		return fmt.Errorf("demo agent: %w", err)
+	}
+	return nil
 }
 
 // lookups are the filesystem probes of agent selection, replaced in tests.
@@ -123,103 +188,128 @@ type lookups struct {
 	executable func() (string, error)
 }
 
-// agentCommand chooses the agent: ZEROCLAW_BIN when set (missing is not
-// fatal), else zeroclaw on PATH or at the cargo path, else the demo agent.
-func agentCommand(c config, lk lookups, log hclog.Logger) (cmd string, args []string, err error) {
-	if c.ZeroclawBin != "" {
-		return c.ZeroclawBin, append([]string{"acp"}, c.ZeroclawArgs...), nil
+func systemLookups() lookups {
+	return lookups{lookPath: exec.LookPath, executable: os.Executable}
+}
+
+// agentCommand chooses the agent (design.md §5): ZEROCLAW_BIN when set,
+// even if it does not exist (the supervisor reports that on /health); else
+// zeroclaw on PATH or at the cargo install path; else this binary's
+// demo-agent subcommand, announced by one WARN line.
+func agentCommand(cfg config, lk lookups, log hclog.Logger) (command string, args []string, err error) {
+	acpArgs := append([]string{"acp"}, cfg.ZeroclawArgs...)
+	if cfg.ZeroclawBin != "" {
+		return cfg.ZeroclawBin, acpArgs, nil
 	}
 	if p := acp.LookupAgent(lk.lookPath, fallbackZeroclaw); p != "" {
-		return p, append([]string{"acp"}, c.ZeroclawArgs...), nil
+		return p, acpArgs, nil
 	}
 	self, err := lk.executable()
 	if err != nil {
-		return "", nil, fmt.Errorf("locate own binary for the demo agent: %w", err)
+		return "", nil, fmt.Errorf("locate this binary to run the demo agent: %w", err)
 	}
-	log.Warn("no zeroclaw binary found (ZEROCLAW_BIN unset, none on PATH or at " + fallbackZeroclaw + "); running the built-in demo agent")
+	log.Warn("no zeroclaw binary found (ZEROCLAW_BIN is unset, no zeroclaw on PATH, none at " +
+		fallbackZeroclaw + "); running the built-in demo agent, which answers with canned emoji replies")
 	return self, []string{"demo-agent"}, nil
 }
 
-// serve runs the bridge until SIGINT or SIGTERM.
-func serve(args []string, getenv func(string) string, stderr io.Writer, lk lookups) error {
-	c, err := parseConfig(args, getenv)
-	if err != nil {
-		if errors.Is(err, errHelp) {
-			return err
-		}
-		return &usageError{err}
-	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "zeroclaw-bridge",
-		Level:      c.LogLevel,
-		Output:     stderr,
-		JSONFormat: c.LogFormat == "json",
-	})
-	log.Info("starting", append([]any{"version", buildVersion()}, c.effective...)...)
+// serve builds every component from cfg and runs them in one run group
+// until SIGINT, SIGTERM or the end of ctx. Teardown follows the group's Add
+// order: the HTTP server drains first, then the pool settles cancelled
+// turns, then the supervisor retires sessions and stops the agent.
+func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
+	log.Info("starting", append([]any{"version", buildVersion()}, cfg.effective()...)...)
 
-	agentCmd, agentArgs, err := agentCommand(c, lk, log)
+	command, args, err := agentCommand(cfg, lk, log)
 	if err != nil {
 		return err
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
 	acpMetrics := acp.NewMetrics(reg)
 	metrics := bridge.NewMetrics(reg)
-	kidMode := func() bool { return c.KidMode }
-	if c.KidMode {
+	if cfg.KidMode {
 		metrics.KidModeActive.Set(1)
 	}
 
 	acpLog := log.Named("acp")
-	acpCfg := acp.Config{
-		Command:       agentCmd,
-		Args:          agentArgs,
-		InitTimeout:   c.InitTimeout,
-		CancelGrace:   c.CancelGrace,
-		AgentAlias:    c.AgentAlias,
-		SessionCwd:    c.SessionCwd,
+	kidMode := cfg.KidMode
+	supCfg := acp.Config{
+		Command:       command,
+		Args:          args,
+		InitTimeout:   cfg.InitTimeout,
+		CancelGrace:   cfg.CancelGrace,
+		AgentAlias:    cfg.AgentAlias,
+		SessionCwd:    cfg.SessionCwd,
 		ClientVersion: buildVersion(),
-		Permissions:   &acp.Policy{Allow: c.PermAllow, Deny: c.PermDeny, KidMode: kidMode, Logger: acpLog.Named("permissions")},
-		Logger:        acpLog,
-		Metrics:       acpMetrics,
+		Permissions: &acp.Policy{
+			Allow:   cfg.PermAllow,
+			Deny:    cfg.PermDeny,
+			KidMode: func() bool { return kidMode },
+			Logger:  acpLog.Named("permission"),
+		},
+		Logger:  acpLog,
+		Metrics: acpMetrics,
 	}
 	poolCfg := acp.PoolConfig{
-		KeyMode:         c.SessionKey,
-		MaxSessions:     c.MaxSessions,
-		SessionIdle:     c.SessionIdle,
-		SessionMaxTurns: c.SessionMaxTurns,
-		SessionMaxAge:   c.SessionMaxAge,
+		KeyMode:         cfg.SessionKey,
+		MaxSessions:     cfg.MaxSessions,
+		SessionIdle:     cfg.SessionIdle,
+		SessionMaxTurns: cfg.SessionMaxTurns,
+		SessionMaxAge:   cfg.SessionMaxAge,
 		Logger:          acpLog.Named("pool"),
 		Metrics:         acpMetrics,
 	}
-	if err := errors.Join(acpCfg.Validate(), poolCfg.Validate()); err != nil {
-		return &usageError{err}
-	}
-	sup := acp.NewSupervisor(acpCfg)
+	sup := acp.NewSupervisor(supCfg)
 	pool := acp.NewPool(poolCfg, sup)
-	httpCfg := bridge.Config{Host: c.Host, Port: c.Port, Logger: log.Named("bridge"), Gatherer: reg, Agent: sup, Sessions: pool}
-	if err := httpCfg.Validate(); err != nil {
+	httpCfg := bridge.Config{
+		Host:     cfg.Host,
+		Port:     cfg.Port,
+		Logger:   log.Named("bridge"),
+		Gatherer: reg,
+		Agent:    sup,
+		Sessions: pool,
+	}
+	if err := errors.Join(supCfg.Validate(), poolCfg.Validate(), httpCfg.Validate()); err != nil {
 		return &usageError{err}
 	}
 	srv := bridge.New(httpCfg)
 
-	var g run.Group
-	addActor(&g, srv.Run)  // 1: stop taking requests, drain them
-	addActor(&g, pool.Run) // 2: finish cancel settlements
-	addActor(&g, sup.Run)  // 3: retire sessions, stop the child
-	g.Add(run.SignalHandler(context.Background(), syscall.SIGINT, syscall.SIGTERM))
+	var g oklogrun.Group
+	addActor(&g, srv.Run)  // 1: stop accepting, drain requests (ShutdownTimeout)
+	addActor(&g, pool.Run) // 2: finish background cancel settlements
+	addActor(&g, sup.Run)  // 3: retire sessions, stop the agent child
 
-	if err := g.Run(); !errors.Is(err, run.ErrSignal) {
+	var shutdownStart time.Time // written by the signal actor before g.Run returns
+	sigExec, sigInterrupt := oklogrun.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
+	g.Add(func() error { // 4: signals, or the end of ctx
+		err := sigExec()
+		shutdownStart = time.Now()
+		log.Info("shutting down", "reason", err)
+		return err
+	}, sigInterrupt)
+
+	err = g.Run()
+	var sig *oklogrun.SignalError
+	switch {
+	case errors.As(err, &sig), err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	default:
+		log.Error("stopped", "error", err)
 		return err
 	}
-	log.Info("stopped")
+	log.Info("stopped", "shutdown", time.Since(shutdownStart))
 	return nil
 }
 
-// addActor adds a Run(ctx) component whose interrupt cancels its ctx and
-// waits for it to return, so actors stop one after another in Add order.
-func addActor(g *run.Group, runFn func(context.Context) error) {
+// addActor adds a Run(ctx) component to g. Its interrupt cancels the
+// component's own ctx and waits for Run to return, so oklog/run's
+// sequential interrupts stop the actors one after another in Add order.
+func addActor(g *oklogrun.Group, runFn func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	g.Add(func() error {

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// lockedBuffer is an io.Writer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunInProcess runs the whole wiring in-process with an agent binary
+// that does not exist: the bridge serves /health and /metrics, reports the
+// missing binary, and run returns nil without leaking a goroutine once its
+// ctx ends.
+func TestRunInProcess(t *testing.T) {
+	defer goleak.VerifyNone(t,
+		// os/signal starts one process-wide goroutine on first use.
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		goleak.IgnoreTopFunction("os/signal.loop"),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	getenv := env("BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
+		"LOG_LEVEL", "debug", "LOG_FORMAT", "text")
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, getenv, &stdout, &stderr) }()
+
+	listening := regexp.MustCompile(`http server listening: addr=(\S+)`)
+	var addr string
+	waitFor(t, 10*time.Second, "the listening line", func() bool {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return string(b)
+	}
+	waitFor(t, 10*time.Second, "binary_missing on /health", func() bool {
+		return strings.Contains(get("/health"), `"binary_missing":true`)
+	})
+	body := get("/health")
+	if !strings.HasPrefix(body, `{"status":"ok","service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,"agent":{`) {
+		t.Errorf("/health = %s", body)
+	}
+	m := get("/metrics")
+	for _, want := range []string{"dotty_kid_mode_active 1\n", "dotty_acp_child_up 0\n", `dotty_acp_child_restarts_total{reason="binary_missing"}`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, want := range []string{"starting: version=", "zeroclaw_bin=/nonexistent/zeroclaw", "port=0", "tz=Australia/Brisbane"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("start-up log lacks %q", want)
+		}
+	}
+	if strings.Count(stderr.String(), "starting: version=") != 1 {
+		t.Error("effective configuration not logged exactly once")
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run = %v, want nil after ctx ends", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return within 10 s of cancel")
+	}
+	if stdout.String() != "" {
+		t.Errorf("serve wrote to stdout: %q", stdout.String())
+	}
+}
+
+// TestRunReportsListenFailure checks that a port already in use ends run
+// with an error (exit status 1) instead of hanging.
+func TestRunReportsListenFailure(t *testing.T) {
+	var first lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	getenv := env("BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw")
+	go func() { done <- run(ctx, nil, getenv, io.Discard, &first) }()
+	listening := regexp.MustCompile(`http server listening: addr=127\.0\.0\.1:(\d+)`)
+	var port string
+	waitFor(t, 10*time.Second, "the first bridge to listen", func() bool {
+		if m := listening.FindStringSubmatch(first.String()); m != nil {
+			port = m[1]
+		}
+		return port != ""
+	})
+
+	var second lockedBuffer
+	err := run(context.Background(), nil, env("BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
+	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) {
+		t.Errorf("second run = %v, want a listen error", err)
+	}
+	if code := exitCode(err, io.Discard); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("first run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("first run did not return")
+	}
+}
