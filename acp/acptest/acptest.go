@@ -1,65 +1,93 @@
 // Package acptest provides fake ACP agents for the acp package's tests. A
 // test binary re-executes itself as the agent child: its TestMain calls
-// MaybeRunHelper first, and Command returns how to start it in a mode.
+// MaybeRunHelper first, and Command returns how to start it in a mode. The
+// fake agent speaks on the child's stdin/stdout and logs to stderr.
 //
-// # Modes
+// # v1 modes (acp-go-sdk agent side)
 //
-// v1 modes run on acp-go-sdk's agent side. Their common behaviour ("echo"):
-// the reply to a prompt is "😊 echo: " + the prompt's text blocks joined by
-// "\n", streamed as three agent_message_chunk updates, then end_turn;
-// session/cancel ends the turn with stopReason "cancelled"; an unknown
-// session answers -32000 "Session not found: <id>"; a prompt containing
-// "FAIL" answers -32603 "Agent turn failed: requested"; session/close
-// forgets the session. session/close and session/stop are reported on
-// stderr as "acptest: <method> <session>".
+// Their common behaviour ("echo"): initialize answers protocolVersion 1 with
+// loadSession false, sessionCapabilities.close and no auth methods;
+// session/new returns a random id; a prompt's reply is "😊 echo: " + its text
+// blocks joined by "\n", streamed as three agent_message_chunk updates, then
+// stopReason end_turn; session/cancel ends a running turn with stopReason
+// cancelled; an unknown session answers -32000 "Session not found: <id>"; a
+// prompt containing "FAIL" answers -32603 "Agent turn failed: requested";
+// session/close forgets the session and is reported on stderr as
+// "acptest: session/close <id>".
 //
 //	echo              the common behaviour; exits 0 at stdin EOF
-//	slow-chunks       ZCB_ACPTEST_CHUNKS (20) chunks "c<i> " every ZCB_ACPTEST_DELAY (50ms)
-//	crash-after-init  answers initialize, exits 3 when session/new arrives
+//	slow-chunks       ZCB_ACPTEST_CHUNKS (20) chunks "c<i> ", ZCB_ACPTEST_DELAY (50ms) apart; cancellable
+//	crash-after-init  answers initialize, exits 3 when the next request (session/new) arrives
 //	crash-mid-turn    sends one chunk of a prompt, then exits 4
 //	hang              prompts never end and ignore session/cancel
-//	hang-init         never answers initialize; exits at stdin EOF
-//	ignore-sigterm    echo, ignoring SIGTERM/SIGINT and stdin EOF (only SIGKILL ends it)
-//	spam-stderr       writes ZCB_ACPTEST_LINES (5000) "spam line <i>" and a Rust panic line to stderr, then echo
-//	flood             a prompt sends ZCB_ACPTEST_FLOOD (3000) chunks "x" back to back
-//	bigline           a prompt sends a 12 MiB chunk, then "😊 small"
-//	bigresult         a prompt is answered by a response line over 12 MiB (raw JSON)
-//	lost-session      the process's first prompt answers -32000 and forgets the session
-//	busy              the process's first prompt answers -32002
-//	perm              a prompt "tool:<name>" sends a pending tool_call and a permission request with
-//	                  ZeroClaw's four options; "ask:<question>" sends a question (ask-user-1, choice-0/1,
-//	                  reject); the reply is the chunk "😊 outcome=<optionId>" or "😊 outcome=cancelled"
-//	perm-hold         perm, but the permission wait ignores session/cancel like ZeroClaw's approval gate
-//	exit-1            writes "error: config file missing" to stderr and exits 1
+//	hang-init         never answers anything; exits 0 at stdin EOF
+//	ignore-sigterm    echo, ignoring SIGTERM, SIGINT and stdin EOF (only SIGKILL ends it)
+//	spam-stderr       writes ZCB_ACPTEST_LINES (5000) lines "spam line <i>" and a Rust panic
+//	                  line to stderr at start, then echo
+//	flood             a prompt sends ZCB_ACPTEST_FLOOD (3000) chunks "x" back to back, then end_turn
+//	bigline           a prompt sends one 12 MiB chunk of "a", then "😊 small", then end_turn
+//	lost-session      the process's first prompt answers -32000 and forgets its session
+//	busy              the process's first prompt answers -32002 "Session already has an
+//	                  active prompt turn: <id>" (once per process, so a retry on a new
+//	                  session succeeds)
+//	perm              a prompt "tool:<name>" (default shell) sends a pending tool_call
+//	                  call-1 and a session/request_permission with ZeroClaw's four options
+//	                  (allow-once, allow-always, reject-with-edit, reject-once) for
+//	                  approval-1; "ask:<question>" asks ask-user-1 with choice-0, choice-1
+//	                  (allow_once) and reject (reject_once); the reply is one chunk
+//	                  "😊 outcome=<optionId>" or "😊 outcome=cancelled", or stopReason
+//	                  cancelled without a chunk if the turn was cancelled meanwhile
+//	perm-hold         perm, but the permission wait ignores session/cancel like
+//	                  ZeroClaw's approval gate: the turn ends only once it is answered
 //
 // With ZCB_ACPTEST_STATE_DIR set, crash-after-init crashes only the first
 // ZCB_ACPTEST_CRASHES runs and crash-mid-turn only the first
-// ZCB_ACPTEST_CRASHES prompts (counted in files in that directory across
-// restarts); later ones behave as echo.
+// ZCB_ACPTEST_CRASHES prompts (default: all), counted in files in that
+// directory across restarts; later ones behave as echo.
 //
-// Raw-JSON modes (no SDK) script ZeroClaw's own dialects:
+// # Other modes (raw JSON lines, no SDK)
 //
-//	zeroclaw-v1   ZeroClaw 0.8.4: _meta.zeroclaw in initialize, concurrent prompts, chunks
-//	              "😊 ec", "ho: ", <text> and result.content "😊 echo: <text>" (or "😊 from content"
-//	              with ZCB_ACPTEST_CONTENT=override); a prompt containing "slow" ticks "tick " every
-//	              50ms for up to 10 s; session/cancel emits the turn-cancelled marker and a
-//	              cancelled result; session/stop and session/close; -32002 for a second
-//	              concurrent prompt; a _zeroclaw/history_trimmed notification before every 3rd
-//	              prompt; with ZCB_ACPTEST_REQUIRE_ALIAS=<a>, session/new without agentAlias <a>
-//	              answers -32602.
-//	legacy-l0     ZeroClaw 0.6.3: snake_case, session/event streaming, string prompts only
-//	legacy-l1     ZeroClaw 0.6.5–0.7.3: camelCase, otherwise as L0
+//	exit-1        writes "error: config file missing" to stderr and exits 1
+//	bigresult     generic v1; a prompt is answered by a response line over 12 MiB
+//	zeroclaw-v1   ZeroClaw 0.8.4: agentInfo zeroclaw-acp and _meta.zeroclaw in
+//	              initialize; concurrent prompts (string or blocks joined "\n\n")
+//	              stream "😊 ec", "ho: ", <text> and end with result.content
+//	              "😊 echo: <text>" ("😊 from content" with ZCB_ACPTEST_CONTENT=override);
+//	              a prompt containing "slow" streams "tick " every 50ms for up to 10 s;
+//	              session/cancel emits the turn-cancelled marker and a cancelled result
+//	              with content "<partial>\n\n[turn cancelled via client]"; a second
+//	              concurrent prompt on a session answers -32002; session/stop and
+//	              session/close; a _zeroclaw/history_trimmed notification precedes
+//	              every 3rd prompt's chunks; with ZCB_ACPTEST_REQUIRE_ALIAS=<a>,
+//	              session/new without agentAlias <a> answers -32602; exits at stdin EOF
+//	legacy-l0     ZeroClaw 0.6.3: snake_case keys, session/event streaming, string prompts
+//	legacy-l1     ZeroClaw 0.6.5–0.7.3: camelCase (snake fallback), otherwise as L0
 //	legacy-l2     ZeroClaw 0.7.4: session/update streaming, string or array prompts, stopReason
 //
 // Legacy modes are strictly sequential: nothing sent during a turn is read
 // before it ends. Their reply is "😊 echo: <text>" in three chunks 20ms
-// apart (ZCB_ACPTEST_DELAY, default 1s, for prompts containing "slow"); L0 and L1 print log lines on stdout
-// between frames; a prompt containing "FAIL" answers -32603 and deletes the
-// session.
+// apart (ZCB_ACPTEST_DELAY apart, default 1s, for prompts containing
+// "slow"); L0 and L1 also send thinking, tool_call and tool_result events and print tracing log lines (one with ANSI colour) on
+// stdout between frames; a prompt containing "FAIL" answers -32603 and
+// deletes the session; session/stop is reported on stderr as
+// "acptest: session/stop <id>".
+//
+// # Tunables (extra environment of the child)
+//
+//	ZCB_ACPTEST_CHUNKS         slow-chunks: number of chunks (20)
+//	ZCB_ACPTEST_DELAY          slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
+//	ZCB_ACPTEST_FLOOD          flood: number of notifications (3000)
+//	ZCB_ACPTEST_LINES          spam-stderr: number of spam lines (5000)
+//	ZCB_ACPTEST_STATE_DIR      crash-after-init, crash-mid-turn: directory of the crash counters
+//	ZCB_ACPTEST_CRASHES        crash-after-init, crash-mid-turn: crashes before behaving as echo
+//	ZCB_ACPTEST_CONTENT        zeroclaw-v1: "override" makes result.content "😊 from content"
+//	ZCB_ACPTEST_REQUIRE_ALIAS  zeroclaw-v1: the agentAlias session/new requires
 package acptest
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -79,14 +107,20 @@ func MaybeRunHelper() {
 }
 
 // Command returns how to start the current test binary as a fake agent in
-// mode, with extraEnv ("K=V") added to its environment.
+// mode: path is the test binary, args is nil and env holds ModeEnv=mode
+// followed by extraEnv ("K=V"). Under the race detector env also sets
+// GORACE's atexit_sleep_ms=0, so that exiting children need not sleep a
+// second.
 func Command(mode string, extraEnv ...string) (path string, args []string, env []string) {
 	path, err := os.Executable()
 	if err != nil {
 		path = os.Args[0]
 	}
-	// A race-enabled binary sleeps a second at exit by default; children need not.
-	return path, nil, append([]string{ModeEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"}, extraEnv...)
+	env = []string{ModeEnv + "=" + mode}
+	if raceEnabled {
+		env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	return path, nil, append(env, extraEnv...)
 }
 
 func run(mode string) int {
@@ -131,10 +165,12 @@ func bumpCounter(name string) bool {
 	if dir == "" {
 		return true
 	}
-	p := dir + string(os.PathSeparator) + name
+	p := filepath.Join(dir, name)
 	b, _ := os.ReadFile(p)
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	_ = os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600)
+	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "acptest: counter:", err)
+	}
 	return n < envInt("ZCB_ACPTEST_CRASHES", 1<<30)
 }
 
@@ -144,4 +180,12 @@ func echoReply(text string) string { return "😊 echo: " + text }
 func thirds(s string) []string {
 	r := []rune(s)
 	return []string{string(r[:len(r)/3]), string(r[len(r)/3 : 2*len(r)/3]), string(r[2*len(r)/3:])}
+}
+
+// blockForever parks the process until a signal kills it. A sleeping timer
+// keeps the runtime from declaring a deadlock.
+func blockForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }

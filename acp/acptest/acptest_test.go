@@ -146,15 +146,63 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 const initFrame = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
 
+// ready starts mode, initializes it and opens a session.
+func ready(t *testing.T, mode string, env ...string) (*lineClient, string) {
+	t.Helper()
+	c := start(t, mode, env...)
+	c.send(initFrame)
+	c.until(1, nil)
+	return c, newSession(c, 2)
+}
+
+func prompt(id int, sid, text string) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+		"params": map[string]any{"sessionId": sid, "prompt": []any{map[string]string{"type": "text", "text": text}}}})
+	return string(b)
+}
+
+func cancelFrame(sid string) string {
+	return `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`
+}
+
+func rpcCode(resp map[string]any) float64 {
+	e, _ := resp["error"].(map[string]any)
+	code, _ := e["code"].(float64)
+	return code
+}
+
+// exitCode waits for the child to exit and returns its status.
+func (c *lineClient) exitCode() int {
+	c.t.Helper()
+	select {
+	case err := <-c.exited:
+		c.exited <- err // for the cleanup
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			c.t.Fatalf("wait: %v", err)
+		}
+		return 0
+	case <-time.After(5 * time.Second):
+		c.t.Fatal("the agent did not exit")
+		return -1
+	}
+}
+
 func TestEchoMode(t *testing.T) {
 	c := start(t, "echo")
 	c.send(initFrame)
 	_, resp := c.until(1, nil)
-	if r := result(t, resp); r["protocolVersion"] != float64(1) {
+	r := result(t, resp)
+	caps, _ := r["agentCapabilities"].(map[string]any)
+	sc, _ := caps["sessionCapabilities"].(map[string]any)
+	if r["protocolVersion"] != float64(1) || caps["loadSession"] == true || sc["close"] == nil {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hi"}]}}`)
+	c.send(prompt(3, sid, "hi"))
 	notes, resp := c.until(3, nil)
 	if got := chunkTexts(notes); got != "😊 echo: hi" || len(notes) != 3 {
 		t.Errorf("chunks %q in %d notes", got, len(notes))
@@ -162,19 +210,50 @@ func TestEchoMode(t *testing.T) {
 	if r := result(t, resp); r["stopReason"] != "end_turn" {
 		t.Errorf("result %v", r)
 	}
+	c.send(prompt(4, sid, "please FAIL"))
+	if _, resp := c.until(4, nil); rpcCode(resp) != -32603 {
+		t.Errorf("FAIL prompt answered %v", resp)
+	}
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
+	if _, resp := c.until(5, nil); resp["error"] != nil {
+		t.Errorf("close answered %v", resp)
+	}
+	c.send(prompt(6, sid, "gone?"))
+	if _, resp := c.until(6, nil); rpcCode(resp) != -32000 {
+		t.Errorf("prompt on a closed session answered %v", resp)
+	}
+	_ = c.stdin.Close()
+	if code := c.exitCode(); code != 0 {
+		t.Errorf("exit status %d at stdin EOF", code)
+	}
 }
 
 func TestSlowChunksCancel(t *testing.T) {
-	c := start(t, "slow-chunks", "ZCB_ACPTEST_DELAY=100ms")
-	c.send(initFrame)
-	c.until(1, nil)
-	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"go"}]}}`)
-	c.next(nil) // first chunk
-	c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
-	_, resp := c.until(3, nil)
-	if r := result(t, resp); r["stopReason"] != "cancelled" {
-		t.Errorf("result %v", r)
+	c, sid := ready(t, "slow-chunks", "ZCB_ACPTEST_DELAY=100ms")
+	c.send(prompt(3, sid, "go"))
+	c.next(nil) // the first chunk: the turn is running
+	c.send(cancelFrame(sid))
+	notes, resp := c.until(3, nil)
+	if r := result(t, resp); r["stopReason"] != "cancelled" || len(notes) > 3 {
+		t.Errorf("result %v after %d more chunks", r, len(notes))
+	}
+}
+
+func TestLostSessionAndBusy(t *testing.T) {
+	for _, tt := range []struct {
+		mode string
+		code float64
+	}{{"lost-session", -32000}, {"busy", -32002}} {
+		c, sid := ready(t, tt.mode)
+		c.send(prompt(3, sid, "a"))
+		if _, resp := c.until(3, nil); rpcCode(resp) != tt.code {
+			t.Errorf("%s: first prompt answered %v", tt.mode, resp)
+		}
+		sid = newSession(c, 4)
+		c.send(prompt(5, sid, "b"))
+		if notes, resp := c.until(5, nil); resp["result"] == nil || chunkTexts(notes) != "😊 echo: b" {
+			t.Errorf("%s: second prompt answered %v", tt.mode, resp)
+		}
 	}
 }
 
@@ -187,9 +266,9 @@ func TestLegacyL1(t *testing.T) {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"x"}]}}`)
+	c.send(prompt(3, sid, "x"))
 	_, resp = c.until(3, &noise)
-	if e, _ := resp["error"].(map[string]any); e["code"] != float64(-32602) {
+	if e, _ := resp["error"].(map[string]any); e["code"] != float64(-32602) || e["message"] != "Missing required parameter: prompt" {
 		t.Errorf("array prompt answered %v, want -32602", resp)
 	}
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hello"}}`)
@@ -197,7 +276,18 @@ func TestLegacyL1(t *testing.T) {
 	if got := chunkTexts(notes); got != "😊 echo: hello" {
 		t.Errorf("chunks %q", got)
 	}
-	if r := result(t, resp); r["content"] != "😊 echo: hello" {
+	types := map[any]int{}
+	for _, n := range notes {
+		p, _ := n["params"].(map[string]any)
+		if n["method"] != "session/event" || p["sessionId"] != sid {
+			t.Errorf("notification %v", n)
+		}
+		types[p["type"]]++
+	}
+	if types["chunk"] != 3 || types["thinking"] != 1 || types["tool_call"] != 1 || types["tool_result"] != 1 {
+		t.Errorf("event types %v", types)
+	}
+	if r := result(t, resp); r["content"] != "😊 echo: hello" || r["sessionId"] != sid || r["stopReason"] != nil {
 		t.Errorf("result %v", r)
 	}
 	if len(noise) == 0 || !strings.Contains(strings.Join(noise, "\n"), "\x1b[") {
@@ -205,86 +295,205 @@ func TestLegacyL1(t *testing.T) {
 	}
 }
 
+func TestLegacyL0SnakeCase(t *testing.T) {
+	c := start(t, "legacy-l0")
+	c.send(initFrame)
+	_, resp := c.until(1, nil)
+	if r := result(t, resp); r["protocol_version"] != "1.0" || r["server_info"] == nil {
+		t.Errorf("initialize %v", r)
+	}
+	sid := newSession(c, 2)
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"FAIL now"}}`)
+	if _, resp := c.until(3, nil); rpcCode(resp) != -32603 {
+		t.Errorf("FAIL answered %v", resp)
+	}
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"again"}}`)
+	if _, resp := c.until(4, nil); rpcCode(resp) != -32000 {
+		t.Errorf("prompt after a failed turn answered %v, want -32000", resp)
+	}
+	sid = newSession(c, 5)
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"ok"}}`)
+	notes, resp := c.until(6, nil)
+	if r := result(t, resp); r["session_id"] != sid || r["content"] != "😊 echo: ok" || chunkTexts(notes) != "😊 echo: ok" {
+		t.Errorf("result %v chunks %q", r, chunkTexts(notes))
+	}
+}
+
+func TestLegacyL2(t *testing.T) {
+	c := start(t, "legacy-l2")
+	c.send(initFrame)
+	_, resp := c.until(1, nil)
+	r := result(t, resp)
+	if methods, _ := json.Marshal(r["methods"]); !strings.Contains(string(methods), `"session/update"`) {
+		t.Errorf("initialize %v", r)
+	}
+	sid := newSession(c, 2)
+	c.send(prompt(3, sid, "hey"))
+	notes, resp := c.until(3, nil)
+	if r := result(t, resp); r["stopReason"] != "end_turn" || r["content"] != "😊 echo: hey" || chunkTexts(notes) != "😊 echo: hey" {
+		t.Errorf("result %v chunks %q", r, chunkTexts(notes))
+	}
+}
+
 func TestZeroClawV1(t *testing.T) {
 	c := start(t, "zeroclaw-v1")
 	c.send(initFrame)
 	_, resp := c.until(1, nil)
-	meta, _ := result(t, resp)["_meta"].(map[string]any)
-	if _, ok := meta["zeroclaw"]; !ok {
-		t.Errorf("no _meta.zeroclaw in %v", resp)
+	r := result(t, resp)
+	meta, _ := r["_meta"].(map[string]any)
+	zc, _ := meta["zeroclaw"].(map[string]any)
+	info, _ := r["agentInfo"].(map[string]any)
+	if zc["maxSessions"] != float64(10) || zc["defaultModel"] != "demo-model" || info["name"] != "zeroclaw-acp" {
+		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hey"}}`)
 	notes, resp := c.until(3, nil)
-	if chunkTexts(notes) != "😊 echo: hey" || result(t, resp)["content"] != "😊 echo: hey" {
+	if chunkTexts(notes) != "😊 echo: hey" || len(notes) != 3 || result(t, resp)["content"] != "😊 echo: hey" {
 		t.Errorf("chunks %q result %v", chunkTexts(notes), resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"slow one"}}`)
-	c.next(nil)
-	c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
-	notes, resp = c.until(4, nil)
+	c.send(prompt(4, sid, "slow one"))
+	c.next(nil) // the first tick
+	c.send(prompt(5, sid, "second"))
+	c.send(cancelFrame(sid))
+	var busy map[string]any
+	notes = nil
+	for resp = nil; resp == nil; {
+		m := c.next(nil)
+		switch m["id"] {
+		case float64(4):
+			resp = m
+		case float64(5):
+			busy = m
+		default:
+			notes = append(notes, m)
+		}
+	}
+	if rpcCode(busy) != -32002 {
+		t.Errorf("concurrent prompt answered %v, want -32002", busy)
+	}
 	marker := false
 	for _, n := range notes {
-		if u, ok := n["params"].(map[string]any)["update"].(map[string]any); ok && u["toolCallId"] == "turn-cancelled-"+sid {
+		p, _ := n["params"].(map[string]any)
+		if u, ok := p["update"].(map[string]any); ok && u["toolCallId"] == "turn-cancelled-"+sid {
 			marker = true
 		}
 	}
-	r := result(t, resp)
-	if !marker || r["stopReason"] != "cancelled" || !strings.Contains(r["content"].(string), "[turn cancelled via client]") {
+	r = result(t, resp)
+	if content, _ := r["content"].(string); !marker || r["stopReason"] != "cancelled" ||
+		!strings.HasPrefix(content, "tick ") || !strings.HasSuffix(content, "\n\n[turn cancelled via client]") {
 		t.Errorf("cancel: marker %v result %v", marker, r)
+	}
+	// The third prompt of the process is preceded by history_trimmed.
+	c.send(prompt(6, sid, "third"))
+	notes, _ = c.until(6, nil)
+	if len(notes) == 0 || notes[0]["method"] != "_zeroclaw/history_trimmed" {
+		t.Errorf("third prompt's notifications %v", notes)
+	}
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"session/stop","params":{"sessionId":"` + sid + `"}}`)
+	if _, resp := c.until(7, nil); result(t, resp)["stopped"] != true {
+		t.Errorf("stop answered %v", resp)
+	}
+	c.send(`{"jsonrpc":"2.0","id":8,"method":"session/nope","params":{}}`)
+	if _, resp := c.until(8, nil); rpcCode(resp) != -32601 {
+		t.Errorf("unknown method answered %v", resp)
+	}
+}
+
+func TestZeroClawRequiresAlias(t *testing.T) {
+	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
+	c.send(initFrame)
+	c.until(1, nil)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"mcpServers":[]}}`)
+	if _, resp := c.until(2, nil); rpcCode(resp) != -32602 {
+		t.Errorf("session/new without alias answered %v", resp)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"mcpServers":[],"agentAlias":"dotty"}}`)
+	_, resp := c.until(3, nil)
+	sid, _ := result(t, resp)["sessionId"].(string)
+	c.send(prompt(4, sid, "hi"))
+	notes, resp := c.until(4, nil)
+	if result(t, resp)["content"] != "😊 from content" || chunkTexts(notes) != "😊 echo: hi" {
+		t.Errorf("result %v chunks %q", resp, chunkTexts(notes))
 	}
 }
 
 func TestPermMode(t *testing.T) {
-	c := start(t, "perm")
-	c.send(initFrame)
-	c.until(1, nil)
-	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"tool:shell"}]}}`)
-	var req map[string]any
+	c, sid := ready(t, "perm")
+	c.send(prompt(3, sid, "tool:shell"))
+	var req, call map[string]any
 	for req == nil {
-		if m := c.next(nil); m["method"] == "session/request_permission" {
+		m := c.next(nil)
+		switch m["method"] {
+		case "session/request_permission":
 			req = m
+		case "session/update":
+			call = m["params"].(map[string]any)["update"].(map[string]any)
 		}
 	}
-	var kinds []string
-	for _, o := range req["params"].(map[string]any)["options"].([]any) {
-		kinds = append(kinds, o.(map[string]any)["kind"].(string))
+	if call["sessionUpdate"] != "tool_call" || call["toolCallId"] != "call-1" || call["title"] != "shell" || call["status"] != "pending" {
+		t.Errorf("tool_call update %v", call)
 	}
-	if strings.Join(kinds, ",") != "allow_once,allow_always,reject_with_edit,reject_once" {
-		t.Errorf("option kinds %v", kinds)
+	params := req["params"].(map[string]any)
+	var kinds []string
+	for _, o := range params["options"].([]any) {
+		kinds = append(kinds, o.(map[string]any)["optionId"].(string)+"="+o.(map[string]any)["kind"].(string))
+	}
+	if got := strings.Join(kinds, ","); got != "allow-once=allow_once,allow-always=allow_always,reject-with-edit=reject_with_edit,reject-once=reject_once" {
+		t.Errorf("options %v", got)
+	}
+	if tc := params["toolCall"].(map[string]any); tc["toolCallId"] != "approval-1" || tc["title"] != "Approve shell?" {
+		t.Errorf("toolCall %v", tc)
 	}
 	id, _ := json.Marshal(req["id"])
 	c.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
-	notes, _ := c.until(3, nil)
-	if got := chunkTexts(notes); got != "😊 outcome=allow-once" {
-		t.Errorf("chunks %q", got)
+	notes, resp := c.until(3, nil)
+	if got := chunkTexts(notes); got != "😊 outcome=allow-once" || result(t, resp)["stopReason"] != "end_turn" {
+		t.Errorf("chunks %q result %v", got, resp)
 	}
 }
 
 func TestFloodMode(t *testing.T) {
-	c := start(t, "flood", "ZCB_ACPTEST_FLOOD=3000")
-	c.send(initFrame)
-	c.until(1, nil)
-	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"go"}]}}`)
+	c, sid := ready(t, "flood", "ZCB_ACPTEST_FLOOD=3000")
+	c.send(prompt(3, sid, "go"))
+	notes, resp := c.until(3, nil)
+	if got := chunkTexts(notes); got != strings.Repeat("x", 3000) || len(notes) != 3000 {
+		t.Errorf("got %d notifications, %d bytes of chunks", len(notes), len(got))
+	}
+	if r := result(t, resp); r["stopReason"] != "end_turn" {
+		t.Errorf("result %v", r)
+	}
+}
+
+func TestBigModes(t *testing.T) {
+	c, sid := ready(t, "bigline")
+	c.send(prompt(3, sid, "big"))
 	notes, _ := c.until(3, nil)
-	if got := chunkTexts(notes); got != strings.Repeat("x", 3000) {
-		t.Errorf("got %d bytes of chunks", len(got))
+	if got := chunkTexts(notes); len(notes) != 2 || len(got) != 12<<20+len("😊 small") || !strings.HasSuffix(got, "a😊 small") {
+		t.Errorf("bigline: %d notifications, %d bytes", len(notes), len(got))
+	}
+	c, sid = ready(t, "bigresult")
+	c.send(prompt(3, sid, "big"))
+	line := ""
+	for line == "" {
+		select {
+		case l := <-c.lines:
+			if strings.Contains(l, `"id":3`) {
+				line = l
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no bigresult response")
+		}
+	}
+	if len(line) <= 12<<20 || !strings.Contains(line, `"stopReason":"end_turn"`) {
+		t.Errorf("bigresult response of %d bytes", len(line))
 	}
 }
 
 func TestExitOne(t *testing.T) {
 	c := start(t, "exit-1")
-	var ee *exec.ExitError
-	select {
-	case err := <-c.exited:
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(c.stderr.String(), "config file missing") {
-			t.Errorf("exit %v stderr %q", err, c.stderr.String())
-		}
-		c.exited <- err // for cleanup
-	case <-time.After(5 * time.Second):
-		t.Fatal("exit-1 did not exit")
+	if code := c.exitCode(); code != 1 || !strings.Contains(c.stderr.String(), "error: config file missing") {
+		t.Errorf("exit %d stderr %q", code, c.stderr.String())
 	}
 }
 
@@ -296,20 +505,24 @@ func TestCrashAfterInitCountsRuns(t *testing.T) {
 		c.until(1, nil)
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
 		if wantCrash {
-			select {
-			case err := <-c.exited:
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-					t.Errorf("run %d: exit %v, want status 3", run, err)
-				}
-				c.exited <- err
-			case <-time.After(5 * time.Second):
-				t.Fatalf("run %d did not crash", run)
+			if code := c.exitCode(); code != 3 {
+				t.Errorf("run %d: exit status %d, want 3", run, code)
 			}
 			continue
 		}
 		if _, resp := c.until(2, nil); resp["result"] == nil {
 			t.Errorf("run %d: session/new %v", run, resp)
 		}
+	}
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	c, sid := ready(t, "crash-mid-turn")
+	c.send(prompt(3, sid, "doomed"))
+	if m := c.next(nil); m["method"] != "session/update" {
+		t.Errorf("first frame %v, want a chunk", m)
+	}
+	if code := c.exitCode(); code != 4 {
+		t.Errorf("exit status %d, want 4", code)
 	}
 }

@@ -2,6 +2,7 @@ package acptest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,16 +44,31 @@ func (c *rawConn) send(v any) {
 	c.line(b)
 }
 
+// message is an outbound JSON-RPC message; "jsonrpc" comes first on the wire.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  any             `json:"params,omitempty"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
 func (c *rawConn) result(id json.RawMessage, result any) {
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	c.send(message{JSONRPC: "2.0", ID: id, Result: result})
 }
 
 func (c *rawConn) fail(id json.RawMessage, code int, msg string) {
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	c.send(message{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: msg}})
 }
 
 func (c *rawConn) notify(method string, params any) {
-	c.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	c.send(message{JSONRPC: "2.0", Method: method, Params: params})
 }
 
 // readFrames calls handle for every JSON line on stdin until EOF.
@@ -61,8 +77,12 @@ func readFrames(handle func(frame)) {
 	for {
 		line, err := r.ReadBytes('\n')
 		var f frame
-		if len(strings.TrimSpace(string(line))) > 0 && json.Unmarshal(line, &f) == nil {
-			handle(f)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if jerr := json.Unmarshal(line, &f); jerr != nil {
+				fmt.Fprintf(os.Stderr, "acptest: bad frame: %v\n", jerr)
+			} else {
+				handle(f)
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -112,88 +132,92 @@ func promptText(params json.RawMessage, strict bool) (text string, ok bool) {
 	return strings.Join(parts, "\n\n"), true
 }
 
-// zeroclaw is the scripted ZeroClaw 0.8.4 stand-in.
+// zeroclaw is the scripted ZeroClaw 0.8.4 stand-in (and the bigresult mode).
 type zeroclaw struct {
 	c       *rawConn
 	mode    string
 	content string // "override" replaces result.content
+	alias   string // required agentAlias, if any
 
 	mu       sync.Mutex
-	n        int
 	prompts  int
 	sessions map[string]*zcSession
-	turns    sync.WaitGroup
 }
 
+// zcSession is a session; cancel is non-nil while a turn runs.
 type zcSession struct {
-	busy   bool
 	cancel chan struct{}
 }
 
 func runZeroClaw(mode string) int {
-	z := &zeroclaw{c: newRawConn(), mode: mode, content: os.Getenv("ZCB_ACPTEST_CONTENT"), sessions: map[string]*zcSession{}}
+	z := &zeroclaw{c: newRawConn(), mode: mode, content: os.Getenv("ZCB_ACPTEST_CONTENT"),
+		alias: os.Getenv("ZCB_ACPTEST_REQUIRE_ALIAS"), sessions: map[string]*zcSession{}}
 	readFrames(z.handle)
-	z.turns.Wait()
-	return 0
+	return 0 // like ZeroClaw v1: exit at stdin EOF, abandoning running turns
 }
 
+func (z *zeroclaw) initResult() map[string]any {
+	if z.mode == "bigresult" {
+		return map[string]any{
+			"protocolVersion":   1,
+			"agentCapabilities": map[string]any{"loadSession": false, "sessionCapabilities": map[string]any{"close": map[string]any{}}},
+			"agentInfo":         map[string]string{"name": "acptest-bigresult", "version": "1"},
+			"authMethods":       []any{},
+		}
+	}
+	return map[string]any{
+		"protocolVersion": 1,
+		"agentCapabilities": map[string]any{
+			"loadSession":         true,
+			"promptCapabilities":  map[string]bool{"image": false, "audio": false, "embeddedContext": true},
+			"mcpCapabilities":     map[string]bool{"http": false, "sse": false},
+			"sessionCapabilities": map[string]any{"resume": map[string]any{}, "close": map[string]any{}},
+		},
+		"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": "0.8.4"},
+		"authMethods": []any{},
+		"_meta": map[string]any{"zeroclaw": map[string]any{
+			"maxSessions": 10, "sessionTimeoutSecs": 3600, "defaultModel": "demo-model"}},
+	}
+}
+
+// handle runs on the reader goroutine; prompts get a goroutine each.
 func (z *zeroclaw) handle(f frame) {
 	switch f.Method {
+	case "":
+		// A response from the client: this agent sends no requests.
 	case "initialize":
-		z.c.result(f.ID, map[string]any{
-			"protocolVersion": 1,
-			"agentCapabilities": map[string]any{
-				"loadSession":         true,
-				"promptCapabilities":  map[string]bool{"image": false, "audio": false, "embeddedContext": true},
-				"mcpCapabilities":     map[string]bool{"http": false, "sse": false},
-				"sessionCapabilities": map[string]any{"resume": map[string]any{}, "close": map[string]any{}},
-			},
-			"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": "0.8.4"},
-			"authMethods": []any{},
-			"_meta":       map[string]any{"zeroclaw": map[string]any{"maxSessions": 10, "sessionTimeoutSecs": 3600, "defaultModel": "demo-model"}},
-		})
+		z.c.result(f.ID, z.initResult())
 	case "session/new":
 		var p struct {
 			Alias string `json:"agentAlias"`
 		}
 		_ = json.Unmarshal(f.Params, &p)
-		if want := os.Getenv("ZCB_ACPTEST_REQUIRE_ALIAS"); want != "" && p.Alias != want {
+		if z.alias != "" && p.Alias != z.alias {
 			z.c.fail(f.ID, -32602, "session/new requires agentAlias (configure [acp].default_agent)")
 			return
 		}
+		sid := newSessionID()
 		z.mu.Lock()
-		z.n++
-		sid := fmt.Sprintf("zc-%d-%d", os.Getpid(), z.n)
 		z.sessions[sid] = &zcSession{}
 		z.mu.Unlock()
 		z.c.result(f.ID, map[string]any{"sessionId": sid, "workspaceDir": "/tmp"})
 	case "session/prompt":
-		z.turns.Add(1)
-		go func() {
-			defer z.turns.Done()
-			z.prompt(f)
-		}()
+		z.startPrompt(f)
 	case "session/cancel":
-		sid := sessionParam(f.Params)
-		z.mu.Lock()
-		if s := z.sessions[sid]; s != nil && s.busy {
-			select {
-			case <-s.cancel:
-			default:
-				close(s.cancel)
-			}
-		}
-		z.mu.Unlock()
+		z.cancel(sessionParam(f.Params))
 		if f.ID != nil {
 			z.c.result(f.ID, map[string]any{})
 		}
 	case "session/stop", "session/close":
 		sid := sessionParam(f.Params)
+		fmt.Fprintf(os.Stderr, "acptest: %s %s\n", f.Method, sid)
+		if f.Method == "session/close" {
+			z.cancel(sid)
+		}
 		z.mu.Lock()
 		_, ok := z.sessions[sid]
 		delete(z.sessions, sid)
 		z.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "acptest: %s %s\n", f.Method, sid)
 		switch {
 		case !ok:
 			z.c.fail(f.ID, -32000, "Session not found: "+sid)
@@ -209,10 +233,25 @@ func (z *zeroclaw) handle(f frame) {
 	}
 }
 
-func (z *zeroclaw) prompt(f frame) {
+// cancel signals sid's running turn, if any.
+func (z *zeroclaw) cancel(sid string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if s := z.sessions[sid]; s != nil && s.cancel != nil {
+		select {
+		case <-s.cancel:
+		default:
+			close(s.cancel)
+		}
+	}
+}
+
+// startPrompt validates a prompt and marks its session busy before the
+// turn's goroutine starts, so a cancel read next always finds the turn.
+func (z *zeroclaw) startPrompt(f frame) {
 	sid := sessionParam(f.Params)
 	text, ok := promptText(f.Params, false)
-	if !ok {
+	if !ok || text == "" {
 		z.c.fail(f.ID, -32602, "Missing required parameter: prompt")
 		return
 	}
@@ -223,90 +262,107 @@ func (z *zeroclaw) prompt(f frame) {
 		z.mu.Unlock()
 		z.c.fail(f.ID, -32000, "Session not found: "+sid)
 		return
-	case s.busy:
+	case s.cancel != nil:
 		z.mu.Unlock()
 		z.c.fail(f.ID, -32002, "Session already has an active prompt turn: "+sid)
 		return
 	}
-	s.busy, s.cancel = true, make(chan struct{})
+	cancel := make(chan struct{})
+	s.cancel = cancel
 	z.prompts++
 	trim := z.prompts%3 == 0
-	cancel := s.cancel
 	z.mu.Unlock()
-	defer func() {
+	// The session is idle again before the turn's result is written, so the
+	// client may send its next prompt as soon as it reads the result.
+	idle := func() {
 		z.mu.Lock()
-		s.busy = false
+		s.cancel = nil
 		z.mu.Unlock()
-	}()
+	}
+	go z.turn(f.ID, sid, text, trim, cancel, idle)
+}
 
+func (z *zeroclaw) update(sid string, u map[string]any) {
+	z.c.notify("session/update", map[string]any{"sessionId": sid, "update": u})
+}
+
+// turn streams a prompt's reply; it calls idle just before its result.
+func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel <-chan struct{}, idle func()) {
 	if z.mode == "bigresult" {
-		z.c.result(f.ID, map[string]any{"sessionId": sid, "stopReason": "end_turn", "_meta": map[string]string{"pad": strings.Repeat("a", 12<<20)}})
+		idle()
+		// Assembled by hand: encoding/json takes seconds on 12 MiB under -race.
+		z.c.line([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"stopReason":"end_turn","_meta":{"pad":"` +
+			strings.Repeat("a", 12<<20) + `"}}}`))
 		return
 	}
 	if trim {
 		z.c.notify("_zeroclaw/history_trimmed", map[string]any{"sessionId": sid, "droppedMessages": 2, "keptTurns": 5, "reason": "budget"})
 	}
-	chunk := func(t string) {
-		z.c.notify("session/update", map[string]any{"sessionId": sid, "update": map[string]any{
-			"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": t}}})
-	}
 	var partial strings.Builder
-	chunks := []string{"😊 ec", "ho: ", text}
-	deadline := time.After(10 * time.Second)
-	for i := 0; ; i++ {
-		var next string
-		if strings.Contains(text, "slow") {
-			next = "tick "
-		} else if i < len(chunks) {
-			next = chunks[i]
-		} else {
-			break
+	chunk := func(t string) {
+		z.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": t}})
+		partial.WriteString(t)
+	}
+	cancelled := func() {
+		z.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "turn-cancelled-" + sid,
+			"title": "turn-cancelled", "kind": "think", "status": "completed", "rawOutput": "[turn cancelled via client]"})
+		idle()
+		z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "cancelled",
+			"content": partial.String() + "\n\n[turn cancelled via client]"})
+	}
+	if strings.Contains(text, "slow") {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.NewTimer(10 * time.Second)
+		defer deadline.Stop()
+	ticking:
+		for {
+			chunk("tick ")
+			select {
+			case <-cancel:
+				cancelled()
+				return
+			case <-deadline.C:
+				break ticking
+			case <-tick.C:
+			}
 		}
-		select {
-		case <-cancel:
-			z.c.notify("session/update", map[string]any{"sessionId": sid, "update": map[string]any{
-				"sessionUpdate": "tool_call", "toolCallId": "turn-cancelled-" + sid, "title": "turn-cancelled",
-				"kind": "think", "status": "completed", "rawOutput": "[turn cancelled via client]"}})
-			z.c.result(f.ID, map[string]any{"sessionId": sid, "stopReason": "cancelled",
-				"content": partial.String() + "\n\n[turn cancelled via client]"})
-			return
-		case <-deadline:
-			next = ""
-		default:
-		}
-		if next == "" {
-			break
-		}
-		chunk(next)
-		partial.WriteString(next)
-		if strings.Contains(text, "slow") {
-			time.Sleep(50 * time.Millisecond)
+	} else {
+		for _, t := range []string{"😊 ec", "ho: ", text} {
+			select {
+			case <-cancel:
+				cancelled()
+				return
+			default:
+			}
+			chunk(t)
 		}
 	}
 	content := echoReply(text)
 	if z.content == "override" {
 		content = "😊 from content"
 	}
-	z.c.result(f.ID, map[string]any{"sessionId": sid, "stopReason": "end_turn", "content": content})
+	idle()
+	z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "end_turn", "content": content})
 }
 
-// legacy is the scripted pre-v1 ZeroClaw (L0, L1, L2).
+// legacy is the scripted pre-v1 ZeroClaw (L0, L1, L2). It handles one frame
+// at a time on the reader goroutine, so a turn blocks all reading.
 type legacy struct {
 	c        *rawConn
 	dialect  string // "l0", "l1", "l2"
 	delay    time.Duration
-	n        int
 	sessions map[string]bool
 }
 
 func runLegacy(mode string) int {
 	l := &legacy{c: newRawConn(), dialect: strings.TrimPrefix(mode, "legacy-"),
 		delay: envDuration("ZCB_ACPTEST_DELAY", time.Second), sessions: map[string]bool{}}
-	readFrames(l.handle) // strictly sequential: a turn blocks reading
+	readFrames(l.handle)
 	return 0
 }
 
-// key returns the L0 snake_case or L1/L2 camelCase form of a key.
+// key returns the L0 snake_case or the L1/L2 camelCase form of a key.
 func (l *legacy) key(camel, snake string) string {
 	if l.dialect == "l0" {
 		return snake
@@ -314,45 +370,63 @@ func (l *legacy) key(camel, snake string) string {
 	return camel
 }
 
-// noise prints a tracing log line on stdout, as L0 and L1 did.
-func (l *legacy) noise(msg string, colour bool) {
-	if l.dialect == "l2" {
-		return
+// sessionID reads the session id: L0 knows only session_id, later
+// dialects prefer sessionId and fall back to session_id.
+func (l *legacy) sessionID(params json.RawMessage) string {
+	if l.dialect == "l0" {
+		var p struct {
+			S string `json:"session_id"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return p.S
 	}
+	return sessionParam(params)
+}
+
+// log writes a tracing-style log line: on stdout between frames for L0 and
+// L1, on stderr for L2.
+func (l *legacy) log(msg string, colour bool) {
 	line := "2026-05-17T10:00:00Z  INFO zeroclaw::acp: " + msg
 	if colour {
 		line = "\x1b[2m2026-05-17T10:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m zeroclaw::acp: " + msg
+	}
+	if l.dialect == "l2" {
+		fmt.Fprintln(os.Stderr, line)
+		return
 	}
 	l.c.line([]byte(line))
 }
 
 func (l *legacy) handle(f frame) {
 	switch f.Method {
+	case "":
+		// A response from the client: legacy agents send no requests.
 	case "initialize":
-		l.noise("initialize", true)
-		caps := map[string]any{"streaming": true, l.key("maxSessions", "max_sessions"): 10, l.key("sessionTimeoutSecs", "session_timeout_secs"): 3600}
-		methods := []string{"initialize", "session/new", "session/prompt", "session/stop", "session/event"}
-		versions := map[string]string{"l0": "0.6.3", "l1": "0.7.0", "l2": "0.7.4"}
+		l.log("ACP server initialized", true)
+		caps := map[string]any{"streaming": true,
+			l.key("maxSessions", "max_sessions"): 10, l.key("sessionTimeoutSecs", "session_timeout_secs"): 3600}
+		methods := []string{"initialize", "session/new", "session/prompt", "session/stop"}
+		version := map[string]string{"l0": "0.6.3", "l1": "0.7.0", "l2": "0.7.4"}[l.dialect]
 		if l.dialect == "l2" {
 			caps["defaultModel"] = "demo-model"
-			methods = append(methods, "session/update")
+			methods = append(methods, "session/update", "session/event")
 		}
 		l.c.result(f.ID, map[string]any{
 			l.key("protocolVersion", "protocol_version"): "1.0",
-			l.key("serverInfo", "server_info"):           map[string]string{"name": "zeroclaw-acp", "version": versions[l.dialect]},
+			l.key("serverInfo", "server_info"):           map[string]string{"name": "zeroclaw-acp", "version": version},
 			"capabilities":                               caps,
 			"methods":                                    methods,
 		})
 	case "session/new":
-		l.n++
-		sid := fmt.Sprintf("legacy-%d-%d", os.Getpid(), l.n)
+		sid := newSessionID()
 		l.sessions[sid] = true
+		l.log("session created", false)
 		l.c.result(f.ID, map[string]any{l.key("sessionId", "session_id"): sid, l.key("workspaceDir", "workspace_dir"): "/tmp"})
 	case "session/prompt":
-		l.noise("prompt received", false)
+		l.log("prompt received", false)
 		l.prompt(f)
 	case "session/stop":
-		sid := sessionParam(f.Params)
+		sid := l.sessionID(f.Params)
 		fmt.Fprintf(os.Stderr, "acptest: session/stop %s\n", sid)
 		if !l.sessions[sid] {
 			l.c.fail(f.ID, -32000, "Session not found: "+sid)
@@ -367,8 +441,9 @@ func (l *legacy) handle(f frame) {
 	}
 }
 
+// prompt runs a whole turn before the next frame is read.
 func (l *legacy) prompt(f frame) {
-	sid := sessionParam(f.Params)
+	sid := l.sessionID(f.Params)
 	text, ok := promptText(f.Params, l.dialect != "l2")
 	if !ok {
 		l.c.fail(f.ID, -32602, "Missing required parameter: prompt")
@@ -393,6 +468,8 @@ func (l *legacy) prompt(f frame) {
 		event(map[string]any{"type": "tool_call", "name": "shell", "args": map[string]string{"command": "ls"}})
 		event(map[string]any{"type": "tool_result", "name": "shell", "output": "ok"})
 	}
+	// Only prompts containing "slow" take ZCB_ACPTEST_DELAY per chunk, so a
+	// test can make one turn long without slowing every later turn.
 	delay := 20 * time.Millisecond
 	if strings.Contains(text, "slow") {
 		delay = l.delay
@@ -406,7 +483,7 @@ func (l *legacy) prompt(f frame) {
 				"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": part}}})
 		} else {
 			event(map[string]any{"type": "chunk", "content": part})
-			l.noise("chunk sent", false)
+			l.log("chunk sent", false)
 		}
 	}
 	res := map[string]any{sidKey: sid, "content": echoReply(text)}

@@ -1,7 +1,11 @@
 package acptest
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,20 +19,34 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
+// lockedWriter serialises whole writes to stdout. The SDK writes each
+// message as one Write call through it, and flood writes its burst of
+// pre-encoded lines under the same mutex, so lines never interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
 // sdkAgent is the fake v1 agent on the SDK's agent side.
 type sdkAgent struct {
 	mode  string
 	crash bool // crash-after-init: this run crashes at session/new
+	out   *lockedWriter
 
 	mu       sync.Mutex
 	conn     *acpsdk.AgentSideConnection
 	sessions map[string]bool
-	n        int
 	prompted bool // lost-session and busy fire once per process
 }
 
 func runSDK(mode string) int {
-	a := &sdkAgent{mode: mode, sessions: map[string]bool{}}
+	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &lockedWriter{w: os.Stdout}}
 	switch mode {
 	case "echo", "slow-chunks", "crash-after-init", "crash-mid-turn", "hang", "ignore-sigterm",
 		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold":
@@ -43,23 +61,21 @@ func runSDK(mode string) int {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 	}
 	if mode == "spam-stderr" {
-		w := os.Stderr
-		lines := envInt("ZCB_ACPTEST_LINES", 5000)
-		var b strings.Builder
-		for i := 0; i < lines; i++ {
-			fmt.Fprintf(&b, "spam line %d\n", i)
+		w := bufio.NewWriterSize(os.Stderr, 64<<10)
+		for i := 0; i < envInt("ZCB_ACPTEST_LINES", 5000); i++ {
+			fmt.Fprintf(w, "spam line %d\n", i)
 		}
-		b.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
-		_, _ = io.WriteString(w, b.String())
+		_, _ = w.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
+		_ = w.Flush()
 	}
-	conn := acpsdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	conn := acpsdk.NewAgentSideConnection(a, a.out, os.Stdin)
 	conn.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()
 	<-conn.Done()
 	if mode == "ignore-sigterm" {
-		select {} // only SIGKILL ends it
+		blockForever() // only SIGKILL ends it
 	}
 	return 0
 }
@@ -78,19 +94,22 @@ func (a *sdkAgent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk
 	if a.crash {
 		os.Exit(3)
 	}
+	sid := newSessionID()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.n++
-	sid := fmt.Sprintf("%s-%d-%d", a.mode, os.Getpid(), a.n)
 	a.sessions[sid] = true
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(sid)}, nil
 }
 
 func (a *sdkAgent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
 	a.mu.Lock()
+	known := a.sessions[string(p.SessionId)]
 	delete(a.sessions, string(p.SessionId))
 	a.mu.Unlock()
 	fmt.Fprintf(os.Stderr, "acptest: session/close %s\n", p.SessionId)
+	if !known {
+		return acpsdk.CloseSessionResponse{}, sessionNotFound(p.SessionId)
+	}
 	return acpsdk.CloseSessionResponse{}, nil
 }
 
@@ -132,7 +151,7 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	}
 	a.mu.Unlock()
 	if !known {
-		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + string(sid)}
+		return acpsdk.PromptResponse{}, sessionNotFound(sid)
 	}
 	if first && a.mode == "busy" {
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32002, Message: "Session already has an active prompt turn: " + string(sid)}
@@ -156,17 +175,19 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 			os.Exit(4)
 		}
 	case "hang":
-		select {}
+		select {} // ignores cancellation; the process ends at stdin EOF
 	case "flood":
-		for i := 0; i < envInt("ZCB_ACPTEST_FLOOD", 3000); i++ {
-			if err := a.chunk(ctx, sid, "x"); err != nil {
-				return cancelled, nil
-			}
+		if err := a.flood(sid, envInt("ZCB_ACPTEST_FLOOD", 3000)); err != nil {
+			return acpsdk.PromptResponse{}, err
 		}
 		return endTurn, nil
 	case "bigline":
-		_ = a.chunk(ctx, sid, strings.Repeat("a", 12<<20))
-		_ = a.chunk(ctx, sid, "😊 small")
+		if err := a.bigline(sid); err != nil {
+			return acpsdk.PromptResponse{}, err
+		}
+		if err := a.chunk(ctx, sid, "😊 small"); err != nil {
+			return cancelled, nil
+		}
 		return endTurn, nil
 	case "perm", "perm-hold":
 		return a.permTurn(ctx, sid, text)
@@ -186,7 +207,8 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text string) (acpsdk.PromptResponse, error) {
 	req := acpsdk.RequestPermissionRequest{SessionId: sid}
 	if q, ok := strings.CutPrefix(text, "ask:"); ok {
-		req.ToolCall = acpsdk.ToolCallUpdate{ToolCallId: "ask-user-1", Title: acpsdk.Ptr(q), Kind: acpsdk.Ptr(acpsdk.ToolKindOther)}
+		req.ToolCall = acpsdk.ToolCallUpdate{ToolCallId: "ask-user-1", Title: acpsdk.Ptr(q),
+			Kind: acpsdk.Ptr(acpsdk.ToolKindOther), Status: acpsdk.Ptr(acpsdk.ToolCallStatusPending)}
 		req.Options = []acpsdk.PermissionOption{
 			{OptionId: "choice-0", Name: "Yes", Kind: acpsdk.PermissionOptionKindAllowOnce},
 			{OptionId: "choice-1", Name: "No", Kind: acpsdk.PermissionOptionKindAllowOnce},
@@ -229,6 +251,55 @@ func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text stri
 		return cancelled, nil
 	}
 	return endTurn, nil
+}
+
+// flood writes n agent_message_chunk notifications "x" as one burst of
+// pre-encoded lines, holding the stdout mutex the SDK writes under.
+func (a *sdkAgent) flood(sid acpsdk.SessionId, n int) error {
+	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acpsdk.ClientMethodSessionUpdate,
+		"params": acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("x")}})
+	if err != nil {
+		return err
+	}
+	a.out.mu.Lock()
+	defer a.out.mu.Unlock()
+	w := bufio.NewWriterSize(a.out.w, 64<<10)
+	for i := 0; i < n; i++ {
+		_, _ = w.Write(line)
+		_ = w.WriteByte('\n')
+	}
+	return w.Flush()
+}
+
+// bigline writes one agent_message_chunk notification whose text is 12 MiB
+// of "a", assembled by hand: encoding it with encoding/json takes seconds
+// under the race detector.
+func (a *sdkAgent) bigline(sid acpsdk.SessionId) error {
+	head, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acpsdk.ClientMethodSessionUpdate,
+		"params": acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("PAD")}})
+	if err != nil {
+		return err
+	}
+	before, after, _ := strings.Cut(string(head), "PAD")
+	a.out.mu.Lock()
+	defer a.out.mu.Unlock()
+	w := bufio.NewWriterSize(a.out.w, 64<<10)
+	_, _ = w.WriteString(before)
+	_, _ = w.WriteString(strings.Repeat("a", 12<<20))
+	_, _ = w.WriteString(after + "\n")
+	return w.Flush()
+}
+
+func sessionNotFound(sid acpsdk.SessionId) error {
+	return &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + string(sid)}
+}
+
+// newSessionID returns a random UUID-shaped session id.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -1,0 +1,5 @@
+//go:build race
+
+package acptest
+
+const raceEnabled = true
