@@ -6,6 +6,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/google/go-cmp v0.7.0
+	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/mattn/go-shellwords v1.0.16

@@ -1,4 +1,16 @@
-// Package emoji is the reply text pipeline: the nine-emoji allowlist and its fallback, the
-// content filter, text cleaning for speech, the sentence cap, the per-stream processor and
-// the emoji-to-emotion maps. It arrives with issue 3 (voice turns).
+// Package emoji is the bridge's reply text pipeline, bridge.py's
+// text_utils in Go: the nine allowed reply emoji and the 😐 fallback, the
+// emoji prefix guarantee, the clean-up for speech, the extra-emoji strip,
+// the sentence cap, the three-tier content filter and the emoji→emotion
+// maps.
+//
+// Two orders apply (spec http-api.md §6.6). A buffered reply runs
+// filter → prefix → clean → strip → cap (Pipeline.Buffered). A streamed
+// reply runs, per agent delta, clean → filter (a hit sends the replacement
+// once and blocks the rest) → prefix on the first non-blank delta →
+// running sentence cap, and at the end clean → filter → prefix → strip →
+// cap over the whole text (Stream).
+//
+// Every length and position counts code points, and "whitespace" is
+// Python's str.isspace(): Unicode White_Space plus U+001C–U+001F.
 package emoji

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +41,23 @@ type config struct {
 	PermAllow       []string
 	PermDeny        []string
 	KidMode         bool
+	KidStatePath    string
+	SmartStatePath  string
 
 	MaxSentences int
 	TZ           *time.Location
 	ConvoLogDir  string
+
+	WeatherLocation string
+	WeatherURL      string
+	WeatherTTL      time.Duration
+	CalendarIDs     []string
+	CalendarSAPath  string
+	GWSBin          string
+	CalendarTTL     time.Duration
+	CalendarPoll    time.Duration
+	HouseholdBucket string
+	PersonPrefix    *regexp.Regexp
 
 	LogLevel  hclog.Level
 	LogFormat string
@@ -128,6 +143,10 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.PermDeny = splitList(v); return nil }},
 	{env: "DOTTY_KID_MODE", def: "true", help: "kid mode: 1, true or yes (any case) is on, anything else off; while on, camera.take_photo is refused",
 		parse: func(c *config, v string) error { c.KidMode = truthy(v); return nil }},
+	{env: "DOTTY_KID_MODE_STATE", def: "/root/zeroclaw-bridge/state/kid-mode", help: "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
+		parse: func(c *config, v string) error { c.KidStatePath = v; return nil }},
+	{env: "DOTTY_SMART_MODE_STATE", def: "/root/zeroclaw-bridge/state/smart-mode", help: "smart-mode state file (true or false; missing means off)",
+		parse: func(c *config, v string) error { c.SmartStatePath = v; return nil }},
 	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
 		parse: func(c *config, v string) error { return parseInt(&c.MaxSentences, v) }},
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
@@ -141,6 +160,46 @@ var settings = []setting{
 		}},
 	{env: "CONVO_LOG_DIR", def: "/root/zeroclaw-bridge/logs", help: "directory of the conversation logs",
 		parse: func(c *config, v string) error { c.ConvoLogDir = v; return nil }},
+	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
+		parse: func(c *config, v string) error {
+			if v = strings.TrimSpace(v); v == "-" {
+				v = ""
+			}
+			c.WeatherLocation = v
+			return nil
+		}},
+	{env: "WEATHER_URL", def: "https://wttr.in", help: "wttr.in-compatible weather service base URL",
+		parse: func(c *config, v string) error {
+			u, err := url.Parse(strings.TrimSpace(v))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return errors.New("want an http or https URL")
+			}
+			c.WeatherURL = strings.TrimRight(u.String(), "/")
+			return nil
+		}},
+	{env: "WEATHER_TTL_SEC", def: "1800", help: "seconds a weather reading is used and between refreshes",
+		parse: func(c *config, v string) error { return parseSeconds(&c.WeatherTTL, v) }},
+	{env: "CALENDAR_ID", def: "", help: "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
+		parse: func(c *config, v string) error { c.CalendarIDs = splitList(v); return nil }},
+	{env: "CALENDAR_SA_PATH", def: "/root/.zeroclaw/secrets/google-calendar-sa.json", help: "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
+		parse: func(c *config, v string) error { c.CalendarSAPath = v; return nil }},
+	{env: "GWS_BIN", def: "/usr/local/bin/gws", help: "Google Workspace CLI used to list calendar events",
+		parse: func(c *config, v string) error { c.GWSBin = v; return nil }},
+	{env: "CALENDAR_TTL_SEC", def: "7200", help: "seconds fetched calendar events stay usable",
+		parse: func(c *config, v string) error { return parseSeconds(&c.CalendarTTL, v) }},
+	{env: "CALENDAR_POLL_SEC", def: "900", help: "seconds between calendar refreshes",
+		parse: func(c *config, v string) error { return parseSeconds(&c.CalendarPoll, v) }},
+	{env: "CALENDAR_HOUSEHOLD_BUCKET", def: "_household", help: "bucket of calendar events not tagged with a person",
+		parse: func(c *config, v string) error { c.HouseholdBucket = v; return nil }},
+	{env: "CALENDAR_PERSON_PREFIX_RE", def: `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`, help: "regular expression with groups person and rest that tags an event summary with a person",
+		parse: func(c *config, v string) error {
+			re, err := regexp.Compile(v)
+			if err != nil || re.SubexpIndex("person") < 0 || re.SubexpIndex("rest") < 0 {
+				return errors.New("want a regular expression with named groups person and rest")
+			}
+			c.PersonPrefix = re
+			return nil
+		}},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -243,6 +302,9 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_IDLE", c.SessionIdle},
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.CancelGrace},
+		{"WEATHER_TTL_SEC", c.WeatherTTL},
+		{"CALENDAR_TTL_SEC", c.CalendarTTL},
+		{"CALENDAR_POLL_SEC", c.CalendarPoll},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ var cmpConfig = []cmp.Option{
 	cmpopts.IgnoreFields(config{}, "raw", "origin"),
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() }),
+	cmp.Comparer(func(a, b *regexp.Regexp) bool { return a.String() == b.String() }),
 }
 
 func defaultConfig(t *testing.T) config {
@@ -43,7 +45,12 @@ func defaultConfig(t *testing.T) config {
 		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second,
 		MaxSessions: 8, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,
 		KidMode: true, MaxSentences: 6, TZ: brisbane, ConvoLogDir: "/root/zeroclaw-bridge/logs",
-		LogLevel: hclog.Info, LogFormat: "text",
+		KidStatePath: "/root/zeroclaw-bridge/state/kid-mode", SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode",
+		WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
+		CalendarSAPath: "/root/.zeroclaw/secrets/google-calendar-sa.json", GWSBin: "/usr/local/bin/gws",
+		CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
+		PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`),
+		LogLevel:     hclog.Info, LogFormat: "text",
 	}
 }
 
@@ -97,6 +104,20 @@ func TestParseConfigValues(t *testing.T) {
 			func(c *config) { c.MaxSentences, c.TZ, c.ConvoLogDir = 3, utc, "/var/log/dotty" }},
 		{"json logs at debug", []string{"LOG_FORMAT", "JSON", "LOG_LEVEL", "Debug"}, func(c *config) { c.LogFormat, c.LogLevel = "json", hclog.Debug }},
 		{"trace logs", []string{"LOG_LEVEL", "trace"}, func(c *config) { c.LogLevel = hclog.Trace }},
+		{"mode state files", []string{"DOTTY_KID_MODE_STATE", "/s/kid", "DOTTY_SMART_MODE_STATE", "/s/smart"},
+			func(c *config) { c.KidStatePath, c.SmartStatePath = "/s/kid", "/s/smart" }},
+		{"weather", []string{"WEATHER_LOCATION", "Hobart", "WEATHER_URL", "http://127.0.0.1:9/", "WEATHER_TTL_SEC", "60"},
+			func(c *config) {
+				c.WeatherLocation, c.WeatherURL, c.WeatherTTL = "Hobart", "http://127.0.0.1:9", time.Minute
+			}},
+		{"weather off", []string{"WEATHER_LOCATION", "-"}, func(c *config) { c.WeatherLocation = "" }},
+		{"calendar", []string{"CALENDAR_ID", "a@group.calendar.google.com, b", "GWS_BIN", "/opt/gws", "CALENDAR_SA_PATH", "/k.json",
+			"CALENDAR_TTL_SEC", "100", "CALENDAR_POLL_SEC", "10", "CALENDAR_HOUSEHOLD_BUCKET", "_all", "CALENDAR_PERSON_PREFIX_RE", `^(?P<person>\w+): (?P<rest>.*)$`},
+			func(c *config) {
+				c.CalendarIDs, c.GWSBin, c.CalendarSAPath = []string{"a@group.calendar.google.com", "b"}, "/opt/gws", "/k.json"
+				c.CalendarTTL, c.CalendarPoll, c.HouseholdBucket = 100*time.Second, 10*time.Second, "_all"
+				c.PersonPrefix = regexp.MustCompile(`^(?P<person>\w+): (?P<rest>.*)$`)
+			}},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
 	}
 	for _, tt := range tests {
@@ -219,6 +240,11 @@ func TestValidate(t *testing.T) {
 			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
 		}},
 		{"boundaries", func(c *config) { c.Port, c.SessionMaxTurns, c.MaxSessions, c.Timeout = 0, 1, 1, time.Nanosecond }, nil},
+		{"refresh intervals", func(c *config) { c.WeatherTTL, c.CalendarTTL, c.CalendarPoll = 0, 0, -time.Second }, []string{
+			`invalid WEATHER_TTL_SEC "0": want more than 0 seconds`,
+			`invalid CALENDAR_TTL_SEC "0": want more than 0 seconds`,
+			`invalid CALENDAR_POLL_SEC "-1": want more than 0 seconds`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,13 +281,15 @@ func TestSettingsTable(t *testing.T) {
 		"ZEROCLAW_INIT_TIMEOUT", "ZEROCLAW_SESSION_IDLE", "ZEROCLAW_SESSION_MAX_TURNS", "ZEROCLAW_SESSION_MAX_AGE_SEC",
 		"ZEROCLAW_MAX_SESSIONS", "ZEROCLAW_SESSION_KEY", "ZEROCLAW_AGENT_ALIAS", "ZEROCLAW_SESSION_CWD",
 		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "DOTTY_KID_MODE",
-		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT"} {
+		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT", "DOTTY_KID_MODE_STATE", "DOTTY_SMART_MODE_STATE",
+		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
+		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 22 {
-		t.Errorf("%d settings, want 22 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 34 {
+		t.Errorf("%d settings, want 34 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -75,10 +75,11 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // bridgeProc is a running bridge binary.
 type bridgeProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	addr   string
-	exited chan error // receives cmd.Wait's result once
+	t        *testing.T
+	cmd      *exec.Cmd
+	addr     string
+	stateDir string     // CONVO_LOG_DIR and the mode state files live here
+	exited   chan error // receives cmd.Wait's result once
 
 	mu     sync.Mutex
 	stderr strings.Builder
@@ -95,7 +96,12 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 	bin := bridgeBinary(t)
 	p := &bridgeProc{t: t, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin)
-	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug"}, env...)
+	state := t.TempDir()
+	p.stateDir = state
+	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug",
+		// Keep the bridge's files in the test's directory and off the network.
+		"CONVO_LOG_DIR=" + filepath.Join(state, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(state, "kid-mode"),
+		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-"}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -427,5 +433,64 @@ func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("demo agent did not exit at stdin EOF")
+	}
+}
+
+// TestBridgeVoiceTurnsWithDemoAgent speaks to the built binary the way
+// xiaozhi's ZeroClawLLM provider does, on both routes.
+func TestBridgeVoiceTurnsWithDemoAgent(t *testing.T) {
+	p := startBridge(t)
+	p.health("the demo agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
+
+	req := `{"content":"[Context] You are Dotty.\n\n[User] hello robot","channel":"dotty","session_id":"e2e","metadata":{"provider":"zeroclaw"}}`
+	resp, err := http.Post("http://"+p.addr+"/api/message/stream", "application/json", strings.NewReader(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/x-ndjson" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+	}
+	var chunks []string
+	var final map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		switch f["type"] {
+		case "chunk":
+			chunks = append(chunks, f["content"].(string))
+		case "final":
+			final = f
+		}
+	}
+	text := strings.Join(chunks, "")
+	if len(chunks) < 3 || final == nil || final["content"] != text || !strings.Contains(text, `"hello robot"`) || final["session_id"] != "e2e" {
+		t.Errorf("chunks %q final %v", chunks, final)
+	}
+
+	resp, err = http.Post("http://"+p.addr+"/api/message", "application/json", strings.NewReader(`{"content":"second turn"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if r, _ := out["response"].(string); !strings.Contains(r, `"second turn"`) || out["emotion"] == nil {
+		t.Errorf("buffered reply %v", out)
+	}
+
+	waitFor(t, 5*time.Second, "two conversation records", func() bool {
+		files, _ := filepath.Glob(filepath.Join(p.stateDir, "logs", "convo-*.ndjson"))
+		if len(files) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(files[0])
+		return strings.Count(string(b), "\n") == 2
+	})
+	if _, m := p.get("/metrics"); !strings.Contains(m, `dotty_request_duration_seconds_count{endpoint="message_stream"} 1`) {
+		t.Error("stream turn not in the metrics")
 	}
 }

@@ -37,7 +37,10 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -232,12 +235,17 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	)
 	acpMetrics := acp.NewMetrics(reg)
 	metrics := bridge.NewMetrics(reg)
-	if cfg.KidMode {
-		metrics.KidModeActive.Set(1)
-	}
+	// Kid mode is read live from its state file (DOTTY_KID_MODE when absent)
+	// by both the voice prompt and the permission policy.
+	modes := admin.NewModes(admin.ModesConfig{
+		KidStatePath:   cfg.KidStatePath,
+		KidDefault:     cfg.KidMode,
+		SmartStatePath: cfg.SmartStatePath,
+		KidGauge:       metrics.KidModeActive,
+		Logger:         log.Named("admin"),
+	})
 
 	acpLog := log.Named("acp")
-	kidMode := cfg.KidMode
 	supCfg := acp.Config{
 		Command:       command,
 		Args:          args,
@@ -249,7 +257,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Permissions: &acp.Policy{
 			Allow:   cfg.PermAllow,
 			Deny:    cfg.PermDeny,
-			KidMode: func() bool { return kidMode },
+			KidMode: modes.KidMode,
 			Logger:  acpLog.Named("permission"),
 		},
 		Logger:  acpLog,
@@ -277,12 +285,45 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	if err := errors.Join(supCfg.Validate(), poolCfg.Validate(), httpCfg.Validate()); err != nil {
 		return &usageError{err}
 	}
+	periCfg := periphery.Config{
+		Location:         cfg.TZ,
+		WeatherLocation:  cfg.WeatherLocation,
+		WeatherURL:       cfg.WeatherURL,
+		WeatherTTL:       cfg.WeatherTTL,
+		CalendarIDs:      cfg.CalendarIDs,
+		GWSBin:           cfg.GWSBin,
+		CalendarSAPath:   cfg.CalendarSAPath,
+		CalendarTTL:      cfg.CalendarTTL,
+		CalendarPoll:     cfg.CalendarPoll,
+		HouseholdBucket:  cfg.HouseholdBucket,
+		PersonPrefix:     cfg.PersonPrefix,
+		Logger:           log.Named("periphery"),
+		CalendarFailures: metrics.CalendarFetchFailures,
+	}
+	voiceCfg := bridge.VoiceConfig{
+		Agent:        pool,
+		Timeout:      cfg.Timeout,
+		MaxSentences: cfg.MaxSentences,
+		Location:     cfg.TZ,
+		KidMode:      modes,
+		ConvoLog:     convolog.New(convolog.Config{Dir: cfg.ConvoLogDir, Location: cfg.TZ, Logger: log.Named("convolog")}),
+		Turns:        bridge.NewTurnBus(),
+		Metrics:      metrics,
+		Logger:       log.Named("voice"),
+	}
+	if err := errors.Join(periCfg.Validate(), voiceCfg.Validate()); err != nil {
+		return &usageError{err}
+	}
+	peri := periphery.New(periCfg)
+	voiceCfg.Context = peri
 	srv := bridge.New(httpCfg)
+	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
 
 	var g oklogrun.Group
 	addActor(&g, srv.Run)  // 1: stop accepting, drain requests (ShutdownTimeout)
 	addActor(&g, pool.Run) // 2: finish background cancel settlements
 	addActor(&g, sup.Run)  // 3: retire sessions, stop the agent child
+	addActor(&g, peri.Run) // 4: stop refreshing weather and calendar
 
 	var shutdownStart time.Time // written by the signal actor before g.Run returns
 	sigExec, sigInterrupt := oklogrun.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ func TestRunInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr lockedBuffer
-	getenv := env("BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
+	getenv := isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
 		"LOG_LEVEL", "debug", "LOG_FORMAT", "text")
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, getenv, &stdout, &stderr) }()
@@ -114,7 +115,7 @@ func TestRunReportsListenFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	getenv := env("BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw")
+	getenv := isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw")
 	go func() { done <- run(ctx, nil, getenv, io.Discard, &first) }()
 	listening := regexp.MustCompile(`http server listening: addr=127\.0\.0\.1:(\d+)`)
 	var port string
@@ -126,7 +127,7 @@ func TestRunReportsListenFailure(t *testing.T) {
 	})
 
 	var second lockedBuffer
-	err := run(context.Background(), nil, env("BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
+	err := run(context.Background(), nil, isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
 	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) {
 		t.Errorf("second run = %v, want a listen error", err)
 	}
@@ -142,4 +143,13 @@ func TestRunReportsListenFailure(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("first run did not return")
 	}
+}
+
+// isolatedEnv is env plus settings that keep a test bridge's files in the
+// test's directory and its weather lookups off the network.
+func isolatedEnv(t *testing.T, kv ...string) func(string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return env(append(kv, "CONVO_LOG_DIR", filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE", filepath.Join(dir, "kid-mode"),
+		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-")...)
 }

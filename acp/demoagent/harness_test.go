@@ -1,0 +1,257 @@
+package demoagent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"go.uber.org/goleak"
+)
+
+// waitLimit bounds every wait in these tests; nothing should come near it.
+const waitLimit = 5 * time.Second
+
+func TestMain(m *testing.M) {
+	// Per-test checks (verifyNoLeaks) pinpoint the culprit; this one also
+	// covers benchmarks.
+	goleak.VerifyTestMain(m)
+}
+
+// verifyNoLeaks fails t if goroutines outlive it. Call it first: cleanups
+// run last-in first-out, so the check runs after every other cleanup.
+func verifyNoLeaks(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+}
+
+// within returns a context that ends after waitLimit.
+func within(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// testClient is the ACP client side: it records the session/update
+// notifications the agent sends and fails the test on anything else the
+// agent asks for.
+type testClient struct {
+	tb testing.TB
+
+	mu      sync.Mutex
+	chunks  map[acp.SessionId][]string // agent_message_chunk texts
+	other   []acp.SessionNotification  // any other update
+	changed chan struct{}              // closed and replaced on every update
+}
+
+var _ acp.Client = (*testClient)(nil)
+
+func newTestClient(tb testing.TB) *testClient {
+	return &testClient{tb: tb, chunks: make(map[acp.SessionId][]string), changed: make(chan struct{})}
+}
+
+func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if u := n.Update.AgentMessageChunk; u != nil && u.Content.Text != nil {
+		c.chunks[n.SessionId] = append(c.chunks[n.SessionId], u.Content.Text.Text)
+	} else {
+		c.other = append(c.other, n)
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return nil
+}
+
+// chunksOf returns a copy of the chunks received so far for a session.
+func (c *testClient) chunksOf(sid acp.SessionId) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.chunks[sid]...)
+}
+
+// otherUpdates returns the updates that were not agent message chunks.
+func (c *testClient) otherUpdates() []acp.SessionNotification {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]acp.SessionNotification(nil), c.other...)
+}
+
+// waitChunks waits until the session has at least n chunks and returns
+// them; it fails the test after waitLimit. Call it from the test goroutine.
+func (c *testClient) waitChunks(sid acp.SessionId, n int) []string {
+	c.tb.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		got := append([]string(nil), c.chunks[sid]...)
+		changed := c.changed
+		c.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			c.tb.Fatalf("session %s: got %d chunks after %s, want %d", sid, len(got), waitLimit, n)
+		}
+	}
+}
+
+func (c *testClient) unexpected(method string) error {
+	c.tb.Errorf("the demo agent called client method %s", method)
+	return errors.New("demo agent test client: unexpected " + method)
+}
+
+func (c *testClient) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	return acp.RequestPermissionResponse{}, c.unexpected("session/request_permission")
+}
+
+func (c *testClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, c.unexpected("fs/read_text_file")
+}
+
+func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, c.unexpected("fs/write_text_file")
+}
+
+func (c *testClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, c.unexpected("terminal/create")
+}
+
+func (c *testClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, c.unexpected("terminal/kill")
+}
+
+func (c *testClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, c.unexpected("terminal/output")
+}
+
+func (c *testClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, c.unexpected("terminal/release")
+}
+
+func (c *testClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, c.unexpected("terminal/wait_for_exit")
+}
+
+// harness is an in-process demo agent and an SDK client connected to it
+// over two io.Pipe pairs.
+type harness struct {
+	tb     testing.TB
+	conn   *acp.ClientSideConnection
+	client *testClient
+
+	toAgent   *io.PipeWriter // the client's writes; closing it is EOF for the agent
+	fromAgent *io.PipeWriter // the agent's out
+	cancel    context.CancelFunc
+	served    chan error
+
+	stopOnce sync.Once
+	serveErr error
+}
+
+// startAgent runs serve with opts and h and connects a client to it. The
+// agent is shut down (client closes its pipe) when the test ends, unless
+// the test calls shutdown first.
+func startAgent(tb testing.TB, opts Options, h hooks) *harness {
+	tb.Helper()
+	toAgentR, toAgentW := io.Pipe()
+	fromAgentR, fromAgentW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	hs := &harness{
+		tb:        tb,
+		client:    newTestClient(tb),
+		toAgent:   toAgentW,
+		fromAgent: fromAgentW,
+		cancel:    cancel,
+		served:    make(chan error, 1),
+	}
+	go func() { hs.served <- serve(ctx, toAgentR, fromAgentW, opts, h) }()
+	hs.conn = acp.NewClientSideConnection(hs.client, toAgentW, fromAgentR)
+	hs.conn.SetLogger(slog.New(slog.DiscardHandler))
+	tb.Cleanup(func() { _ = hs.shutdown() })
+	return hs
+}
+
+// shutdown closes the client's end like a departing peer, waits for Serve
+// to return, then closes the agent's out so the client connection ends too.
+// It returns Serve's result.
+func (hs *harness) shutdown() error {
+	hs.tb.Helper()
+	hs.stopOnce.Do(func() {
+		defer hs.cancel()
+		_ = hs.toAgent.Close()
+		select {
+		case hs.serveErr = <-hs.served:
+		case <-time.After(waitLimit):
+			hs.tb.Fatal("Serve did not return after the client closed its pipe")
+		}
+		_ = hs.fromAgent.Close()
+		select {
+		case <-hs.conn.Done():
+		case <-time.After(waitLimit):
+			hs.tb.Fatal("client connection did not end")
+		}
+	})
+	return hs.serveErr
+}
+
+// newSession creates a session and fails the test on error.
+func (hs *harness) newSession() acp.SessionId {
+	hs.tb.Helper()
+	r, err := hs.conn.NewSession(within(hs.tb), acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{}})
+	if err != nil {
+		hs.tb.Fatalf("session/new: %v", err)
+	}
+	return r.SessionId
+}
+
+// prompt sends one text prompt and waits for the turn's result.
+func (hs *harness) prompt(ctx context.Context, sid acp.SessionId, text string) (acp.PromptResponse, error) {
+	return hs.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+}
+
+// turnResult is a finished prompt.
+type turnResult struct {
+	resp acp.PromptResponse
+	err  error
+}
+
+// promptAsync sends a prompt from a new goroutine; the result arrives on the
+// returned channel.
+func (hs *harness) promptAsync(ctx context.Context, sid acp.SessionId, text string) <-chan turnResult {
+	ch := make(chan turnResult, 1)
+	go func() {
+		r, err := hs.prompt(ctx, sid, text)
+		ch <- turnResult{r, err}
+	}()
+	return ch
+}
+
+// await waits for a turn result for at most limit.
+func await(tb testing.TB, ch <-chan turnResult, limit time.Duration) turnResult {
+	tb.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(limit):
+		tb.Fatalf("prompt did not finish within %s", limit)
+		return turnResult{}
+	}
+}
+
+// rpcError returns err's JSON-RPC error, failing the test if it is not one.
+func rpcError(tb testing.TB, err error) *acp.RequestError {
+	tb.Helper()
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		tb.Fatalf("got error %v, want a JSON-RPC error", err)
+	}
+	return re
+}

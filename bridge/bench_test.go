@@ -1,0 +1,198 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+const benchReply = "😊 A comet is a ball of ice and dust. When it nears the Sun it grows a glowing tail!"
+
+// instantAgent answers at once: the timings are the bridge's own work.
+var instantAgent = turnerFunc(func(_ context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+	_ = req.Prompt(1)
+	if req.OnChunk != nil {
+		for _, w := range strings.SplitAfter(benchReply, " ") {
+			req.OnChunk(w)
+		}
+	}
+	return acp.TurnResult{Text: benchReply}, nil
+})
+
+func benchServer(b *testing.B, agent Turner) string {
+	b.Helper()
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	NewVoice(VoiceConfig{
+		Agent:    agent,
+		Location: brisbane,
+		Metrics:  NewMetrics(prometheus.NewRegistry()),
+		ConvoLog: convolog.New(convolog.Config{Dir: filepath.Join(b.TempDir(), "logs"), Location: brisbane}),
+		Turns:    NewTurnBus(),
+	}).Routes(e)
+	ts := httptest.NewServer(e)
+	b.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// reportPercentiles adds p50 and p99 of samples (µs) to the benchmark.
+func reportPercentiles(b *testing.B, samples []time.Duration, name string) {
+	b.Helper()
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	at := func(q float64) float64 {
+		return float64(samples[min(len(samples)-1, int(q*float64(len(samples))))].Microseconds())
+	}
+	b.ReportMetric(at(0.50), name+"-p50-µs")
+	b.ReportMetric(at(0.99), name+"-p99-µs")
+}
+
+const benchBody = `{"content":"[Context] You are Dotty.\n\n[User] what is a comet?","channel":"dotty","session_id":"bench","metadata":{"provider":"zeroclaw"}}`
+
+// BenchmarkAddedLatencyBuffered is one /api/message turn with an agent
+// that answers instantly: request parsing, sandwich, pipeline, convo log,
+// metrics and HTTP on loopback — what the bridge adds to a turn.
+func BenchmarkAddedLatencyBuffered(b *testing.B) {
+	url := benchServer(b, instantAgent) + "/api/message"
+	client := &http.Client{}
+	samples := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		samples = append(samples, time.Since(start))
+	}
+	reportPercentiles(b, samples, "turn")
+}
+
+// BenchmarkAddedLatencyStream is the same turn on /api/message/stream,
+// timed to the final frame.
+func BenchmarkAddedLatencyStream(b *testing.B) {
+	url := benchServer(b, instantAgent) + "/api/message/stream"
+	client := &http.Client{}
+	samples := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		samples = append(samples, time.Since(start))
+	}
+	reportPercentiles(b, samples, "turn")
+}
+
+// BenchmarkChunkForwarding measures from the agent handing the bridge a
+// chunk to the caller reading its NDJSON line.
+func BenchmarkChunkForwarding(b *testing.B) {
+	const perTurn = 20
+	sent := make(chan time.Time, perTurn)
+	agent := turnerFunc(func(_ context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		_ = req.Prompt(1)
+		for i := 0; i < perTurn; i++ {
+			sent <- time.Now()
+			req.OnChunk(fmt.Sprintf("😊 word%d ", i))
+			time.Sleep(200 * time.Microsecond) // let the caller read each line on its own
+		}
+		return acp.TurnResult{Text: "😊 done"}, nil
+	})
+	url := benchServer(b, agent) + "/api/message/stream"
+	client := &http.Client{}
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for n := 0; n < b.N; n += perTurn {
+		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				break
+			}
+			if strings.Contains(line, `"chunk"`) {
+				samples = append(samples, time.Since(<-sent))
+			}
+		}
+		resp.Body.Close()
+	}
+	reportPercentiles(b, samples, "chunk")
+}
+
+// BenchmarkTurnThroughDemoAgent is a whole streamed turn through the pool
+// and the in-process demo agent (ACP on both SDK sides included).
+func BenchmarkTurnThroughDemoAgent(b *testing.B) {
+	url := benchServer(b, demoPool(b)) + "/api/message/stream"
+	client := &http.Client{}
+	samples := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		samples = append(samples, time.Since(start))
+	}
+	reportPercentiles(b, samples, "turn")
+}
+
+// BenchmarkAddedLatencyStreamOneChunk is a streamed turn whose agent sends
+// its reply as one chunk: the stream path's fixed cost per turn (headers,
+// one chunk, final), without the per-chunk flushes measured by
+// BenchmarkChunkForwarding.
+func BenchmarkAddedLatencyStreamOneChunk(b *testing.B) {
+	agent := turnerFunc(func(_ context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		_ = req.Prompt(1)
+		req.OnChunk(benchReply)
+		return acp.TurnResult{Text: benchReply}, nil
+	})
+	url := benchServer(b, agent) + "/api/message/stream"
+	client := &http.Client{}
+	samples := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		samples = append(samples, time.Since(start))
+	}
+	reportPercentiles(b, samples, "turn")
+}

@@ -1,0 +1,226 @@
+// Package convolog writes the conversation log: one NDJSON record per
+// completed voice turn in <dir>/convo-YYYY-MM-DD.ndjson, in bridge.py's
+// schema and key order, with the directory at 0700, files at 0600 and dates
+// in the configured time zone. A write failure is logged and never fails
+// the turn.
+package convolog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Record is one completed turn.
+type Record struct {
+	// TS is when the turn completed.
+	TS time.Time
+	// Type is "chat" for voice turns.
+	Type string
+	// Channel is the request channel, "" when none.
+	Channel string
+	// SessionID is the caller's or the generated session id.
+	SessionID string
+	// RequestText is the raw request content, not the prompt sandwich.
+	RequestText string
+	// ResponseText is the text returned to the caller, fallback strings included.
+	ResponseText string
+	// EmojiUsed is the allowed emoji starting ResponseText, or "".
+	EmojiUsed string
+	// Latency is the turn time.
+	Latency time.Duration
+	// Error is "" or the failure kind (timeout, binary_missing, exception).
+	Error string
+	// Phases are the agent's latency phases; nil omits them (failed turns).
+	Phases *Phases
+}
+
+// Phases are bridge.py's latency_phases.
+type Phases struct {
+	Total, NewSession, Prompt, Stop time.Duration
+	Reused                          bool
+}
+
+// Config configures the log.
+type Config struct {
+	// Dir is CONVO_LOG_DIR.
+	Dir string
+	// Location is the zone of file dates and timestamps (TZ).
+	Location *time.Location
+	// Logger receives write failures. Nil discards.
+	Logger hclog.Logger
+}
+
+// Log appends records; safe for concurrent use.
+type Log struct {
+	dir string
+	loc *time.Location
+	log hclog.Logger
+
+	mu     sync.Mutex
+	dirOK  bool
+	warned bool
+}
+
+// New returns a log writing under cfg.Dir, creating the directory (0700)
+// now; a failure is logged and retried at the next write.
+func New(cfg Config) *Log {
+	l := &Log{dir: cfg.Dir, loc: cfg.Location, log: cfg.Logger}
+	if l.loc == nil {
+		l.loc = time.Local
+	}
+	if l.log == nil {
+		l.log = hclog.NewNullLogger()
+	}
+	l.mu.Lock()
+	l.ensureDirLocked()
+	l.mu.Unlock()
+	return l
+}
+
+func (l *Log) ensureDirLocked() bool {
+	if l.dirOK {
+		return true
+	}
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		l.warnLocked("cannot create the conversation log directory", err)
+		return false
+	}
+	l.dirOK = true
+	return true
+}
+
+func (l *Log) warnLocked(msg string, err error) {
+	if l.warned {
+		l.log.Debug(msg, "dir", l.dir, "error", err)
+		return
+	}
+	l.warned = true
+	l.log.Warn(msg+"; turns continue without it", "dir", l.dir, "error", err)
+}
+
+// Path returns the file a record stamped t goes to.
+func (l *Log) Path(t time.Time) string {
+	return filepath.Join(l.dir, "convo-"+t.In(l.loc).Format("2006-01-02")+".ndjson")
+}
+
+// Write appends r. Failures are logged (the first at Warn), never returned.
+func (l *Log) Write(r Record) {
+	line, err := Encode(r, l.loc)
+	if err != nil {
+		l.log.Error("cannot encode conversation record", "error", err)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ensureDirLocked() {
+		return
+	}
+	path := l.Path(r.TS)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		l.warnLocked("cannot open the conversation log", err)
+		return
+	}
+	_, werr := f.Write(line)
+	cerr := f.Close()
+	if err := os.Chmod(path, 0o600); err != nil && werr == nil {
+		werr = err
+	}
+	if werr != nil || cerr != nil {
+		l.warnLocked("cannot write the conversation log", fmt.Errorf("%s: %w", path, errorsJoin(werr, cerr)))
+		return
+	}
+	l.warned = false
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// record is the on-disk shape; field order is bridge.py's.
+type record struct {
+	TS            string      `json:"ts"`
+	Type          string      `json:"type"`
+	Channel       string      `json:"channel"`
+	SessionID     string      `json:"session_id"`
+	RequestText   string      `json:"request_text"`
+	ResponseLen   int         `json:"response_len"`
+	ResponseText  string      `json:"response_text"`
+	EmojiUsed     string      `json:"emoji_used"`
+	LatencyMS     int64       `json:"latency_ms"`
+	Error         *string     `json:"error"`
+	LatencyPhases *phasesJSON `json:"latency_phases,omitempty"`
+}
+
+type phasesJSON struct {
+	TotalMS  int64           `json:"total_ms"`
+	NewMS    int64           `json:"new_ms"`
+	PromptMS int64           `json:"prompt_ms"`
+	StopMS   int64           `json:"stop_ms"`
+	Reused   json.RawMessage `json:"reused"`
+}
+
+// Encode returns r as one NDJSON line (with its newline), raw UTF-8.
+func Encode(r Record, loc *time.Location) ([]byte, error) {
+	if loc == nil {
+		loc = time.Local
+	}
+	out := record{
+		TS:           Timestamp(r.TS.In(loc)),
+		Type:         r.Type,
+		Channel:      r.Channel,
+		SessionID:    r.SessionID,
+		RequestText:  r.RequestText,
+		ResponseLen:  utf8.RuneCountInString(r.ResponseText),
+		ResponseText: r.ResponseText,
+		EmojiUsed:    r.EmojiUsed,
+		LatencyMS:    r.Latency.Round(time.Millisecond).Milliseconds(),
+	}
+	if out.Type == "" {
+		out.Type = "chat"
+	}
+	if r.Error != "" {
+		e := r.Error
+		out.Error = &e
+	}
+	if p := r.Phases; p != nil {
+		reused := json.RawMessage("0.0")
+		if p.Reused {
+			reused = json.RawMessage("1.0")
+		}
+		out.LatencyPhases = &phasesJSON{
+			TotalMS:  p.Total.Round(time.Millisecond).Milliseconds(),
+			NewMS:    p.NewSession.Round(time.Millisecond).Milliseconds(),
+			PromptMS: p.Prompt.Round(time.Millisecond).Milliseconds(),
+			StopMS:   p.Stop.Round(time.Millisecond).Milliseconds(),
+			Reused:   reused,
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Timestamp formats t like Python's datetime.isoformat(): microseconds
+// unless they are zero, then the numeric offset.
+func Timestamp(t time.Time) string {
+	if t.Nanosecond()/1000 == 0 {
+		return t.Format("2006-01-02T15:04:05-07:00")
+	}
+	return t.Format("2006-01-02T15:04:05.000000-07:00")
+}

@@ -1,0 +1,206 @@
+package periphery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults (bridge.py's, spec §17.6).
+const (
+	DefaultWeatherURL      = "https://wttr.in"
+	DefaultWeatherTTL      = 1800 * time.Second
+	DefaultGWSBin          = "/usr/local/bin/gws"
+	DefaultCalendarTTL     = 7200 * time.Second
+	DefaultCalendarPoll    = 900 * time.Second
+	DefaultHouseholdBucket = "_household"
+	// DefaultPersonPrefix is CALENDAR_PERSON_PREFIX_RE's default.
+	DefaultPersonPrefix = `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`
+)
+
+// Fixed bounds (spec §15.4, §15.5).
+const (
+	weatherRequestTimeout = 10 * time.Second
+	weatherOverallTimeout = 15 * time.Second
+	calendarFetchTimeout  = 15 * time.Second
+	// processWaitDelay bounds Wait after a kill when a grandchild still
+	// holds gws's output pipes.
+	processWaitDelay = 2 * time.Second
+)
+
+var defaultPersonPrefix = regexp.MustCompile(DefaultPersonPrefix)
+
+// Failure kinds of dotty_calendar_fetch_failures_total.
+const (
+	KindTimeout      = "timeout"
+	KindParse        = "parse"
+	KindOther        = "other"
+	KindOrchestrator = "orchestrator"
+)
+
+// FailureKinds are the kind labels pre-created at zero.
+var FailureKinds = []string{KindTimeout, KindParse, KindOther, KindOrchestrator}
+
+// Config configures a Periphery. The zero value works: weather and calendar
+// are both disabled and Run only waits for its context.
+type Config struct {
+	// Location is TZ: "today" boundaries and event times (default time.Local).
+	Location *time.Location
+	// WeatherLocation is WEATHER_LOCATION; "" disables weather (cmd applies
+	// bridge.py's default "Brisbane").
+	WeatherLocation string
+	// WeatherURL is the wttr.in-compatible base URL (default https://wttr.in).
+	WeatherURL string
+	// WeatherTTL is WEATHER_TTL_SEC: how long a reading is served and the
+	// refresh period (default 1800 s).
+	WeatherTTL time.Duration
+	// CalendarIDs is CALENDAR_ID split on commas; empty disables the calendar.
+	CalendarIDs []string
+	// GWSBin is GWS_BIN (default /usr/local/bin/gws).
+	GWSBin string
+	// CalendarSAPath is CALENDAR_SA_PATH, given to gws as
+	// GOOGLE_APPLICATION_CREDENTIALS ("" leaves the environment as is).
+	CalendarSAPath string
+	// CalendarTTL is CALENDAR_TTL_SEC: cached events older than this are not
+	// used (default 7200 s).
+	CalendarTTL time.Duration
+	// CalendarPoll is CALENDAR_POLL_SEC: the refresh period (default 900 s).
+	CalendarPoll time.Duration
+	// HouseholdBucket is CALENDAR_HOUSEHOLD_BUCKET: the owner of events not
+	// tagged with a person (default "_household").
+	HouseholdBucket string
+	// PersonPrefix is CALENDAR_PERSON_PREFIX_RE; it must have the named
+	// groups person and rest (default DefaultPersonPrefix).
+	PersonPrefix *regexp.Regexp
+	// Logger receives refresh failures and recoveries; nil discards.
+	Logger hclog.Logger
+	// CalendarFailures is dotty_calendar_fetch_failures_total{kind}; nil
+	// counts nothing.
+	CalendarFailures *prometheus.CounterVec
+	// HTTPClient fetches the weather; nil means a client with a 10 s timeout
+	// and no keep-alive (one request every half hour).
+	HTTPClient *http.Client
+
+	// Test hooks; zero means the real thing.
+	now             func() time.Time
+	sleep           func(ctx context.Context, d time.Duration) error
+	calendarTimeout time.Duration
+	weatherTimeout  time.Duration
+}
+
+// Validate reports every configuration error, joined.
+func (c Config) Validate() error {
+	var errs []error
+	if c.WeatherURL != "" {
+		u, err := url.Parse(c.WeatherURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("weather url %q: want an http or https URL", c.WeatherURL))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"weather ttl", c.WeatherTTL}, {"calendar ttl", c.CalendarTTL}, {"calendar poll", c.CalendarPoll}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.v))
+		}
+	}
+	for i, id := range c.CalendarIDs {
+		if strings.TrimSpace(id) == "" {
+			errs = append(errs, fmt.Errorf("calendar id %d is blank", i))
+		}
+	}
+	if c.PersonPrefix != nil {
+		if c.PersonPrefix.SubexpIndex("person") < 0 || c.PersonPrefix.SubexpIndex("rest") < 0 {
+			errs = append(errs, fmt.Errorf("calendar person prefix %q: want named groups person and rest", c.PersonPrefix.String()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns a copy with every zero field defaulted.
+func (c Config) withDefaults() Config {
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	c.WeatherLocation = strings.TrimSpace(c.WeatherLocation)
+	if c.WeatherURL == "" {
+		c.WeatherURL = DefaultWeatherURL
+	}
+	c.WeatherURL = strings.TrimRight(c.WeatherURL, "/")
+	if c.WeatherTTL <= 0 {
+		c.WeatherTTL = DefaultWeatherTTL
+	}
+	ids := make([]string, 0, len(c.CalendarIDs))
+	for _, id := range c.CalendarIDs {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	c.CalendarIDs = ids
+	if c.GWSBin == "" {
+		c.GWSBin = DefaultGWSBin
+	}
+	if c.CalendarTTL <= 0 {
+		c.CalendarTTL = DefaultCalendarTTL
+	}
+	if c.CalendarPoll <= 0 {
+		c.CalendarPoll = DefaultCalendarPoll
+	}
+	if c.HouseholdBucket == "" {
+		c.HouseholdBucket = DefaultHouseholdBucket
+	}
+	if c.PersonPrefix == nil || c.PersonPrefix.SubexpIndex("person") < 0 || c.PersonPrefix.SubexpIndex("rest") < 0 {
+		c.PersonPrefix = defaultPersonPrefix
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = defaultHTTPClient()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	if c.calendarTimeout <= 0 {
+		c.calendarTimeout = calendarFetchTimeout
+	}
+	if c.weatherTimeout <= 0 {
+		c.weatherTimeout = weatherOverallTimeout
+	}
+	return c
+}
+
+func defaultHTTPClient() *http.Client {
+	var tr *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr = dt.Clone()
+	} else {
+		tr = &http.Transport{Proxy: http.ProxyFromEnvironment}
+	}
+	tr.DisableKeepAlives = true
+	return &http.Client{Timeout: weatherRequestTimeout, Transport: tr}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

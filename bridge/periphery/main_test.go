@@ -1,0 +1,272 @@
+package periphery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as the fake gws: Config.GWSBin points at the test binary,
+// and "calendar events list --params <json>" runs fakeGWS instead of the tests.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 4 && os.Args[1] == "calendar" && os.Args[2] == "events" && os.Args[3] == "list" {
+		os.Exit(fakeGWS(os.Args[1:]))
+	}
+	// The race runtime sleeps 1 s before a clean exit; the fake gws
+	// children inherit this and exit at once.
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	os.Exit(m.Run())
+}
+
+// gwsCall is what the fake gws received, appended as one JSON line to
+// $GOOGLE_APPLICATION_CREDENTIALS.calls.
+type gwsCall struct {
+	Args []string `json:"args"`
+	GAC  string   `json:"gac"`
+}
+
+// fakeGWS behaves by calendarId:
+//
+//	ok       canned events (timed, all-day, cancelled, [Alex], e-mail, ISO, UTC, [sam])
+//	dup      [Alex] Swimming again plus a household pickup
+//	context  just "[Alex] Swimming" at 09:30 and all-day "Bin night"
+//	empty    no items
+//	fail     exit 1 with a stderr line
+//	slow     sleep past any test timeout
+//	badjson  invalid JSON
+//	apierror a Calendar API error object, exit 0
+//	toggle   the mode named in $GOOGLE_APPLICATION_CREDENTIALS.mode (default ok)
+func fakeGWS(args []string) int {
+	gac := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")
+	if gac != "" {
+		line, _ := json.Marshal(gwsCall{Args: args, GAC: gac})
+		f, err := os.OpenFile(gac+".calls", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, _ = f.Write(append(line, '\n'))
+			_ = f.Close()
+		}
+	}
+	if len(args) != 5 || args[3] != "--params" {
+		fmt.Fprintln(os.Stderr, "fake gws: bad arguments")
+		return 2
+	}
+	var params gwsParams
+	if err := json.Unmarshal([]byte(args[4]), &params); err != nil {
+		fmt.Fprintln(os.Stderr, "fake gws: bad params:", err)
+		return 2
+	}
+	day, err := time.Parse(time.RFC3339, params.TimeMin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake gws: bad timeMin:", err)
+		return 2
+	}
+	mode := params.CalendarID
+	if mode == "toggle" {
+		mode = "ok"
+		if b, err := os.ReadFile(gac + ".mode"); err == nil {
+			mode = strings.TrimSpace(string(b))
+		}
+	}
+	at := func(hhmm string) map[string]string {
+		d, _ := time.ParseDuration(hhmm)
+		return map[string]string{"dateTime": day.Add(d).Format(time.RFC3339)}
+	}
+	date := map[string]string{"date": day.Format(time.DateOnly)}
+	var items []map[string]any
+	switch mode {
+	case "ok":
+		items = []map[string]any{
+			{"summary": "Bin night", "start": date, "end": date},
+			{"summary": "Breakfast", "start": map[string]string{"dateTime": day.Add(7*time.Hour + 45*time.Minute).UTC().Format(time.RFC3339)}},
+			{"summary": "[Alex] Swimming", "start": at("9h30m"), "status": "confirmed"},
+			{"summary": "Dentist", "start": at("11h"), "status": "cancelled"},
+			{"summary": "  Call bob.smith@example.com re 2026-05-17T09:30:00+10:00 invoice  ", "start": at("14h")},
+			{"summary": "[sam] Piano 2026-05-17", "start": at("16h15m")},
+		}
+	case "dup":
+		items = []map[string]any{
+			{"summary": "[Alex] Swimming", "start": at("9h30m")},
+			{"summary": "School pickup", "start": at("15h")},
+		}
+	case "context":
+		items = []map[string]any{
+			{"summary": "[Alex] Swimming", "start": at("9h30m")},
+			{"summary": "Bin night", "start": date},
+		}
+	case "empty":
+	case "fail":
+		fmt.Fprintln(os.Stderr, "gws: permission denied")
+		return 1
+	case "slow":
+		time.Sleep(time.Minute)
+		return 0
+	case "badjson":
+		fmt.Println(`{"kind":"calendar#events","items":[`)
+		return 0
+	case "apierror":
+		fmt.Println(`{"error":{"code":404,"message":"Not Found"}}`)
+		return 0
+	default:
+		fmt.Fprintln(os.Stderr, "fake gws: unknown mode", mode)
+		return 3
+	}
+	out, _ := json.Marshal(map[string]any{"kind": "calendar#events", "items": items})
+	fmt.Println(string(out))
+	return 0
+}
+
+// readCalls returns the fake's recorded invocations for sa.
+func readCalls(t testing.TB, sa string) []gwsCall {
+	t.Helper()
+	b, err := os.ReadFile(sa + ".calls")
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("read calls: %v", err)
+	}
+	var calls []gwsCall
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var c gwsCall
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("decode call %q: %v", line, err)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// aest is Brisbane's zone without tzdata.
+var aest = time.FixedZone("AEST", 10*60*60)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeSleeper hands each requested wait to the test, which releases it.
+type fakeSleeper struct {
+	calls   chan time.Duration
+	release chan struct{}
+}
+
+func newFakeSleeper() *fakeSleeper {
+	return &fakeSleeper{calls: make(chan time.Duration), release: make(chan struct{})}
+}
+
+func (s *fakeSleeper) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case s.calls <- d:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-s.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// next waits (bounded) for the loop's next sleep request.
+func (s *fakeSleeper) next(t testing.TB) time.Duration {
+	t.Helper()
+	select {
+	case d := <-s.calls:
+		return d
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sleep requested within 5s")
+		return 0
+	}
+}
+
+// wake ends the current sleep (bounded).
+func (s *fakeSleeper) wake(t testing.TB) {
+	t.Helper()
+	select {
+	case s.release <- struct{}{}:
+	case <-time.After(5 * time.Second):
+		t.Fatal("sleeper not waiting within 5s")
+	}
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runPeriphery starts p.Run and returns a stop func that cancels and waits
+// (bounded) for Run to return nil.
+func runPeriphery(t testing.TB, p *Periphery) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	return func() {
+		t.Helper()
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run = %v, want nil", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return within 5s of cancel")
+			}
+		})
+	}
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,207 @@
+package periphery
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Periphery caches the weather and today's calendar for the context line.
+type Periphery struct {
+	cfg     Config
+	log     hclog.Logger
+	running atomic.Bool
+
+	mu sync.RWMutex
+	// weather cache.
+	weatherText string
+	weatherAt   time.Time
+	// calendar cache: each calendar's last good result, by id.
+	cals        map[string]calEntry
+	calFetched  time.Time // last successful fetch of any calendar
+	calFailures int       // consecutive failed refresh rounds
+}
+
+// calEntry is one calendar's last good fetch.
+type calEntry struct {
+	date    string // YYYY-MM-DD in Location the events are for
+	fetched time.Time
+	events  []event
+}
+
+// event is one privacy-filtered calendar event.
+type event struct {
+	allDay bool
+	start  time.Time
+	bucket string // lowercased person, or the household bucket
+	name   string // the person as written in the summary; "" for household
+	text   string // the summary after the funnel, without the person tag
+}
+
+// New returns a Periphery with cfg's defaults applied; call cfg.Validate
+// first. An invalid PersonPrefix falls back to the default.
+func New(cfg Config) *Periphery {
+	cfg = cfg.withDefaults()
+	p := &Periphery{cfg: cfg, log: cfg.Logger, cals: make(map[string]calEntry)}
+	if cfg.CalendarFailures != nil {
+		for _, k := range FailureKinds {
+			_, _ = cfg.CalendarFailures.GetMetricWithLabelValues(k)
+		}
+	}
+	return p
+}
+
+// errRunning is returned by a second Run.
+var errRunning = errors.New("periphery: already running")
+
+// Run refreshes the caches until ctx ends, then returns nil once every
+// goroutine it started has ended. With weather and calendar both disabled it
+// only waits for ctx.
+func (p *Periphery) Run(ctx context.Context) error {
+	if !p.running.CompareAndSwap(false, true) {
+		return errRunning
+	}
+	defer p.running.Store(false)
+	defer p.cfg.HTTPClient.CloseIdleConnections()
+	p.log.Info("context refresher started", "weather", p.cfg.WeatherLocation != "", "calendars", len(p.cfg.CalendarIDs))
+
+	var wg sync.WaitGroup
+	if p.cfg.WeatherLocation != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.weatherLoop(ctx)
+		}()
+	}
+	if len(p.cfg.CalendarIDs) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.calendarLoop(ctx)
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	p.log.Debug("context refresher stopped")
+	return nil
+}
+
+// Weather is "<WeatherLocation>: <text>" from a reading younger than
+// WeatherTTL, or "" when there is none.
+func (p *Periphery) Weather() string {
+	if p.cfg.WeatherLocation == "" {
+		return ""
+	}
+	now := p.cfg.now()
+	p.mu.RLock()
+	text, at := p.weatherText, p.weatherAt
+	p.mu.RUnlock()
+	if text == "" || now.Sub(at) >= p.cfg.WeatherTTL {
+		return ""
+	}
+	return p.cfg.WeatherLocation + ": " + text
+}
+
+// Today returns today's privacy-filtered event strings, all-day events
+// first, then by start time; nil when there are none or the cache is stale.
+// person "" gives every event, person events tagged "[Name] "; otherwise the
+// events of that person (case-insensitive), plus the household's when
+// includeHousehold.
+func (p *Periphery) Today(person string, includeHousehold bool) []string {
+	now := p.cfg.now()
+	today := dateKey(now.In(p.cfg.Location))
+	var evs []event
+	p.mu.RLock()
+	for _, id := range p.cfg.CalendarIDs {
+		e, ok := p.cals[id]
+		if ok && p.usableLocked(e, today, now) {
+			evs = append(evs, e.events...)
+		}
+	}
+	p.mu.RUnlock()
+	return p.formatEvents(evs, person, includeHousehold)
+}
+
+// usableLocked reports whether e may be served at now (today's date key).
+func (p *Periphery) usableLocked(e calEntry, today string, now time.Time) bool {
+	return e.date == today && now.Sub(e.fetched) <= p.cfg.CalendarTTL
+}
+
+// formatEvents filters, sorts, formats and de-duplicates evs (a private copy).
+func (p *Periphery) formatEvents(evs []event, person string, includeHousehold bool) []string {
+	person = strings.ToLower(strings.TrimSpace(person))
+	sort.SliceStable(evs, func(i, j int) bool { return eventLess(evs[i], evs[j]) })
+	var out []string
+	seen := make(map[string]bool, len(evs))
+	for _, e := range evs {
+		var text string
+		switch {
+		case person == "":
+			text = e.text
+			if e.name != "" {
+				text = "[" + e.name + "] " + e.text
+			}
+		case e.bucket == person || (includeHousehold && e.bucket == p.cfg.HouseholdBucket):
+			text = e.text
+		default:
+			continue
+		}
+		when := "all-day"
+		if !e.allDay {
+			when = e.start.In(p.cfg.Location).Format("15:04")
+		}
+		s := when + " " + text
+		if seen[s] {
+			continue // the same event shared by two calendars
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+// eventLess orders all-day events first, then by start time.
+func eventLess(a, b event) bool {
+	if a.allDay != b.allDay {
+		return a.allDay
+	}
+	return a.start.Before(b.start)
+}
+
+// ContextParts are the context line's parts after the date: the weather
+// part if any, then "Today: " and today's events joined with "; " if any.
+func (p *Periphery) ContextParts() []string {
+	var parts []string
+	if w := p.Weather(); w != "" {
+		parts = append(parts, w)
+	}
+	if evs := p.Today("", true); len(evs) > 0 {
+		parts = append(parts, "Today: "+strings.Join(evs, "; "))
+	}
+	return parts
+}
+
+// CalendarStatus reports the date the served events are for ("" when no
+// calendar's events are usable now), the last successful fetch (zero when
+// none), and the number of consecutive failed refresh rounds.
+func (p *Periphery) CalendarStatus() (date string, fetched time.Time, consecutiveFailures int) {
+	now := p.cfg.now()
+	today := dateKey(now.In(p.cfg.Location))
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, id := range p.cfg.CalendarIDs {
+		if e, ok := p.cals[id]; ok && p.usableLocked(e, today, now) {
+			date = today
+			break
+		}
+	}
+	return date, p.calFetched, p.calFailures
+}
+
+func dateKey(t time.Time) string { return t.Format(time.DateOnly) }

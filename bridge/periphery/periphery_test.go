@@ -1,0 +1,141 @@
+package periphery
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "zero value"},
+		{name: "full", cfg: Config{
+			WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: time.Minute,
+			CalendarIDs: []string{"a@group.calendar.google.com"}, CalendarTTL: time.Hour, CalendarPoll: time.Minute,
+			PersonPrefix: regexp.MustCompile(DefaultPersonPrefix),
+		}},
+		{name: "url without scheme", cfg: Config{WeatherURL: "wttr.in"}, wantErr: "weather url"},
+		{name: "ftp url", cfg: Config{WeatherURL: "ftp://wttr.in"}, wantErr: "weather url"},
+		{name: "negative weather ttl", cfg: Config{WeatherTTL: -time.Second}, wantErr: "weather ttl"},
+		{name: "negative calendar ttl", cfg: Config{CalendarTTL: -time.Second}, wantErr: "calendar ttl"},
+		{name: "negative poll", cfg: Config{CalendarPoll: -time.Second}, wantErr: "calendar poll"},
+		{name: "blank calendar id", cfg: Config{CalendarIDs: []string{"a", " "}}, wantErr: "calendar id 1 is blank"},
+		{name: "pattern without rest", cfg: Config{PersonPrefix: regexp.MustCompile(`^\[(?P<person>\w+)\]`)}, wantErr: "named groups person and rest"},
+		{name: "pattern without person", cfg: Config{PersonPrefix: regexp.MustCompile(`^\[(\w+)\] (?P<rest>.+)`)}, wantErr: "named groups person and rest"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	err := Config{WeatherURL: "x", WeatherTTL: -1, CalendarIDs: []string{""}}.Validate()
+	if err == nil || strings.Count(err.Error(), "\n") != 2 {
+		t.Errorf("Validate() = %v, want three joined errors", err)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{CalendarIDs: []string{" a ", "", "b"}, WeatherURL: "http://x/"}.withDefaults()
+	if c.Location != time.Local || c.WeatherURL != "http://x" || c.WeatherTTL != DefaultWeatherTTL ||
+		c.GWSBin != DefaultGWSBin || c.CalendarTTL != DefaultCalendarTTL || c.CalendarPoll != DefaultCalendarPoll ||
+		c.HouseholdBucket != DefaultHouseholdBucket || c.PersonPrefix.String() != DefaultPersonPrefix ||
+		c.HTTPClient == nil || c.HTTPClient.Timeout != 10*time.Second ||
+		c.calendarTimeout != 15*time.Second || c.weatherTimeout != 15*time.Second {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if diff := cmp.Diff(c.CalendarIDs, []string{"a", "b"}); diff != "" {
+		t.Errorf("ids (-got +want):\n%s", diff)
+	}
+	if c := (Config{}).withDefaults(); c.WeatherURL != DefaultWeatherURL {
+		t.Errorf("WeatherURL %q", c.WeatherURL)
+	}
+}
+
+func TestContextParts(t *testing.T) {
+	tests := []struct {
+		name     string
+		weather  bool
+		calendar bool
+		want     []string
+	}{
+		{name: "neither"},
+		{name: "weather only", weather: true, want: []string{"Brisbane: " + brisbaneWeather}},
+		{name: "calendar only", calendar: true, want: []string{"Today: all-day Bin night; 09:30 [Alex] Swimming"}},
+		{name: "both", weather: true, calendar: true, want: []string{
+			"Brisbane: " + brisbaneWeather,
+			"Today: all-day Bin night; 09:30 [Alex] Swimming",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := newWeatherServer(t, plainText(brisbaneWeather+"\n"))
+			defer ws.Close()
+			f := newCalFixture(t, func(c *Config) {
+				c.WeatherLocation = "Brisbane"
+				c.WeatherURL = ws.URL
+			}, "context")
+			if tc.weather {
+				if err := f.p.refreshWeather(context.Background(), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.calendar {
+				if err := f.p.refreshCalendar(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(f.p.ContextParts(), tc.want); diff != "" {
+				t.Errorf("ContextParts (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunBoth runs both loops with the real sleeper and checks the caches
+// fill and Run ends its goroutines.
+func TestRunBoth(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ws := newWeatherServer(t, plainText(brisbaneWeather))
+	defer ws.Close()
+	f := newCalFixture(t, func(c *Config) {
+		c.WeatherLocation = "Brisbane"
+		c.WeatherURL = ws.URL
+		c.sleep = nil // real timers; the hour-long waits are cut by cancel
+	}, "context")
+	stop := runPeriphery(t, f.p)
+	defer stop()
+	want := []string{"Brisbane: " + brisbaneWeather, "Today: all-day Bin night; 09:30 [Alex] Swimming"}
+	waitFor(t, "both caches", 5*time.Second, func() bool { return cmp.Equal(f.p.ContextParts(), want) })
+	stop()
+}
+
+func TestRunDisabled(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p := New(Config{})
+	stop := runPeriphery(t, p)
+	stop()
+	if got := p.ContextParts(); got != nil {
+		t.Errorf("ContextParts = %q, want nil", got)
+	}
+	if date, fetched, fails := p.CalendarStatus(); date != "" || !fetched.IsZero() || fails != 0 {
+		t.Errorf("CalendarStatus = %q, %v, %d", date, fetched, fails)
+	}
+}

@@ -1,0 +1,77 @@
+package bridge
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// Sandwich literals (spec http-api.md §5).
+const (
+	promptPrefix     = "[channel=dotty voice-TTS]\n"
+	roomViewCap      = 240
+	contextDateStyle = "Monday 02 January 2006, 15:04 MST"
+)
+
+// sandwichChannel reports whether a channel gets the prompt sandwich.
+func sandwichChannel(ch string) bool { return ch == "dotty" || ch == "stackchan" }
+
+// promptInput is what a voice request contributes to its prompt.
+type promptInput struct {
+	channel  string
+	content  string
+	roomView string // metadata.room_description, "" when absent or not a string
+	deviceID string // metadata.device_id
+}
+
+// buildPrompt assembles the text sent to the agent for turn turnIndex:
+// prefix, room view, perception, context, content, suffix — or the content
+// unchanged on other channels. It runs after the session lease is held, so
+// the turn index, kid mode and the snapshots are those at send time.
+func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
+	if !sandwichChannel(in.channel) {
+		return in.content
+	}
+	var b strings.Builder
+	b.Grow(len(in.content) + 2048)
+	b.WriteString(promptPrefix)
+	if rv := roomViewLine(in.roomView); rv != "" {
+		b.WriteString(rv)
+	}
+	if in.deviceID != "" && v.cfg.Perception != nil {
+		if lines := v.cfg.Perception.PerceptionLines(in.deviceID); len(lines) > 0 {
+			b.WriteString("[Current perception] ")
+			b.WriteString(strings.Join(lines, " "))
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString("[Context: ")
+	b.WriteString(v.cfg.now().In(v.cfg.Location).Format(contextDateStyle))
+	if v.cfg.Context != nil {
+		for _, part := range v.cfg.Context.ContextParts() {
+			b.WriteString(" | ")
+			b.WriteString(part)
+		}
+	}
+	b.WriteString("]\n")
+	b.WriteString(in.content)
+	b.WriteString(Suffix(turnIndex, v.kidMode()))
+	return b.String()
+}
+
+// roomViewLine is "[Room view] <text>\n" with text stripped and capped at
+// 240 code points (237 right-stripped plus "..."); "" for a blank description.
+func roomViewLine(desc string) string {
+	desc = pyStrip(desc)
+	if desc == "" {
+		return ""
+	}
+	if utf8.RuneCountInString(desc) > roomViewCap {
+		desc = strings.TrimRightFunc(string([]rune(desc)[:roomViewCap-3]), emoji.IsSpace) + "..."
+	}
+	return "[Room view] " + desc + "\n"
+}
+
+// pyStrip is Python's str.strip().
+func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }

@@ -1,0 +1,498 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// The three voice fallback replies (spec http-api.md §4.3), spoken verbatim.
+const (
+	FallbackTimeout = "😐 I'm thinking too slowly right now, try again."
+	FallbackOffline = "😐 My AI brain is offline."
+	FallbackError   = "😐 Something went wrong, please try again."
+)
+
+// Error kinds of dotty_request_errors_total and the conversation log.
+const (
+	KindTimeout       = "timeout"
+	KindBinaryMissing = "binary_missing"
+	KindException     = "exception"
+)
+
+// NDJSONContentType is the stream's content type: no charset, so the
+// Python client splits lines on \n and \r only (spec §4.4).
+const NDJSONContentType = "application/x-ndjson"
+
+// Turner runs agent turns (acp.Pool).
+type Turner interface {
+	Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error)
+}
+
+// KidModer reports kid mode live (admin.Modes).
+type KidModer interface{ KidMode() bool }
+
+// PerceptionReader gives the perception lines for a device's prompt (the
+// perception package); none yet means no block.
+type PerceptionReader interface {
+	PerceptionLines(deviceID string) []string
+}
+
+// ContextReader gives the context line's parts after the date: weather,
+// today's calendar (bridge/periphery). It must not block.
+type ContextReader interface{ ContextParts() []string }
+
+// VoiceConfig configures the voice routes.
+type VoiceConfig struct {
+	// Agent runs the turns.
+	Agent Turner
+	// Timeout is ZEROCLAW_TIMEOUT: the whole turn, session wait included (90 s).
+	Timeout time.Duration
+	// Heartbeat is the idle time after which the stream writes a bare
+	// newline to keep the caller's read timer alive (15 s).
+	Heartbeat time.Duration
+	// MaxSentences is MAX_SENTENCES (6).
+	MaxSentences int
+	// Location is TZ, for the context date (default time.Local).
+	Location *time.Location
+	// KidMode selects the kid suffix; nil means off.
+	KidMode KidModer
+	// Perception and Context feed the sandwich; nil means none.
+	Perception PerceptionReader
+	Context    ContextReader
+	// ConvoLog receives one record per completed turn; nil writes none.
+	ConvoLog *convolog.Log
+	// Turns receives completed turns for the dashboard; nil publishes none.
+	Turns *TurnBus
+	// Metrics receives the dotty_* voice series; nil records nothing.
+	Metrics *Metrics
+	// Logger receives turn logs. Nil discards.
+	Logger hclog.Logger
+	// MaxBodyBytes bounds a request body (1 MiB).
+	MaxBodyBytes int64
+
+	now func() time.Time
+}
+
+func (c VoiceConfig) withDefaults() VoiceConfig {
+	if c.Timeout <= 0 {
+		c.Timeout = 90 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.MaxSentences <= 0 {
+		c.MaxSentences = 6
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+// Validate reports an unusable configuration.
+func (c VoiceConfig) Validate() error {
+	if c.Agent == nil {
+		return errors.New("voice routes need an agent")
+	}
+	return nil
+}
+
+// Voice serves POST /api/message and /api/message/stream for xiaozhi's
+// ZeroClawLLM provider.
+type Voice struct {
+	cfg      VoiceConfig
+	log      hclog.Logger
+	pipeline emoji.Pipeline
+}
+
+// NewVoice returns the voice handlers.
+func NewVoice(cfg VoiceConfig) *Voice {
+	cfg = cfg.withDefaults()
+	v := &Voice{cfg: cfg, log: cfg.Logger}
+	v.pipeline = emoji.Pipeline{MaxSentences: cfg.MaxSentences, OnHit: v.filterHit}
+	return v
+}
+
+// Routes mounts the voice routes.
+func (v *Voice) Routes(e *echo.Echo) {
+	e.POST("/api/message", v.message)
+	e.POST("/api/message/stream", v.stream)
+}
+
+func (v *Voice) kidMode() bool { return v.cfg.KidMode != nil && v.cfg.KidMode.KidMode() }
+
+// filterHit counts and logs a content-filter hit.
+func (v *Voice) filterHit(h emoji.Hit) {
+	if m := v.cfg.Metrics; m != nil {
+		m.ContentFilterHits.WithLabelValues(string(h.Tier)).Inc()
+	}
+	lvl := hclog.Warn
+	if h.Tier == emoji.TierAlert {
+		lvl = hclog.Error
+	}
+	v.log.Log(lvl, "content filter hit", "tier", h.Tier, "word", h.Word, "pos", h.Pos, "len", h.Len)
+}
+
+// voiceRequest is a validated voice request body.
+type voiceRequest struct {
+	content   string
+	channel   string
+	sessionID string
+	deviceID  string
+	roomView  string
+}
+
+func (r voiceRequest) prompt() promptInput {
+	return promptInput{channel: r.channel, content: r.content, roomView: r.roomView, deviceID: r.deviceID}
+}
+
+// bind reads and validates the body with FastAPI's rules: content is a
+// required string; channel and session_id are strings or null; metadata is
+// an object or null; unknown fields are ignored.
+func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, v.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return voiceRequest{}, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+	}
+	if int64(len(body)) > v.cfg.MaxBodyBytes {
+		return voiceRequest{}, httpapi.NewError(http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("request body over %d bytes", v.cfg.MaxBodyBytes))
+	}
+	obj, apiErr := httpapi.DecodeObject(body)
+	if apiErr != nil {
+		return voiceRequest{}, apiErr
+	}
+	var items []httpapi.ValidationItem
+	var r voiceRequest
+	if raw, ok := obj["content"]; !ok {
+		var whole any
+		_ = json.Unmarshal(body, &whole)
+		items = append(items, httpapi.Missing("content", whole))
+	} else if !decodeString(raw, &r.content) {
+		items = append(items, httpapi.StringType("content", anyValue(raw)))
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"channel", &r.channel}, {"session_id", &r.sessionID}} {
+		if raw, ok := obj[f.name]; ok && !isNull(raw) && !decodeString(raw, f.dst) {
+			items = append(items, httpapi.StringType(f.name, anyValue(raw)))
+		}
+	}
+	if raw, ok := obj["metadata"]; ok && !isNull(raw) {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+			items = append(items, httpapi.DictType("metadata", anyValue(raw)))
+		} else {
+			// Non-string values are ignored rather than failing the turn.
+			decodeString(meta["device_id"], &r.deviceID)
+			decodeString(meta["room_description"], &r.roomView)
+		}
+	}
+	if len(items) > 0 {
+		return voiceRequest{}, httpapi.Validation(items...)
+	}
+	if r.sessionID == "" {
+		r.sessionID = uuid.NewString()
+	}
+	return r, nil
+}
+
+func decodeString(raw json.RawMessage, dst *string) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	return json.Unmarshal(raw, dst) == nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func anyValue(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// classify maps a failed turn to its kind and spoken fallback. Timeouts
+// are decided by the turn's own ctx, never by the error's text.
+func classify(ctx context.Context, err error) (kind, text string) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return KindTimeout, FallbackTimeout
+	case errors.Is(err, acp.ErrBinaryMissing):
+		return KindBinaryMissing, FallbackOffline
+	default:
+		return KindException, FallbackError
+	}
+}
+
+// turnOutcome is what a finished turn reports to metrics and the logs.
+type turnOutcome struct {
+	endpoint string
+	req      voiceRequest
+	text     string
+	kind     string // "" on success
+	elapsed  time.Duration
+	phases   *acp.Phases
+}
+
+// record writes metrics, the conversation log and the turn bus for a
+// completed (not cancelled) turn.
+func (v *Voice) record(o turnOutcome) {
+	if m := v.cfg.Metrics; m != nil {
+		m.RequestDuration.WithLabelValues(o.endpoint).Observe(o.elapsed.Seconds())
+		if o.kind != "" {
+			m.RequestErrors.WithLabelValues(o.endpoint, o.kind).Inc()
+		}
+	}
+	used, _ := emoji.Leading(o.text)
+	now := v.cfg.now()
+	if v.cfg.ConvoLog != nil {
+		rec := convolog.Record{TS: now, Type: "chat", Channel: o.req.channel, SessionID: o.req.sessionID,
+			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind}
+		if o.phases != nil && o.kind == "" {
+			rec.Phases = &convolog.Phases{Total: o.phases.Total, NewSession: o.phases.NewSession,
+				Prompt: o.phases.Prompt, Reused: o.phases.Reused}
+		}
+		v.cfg.ConvoLog.Write(rec)
+	}
+	if v.cfg.Turns != nil {
+		v.cfg.Turns.Publish(TurnEvent{TS: now, Channel: o.req.channel, RequestText: o.req.content,
+			ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind})
+	}
+}
+
+func (v *Voice) observeFirstAudio(d time.Duration) {
+	if m := v.cfg.Metrics; m != nil && d >= 0 {
+		m.FirstAudioLatency.Observe(d.Seconds())
+	}
+}
+
+// messageReply is /api/message's body; key order is bridge.py's plus emotion.
+type messageReply struct {
+	Response  string `json:"response"`
+	SessionID string `json:"session_id"`
+	Emotion   string `json:"emotion"`
+}
+
+// message is POST /api/message: one buffered reply.
+func (v *Voice) message(c echo.Context) error {
+	req, err := v.bind(c)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
+	defer cancel()
+	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
+		Key:    req.sessionID,
+		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
+	})
+	elapsed := time.Since(t0)
+	o := turnOutcome{endpoint: "message", req: req, elapsed: elapsed}
+	if err != nil {
+		if c.Request().Context().Err() != nil {
+			v.log.Debug("caller left; turn cancelled", "session", req.sessionID)
+			return nil
+		}
+		o.kind, o.text = classify(ctx, err)
+		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
+	} else {
+		o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
+		v.observeFirstAudio(elapsed)
+		v.log.Info("voice turn", "session", req.sessionID, "elapsed", elapsed, "turn", res.TurnIndex)
+	}
+	werr := httpapi.WriteJSON(c, http.StatusOK, messageReply{Response: o.text, SessionID: req.sessionID, Emotion: emoji.XiaozhiEmotion(o.text)})
+	v.record(o)
+	return werr
+}
+
+// stream frames, field order as bridge.py wrote them (plus emotion).
+type chunkFrame struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+type finalFrame struct {
+	Type      string `json:"type"`
+	Content   string `json:"content"`
+	SessionID string `json:"session_id"`
+	Emotion   string `json:"emotion"`
+}
+
+type errorFrame struct {
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	SessionID string `json:"session_id"`
+}
+
+// stream is POST /api/message/stream: NDJSON chunks, then one final or error.
+func (v *Voice) stream(c echo.Context) error {
+	req, err := v.bind(c)
+	if err != nil {
+		return err
+	}
+	resp := c.Response()
+	resp.Header().Set(echo.HeaderContentType, NDJSONContentType)
+	resp.Header().Set(echo.HeaderCacheControl, "no-cache")
+	resp.Header().Set("X-Accel-Buffering", "no")
+	resp.WriteHeader(http.StatusOK)
+	resp.Flush() // headers before the agent is contacted
+	out := newNDJSONWriter(resp, v.cfg.Heartbeat)
+	defer out.close()
+
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
+	defer cancel()
+	st := v.pipeline.Stream()
+	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
+		Key:    req.sessionID,
+		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
+		OnChunk: func(delta string) {
+			chunk, first := st.Push(delta)
+			if first {
+				v.observeFirstAudio(time.Since(t0))
+			}
+			if chunk != "" {
+				out.frame(chunkFrame{Type: "chunk", Content: chunk})
+			}
+		},
+	})
+	o := turnOutcome{endpoint: "message_stream", req: req}
+	if err != nil {
+		if c.Request().Context().Err() != nil {
+			v.log.Debug("barge-in: caller left; turn cancelled", "session", req.sessionID)
+			return nil
+		}
+		o.kind, o.text = classify(ctx, err)
+		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
+		out.frame(errorFrame{Type: "error", Message: o.text, SessionID: req.sessionID})
+	} else {
+		full, synth := st.Final(res.Text)
+		if synth {
+			out.frame(chunkFrame{Type: "chunk", Content: full})
+		}
+		out.frame(finalFrame{Type: "final", Content: full, SessionID: req.sessionID, Emotion: emoji.XiaozhiEmotion(full)})
+		o.text, o.phases = full, &res.Phases
+		v.log.Info("voice turn", "session", req.sessionID, "elapsed", time.Since(t0), "turn", res.TurnIndex)
+	}
+	o.elapsed = time.Since(t0)
+	if out.failed() {
+		v.log.Debug("caller left before the last frame", "session", req.sessionID)
+		return nil
+	}
+	v.record(o)
+	return nil
+}
+
+// ndjsonWriter writes flushed NDJSON frames and, while nothing has been
+// written for the heartbeat interval, a bare newline. It stops writing at
+// the first error (the caller has gone).
+type ndjsonWriter struct {
+	w         *echo.Response
+	heartbeat time.Duration
+	stop      chan struct{}
+	done      chan struct{}
+
+	mu   sync.Mutex
+	last time.Time
+	err  error
+}
+
+func newNDJSONWriter(w *echo.Response, heartbeat time.Duration) *ndjsonWriter {
+	n := &ndjsonWriter{w: w, heartbeat: heartbeat, stop: make(chan struct{}), done: make(chan struct{}), last: time.Now()}
+	go n.beat()
+	return n
+}
+
+var rawNEL = []byte("\u0085")
+
+// frame writes v as one JSON line. U+0085 is escaped so no client that
+// splits lines on it (Python's str.splitlines) can cut a frame.
+func (n *ndjsonWriter) frame(v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return
+	}
+	b := buf.Bytes()
+	if bytes.Contains(b, rawNEL) {
+		b = bytes.ReplaceAll(b, rawNEL, []byte(`\u0085`))
+	}
+	n.write(b)
+}
+
+func (n *ndjsonWriter) write(b []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.err != nil {
+		return
+	}
+	if _, err := n.w.Write(b); err != nil {
+		n.err = err
+		return
+	}
+	n.w.Flush()
+	n.last = time.Now()
+}
+
+func (n *ndjsonWriter) failed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err != nil
+}
+
+// beat writes a newline whenever heartbeat passes without a frame.
+func (n *ndjsonWriter) beat() {
+	defer close(n.done)
+	t := time.NewTimer(n.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		idle := time.Since(n.last)
+		n.mu.Unlock()
+		if idle >= n.heartbeat {
+			n.write([]byte("\n"))
+			idle = 0
+		}
+		t.Reset(n.heartbeat - idle)
+	}
+}
+
+// close stops the heartbeat and waits for it.
+func (n *ndjsonWriter) close() {
+	close(n.stop)
+	<-n.done
+}

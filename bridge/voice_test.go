@@ -1,0 +1,812 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+var brisbane, _ = time.LoadLocation("Australia/Brisbane")
+
+// fixedNow is 21:37 on Sunday 17 May 2026 in Brisbane (spec §5.9).
+var fixedNow = time.Date(2026, 5, 17, 11, 37, 0, 0, time.UTC)
+
+type kidSwitch struct{ on atomic.Bool }
+
+func (k *kidSwitch) KidMode() bool { return k.on.Load() }
+
+type voiceEnv struct {
+	url     string
+	agent   *agenttest.Agent
+	metrics *Metrics
+	logDir  string
+	log     *convolog.Log
+	kid     *kidSwitch
+	turns   *TurnBus
+}
+
+// newVoiceEnv serves the voice routes on a real HTTP server over a pool
+// on an in-process agent.
+func newVoiceEnv(t *testing.T, a *agenttest.Agent, vcfg VoiceConfig, pcfg acp.PoolConfig) *voiceEnv {
+	t.Helper()
+	if a == nil {
+		a = &agenttest.Agent{}
+	}
+	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: NewTurnBus()}
+	reg := prometheus.NewRegistry()
+	env.metrics = NewMetrics(reg)
+	env.log = convolog.New(convolog.Config{Dir: env.logDir, Location: brisbane})
+	if vcfg.Agent == nil {
+		vcfg.Agent = agenttest.Pool(t, a, acp.Config{}, pcfg)
+	}
+	vcfg.Location, vcfg.KidMode, vcfg.ConvoLog, vcfg.Turns, vcfg.Metrics = brisbane, env.kid, env.log, env.turns, env.metrics
+	if vcfg.now == nil {
+		vcfg.now = func() time.Time { return fixedNow }
+	}
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	NewVoice(vcfg).Routes(e)
+	ts := httptest.NewServer(e)
+	t.Cleanup(ts.Close)
+	env.url = ts.URL
+	return env
+}
+
+func body(v map[string]any) io.Reader {
+	b, _ := json.Marshal(v)
+	return bytes.NewReader(b)
+}
+
+// spoken emulates ZeroClawLLM's stream reader (callers.md §1.3) on a
+// response without a charset: it returns what xiaozhi would speak and the
+// parsed frames.
+func spoken(t *testing.T, r io.Reader) (speech []string, frames []map[string]any, blanks int) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	yielded := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			blanks++
+			continue
+		}
+		var f map[string]any
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("line is not a JSON object: %q", line)
+		}
+		frames = append(frames, f)
+		switch f["type"] {
+		case "chunk":
+			c, ok := f["content"].(string)
+			if !ok {
+				t.Fatalf("chunk content not a string: %v", f)
+			}
+			if c != "" {
+				speech = append(speech, c)
+				yielded = true
+			}
+		case "final":
+			return speech, frames, blanks
+		case "error":
+			if !yielded {
+				msg, _ := f["message"].(string)
+				if msg == "" {
+					msg = "😐 Stream error."
+				}
+				speech = append(speech, msg)
+			}
+			return speech, frames, blanks
+		}
+	}
+	if !yielded {
+		speech = append(speech, "😐 (no response)")
+	}
+	return speech, frames, blanks
+}
+
+func (env *voiceEnv) stream(t *testing.T, req map[string]any) (*http.Response, []string, []map[string]any, int) {
+	t.Helper()
+	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	s, f, b := spoken(t, resp.Body)
+	return resp, s, f, b
+}
+
+func (env *voiceEnv) message(t *testing.T, req map[string]any) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(env.url+"/api/message", "application/json", body(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("body %q: %v", b, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("content type %q", ct)
+	}
+	return resp.StatusCode, out
+}
+
+func (env *voiceEnv) records(t *testing.T) []map[string]any {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(env.logDir, "convo-*.ndjson"))
+	var out []map[string]any
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var r map[string]any
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitRecords waits until the conversation log holds n records. Handlers
+// record metrics and then the log after their last byte is written, so a
+// client can be faster than them.
+func (env *voiceEnv) waitRecords(t *testing.T, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs := env.records(t)
+		if len(recs) >= n || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var uuid4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+func lastFrame(t *testing.T, frames []map[string]any) map[string]any {
+	t.Helper()
+	if len(frames) == 0 {
+		t.Fatal("no frames")
+	}
+	terminal := 0
+	for _, f := range frames {
+		if f["type"] == "final" || f["type"] == "error" {
+			terminal++
+		}
+	}
+	last := frames[len(frames)-1]
+	if terminal != 1 || (last["type"] != "final" && last["type"] != "error") {
+		t.Fatalf("want exactly one terminal frame, last: %v", frames)
+	}
+	return last
+}
+
+// S1, S4, S5: request shapes, emoji on the first spoken chunk, one final.
+func TestStreamRequestShapes(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	for _, meta := range []any{nil, map[string]any{"provider": "zeroclaw"},
+		map[string]any{"provider": "zeroclaw", "room_description": "a child waving"},
+		map[string]any{"provider": "zeroclaw", "room_description": "a child", "room_match_person_id": "alex"},
+		map[string]any{"provider": "zeroclaw", "room_description": "a child", "room_match_person_id": ""}} {
+		req := map[string]any{"content": "[Context] You are Dotty.\n\n[User] hi", "channel": "dotty", "session_id": "s1"}
+		if meta != nil {
+			req["metadata"] = meta
+		}
+		resp, speech, frames, _ := env.stream(t, req)
+		if resp.StatusCode != 200 || len(speech) == 0 || !strings.HasPrefix(speech[0], "😊") {
+			t.Errorf("metadata %v: %d %q", meta, resp.StatusCode, speech)
+		}
+		if f := lastFrame(t, frames); f["type"] != "final" || f["session_id"] != "s1" || f["emotion"] != "happy" {
+			t.Errorf("final %v", f)
+		}
+	}
+	_, _, frames, _ := env.stream(t, map[string]any{"content": "hello"})
+	if sid, _ := lastFrame(t, frames)["session_id"].(string); !uuid4.MatchString(sid) {
+		t.Errorf("generated session id %q is not a UUIDv4", sid)
+	}
+	_, _, frames, _ = env.stream(t, map[string]any{"content": "hello", "session_id": ""})
+	if sid, _ := lastFrame(t, frames)["session_id"].(string); !uuid4.MatchString(sid) {
+		t.Errorf("empty session id not replaced: %q", sid)
+	}
+}
+
+// S2: headers at once, exact content type, chunked, never compressed.
+func TestStreamHeadersImmediately(t *testing.T) {
+	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+		return agenttest.Reply{FirstDelay: 800 * time.Millisecond, Chunks: []string{"😊 late"}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	req, _ := http.NewRequest(http.MethodPost, env.url+"/api/message/stream", body(map[string]any{"content": "x"}))
+	req.Header.Set("Accept-Encoding", "gzip")
+	tr := &http.Transport{DisableCompression: true}
+	start := time.Now()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("headers after %s; want them before the agent answers", d)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("content type %q", ct)
+	}
+	if resp.Header.Get("Content-Encoding") != "" || resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		t.Errorf("encoding %q, length %d, transfer %v", resp.Header.Get("Content-Encoding"), resp.ContentLength, resp.TransferEncoding)
+	}
+	speech, _, _ := spoken(t, resp.Body)
+	if len(speech) != 1 || speech[0] != "😊 late" {
+		t.Errorf("speech %q", speech)
+	}
+}
+
+// S3: each chunk is its own flushed line, as the agent produces it.
+func TestStreamFlushesEachChunk(t *testing.T) {
+	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+		return agenttest.Reply{ChunkDelay: 150 * time.Millisecond, Chunks: []string{"😊 one. ", "two. ", "three."}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var arrivals []time.Time
+	var lines []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		arrivals = append(arrivals, time.Now())
+		lines = append(lines, line)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("lines %q", lines)
+	}
+	for i := 1; i < 3; i++ {
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap < 75*time.Millisecond {
+			t.Errorf("chunk %d arrived %s after the previous one; chunks are being buffered", i, gap)
+		}
+	}
+	for _, l := range lines {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(l), &f); err != nil || !strings.HasSuffix(l, "}\n") {
+			t.Errorf("line %q", l)
+		}
+	}
+}
+
+// S4: a reply without chunks is sent as one chunk before final; a reply
+// without an emoji gets 😐 on its first non-blank chunk.
+func TestStreamSynthesisesAndPrefixes(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		speech []string
+		final  string
+	}{
+		{"no chunks", nil, []string{"😐 (no response)"}, "😐 (no response)"},
+		{"no emoji", []string{"  ", "Hello **world**."}, []string{"  ", "😐 Hello world."}, "😐   Hello world."},
+		{"filter across deltas", []string{"Oh fu", "ck no."}, []string{"😐 Oh fu", "ck no."}, "😐 Let's talk about something fun instead! What's your favorite animal?"},
+		{"sentence cap", []string{"A. B. C. ", "D. E. F. G. H."}, []string{"😐 A. B. C. ", "D. E. F."}, "😐 A. B. C. D. E. F."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply { return agenttest.Reply{Chunks: tt.chunks} }}
+			env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+			_, speech, frames, _ := env.stream(t, map[string]any{"content": "x"})
+			if strings.Join(speech, "|") != strings.Join(tt.speech, "|") {
+				t.Errorf("speech %q, want %q", speech, tt.speech)
+			}
+			if f := lastFrame(t, frames); f["content"] != tt.final {
+				t.Errorf("final %q, want %q", f["content"], tt.final)
+			}
+		})
+	}
+}
+
+// turnerFunc adapts a function to Turner.
+type turnerFunc func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error)
+
+func (f turnerFunc) Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) { return f(ctx, req) }
+
+// S6, B1: the three failures give the exact fallbacks, status 200, on both routes.
+func TestFallbacks(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  VoiceConfig
+		a    *agenttest.Agent
+		want string
+		kind string
+	}{
+		{"agent error", VoiceConfig{}, &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+			return agenttest.Reply{Err: &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}}
+		}}, FallbackError, KindException},
+		{"timeout", VoiceConfig{Timeout: 200 * time.Millisecond}, &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+			return agenttest.Reply{Hang: true}
+		}}, FallbackTimeout, KindTimeout},
+		{"binary missing", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+			return acp.TurnResult{}, fmt.Errorf("start: %w: /opt/zeroclaw", acp.ErrBinaryMissing)
+		})}, nil, FallbackOffline, KindBinaryMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newVoiceEnv(t, tt.a, tt.cfg, acp.PoolConfig{})
+			resp, speech, frames, _ := env.stream(t, map[string]any{"content": "x", "session_id": "s"})
+			if resp.StatusCode != 200 || len(speech) != 1 || speech[0] != tt.want {
+				t.Errorf("stream: %d %q", resp.StatusCode, speech)
+			}
+			if f := lastFrame(t, frames); f["type"] != "error" || f["message"] != tt.want || f["session_id"] != "s" {
+				t.Errorf("error frame %v", f)
+			}
+			code, out := env.message(t, map[string]any{"content": "x", "session_id": "s"})
+			if code != 200 || out["response"] != tt.want || out["session_id"] != "s" || out["emotion"] != "neutral" {
+				t.Errorf("buffered: %d %v", code, out)
+			}
+			recs := env.waitRecords(t, 2)
+			for _, ep := range []string{"message", "message_stream"} {
+				if v := testutil.ToFloat64(env.metrics.RequestErrors.WithLabelValues(ep, tt.kind)); v != 1 {
+					t.Errorf("errors{%s,%s} = %v", ep, tt.kind, v)
+				}
+			}
+			if len(recs) != 2 || recs[0]["error"] != tt.kind || recs[0]["response_text"] != tt.want {
+				t.Errorf("records %v", recs)
+			}
+			if _, ok := recs[0]["latency_phases"]; ok {
+				t.Error("a failed turn logged latency phases")
+			}
+		})
+	}
+}
+
+// S7: while the agent is silent, bare newlines keep the caller's read timer alive.
+func TestStreamHeartbeats(t *testing.T) {
+	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+		return agenttest.Reply{FirstDelay: 400 * time.Millisecond, Chunks: []string{"😊 finally"}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{Heartbeat: 60 * time.Millisecond}, acp.PoolConfig{})
+	_, speech, _, blanks := env.stream(t, map[string]any{"content": "x"})
+	if blanks < 3 || len(speech) != 1 {
+		t.Errorf("%d heartbeats, speech %q", blanks, speech)
+	}
+}
+
+// S8: no raw U+0085 on the wire, so splitting on every Python line
+// boundary still yields whole JSON lines.
+func TestStreamEscapesLineSeparators(t *testing.T) {
+	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+		return agenttest.Reply{Chunks: []string{"😊 a\u0085b\u2028c\u2029d"}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pySplit := regexp.MustCompile("\r\n|[\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029]")
+	var chunk string
+	for _, line := range pySplit.Split(string(raw), -1) {
+		if line == "" {
+			continue
+		}
+		var f map[string]string
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("line %q breaks under splitlines: %v", line, err)
+		}
+		if f["type"] == "chunk" {
+			chunk = f["content"]
+		}
+	}
+	if chunk != "😊 a\u0085b\u2028c\u2029d" {
+		t.Errorf("chunk %q", chunk)
+	}
+}
+
+// S9: a disconnect cancels the agent's turn at once, logs nothing, and the
+// next turn on the same session continues the conversation.
+func TestBargeIn(t *testing.T) {
+	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+		if strings.Contains(p.Text, "long story") {
+			return agenttest.Reply{ChunkDelay: 100 * time.Millisecond, Chunks: []string{"😊 Once", " upon", " a", " time", " there", " was"}}
+		}
+		return agenttest.Reply{Chunks: []string{"😊 short answer."}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	first, _, _, _ := env.stream(t, map[string]any{"content": "warm up", "channel": "dotty", "session_id": "robot"})
+	if first.StatusCode != 200 {
+		t.Fatal(first.Status)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.url+"/api/message/stream",
+		body(map[string]any{"content": "tell me a long story", "channel": "dotty", "session_id": "robot"}))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "Once") {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	closed := time.Now()
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for len(a.CancelTimes()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	times := a.CancelTimes()
+	if len(times) != 1 {
+		t.Fatalf("agent saw %d cancels", len(times))
+	}
+	t.Logf("disconnect to session/cancel at the agent: %s", times[0].Sub(closed))
+
+	start := time.Now()
+	_, speech, frames, _ := env.stream(t, map[string]any{"content": "and now?", "channel": "dotty", "session_id": "robot"})
+	if len(speech) != 1 || speech[0] != "😊 short answer." || lastFrame(t, frames)["type"] != "final" {
+		t.Errorf("turn after barge-in: %q", speech)
+	}
+	t.Logf("next turn after barge-in took %s", time.Since(start))
+	prompts := a.Prompts()
+	if len(prompts) != 3 || prompts[2].SessionID != prompts[0].SessionID {
+		t.Fatalf("prompts %+v: the conversation should continue on the same agent session", prompts)
+	}
+	if !strings.HasSuffix(prompts[2].Text, suffixShort) {
+		t.Error("turn after a barge-in sent the full suffix; the cancelled turn must not reset the session")
+	}
+	if recs := env.waitRecords(t, 2); len(recs) != 2 {
+		t.Errorf("%d convo records, want 2 (none for the cancelled turn)", len(recs))
+	}
+	if n := histogramCount(t, env.metrics, "message_stream"); n != 2 {
+		t.Errorf("message_stream observations %d, want 2 (cancelled turns are not observed)", n)
+	}
+}
+
+func histogramCount(t *testing.T, m *Metrics, endpoint string) uint64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.RequestDuration)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, metric := range mf.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "endpoint" && l.GetValue() == endpoint {
+					return metric.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Buffered barge-in: a caller that leaves cancels the turn too (Q16).
+func TestBufferedCallerLeavesCancelsTurn(t *testing.T) {
+	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply { return agenttest.Reply{Hang: true} }}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.url+"/api/message", body(map[string]any{"content": "x"}))
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("request should have been cut by the client")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(a.Cancels()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(a.Cancels()) != 1 {
+		t.Error("buffered turn not cancelled when its caller left")
+	}
+	if recs := env.records(t); len(recs) != 0 {
+		t.Errorf("records %v", recs)
+	}
+}
+
+// S10: turns on two sessions overlap on a v1 agent and both complete.
+func TestConcurrentSessionsOverlap(t *testing.T) {
+	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+		return agenttest.Reply{FirstDelay: 300 * time.Millisecond, Chunks: []string{"😊 done."}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	for i, sid := range []string{"robot-a", "robot-b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, frames, _ := env.stream(t, map[string]any{"content": "hi", "session_id": sid})
+			results[i], _ = lastFrame(t, frames)["type"].(string)
+		}()
+	}
+	wg.Wait()
+	if results[0] != "final" || results[1] != "final" {
+		t.Errorf("results %v", results)
+	}
+	if n := a.MaxConcurrent(); n != 2 {
+		t.Errorf("max concurrent prompts %d, want 2", n)
+	}
+}
+
+// B1: buffered happy path and pipeline order.
+func TestBufferedReply(t *testing.T) {
+	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+		if strings.HasSuffix(p.Text, "plain") {
+			return agenttest.Reply{Chunks: []string{"Hello ", "there."}}
+		}
+		return agenttest.Reply{Chunks: []string{"😮 Wow! 🎉 A comet ", "is ice."}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	code, out := env.message(t, map[string]any{"content": "comet", "session_id": "b1"})
+	if code != 200 || out["response"] != "😮 Wow!  A comet is ice." || out["session_id"] != "b1" || out["emotion"] != "surprised" {
+		t.Errorf("%d %v", code, out)
+	}
+	_, out = env.message(t, map[string]any{"content": "plain"})
+	if out["response"] != "😐 Hello there." || !uuid4.MatchString(out["session_id"].(string)) {
+		t.Errorf("%v", out)
+	}
+	recs := env.waitRecords(t, 2)
+	if v := testutil.CollectAndCount(env.metrics.FirstAudioLatency); v != 1 {
+		t.Errorf("first audio series %d", v)
+	}
+	if len(recs) != 2 || recs[0]["response_text"] != "😮 Wow!  A comet is ice." || recs[0]["emoji_used"] != "😮" ||
+		recs[0]["request_text"] != "comet" || recs[0]["error"] != nil || recs[0]["latency_phases"] == nil {
+		t.Errorf("record %v", recs[0])
+	}
+}
+
+func TestValidationErrors(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	tests := []struct {
+		name, body, want string
+	}{
+		{"missing content", `{"channel":"dotty"}`, `{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{"channel":"dotty"}}]}`},
+		{"content not a string", `{"content":42}`, `{"detail":[{"type":"string_type","loc":["body","content"],"msg":"Input should be a valid string","input":42}]}`},
+		{"null content", `{"content":null}`, `{"detail":[{"type":"string_type","loc":["body","content"],"msg":"Input should be a valid string","input":null}]}`},
+		{"metadata list", `{"content":"x","metadata":[1]}`, `{"detail":[{"type":"dict_type","loc":["body","metadata"],"msg":"Input should be a valid dictionary","input":[1]}]}`},
+		{"two problems in field order", `{"channel":5,"session_id":true}`, `{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{"channel":5,"session_id":true}},{"type":"string_type","loc":["body","channel"],"msg":"Input should be a valid string","input":5},{"type":"string_type","loc":["body","session_id"],"msg":"Input should be a valid string","input":true}]}`},
+		{"not an object", `[1]`, `{"detail":[{"type":"model_attributes_type","loc":["body"],"msg":"Input should be a valid dictionary or object to extract fields from","input":[1]}]}`},
+		{"empty body", ``, `{"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/api/message", "/api/message/stream"} {
+				resp, err := http.Post(env.url+path, "application/json", strings.NewReader(tt.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 422 || string(b) != tt.want {
+					t.Errorf("%s: %d %s\nwant %s", path, resp.StatusCode, b, tt.want)
+				}
+			}
+		})
+	}
+	resp, err := http.Post(env.url+"/api/message", "application/json", strings.NewReader(`{"content":"`+strings.Repeat("a", 2<<20)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Errorf("oversized body: %d", resp.StatusCode)
+	}
+	// Extra fields and non-string metadata values are ignored.
+	code, out := env.message(t, map[string]any{"content": "x", "provider": "zeroclaw", "metadata": map[string]any{"device_id": 7, "room_description": []int{1}}})
+	if code != 200 || out["response"] == "" {
+		t.Errorf("%d %v", code, out)
+	}
+}
+
+func TestSuffixHashes(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		s     string
+		runes int
+		bytes int
+		sha   string
+	}{
+		{"full kid", Suffix(0, true), 1798, 1833, "3752a0975b807b7a028640dbf6c14b367b8b26679de41a51d53834a4327bff0d"},
+		{"full adult", Suffix(0, false), 690, 721, "2904f62af470d5d0b11e8e22e7535ba6e7c6664b2fb3b5610515d26be060834d"},
+		{"base", suffixBase, 669, 700, "850542a677c1c11a53bc6584a45fbd7e1c816a8b75523b7890fb56a8dd8458d1"},
+		{"kid block", suffixKid, 1108, 1112, "bf0f8ba28e4442c24b6f9765b4b699d0292d8edb031c684a7045174c4e51f445"},
+		{"short", Suffix(3, true), 121, 148, "150259707122835a9b3b43823918329f99f6ca396ded19bcf2f7624723a43d4e"},
+		{"prefix", promptPrefix, 26, 26, "3345582c6ad5a9beb8b828aa98eb91bb196ecd3b8b5591e1d9dd6a99d08d25a6"},
+	} {
+		sum := sha256.Sum256([]byte(tt.s))
+		if got := hex.EncodeToString(sum[:]); got != tt.sha || len(tt.s) != tt.bytes || len([]rune(tt.s)) != tt.runes {
+			t.Errorf("%s: %d runes %d bytes sha %s", tt.name, len([]rune(tt.s)), len(tt.s), got)
+		}
+	}
+}
+
+// The worked example of spec §5.9, then the first-turn suffix and kid mode.
+func TestSandwich(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env.kid.on.Store(true)
+	req := map[string]any{"content": "[Context] You are Dotty.\n\n[User] what is a comet?", "channel": "dotty", "session_id": "w",
+		"metadata": map[string]any{"provider": "zeroclaw", "room_description": "a child with curly brown hair"}}
+	env.stream(t, req)
+	env.stream(t, req)
+	p := env.agent.Prompts()
+	want1 := "[channel=dotty voice-TTS]\n[Room view] a child with curly brown hair\n[Context: Sunday 17 May 2026, 21:37 AEST]\n[Context] You are Dotty.\n\n[User] what is a comet?\n\n[Rules: ENGLISH only, one leading emoji from 😊😆😢😮🤔😠😐😍😴, no markdown, 1-2 sentences (up to 6 if open-ended). Begin now.]"
+	if p[1].Text != want1 {
+		t.Errorf("turn 1 prompt:\n%q\nwant\n%q", p[1].Text, want1)
+	}
+	if !strings.HasSuffix(p[0].Text, Suffix(0, true)) || !strings.HasPrefix(p[0].Text, "[channel=dotty voice-TTS]\n[Room view]") {
+		t.Errorf("turn 0 prompt lacks the full kid suffix: %q", p[0].Text)
+	}
+	// Kid mode is read at send time; a new session gets the adult full suffix.
+	env.kid.on.Store(false)
+	env.stream(t, map[string]any{"content": "hi", "channel": "stackchan", "session_id": "other"})
+	if p := env.agent.Prompts(); !strings.HasSuffix(p[2].Text, "AEST]\nhi"+Suffix(0, false)) || strings.Contains(p[2].Text, "YOUNG CHILD") {
+		t.Errorf("adult prompt %q", p[2].Text)
+	}
+	// Other channels get the content unchanged.
+	env.stream(t, map[string]any{"content": "raw text", "channel": "discord"})
+	env.stream(t, map[string]any{"content": "raw text 2"})
+	if p := env.agent.Prompts(); p[3].Text != "raw text" || p[4].Text != "raw text 2" {
+		t.Errorf("pass-through prompts %q %q", p[3].Text, p[4].Text)
+	}
+}
+
+func TestRoomViewLine(t *testing.T) {
+	long := strings.Repeat("a", 236) + "    bcd"
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"   \t", ""},
+		{"  a child  ", "[Room view] a child\n"},
+		{long, "[Room view] " + strings.Repeat("a", 236) + "...\n"},
+		{strings.Repeat("é", 240), "[Room view] " + strings.Repeat("é", 240) + "\n"},
+	}
+	for _, tt := range tests {
+		if got := roomViewLine(tt.in); got != tt.want {
+			t.Errorf("roomViewLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+type linesStub map[string][]string
+
+func (l linesStub) PerceptionLines(d string) []string { return l[d] }
+
+type partsStub []string
+
+func (p partsStub) ContextParts() []string { return p }
+
+func TestSandwichPerceptionAndContext(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{
+		Perception: linesStub{"dotty-1": {"You see alex in front of you.", "You hear: a dog barking"}},
+		Context:    partsStub{"Brisbane: Sunny +24°C", "Today: 09:30 [Alex] Swimming"},
+	}, acp.PoolConfig{})
+	env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "metadata": map[string]any{"device_id": "dotty-1"}})
+	want := "[channel=dotty voice-TTS]\n[Current perception] You see alex in front of you. You hear: a dog barking\n" +
+		"[Context: Sunday 17 May 2026, 21:37 AEST | Brisbane: Sunny +24°C | Today: 09:30 [Alex] Swimming]\nhi"
+	if p := env.agent.Prompts(); !strings.HasPrefix(p[0].Text, want) {
+		t.Errorf("prompt %q", p[0].Text)
+	}
+}
+
+// Rotation after ZEROCLAW_SESSION_MAX_TURNS brings the full suffix back.
+func TestRotationResetsSuffix(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{SessionMaxTurns: 2})
+	for i := 0; i < 3; i++ {
+		env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "session_id": "r"})
+	}
+	p := env.agent.Prompts()
+	full, short := Suffix(0, false), suffixShort
+	if !strings.HasSuffix(p[0].Text, full) || !strings.HasSuffix(p[1].Text, short) || !strings.HasSuffix(p[2].Text, full) {
+		t.Error("want full, short, full suffixes across a rotation")
+	}
+	if p[2].SessionID == p[0].SessionID {
+		t.Error("session not rotated after 2 turns")
+	}
+}
+
+// A lost agent session is replaced and the prompt rebuilt with the full suffix.
+func TestLostSessionRetriesWithFullSuffix(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "session_id": "l"})
+	env.agent.Forget(env.agent.Prompts()[0].SessionID)
+	_, speech, _, _ := env.stream(t, map[string]any{"content": "again", "channel": "dotty", "session_id": "l"})
+	p := env.agent.Prompts()
+	if len(speech) == 0 || !strings.HasPrefix(speech[0], "😊") || len(p) != 2 || !strings.HasSuffix(p[1].Text, Suffix(0, false)) {
+		t.Errorf("speech %q prompts %d", speech, len(p))
+	}
+}
+
+func TestMetricsAndTurnBus(t *testing.T) {
+	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+		if strings.HasSuffix(p.Text, "swear") {
+			return agenttest.Reply{Chunks: []string{"What the fuck"}}
+		}
+		return agenttest.Reply{Chunks: []string{"😊 ok"}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	events, unsubscribe := env.turns.Subscribe(8)
+	defer unsubscribe()
+	env.stream(t, map[string]any{"content": "hi"})
+	env.message(t, map[string]any{"content": "swear"})
+	env.waitRecords(t, 2)
+	if n := histogramCount(t, env.metrics, "message_stream"); n != 1 {
+		t.Errorf("stream observations %d", n)
+	}
+	if n := histogramCount(t, env.metrics, "message"); n != 1 {
+		t.Errorf("message observations %d", n)
+	}
+	if v := testutil.ToFloat64(env.metrics.ContentFilterHits.WithLabelValues("redirect")); v != 1 {
+		t.Errorf("filter hits %v", v)
+	}
+	got := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		select {
+		case ev := <-events:
+			got[ev.ResponseText] = true
+		case <-time.After(2 * time.Second):
+			t.Fatal("no turn event")
+		}
+	}
+	if !got["😊 ok"] || !got["😐 Let's talk about something fun instead! What's your favorite animal?"] {
+		t.Errorf("turn events %v", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	expired, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	<-expired.Done()
+	live := context.Background()
+	tests := []struct {
+		ctx        context.Context
+		err        error
+		kind, text string
+	}{
+		{expired, errors.New("anything"), KindTimeout, FallbackTimeout},
+		{live, fmt.Errorf("spawn: %w", acp.ErrBinaryMissing), KindBinaryMissing, FallbackOffline},
+		{live, acp.ErrAgentGone, KindException, FallbackError},
+		{live, context.DeadlineExceeded, KindException, FallbackError}, // only our own ctx decides timeouts
+	}
+	for _, tt := range tests {
+		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {
+			t.Errorf("classify(%v) = %s %q", tt.err, k, s)
+		}
+	}
+}
