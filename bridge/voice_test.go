@@ -345,7 +345,9 @@ func TestStreamSynthesisesAndPrefixes(t *testing.T) {
 // turnerFunc adapts a function to Turner.
 type turnerFunc func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error)
 
-func (f turnerFunc) Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) { return f(ctx, req) }
+func (f turnerFunc) Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+	return f(ctx, req)
+}
 
 // S6, B1: the three failures give the exact fallbacks, status 200, on both routes.
 func TestFallbacks(t *testing.T) {
