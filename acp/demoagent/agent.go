@@ -38,7 +38,10 @@ type hooks struct {
 // prompt context is deliberately not used, because the SDK cancels a
 // session's running prompt as soon as a second prompt arrives for it, and
 // the demo agent rejects that second prompt with -32002 instead, leaving the
-// first turn running, as ZeroClaw does.
+// first turn running, as ZeroClaw does. Two consequences: the unstable
+// per-request $/cancel_request is not honoured (session/cancel is the way to
+// stop a turn), and a session/cancel that overtakes its own prompt, before
+// the turn has registered, finds no turn and is ignored.
 type agent struct {
 	life  context.Context
 	delay time.Duration
