@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
@@ -65,13 +66,9 @@ func reportPercentiles(b *testing.B, samples []time.Duration, name string) {
 	b.ReportMetric(at(0.99), name+"-p99-µs")
 }
 
-const benchBody = `{"content":"[Context] You are Dotty.\n\n[User] what is a comet?","channel":"dotty","session_id":"bench","metadata":{"provider":"zeroclaw"}}`
-
-// BenchmarkAddedLatencyBuffered is one /api/message turn with an agent
-// that answers instantly: request parsing, sandwich, pipeline, convo log,
-// metrics and HTTP on loopback — what the bridge adds to a turn.
-func BenchmarkAddedLatencyBuffered(b *testing.B) {
-	url := benchServer(b, instantAgent) + "/api/message"
+// timeTurns posts benchBody b.N times and reports the turn time percentiles.
+func timeTurns(b *testing.B, url string) {
+	b.Helper()
 	client := &http.Client{}
 	samples := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
@@ -89,25 +86,21 @@ func BenchmarkAddedLatencyBuffered(b *testing.B) {
 	reportPercentiles(b, samples, "turn")
 }
 
+const benchBody = `{"content":"[Context] You are Dotty.\n\n[User] what is a comet?","channel":"dotty","session_id":"bench","metadata":{"provider":"zeroclaw"}}`
+
+// BenchmarkAddedLatencyBuffered is one /api/message turn with an agent
+// that answers instantly: request parsing, sandwich, pipeline, convo log,
+// metrics and HTTP on loopback — what the bridge adds to a turn.
+func BenchmarkAddedLatencyBuffered(b *testing.B) {
+	url := benchServer(b, instantAgent) + "/api/message"
+	timeTurns(b, url)
+}
+
 // BenchmarkAddedLatencyStream is the same turn on /api/message/stream,
 // timed to the final frame.
 func BenchmarkAddedLatencyStream(b *testing.B) {
 	url := benchServer(b, instantAgent) + "/api/message/stream"
-	client := &http.Client{}
-	samples := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		samples = append(samples, time.Since(start))
-	}
-	reportPercentiles(b, samples, "turn")
+	timeTurns(b, url)
 }
 
 // BenchmarkChunkForwarding measures from the agent handing the bridge a
@@ -151,22 +144,8 @@ func BenchmarkChunkForwarding(b *testing.B) {
 // BenchmarkTurnThroughDemoAgent is a whole streamed turn through the pool
 // and the in-process demo agent (ACP on both SDK sides included).
 func BenchmarkTurnThroughDemoAgent(b *testing.B) {
-	url := benchServer(b, demoPool(b)) + "/api/message/stream"
-	client := &http.Client{}
-	samples := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		samples = append(samples, time.Since(start))
-	}
-	reportPercentiles(b, samples, "turn")
+	url := benchServer(b, agenttest.DemoPool(b)) + "/api/message/stream"
+	timeTurns(b, url)
 }
 
 // BenchmarkAddedLatencyStreamOneChunk is a streamed turn whose agent sends
@@ -180,19 +159,5 @@ func BenchmarkAddedLatencyStreamOneChunk(b *testing.B) {
 		return acp.TurnResult{Text: benchReply}, nil
 	})
 	url := benchServer(b, agent) + "/api/message/stream"
-	client := &http.Client{}
-	samples := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		samples = append(samples, time.Since(start))
-	}
-	reportPercentiles(b, samples, "turn")
+	timeTurns(b, url)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 )
 
 // Reply scripts one prompt's answer.
@@ -295,4 +296,29 @@ func (a *Agent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigO
 // SetSessionMode implements acp.Agent.
 func (a *Agent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+}
+
+// DemoPool returns a pool on an in-process built-in demo agent with no
+// chunk delay (for benchmarks); it is shut down when the test ends.
+func DemoPool(t testing.TB) *acp.Pool {
+	t.Helper()
+	toAgentR, toAgentW := io.Pipe()
+	fromAgentR, fromAgentW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = demoagent.Serve(ctx, toAgentR, fromAgentW, demoagent.Options{})
+		_ = fromAgentW.Close()
+	}()
+	c, err := acp.Dial(context.Background(), acp.Config{Command: "demo", Logger: hclog.NewNullLogger()}, toAgentW, fromAgentR)
+	if err != nil {
+		t.Fatalf("agenttest: dial demo agent: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = toAgentW.Close()
+		<-served
+		cancel()
+	})
+	return acp.NewPool(acp.PoolConfig{SessionMaxTurns: 1 << 30}, c)
 }
