@@ -59,6 +59,15 @@ type config struct {
 	HouseholdBucket string
 	PersonPrefix    *regexp.Regexp
 
+	XiaozhiHost    string
+	XiaozhiPort    int
+	AdminToken     string
+	MemoryDB       string
+	ThinkerURL     string
+	ThinkerModel   string
+	ThinkerTimeout time.Duration
+	SongAssetBase  string
+
 	LogLevel  hclog.Level
 	LogFormat string
 
@@ -200,6 +209,29 @@ var settings = []setting{
 			c.PersonPrefix = re
 			return nil
 		}},
+	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
+		parse: func(c *config, v string) error { c.XiaozhiHost = strings.TrimSpace(v); return nil }},
+	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API)",
+		parse: func(c *config, v string) error { return parseInt(&c.XiaozhiPort, v) }},
+	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
+		parse: func(c *config, v string) error { c.AdminToken = v; return nil }},
+	{env: "VOICE_MEMORY_DB", def: "/root/.zeroclaw/workspace/memory/brain.db", help: "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
+		parse: func(c *config, v string) error { c.MemoryDB = v; return nil }},
+	{env: "VOICE_THINKER_URL", def: "http://localhost:8080/v1/chat/completions", help: "OpenAI-compatible chat completions URL that think_hard asks",
+		parse: func(c *config, v string) error {
+			u, err := url.Parse(strings.TrimSpace(v))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return errors.New("want an http or https URL")
+			}
+			c.ThinkerURL = u.String()
+			return nil
+		}},
+	{env: "VOICE_THINKER_MODEL", def: "qwen3.6:27b-think", help: "model name think_hard sends",
+		parse: func(c *config, v string) error { c.ThinkerModel = v; return nil }},
+	{env: "VOICE_THINKER_TIMEOUT", def: "30", help: "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded",
+		parse: func(c *config, v string) error { return parseSeconds(&c.ThinkerTimeout, v) }},
+	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
+		parse: func(c *config, v string) error { c.SongAssetBase = v; return nil }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -305,12 +337,14 @@ func (c config) validate() error {
 		{"WEATHER_TTL_SEC", c.WeatherTTL},
 		{"CALENDAR_TTL_SEC", c.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.CalendarPoll},
+		{"VOICE_THINKER_TIMEOUT", c.ThinkerTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
+	check("XIAOZHI_OTA_PORT", c.XiaozhiPort >= 1 && c.XiaozhiPort <= 65535, strconv.Itoa(c.XiaozhiPort), "want a port from 1 to 65535")
 	check("ZEROCLAW_SESSION_CWD", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "want an absolute path")
 	return errors.Join(errs...)
 }

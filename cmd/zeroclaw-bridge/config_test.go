@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ func defaultConfig(t *testing.T) config {
 		CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
 		PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`),
 		LogLevel:     hclog.Info, LogFormat: "text",
+		XiaozhiPort: 8003, MemoryDB: "/root/.zeroclaw/workspace/memory/brain.db",
+		ThinkerURL: "http://localhost:8080/v1/chat/completions", ThinkerModel: "qwen3.6:27b-think",
+		ThinkerTimeout: 30 * time.Second, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs",
 	}
 }
 
@@ -117,6 +121,14 @@ func TestParseConfigValues(t *testing.T) {
 				c.CalendarIDs, c.GWSBin, c.CalendarSAPath = []string{"a@group.calendar.google.com", "b"}, "/opt/gws", "/k.json"
 				c.CalendarTTL, c.CalendarPoll, c.HouseholdBucket = 100*time.Second, 10*time.Second, "_all"
 				c.PersonPrefix = regexp.MustCompile(`^(?P<person>\w+): (?P<rest>.*)$`)
+			}},
+		{"xiaozhi", []string{"XIAOZHI_HOST", " 10.0.0.5 ", "XIAOZHI_OTA_PORT", "9003", "DOTTY_ADMIN_TOKEN", "s3cret"},
+			func(c *config) { c.XiaozhiHost, c.XiaozhiPort, c.AdminToken = "10.0.0.5", 9003, "s3cret" }},
+		{"tier1", []string{"VOICE_MEMORY_DB", "/m/brain.db", "VOICE_THINKER_URL", "https://llm.lan/v1/chat/completions",
+			"VOICE_THINKER_MODEL", "big", "VOICE_THINKER_TIMEOUT", "90", "VOICE_PLAY_SONG_ASSET_BASE", "/songs/"},
+			func(c *config) {
+				c.MemoryDB, c.ThinkerURL, c.ThinkerModel = "/m/brain.db", "https://llm.lan/v1/chat/completions", "big"
+				c.ThinkerTimeout, c.SongAssetBase = 90*time.Second, "/songs/"
 			}},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
 	}
@@ -196,6 +208,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log level", nil, []string{"LOG_LEVEL", "loud"}, []string{`invalid LOG_LEVEL "loud": want trace, debug, info, warn or error`}},
 		{"log level off is refused", nil, []string{"LOG_LEVEL", "off"}, []string{`invalid LOG_LEVEL "off": want trace, debug, info, warn or error`}},
 		{"log format", nil, []string{"LOG_FORMAT", "xml"}, []string{`invalid LOG_FORMAT "xml": want text or json`}},
+		{"thinker url", nil, []string{"VOICE_THINKER_URL", "localhost:8080"}, []string{`invalid VOICE_THINKER_URL "localhost:8080": want an http or https URL`}},
+		{"thinker timeout zero", nil, []string{"VOICE_THINKER_TIMEOUT", "0"}, []string{`invalid VOICE_THINKER_TIMEOUT "0": want more than 0 seconds`}},
+		{"xiaozhi port range", nil, []string{"XIAOZHI_OTA_PORT", "0"}, []string{`invalid XIAOZHI_OTA_PORT "0": want a port from 1 to 65535`}},
 		{"flag value names the flag", []string{"-zeroclaw-timeout", "x"}, nil, []string{`invalid -zeroclaw-timeout "x": want a number of seconds`}},
 		{"flag range names the flag", []string{"-port", "99999"}, nil, []string{`invalid -port "99999": want a port from 0 to 65535`}},
 		{"every problem reported", nil, []string{"PORT", "x", "MAX_SENTENCES", "0", "LOG_FORMAT", "xml"},
@@ -283,13 +298,15 @@ func TestSettingsTable(t *testing.T) {
 		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "DOTTY_KID_MODE",
 		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT", "DOTTY_KID_MODE_STATE", "DOTTY_SMART_MODE_STATE",
 		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
-		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE"} {
+		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT",
+		"DOTTY_ADMIN_TOKEN", "VOICE_MEMORY_DB", "VOICE_THINKER_URL", "VOICE_THINKER_MODEL", "VOICE_THINKER_TIMEOUT",
+		"VOICE_PLAY_SONG_ASSET_BASE"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 34 {
-		t.Errorf("%d settings, want 34 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 42 {
+		t.Errorf("%d settings, want 42 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
@@ -308,6 +325,13 @@ func TestEffectiveConfig(t *testing.T) {
 	}
 	if got["port"] != "9" || got["zeroclaw_bin"] != "/opt/zc" || got["tz"] != "Australia/Brisbane" || len(got) != len(settings) {
 		t.Errorf("effective() = %v", got)
+	}
+	c, err = parseConfig(nil, env("DOTTY_ADMIN_TOKEN", "hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AdminToken != "hunter2" || !slices.Contains(c.effective(), any("<redacted>")) || slices.Contains(c.effective(), any("hunter2")) {
+		t.Errorf("DOTTY_ADMIN_TOKEN: typed %q, logged as %v", c.AdminToken, c.effective())
 	}
 
 	// A secret setting is redacted in the log line and in error messages.

@@ -101,7 +101,8 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug",
 		// Keep the bridge's files in the test's directory and off the network.
 		"CONVO_LOG_DIR=" + filepath.Join(state, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(state, "kid-mode"),
-		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-"}, env...)
+		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-",
+		"VOICE_MEMORY_DB=" + filepath.Join(state, "memory", "brain.db")}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -38,9 +38,12 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -218,8 +221,9 @@ func agentCommand(cfg config, lk lookups, log hclog.Logger) (command string, arg
 
 // serve builds every component from cfg and runs them in one run group
 // until SIGINT, SIGTERM or the end of ctx. Teardown follows the group's Add
-// order: the HTTP server drains first, then the pool settles cancelled
-// turns, then the supervisor retires sessions and stops the agent.
+// order: the HTTP server drains first, then queued memory writes reach
+// brain.db, then the pool settles cancelled turns, then the supervisor
+// retires sessions and stops the agent.
 func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
 	log.Info("starting", append([]any{"version", buildVersion()}, cfg.effective()...)...)
 
@@ -311,23 +315,49 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Metrics:      metrics,
 		Logger:       log.Named("voice"),
 	}
-	if err := errors.Join(periCfg.Validate(), voiceCfg.Validate()); err != nil {
+	memCfg := memstore.Config{
+		Path:       cfg.MemoryDB,
+		AgentAlias: cfg.AgentAlias,
+		Logger:     log.Named("memory"),
+	}
+	xz := xiaozhi.New(xiaozhi.Config{
+		Host:   cfg.XiaozhiHost,
+		Port:   cfg.XiaozhiPort,
+		Token:  cfg.AdminToken,
+		Logger: log.Named("xiaozhi"),
+	})
+	mem := memstore.New(memCfg)
+	tier1Cfg := tier1.Config{
+		Memory:  mem,
+		Xiaozhi: xz,
+		Thinker: tier1.ThinkerConfig{
+			URL:     cfg.ThinkerURL,
+			Model:   cfg.ThinkerModel,
+			Timeout: cfg.ThinkerTimeout,
+		},
+		SongAssetBase: cfg.SongAssetBase,
+		Dropped:       metrics.MemoryWritesDropped,
+		Logger:        log.Named("tier1"),
+	}
+	if err := errors.Join(periCfg.Validate(), voiceCfg.Validate(), memCfg.Validate(), tier1Cfg.Validate()); err != nil {
 		return &usageError{err}
 	}
 	peri := periphery.New(periCfg)
 	voiceCfg.Context = peri
 	srv := bridge.New(httpCfg)
 	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
+	tier1.New(tier1Cfg).Routes(srv.Echo())
 
 	var g oklogrun.Group
 	addActor(&g, srv.Run)  // 1: stop accepting, drain requests (ShutdownTimeout)
-	addActor(&g, pool.Run) // 2: finish background cancel settlements
-	addActor(&g, sup.Run)  // 3: retire sessions, stop the agent child
-	addActor(&g, peri.Run) // 4: stop refreshing weather and calendar
+	addActor(&g, mem.Run)  // 2: write every accepted memory (DrainTimeout)
+	addActor(&g, pool.Run) // 3: finish background cancel settlements
+	addActor(&g, sup.Run)  // 4: retire sessions, stop the agent child
+	addActor(&g, peri.Run) // 5: stop refreshing weather and calendar
 
 	var shutdownStart time.Time // written by the signal actor before g.Run returns
 	sigExec, sigInterrupt := oklogrun.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
-	g.Add(func() error { // 4: signals, or the end of ctx
+	g.Add(func() error { // 6: signals, or the end of ctx
 		err := sigExec()
 		shutdownStart = time.Now()
 		log.Info("shutting down", "reason", err)

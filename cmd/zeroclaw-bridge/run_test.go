@@ -151,5 +151,6 @@ func isolatedEnv(t *testing.T, kv ...string) func(string) string {
 	t.Helper()
 	dir := t.TempDir()
 	return env(append(kv, "CONVO_LOG_DIR", filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE", filepath.Join(dir, "kid-mode"),
-		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-")...)
+		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-",
+		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"))...)
 }

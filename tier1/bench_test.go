@@ -1,0 +1,138 @@
+package tier1
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+)
+
+// bigBrain writes n rows of 12 words from a 2000-word vocabulary into a
+// fresh brain.db; the phrase "likes dinosaurs" appears in about 1 row in 500.
+func bigBrain(b *testing.B, n int) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "brain.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range memstore.Schema {
+		if _, err := db.Exec(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := make([]string, 2000)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%03dx", i)
+	}
+	tx, _ := db.Begin()
+	stmt, _ := tx.Prepare(`INSERT INTO memories (id, key, content, category, created_at, updated_at, namespace, importance) VALUES (?, ?, ?, 'core', 't', 't', 'voice', 0.7)`)
+	for i := 0; i < n; i++ {
+		words := make([]string, 12)
+		for j := range words {
+			words[j] = vocab[r.IntN(len(vocab))]
+		}
+		if i%500 == 0 {
+			words[3], words[4] = "likes", "dinosaurs"
+		}
+		if _, err := stmt.Exec(fmt.Sprint(i), fmt.Sprint("k", i), strings.Join(words, " ")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func benchServer(b *testing.B, store *memstore.Store) string {
+	b.Helper()
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	New(Config{Memory: store}).Routes(e)
+	ts := httptest.NewServer(e)
+	b.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func percentiles(b *testing.B, samples []time.Duration) {
+	slices.Sort(samples)
+	at := func(q float64) float64 {
+		return float64(samples[min(len(samples)-1, int(q*float64(len(samples))))].Microseconds())
+	}
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+}
+
+// BenchmarkMemoryLookup100k is one memory_lookup escalation over HTTP
+// against a 100 000-row brain.db.
+func BenchmarkMemoryLookup100k(b *testing.B) {
+	store := memstore.New(memstore.Config{Path: bigBrain(b, 100_000)})
+	url := benchServer(b, store) + "/api/voice/escalate"
+	body := `{"tool":"memory_lookup","args":{"query":"likes dinosaurs"},"session_id":""}`
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		samples = append(samples, time.Since(start))
+		if !strings.Contains(string(out), "likes dinosaurs") {
+			b.Fatalf("no hit: %s", out)
+		}
+	}
+	percentiles(b, samples)
+}
+
+// BenchmarkRememberUnderLock is POST /api/voice/remember while another
+// connection holds brain.db locked: the reply must not wait for the lock.
+func BenchmarkRememberUnderLock(b *testing.B) {
+	path := memstoretest.V1(b)
+	store := memstore.New(memstore.Config{Path: path, QueueSize: b.N + 1, WriteBusyTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = store.Run(ctx) }()
+	release := memstoretest.Lock(b, path)
+	url := benchServer(b, store) + "/api/voice/remember"
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"fact":"the cat is called Miso","session_id":"s"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	percentiles(b, samples)
+	release()
+	cancel()
+	<-done
+}

@@ -1,0 +1,517 @@
+// Package memstore is the voice memory in ZeroClaw's SQLite brain.db,
+// shared with the agent: facts and turn summaries written by Tier1Slim's
+// remember and memory_log calls, and the FTS5 phrase search behind
+// memory_lookup.
+//
+// ZeroClaw owns the schema. An existing file is never migrated or altered;
+// a missing one is created with ZeroClaw's table, FTS5 index and sync
+// triggers so memory works without the agent. Writes on ZeroClaw ≥ 0.8
+// databases (agent_id NOT NULL, per-agent unique keys) carry the agent id
+// of the configured alias.
+//
+// # Concurrency
+//
+// Enqueue never blocks: it hands the write to one bounded queue and one
+// writer goroutine (Run) that owns the read-write connection, retries
+// while the database is busy, and drains the queue when Run's ctx ends,
+// so an accepted write is not lost on a clean stop. Enqueue answers
+// ErrQueueFull instead of dropping a write silently. Search uses a
+// separate read-only connection and may run concurrently with writes.
+package memstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Errors callers branch on.
+var (
+	// ErrQueueFull means the writer is behind; the write was not accepted.
+	ErrQueueFull = errors.New("memory write queue full")
+	// ErrClosed means the writer has stopped; the write was not accepted.
+	ErrClosed = errors.New("memory writer stopped")
+)
+
+// Config configures the store.
+type Config struct {
+	// Path is VOICE_MEMORY_DB.
+	Path string
+	// AgentAlias picks agents.id for agent_id on ZeroClaw ≥ 0.8 databases
+	// (ZEROCLAW_AGENT_ALIAS); empty means "default".
+	AgentAlias string
+	// QueueSize bounds accepted but unwritten writes (256).
+	QueueSize int
+	// WriteBusyTimeout is SQLite's busy timeout for one insert (5 s).
+	WriteBusyTimeout time.Duration
+	// ReadBusyTimeout is SQLite's busy timeout for a search (2 s).
+	ReadBusyTimeout time.Duration
+	// DrainTimeout bounds the final drain at shutdown (30 s).
+	DrainTimeout time.Duration
+	// Logger receives failures. Nil discards.
+	Logger hclog.Logger
+
+	now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.AgentAlias == "" {
+		c.AgentAlias = "default"
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 256
+	}
+	if c.WriteBusyTimeout <= 0 {
+		c.WriteBusyTimeout = 5 * time.Second
+	}
+	if c.ReadBusyTimeout <= 0 {
+		c.ReadBusyTimeout = 2 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+// Validate reports an unusable configuration.
+func (c Config) Validate() error {
+	if c.Path == "" {
+		return errors.New("memory database path is empty")
+	}
+	return nil
+}
+
+// Write is one memory row to insert.
+type Write struct {
+	Content    string
+	Category   string // "conversation" or "core"
+	Importance float64
+	// SessionID is stored when HasSession is set, NULL otherwise.
+	SessionID  string
+	HasSession bool
+}
+
+// Row is one search hit.
+type Row struct {
+	Key, Content, Category, Namespace, CreatedAt string
+}
+
+// Store is the voice memory.
+type Store struct {
+	cfg   Config
+	log   hclog.Logger
+	queue chan Write
+
+	mu       sync.Mutex
+	closed   bool    // no more writes accepted
+	ro       *sql.DB // cached read-only handle, opened lazily
+	finished bool    // Run has returned: searches use one-off handles
+}
+
+// New returns a store; Run starts its writer.
+func New(cfg Config) *Store {
+	cfg = cfg.withDefaults()
+	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan Write, cfg.QueueSize)}
+}
+
+// Enqueue accepts w for the writer without blocking.
+func (s *Store) Enqueue(w Write) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- w:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// Pending reports how many accepted writes wait for the writer.
+func (s *Store) Pending() int { return len(s.queue) }
+
+// Run creates the database when it is missing, then writes queued rows
+// until ctx ends, drains the queue and returns. A write in progress when
+// ctx ends is finished, not abandoned; the whole drain is bounded by
+// DrainTimeout after ctx ends.
+func (s *Store) Run(ctx context.Context) error {
+	defer s.finish()
+	if err := s.ensure(); err != nil {
+		s.log.Error("voice memory unavailable; remember and memory_log writes will be retried", "path", s.cfg.Path, "error", err)
+	}
+	// No write is accepted once shutdown has begun, even while the writer
+	// is still busy with an earlier one.
+	stopAccepting := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+	})
+	defer stopAccepting()
+	// wctx bounds writes: it ends DrainTimeout after ctx does.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+			t := time.NewTimer(s.cfg.DrainTimeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				wcancel()
+			case <-wctx.Done():
+			}
+		case <-wctx.Done():
+		}
+	}()
+	w := &writer{cfg: s.cfg, log: s.log}
+	defer w.close()
+	for {
+		select {
+		case item := <-s.queue:
+			w.write(wctx, item)
+		case <-ctx.Done():
+			return s.drain(wctx, w)
+		}
+	}
+}
+
+// drain writes everything still queued, refusing new writes.
+func (s *Store) drain(wctx context.Context, w *writer) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if n := len(s.queue); n > 0 {
+		s.log.Info("writing queued voice memories before exit", "pending", n)
+	}
+	for {
+		select {
+		case item := <-s.queue:
+			if !w.write(wctx, item) && wctx.Err() != nil {
+				lost := len(s.queue) + 1
+				s.log.Error("voice memories lost at shutdown: database busy for too long", "lost", lost, "waited", s.cfg.DrainTimeout)
+				return fmt.Errorf("drain memory queue: %d writes lost: %w", lost, wctx.Err())
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// ensure creates a missing database with ZeroClaw's schema.
+func (s *Store) ensure() error {
+	if _, err := os.Stat(s.cfg.Path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("stat %s: %w", s.cfg.Path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.cfg.Path), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(s.cfg.Path), err)
+	}
+	db, err := sql.Open("sqlite", dsn(s.cfg.Path, "rwc", s.cfg.WriteBusyTimeout))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range Schema {
+		if _, err := tx.Exec(stmt); err != nil {
+			return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+	}
+	s.log.Info("created the voice memory database with ZeroClaw's schema (no ZeroClaw database was there)", "path", s.cfg.Path)
+	return nil
+}
+
+// Schema is ZeroClaw's memory schema before 0.8: the table, its FTS5
+// external-content index over (key, content), and the triggers that keep
+// the index in step.
+var Schema = []string{
+	`CREATE TABLE IF NOT EXISTS memories (
+		id TEXT PRIMARY KEY,
+		key TEXT NOT NULL UNIQUE,
+		content TEXT NOT NULL,
+		category TEXT NOT NULL DEFAULT 'core',
+		embedding BLOB,
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL,
+		session_id TEXT,
+		namespace TEXT DEFAULT 'default',
+		importance REAL DEFAULT 0.5,
+		superseded_by TEXT
+	)`,
+	`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(key, content, content='memories', content_rowid='rowid')`,
+	`CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+		INSERT INTO memories_fts(rowid, key, content) VALUES (new.rowid, new.key, new.content);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+		INSERT INTO memories_fts(memories_fts, rowid, key, content) VALUES ('delete', old.rowid, old.key, old.content);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE ON memories BEGIN
+		INSERT INTO memories_fts(memories_fts, rowid, key, content) VALUES ('delete', old.rowid, old.key, old.content);
+		INSERT INTO memories_fts(rowid, key, content) VALUES (new.rowid, new.key, new.content);
+	END`,
+}
+
+// dsn is the driver's URI for path; "%", "?" and "#" in the path are
+// escaped so they are not read as URI syntax.
+func dsn(path, mode string, busy time.Duration) string {
+	path = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return fmt.Sprintf("file:%s?mode=%s&_pragma=busy_timeout(%d)", path, mode, busy.Milliseconds())
+}
+
+// isBusy reports SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code() & 0xff
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// Search runs an FTS5 phrase search for query and returns up to limit rows,
+// best first. Any SQLite problem, a missing file included, is an error
+// (callers answer "no memories found").
+func (s *Store) Search(ctx context.Context, query string, limit int) ([]Row, error) {
+	db, release, err := s.reader()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rows, err := db.QueryContext(ctx, `SELECT m.key, m.content, m.category, COALESCE(m.namespace, ''), m.created_at
+		FROM memories_fts f JOIN memories m ON m.rowid = f.rowid
+		WHERE memories_fts MATCH ? ORDER BY f.rank LIMIT ?`, PhraseQuery(query), limit)
+	if err != nil {
+		s.resetReader()
+		return nil, fmt.Errorf("search memories: %w", err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.Key, &r.Content, &r.Category, &r.Namespace, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("search memories: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search memories: %w", err)
+	}
+	return out, nil
+}
+
+// PhraseQuery makes query one FTS5 phrase: quotes doubled, then wrapped.
+func PhraseQuery(query string) string {
+	return `"` + strings.ReplaceAll(query, `"`, `""`) + `"`
+}
+
+// reader returns the read-only handle and a release func: the cached
+// handle while the store runs, a one-off one after Run has returned.
+func (s *Store) reader() (*sql.DB, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ro != nil {
+		return s.ro, func() {}, nil
+	}
+	if _, err := os.Stat(s.cfg.Path); err != nil {
+		return nil, nil, fmt.Errorf("memory database: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(s.cfg.Path, "ro", s.cfg.ReadBusyTimeout))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open memory database: %w", err)
+	}
+	if s.finished {
+		return db, func() { _ = db.Close() }, nil
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	s.ro = db
+	return db, func() {}, nil
+}
+
+// resetReader drops the cached read handle so the next search reopens the
+// file (it may have been replaced, or created by ZeroClaw meanwhile).
+func (s *Store) resetReader() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ro != nil {
+		_ = s.ro.Close()
+		s.ro = nil
+	}
+}
+
+// finish closes the cached handle for good.
+func (s *Store) finish() {
+	s.mu.Lock()
+	s.finished = true
+	s.mu.Unlock()
+	s.resetReader()
+}
+
+// writer owns the read-write connection; only Run's goroutine uses it.
+type writer struct {
+	cfg Config
+	log hclog.Logger
+	db  *sql.DB
+
+	schemaKnown bool
+	agentCol    bool
+}
+
+func (w *writer) close() {
+	if w.db != nil {
+		_ = w.db.Close()
+	}
+}
+
+func (w *writer) open() error {
+	if w.db != nil {
+		return nil
+	}
+	if _, err := os.Stat(w.cfg.Path); err != nil {
+		return fmt.Errorf("memory database: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(w.cfg.Path, "rw", w.cfg.WriteBusyTimeout))
+	if err != nil {
+		return fmt.Errorf("open memory database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	w.db = db
+	return nil
+}
+
+func (w *writer) reset() {
+	w.close()
+	w.db, w.schemaKnown = nil, false
+}
+
+// write inserts item, retrying while the database is busy or missing until
+// ctx ends. It reports whether the row was written.
+func (w *writer) write(ctx context.Context, item Write) bool {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := w.insert(ctx, item)
+		if err == nil {
+			return true
+		}
+		retry := isBusy(err) || errors.Is(err, fs.ErrNotExist)
+		if !retry {
+			w.log.Error("voice memory write failed; dropping it", "error", err, "category", item.Category)
+			w.reset()
+			return false
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			w.log.Warn("voice memory database busy or missing; retrying", "attempt", attempt, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+		if !isBusy(err) {
+			w.reset()
+		}
+	}
+}
+
+// insert writes one row (spec http-api.md §10.4).
+func (w *writer) insert(ctx context.Context, item Write) error {
+	if err := w.open(); err != nil {
+		return err
+	}
+	if !w.schemaKnown {
+		has, err := hasColumn(ctx, w.db, "memories", "agent_id")
+		if err != nil {
+			return err
+		}
+		w.agentCol, w.schemaKnown = has, true
+	}
+	id := uuid.NewString()
+	ts := w.cfg.now().UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	key := "voice_" + item.Category + "_" + ts + "_" + id[:8]
+	var session any
+	if item.HasSession {
+		session = item.SessionID
+	}
+	cols := "id, key, content, category, created_at, updated_at, session_id, namespace, importance"
+	vals := "?, ?, ?, ?, ?, ?, ?, 'voice', ?"
+	args := []any{id, key, item.Content, item.Category, ts, ts, session, item.Importance}
+	if w.agentCol {
+		agent, err := w.agentID(ctx)
+		if err != nil {
+			return err
+		}
+		cols += ", agent_id"
+		vals += ", ?"
+		args = append(args, agent)
+	}
+	_, err := w.db.ExecContext(ctx, "INSERT INTO memories ("+cols+") VALUES ("+vals+")", args...)
+	if err != nil && !isBusy(err) {
+		// The schema may have changed under us (ZeroClaw migrates on start).
+		w.schemaKnown = false
+	}
+	if err != nil {
+		return fmt.Errorf("insert memory: %w", err)
+	}
+	return nil
+}
+
+// agentID is agents.id of the configured alias, else of "default".
+func (w *writer) agentID(ctx context.Context) (string, error) {
+	var id string
+	for _, alias := range []string{w.cfg.AgentAlias, "default"} {
+		err := w.db.QueryRowContext(ctx, `SELECT id FROM agents WHERE alias = ?`, alias).Scan(&id)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("look up agent %q: %w", alias, err)
+		}
+	}
+	return "", fmt.Errorf("no agents row for alias %q or \"default\"", w.cfg.AgentAlias)
+}
+
+func hasColumn(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return false, fmt.Errorf("read schema: %w", err)
+		}
+		found = found || name == column
+	}
+	return found, rows.Err()
+}

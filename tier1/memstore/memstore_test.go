@@ -1,0 +1,260 @@
+package memstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// run starts the writer; stop cancels it and returns Run's error.
+func run(t *testing.T, s *memstore.Store) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once bool
+	var err error
+	stop = func() error {
+		if once {
+			return err
+		}
+		once = true
+		cancel()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return")
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func waitRows(t *testing.T, path string, n int) []memstoretest.Row {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := memstoretest.TryRows(path) // the file may still be being created
+		if err == nil && len(rows) >= n {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows after 10 s, want %d (last error %v)", len(rows), n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var keyRe = regexp.MustCompile(`^voice_(core|conversation)_(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)_([0-9a-f]{8})$`)
+
+func TestWritesOnBothSchemas(t *testing.T) {
+	for _, tt := range []struct {
+		name, path, agent string
+		alias             string
+	}{
+		{"zeroclaw before 0.8", memstoretest.V1(t), "", ""},
+		{"zeroclaw 0.8+ with the configured alias", memstoretest.V3(t, "default", "dotty"), "agent-dotty", "dotty"},
+		{"zeroclaw 0.8+ falls back to default", memstoretest.V3(t, "default"), "agent-default", "dotty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := memstoretest.SchemaSQL(t, tt.path)
+			s := memstore.New(memstore.Config{Path: tt.path, AgentAlias: tt.alias})
+			stop := run(t, s)
+			if err := s.Enqueue(memstore.Write{Content: "Alex likes dinosaurs", Category: "core", Importance: 0.7, SessionID: "s1", HasSession: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Enqueue(memstore.Write{Content: "user: hi | assistant: 😊 hello", Category: "conversation", Importance: 0.3}); err != nil {
+				t.Fatal(err)
+			}
+			rows := waitRows(t, tt.path, 2)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []struct {
+				cat, content string
+				imp          float64
+				session      bool
+			}{{"core", "Alex likes dinosaurs", 0.7, true}, {"conversation", "user: hi | assistant: 😊 hello", 0.3, false}} {
+				r := rows[i]
+				m := keyRe.FindStringSubmatch(r.Key)
+				if m == nil || m[1] != want.cat || m[2] != r.CreatedAt || m[3] != r.ID[:8] || r.CreatedAt != r.UpdatedAt {
+					t.Errorf("key %q id %q created %q updated %q", r.Key, r.ID, r.CreatedAt, r.UpdatedAt)
+				}
+				if r.Content != want.content || r.Category != want.cat || r.Namespace != "voice" || r.Importance != want.imp || r.SessionID.Valid != want.session {
+					t.Errorf("row %+v", r)
+				}
+				if (tt.agent == "") == r.AgentID.Valid || (tt.agent != "" && r.AgentID.String != tt.agent) {
+					t.Errorf("agent_id %+v, want %q", r.AgentID, tt.agent)
+				}
+			}
+			if after := memstoretest.SchemaSQL(t, tt.path); after != before {
+				t.Error("an existing database's schema was altered")
+			}
+		})
+	}
+}
+
+func TestCreatesMissingDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "deep", "memory", "brain.db")
+	var logs bytes.Buffer
+	s := memstore.New(memstore.Config{Path: path, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	run(t, s)
+	if err := s.Enqueue(memstore.Write{Content: "the robot's name is Dotty", Category: "core", Importance: 0.7}); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(t, path, 1)
+	rows, err := s.Search(context.Background(), "name is Dotty", 5)
+	if err != nil || len(rows) != 1 || rows[0].Content != "the robot's name is Dotty" || rows[0].Namespace != "voice" {
+		t.Errorf("search %+v %v", rows, err)
+	}
+	if n := strings.Count(logs.String(), "created the voice memory database"); n != 1 {
+		t.Errorf("creation logged %d times", n)
+	}
+}
+
+func TestSearch(t *testing.T) {
+	path := memstoretest.V1(t)
+	s := memstore.New(memstore.Config{Path: path})
+	stop := run(t, s)
+	for _, c := range []string{"Alex likes red apples", "Sam said \"hello there\" loudly", "red apples are tasty", "apples red", "likes"} {
+		if err := s.Enqueue(memstore.Write{Content: c, Category: "core", Importance: 0.7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRows(t, path, 5)
+	_ = stop()
+	ctx := context.Background()
+	rows, err := s.Search(ctx, "red apples", 5)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("phrase search: %+v %v (the phrase must be in order)", rows, err)
+	}
+	if rows, _ := s.Search(ctx, `"hello there"`, 5); len(rows) != 1 {
+		t.Errorf("quotes in the query: %+v", rows)
+	}
+	if rows, _ := s.Search(ctx, "dinosaurs", 5); len(rows) != 0 {
+		t.Errorf("no match: %+v", rows)
+	}
+	if rows, _ := s.Search(ctx, "a OR b NEAR(x)", 5); len(rows) != 0 {
+		t.Errorf("FTS syntax must be quoted: %+v", rows)
+	}
+	if got := memstore.PhraseQuery(`say "hi"`); got != `"say ""hi"""` {
+		t.Errorf("PhraseQuery = %s", got)
+	}
+	missing := memstore.New(memstore.Config{Path: filepath.Join(t.TempDir(), "none.db")})
+	if _, err := missing.Search(ctx, "x", 5); err == nil {
+		t.Error("a missing database should be an error (no memories)")
+	}
+}
+
+// A write accepted while another connection holds the database locked
+// reaches it once the lock is released.
+func TestWriteWaitsOutALock(t *testing.T) {
+	path := memstoretest.V1(t)
+	s := memstore.New(memstore.Config{Path: path, WriteBusyTimeout: 100 * time.Millisecond})
+	run(t, s)
+	release := memstoretest.Lock(t, path)
+	start := time.Now()
+	if err := s.Enqueue(memstore.Write{Content: "written after the lock", Category: "core", Importance: 0.7}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Enqueue took %s with the database locked", d)
+	}
+	time.Sleep(300 * time.Millisecond) // hold the lock across several busy timeouts
+	release()
+	rows := waitRows(t, path, 1)
+	if rows[0].Content != "written after the lock" {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// Writes queued behind a lock are all written at shutdown once it lifts.
+func TestShutdownDrainsQueue(t *testing.T) {
+	path := memstoretest.V1(t)
+	s := memstore.New(memstore.Config{Path: path, WriteBusyTimeout: 50 * time.Millisecond})
+	stop := run(t, s)
+	release := memstoretest.Lock(t, path)
+	for i := 0; i < 20; i++ {
+		if err := s.Enqueue(memstore.Write{Content: fmt.Sprintf("fact %d", i), Category: "core", Importance: 0.7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(200 * time.Millisecond)
+	if err := s.Enqueue(memstore.Write{Content: "too late", Category: "core"}); !errors.Is(err, memstore.ErrClosed) {
+		t.Errorf("enqueue during shutdown: %v", err)
+	}
+	release()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	rows := memstoretest.Rows(t, path)
+	if len(rows) != 20 {
+		t.Fatalf("%d rows after shutdown, want all 20", len(rows))
+	}
+	for i, r := range rows {
+		if r.Content != fmt.Sprintf("fact %d", i) {
+			t.Errorf("row %d = %q: order not kept", i, r.Content)
+		}
+	}
+}
+
+func TestQueueFull(t *testing.T) {
+	path := memstoretest.V1(t)
+	s := memstore.New(memstore.Config{Path: path, QueueSize: 2, WriteBusyTimeout: 50 * time.Millisecond, DrainTimeout: 10 * time.Second})
+	release := memstoretest.Lock(t, path)
+	stop := run(t, s)
+	accepted := 0
+	var full error
+	for i := 0; i < 10 && full == nil; i++ {
+		if err := s.Enqueue(memstore.Write{Content: fmt.Sprint(i), Category: "core"}); err != nil {
+			full = err
+		} else {
+			accepted++
+		}
+	}
+	if !errors.Is(full, memstore.ErrQueueFull) || accepted > 3 {
+		t.Errorf("accepted %d, then %v", accepted, full)
+	}
+	release()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(memstoretest.Rows(t, path)); n != accepted {
+		t.Errorf("%d rows, want every accepted write (%d)", n, accepted)
+	}
+}
+
+func TestDatabaseAppearsLater(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brain.db")
+	blocker := path + ".d"
+	// The directory cannot be created, so the store cannot create the file.
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := memstore.New(memstore.Config{Path: filepath.Join(blocker, "brain.db")})
+	run(t, s)
+	if err := s.Enqueue(memstore.Write{Content: "kept", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := s.Search(context.Background(), "kept", 5); err == nil || len(rows) != 0 {
+		t.Errorf("search without a database: %v %v", rows, err)
+	}
+}

@@ -1,0 +1,168 @@
+// Package memstoretest builds brain.db fixtures in ZeroClaw's two schema
+// generations and reads them back, for tests of the voice memory.
+package memstoretest
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+)
+
+// V1 creates a brain.db with ZeroClaw's pre-0.8 schema and returns its path.
+func V1(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "brain.db")
+	exec(t, path, memstore.Schema...)
+	return path
+}
+
+// V3 creates a brain.db shaped like ZeroClaw ≥ 0.8.3: an agents table with
+// the given aliases (ids "agent-<alias>"), memories with agent_id NOT NULL,
+// UNIQUE(agent_id, key) and the kind, pinned and tenant_id columns.
+func V3(t testing.TB, aliases ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "brain.db")
+	stmts := []string{
+		`CREATE TABLE agents (id TEXT PRIMARY KEY, alias TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL)`,
+		`CREATE TABLE memories (
+			id TEXT PRIMARY KEY,
+			agent_id TEXT NOT NULL REFERENCES agents(id),
+			key TEXT NOT NULL,
+			content TEXT NOT NULL,
+			category TEXT NOT NULL DEFAULT 'core',
+			embedding BLOB,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL,
+			session_id TEXT,
+			namespace TEXT DEFAULT 'default',
+			importance REAL DEFAULT 0.5,
+			superseded_by TEXT,
+			kind TEXT,
+			pinned INTEGER NOT NULL DEFAULT 0,
+			tenant_id TEXT,
+			UNIQUE (agent_id, key)
+		)`,
+	}
+	stmts = append(stmts, memstore.Schema[1:]...) // the FTS index and triggers are unchanged
+	for _, a := range aliases {
+		stmts = append(stmts, `INSERT INTO agents VALUES ('agent-`+a+`', '`+a+`', '2026-01-01T00:00:00+00:00')`)
+	}
+	exec(t, path, stmts...)
+	return path
+}
+
+func exec(t testing.TB, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("fixture: %v\n%s", err, s)
+		}
+	}
+}
+
+// Row is every column the bridge writes, as stored.
+type Row struct {
+	ID, Key, Content, Category, CreatedAt, UpdatedAt, Namespace string
+	SessionID                                                   sql.NullString
+	Importance                                                  float64
+	AgentID                                                     sql.NullString
+}
+
+// Rows reads all memories, oldest insert first, failing the test on error.
+func Rows(t testing.TB, path string) []Row {
+	t.Helper()
+	rows, err := TryRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TryRows reads all memories, oldest insert first.
+func TryRows(path string) ([]Row, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var hasAgent int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'agent_id'`).Scan(&hasAgent); err != nil {
+		return nil, err
+	}
+	agentCol := "NULL"
+	if hasAgent == 1 {
+		agentCol = "agent_id"
+	}
+	rows, err := db.Query(`SELECT id, key, content, category, created_at, updated_at, COALESCE(namespace, ''), session_id, importance, ` + agentCol + ` FROM memories ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.ID, &r.Key, &r.Content, &r.Category, &r.CreatedAt, &r.UpdatedAt, &r.Namespace, &r.SessionID, &r.Importance, &r.AgentID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SchemaSQL returns the schema's SQL text, to check a file was not altered.
+func SchemaSQL(t testing.TB, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT COALESCE(sql, '') FROM sqlite_master ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var all string
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		all += s + ";\n"
+	}
+	return all
+}
+
+// Lock holds an exclusive transaction (BEGIN EXCLUSIVE) on path until the
+// returned func is called; writers and, in rollback-journal mode, readers
+// get SQLITE_BUSY meanwhile.
+func Lock(t testing.TB, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=exclusive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release = func() {
+		if done {
+			return
+		}
+		done = true
+		_ = tx.Rollback()
+		_ = db.Close()
+	}
+	t.Cleanup(release)
+	return release
+}

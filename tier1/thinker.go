@@ -1,0 +1,107 @@
+package tier1
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go"
+	"github.com/openai/openai-go/option"
+)
+
+// ThinkerConfig is think_hard's OpenAI-compatible chat endpoint.
+type ThinkerConfig struct {
+	// URL is VOICE_THINKER_URL, the full .../chat/completions address.
+	URL string
+	// Model is VOICE_THINKER_MODEL.
+	Model string
+	// Timeout is VOICE_THINKER_TIMEOUT; the 28 s budget caps it.
+	Timeout time.Duration
+	// HTTPClient defaults to http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// thinkerSystem is think_hard's system prompt (bridge.py's, exact).
+const thinkerSystem = "Answer the user's question concisely in 1-2 sentences. Be precise."
+
+func (c ThinkerConfig) validate() error {
+	if c.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("thinker URL %q is not an http(s) URL", c.URL)
+	}
+	return nil
+}
+
+type thinker struct {
+	cfg    ThinkerConfig
+	client openai.Client
+}
+
+// newThinker builds the client: the base URL is the configured URL without
+// its chat/completions tail; no Authorization header, no retries, and no
+// OPENAI_* variables from the environment take effect.
+func newThinker(cfg ThinkerConfig) *thinker {
+	if cfg.URL == "" {
+		cfg.URL = "http://localhost:8080/v1/chat/completions"
+	}
+	if cfg.Model == "" {
+		cfg.Model = "qwen3.6:27b-think"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(cfg.URL, "/"), "chat/completions")
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	return &thinker{cfg: cfg, client: openai.NewClient(
+		option.WithBaseURL(base),
+		option.WithHeaderDel("authorization"),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(hc),
+	)}
+}
+
+// thinkHard asks the thinker model (spec http-api.md §10.2).
+func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage) (string, error) {
+	q, err := strArg(args, "question")
+	if err != nil {
+		return "", err
+	}
+	if q = pyStrip(q); q == "" {
+		return EmptyQuestion, nil
+	}
+	t := h.thinker
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout) // the budget still caps it
+	defer cancel()
+	resp, err := t.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:       t.cfg.Model,
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(thinkerSystem), openai.UserMessage(q)},
+		MaxTokens:   openai.Int(200),
+		Temperature: openai.Float(0.3),
+	}, option.WithJSONSet("stream", false), option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		h.log.Warn("thinker too slow", "timeout", min(t.cfg.Timeout, h.cfg.longBudget))
+		return ThinkerSlow, nil
+	case err != nil:
+		h.log.Warn("thinker failed", "error", err)
+		return ThinkingFailed, nil
+	case len(resp.Choices) == 0:
+		h.log.Warn("thinker answered no choices")
+		return ThinkingFailed, nil
+	}
+	return firstRunes(pyStrip(resp.Choices[0].Message.Content), 500), nil
+}

@@ -1,0 +1,306 @@
+// Package tier1 serves xiaozhi's Tier1Slim provider: POST
+// /api/voice/escalate for the tools its small local model calls
+// (memory_lookup, think_hard, take_photo, play_song) and the two memory
+// writes of every turn, /api/voice/remember and /api/voice/memory_log.
+//
+// Escalations always answer 200 {"result": …} with bridge.py's exact
+// strings, within the caller's budget: each short tool is bounded at 4.5 s
+// (the caller waits 5 s) and think_hard at 28 s (it waits 30 s). Memory
+// writes answer 204 at once and are written by the memstore's background
+// writer; a full queue answers 503.
+package tier1
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+)
+
+// Budgets below the caller's timeouts (BRIDGE_TIMEOUT_SHORT 5 s, _LONG 30 s).
+const (
+	ShortBudget = 4500 * time.Millisecond
+	LongBudget  = 28 * time.Second
+	// ResultCap is the longest result, in code points (the caller keeps 1000).
+	ResultCap = 1000
+)
+
+// Memory is the voice memory (memstore.Store).
+type Memory interface {
+	Search(ctx context.Context, query string, limit int) ([]memstore.Row, error)
+	Enqueue(w memstore.Write) error
+}
+
+// Vision gives the freshest camera description of any device (the vision
+// package); nil means nothing is ever fresh.
+type Vision interface {
+	// Freshest returns the newest non-empty description and its age.
+	Freshest() (desc string, age time.Duration, ok bool)
+}
+
+// Xiaozhi is what play_song needs from xiaozhi's admin API.
+type Xiaozhi interface {
+	Enabled() bool
+	Songs(ctx context.Context) ([]string, error)
+	PlayAsset(ctx context.Context, deviceID, asset string) (xiaozhi.Response, error)
+}
+
+// Config configures the routes.
+type Config struct {
+	Memory  Memory
+	Vision  Vision
+	Xiaozhi Xiaozhi
+	// Thinker is think_hard's model endpoint.
+	Thinker ThinkerConfig
+	// SongAssetBase is VOICE_PLAY_SONG_ASSET_BASE, a directory on the xiaozhi host.
+	SongAssetBase string
+	// Dropped counts memory writes refused with 503 (dotty_memory_writes_dropped_total).
+	Dropped prometheus.Counter
+	// Logger receives tool logs. Nil discards.
+	Logger hclog.Logger
+
+	shortBudget, longBudget time.Duration
+	now                     func() time.Time
+}
+
+// Handler serves the Tier1Slim routes.
+type Handler struct {
+	cfg     Config
+	log     hclog.Logger
+	thinker *thinker
+	songs   *songCache
+}
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.shortBudget <= 0 {
+		cfg.shortBudget = ShortBudget
+	}
+	if cfg.longBudget <= 0 {
+		cfg.longBudget = LongBudget
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.SongAssetBase == "" {
+		cfg.SongAssetBase = "/opt/xiaozhi-esp32-server/config/assets/songs"
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger, thinker: newThinker(cfg.Thinker), songs: &songCache{now: cfg.now}}
+}
+
+// Validate reports an unusable configuration.
+func (c Config) Validate() error {
+	if c.Memory == nil {
+		return errors.New("tier1 routes need the voice memory")
+	}
+	return c.Thinker.validate()
+}
+
+// Routes mounts the routes.
+func (h *Handler) Routes(e *echo.Echo) {
+	e.POST("/api/voice/escalate", h.escalate)
+	e.POST("/api/voice/remember", h.remember)
+	e.POST("/api/voice/memory_log", h.memoryLog)
+}
+
+// body reads a JSON object body (FastAPI's 422s for anything else).
+func body(c echo.Context) (map[string]json.RawMessage, []byte, error) {
+	b, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
+	if err != nil {
+		return nil, nil, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+	}
+	if len(b) > 1<<20 {
+		return nil, nil, httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
+	}
+	obj, apiErr := httpapi.DecodeObject(b)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	return obj, b, nil
+}
+
+func whole(b []byte) any {
+	var v any
+	_ = json.Unmarshal(b, &v)
+	return v
+}
+
+func rawValue(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// stringField validates a str (required) or str|null (optional) field.
+func stringField(obj map[string]json.RawMessage, b []byte, name string, required bool, dst *string, present *bool, items *[]httpapi.ValidationItem) {
+	raw, ok := obj[name]
+	switch {
+	case !ok:
+		if required {
+			*items = append(*items, httpapi.Missing(name, whole(b)))
+		}
+	case !required && string(raw) == "null":
+	case len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, dst) == nil:
+		if present != nil {
+			*present = true
+		}
+	default:
+		*items = append(*items, httpapi.StringType(name, rawValue(raw)))
+	}
+}
+
+// escalate is POST /api/voice/escalate.
+func (h *Handler) escalate(c echo.Context) error {
+	obj, b, err := body(c)
+	if err != nil {
+		return err
+	}
+	var items []httpapi.ValidationItem
+	var tool, session string
+	stringField(obj, b, "tool", true, &tool, nil, &items)
+	args := map[string]json.RawMessage{}
+	if raw, ok := obj["args"]; ok {
+		if json.Unmarshal(raw, &args) != nil || args == nil {
+			items = append(items, httpapi.DictType("args", rawValue(raw)))
+		}
+	}
+	stringField(obj, b, "session_id", false, &session, nil, &items)
+	if len(items) > 0 {
+		return httpapi.Validation(items...)
+	}
+	start := h.cfg.now()
+	result := h.run(c.Request().Context(), tool, args)
+	if utf8.RuneCountInString(result) > ResultCap {
+		result = string([]rune(result)[:ResultCap])
+	}
+	h.log.Info("escalation", "tool", tool, "session", session, "elapsed", h.cfg.now().Sub(start))
+	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"result": result})
+}
+
+// errBadArg is a tool argument of the wrong type: "(<tool> failed)".
+var errBadArg = errors.New("argument is not a string")
+
+// strArg reads a string argument the way bridge.py's args.get(name, "")
+// did: absent is "", any other type (null included) fails the tool.
+func strArg(args map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := args[name]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", errBadArg
+	}
+	return s, nil
+}
+
+// run dispatches one tool within its budget.
+func (h *Handler) run(ctx context.Context, tool string, args map[string]json.RawMessage) string {
+	var result string
+	var err error
+	switch tool {
+	case "memory_lookup":
+		ctx, cancel := context.WithTimeout(ctx, h.cfg.shortBudget)
+		defer cancel()
+		result, err = h.memoryLookup(ctx, args)
+	case "think_hard":
+		ctx, cancel := context.WithTimeout(ctx, h.cfg.longBudget)
+		defer cancel()
+		result, err = h.thinkHard(ctx, args)
+	case "take_photo":
+		result = h.takePhoto()
+	case "play_song":
+		ctx, cancel := context.WithTimeout(ctx, h.cfg.shortBudget)
+		defer cancel()
+		result, err = h.playSong(ctx, args)
+	default:
+		return "(unknown tool: " + tool + ")"
+	}
+	if err != nil {
+		h.log.Warn("tool failed", "tool", tool, "error", err)
+		return "(" + tool + " failed)"
+	}
+	return result
+}
+
+// pyStrip is Python's str.strip().
+func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
+
+// firstRunes returns the first n code points of s.
+func firstRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
+
+// remember is POST /api/voice/remember: {"fact", "session_id"}.
+func (h *Handler) remember(c echo.Context) error {
+	obj, b, err := body(c)
+	if err != nil {
+		return err
+	}
+	var items []httpapi.ValidationItem
+	var fact, session string
+	var hasSession bool
+	stringField(obj, b, "fact", true, &fact, nil, &items)
+	stringField(obj, b, "session_id", false, &session, &hasSession, &items)
+	if len(items) > 0 {
+		return httpapi.Validation(items...)
+	}
+	f := firstRunes(pyStrip(fact), 300)
+	if f == "" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return h.enqueue(c, memstore.Write{Content: f, Category: "core", Importance: 0.7, SessionID: session, HasSession: hasSession})
+}
+
+// memoryLog is POST /api/voice/memory_log: {"user", "assistant", "session_id"}.
+func (h *Handler) memoryLog(c echo.Context) error {
+	obj, b, err := body(c)
+	if err != nil {
+		return err
+	}
+	var items []httpapi.ValidationItem
+	var user, assistant, session string
+	var hasSession bool
+	stringField(obj, b, "user", true, &user, nil, &items)
+	stringField(obj, b, "assistant", true, &assistant, nil, &items)
+	stringField(obj, b, "session_id", false, &session, &hasSession, &items)
+	if len(items) > 0 {
+		return httpapi.Validation(items...)
+	}
+	u, a := firstRunes(pyStrip(user), 500), firstRunes(pyStrip(assistant), 1000)
+	if u == "" && a == "" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	content := pyStrip("user: " + u + " | assistant: " + a)
+	return h.enqueue(c, memstore.Write{Content: content, Category: "conversation", Importance: 0.3, SessionID: session, HasSession: hasSession})
+}
+
+func (h *Handler) enqueue(c echo.Context, w memstore.Write) error {
+	if err := h.cfg.Memory.Enqueue(w); err != nil {
+		if h.cfg.Dropped != nil {
+			h.cfg.Dropped.Inc()
+		}
+		h.log.Warn("memory write refused", "category", w.Category, "error", err)
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
+	}
+	return c.NoContent(http.StatusNoContent)
+}

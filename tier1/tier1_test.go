@@ -1,0 +1,480 @@
+package tier1
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+)
+
+// thinkerFake is an OpenAI-compatible chat endpoint.
+type thinkerFake struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []map[string]any
+	auth     []string
+	status   int
+	answer   string
+	stall    chan struct{}
+}
+
+func newThinkerFake(t *testing.T) *thinkerFake {
+	f := &thinkerFake{status: 200, answer: "  A comet is icy.  "}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, body)
+		f.auth = append(f.auth, r.URL.Path+" "+r.Header.Get("Authorization"))
+		status, answer, stall := f.status, f.answer, f.stall
+		f.mu.Unlock()
+		if stall != nil {
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}}})
+	}))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		if f.stall != nil {
+			close(f.stall)
+			f.stall = nil
+		}
+		f.mu.Unlock()
+		f.Close()
+	})
+	return f
+}
+
+type visionStub struct {
+	desc string
+	age  time.Duration
+}
+
+func (v visionStub) Freshest() (string, time.Duration, bool) { return v.desc, v.age, v.desc != "" }
+
+type env struct {
+	url     string
+	db      string
+	store   *memstore.Store
+	thinker *thinkerFake
+	xz      *xiaozhitest.Server
+	dropped prometheus.Counter
+}
+
+func newEnv(t *testing.T, edit func(*Config)) *env {
+	t.Helper()
+	e := &env{db: memstoretest.V1(t), thinker: newThinkerFake(t), xz: xiaozhitest.New(t)}
+	e.store = memstore.New(memstore.Config{Path: e.db, WriteBusyTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.store.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	host, port := e.xz.HostPort()
+	e.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "d"})
+	cfg := Config{
+		Memory:        e.store,
+		Xiaozhi:       xiaozhi.New(xiaozhi.Config{Host: host, Port: port}),
+		Thinker:       ThinkerConfig{URL: e.thinker.URL + "/v1/chat/completions", Model: "qwen-test"},
+		SongAssetBase: "/assets/songs/",
+		Dropped:       e.dropped,
+		Logger:        hclog.NewNullLogger(),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	ec := echo.New()
+	ec.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	New(cfg).Routes(ec)
+	ts := httptest.NewServer(ec)
+	t.Cleanup(ts.Close)
+	e.url = ts.URL
+	return e
+}
+
+func (e *env) post(t *testing.T, path, body string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.Post(e.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// escalate returns the result of a tool call, checking E1's 200 JSON shape.
+func (e *env) escalate(t *testing.T, tool string, args any) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"tool": tool, "args": args, "session_id": ""})
+	code, body, h := e.post(t, "/api/voice/escalate", string(b))
+	var out map[string]any
+	if err := json.Unmarshal([]byte(body), &out); code != 200 || err != nil || h.Get("Content-Type") != "application/json" || len(out) != 1 {
+		t.Fatalf("escalate %s: %d %s", tool, code, body)
+	}
+	r, ok := out["result"].(string)
+	if !ok {
+		t.Fatalf("result not a string: %s", body)
+	}
+	return r
+}
+
+func TestEscalateUnknownAndFailing(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tt := range []struct {
+		tool string
+		args any
+		want string
+	}{
+		{"dance", map[string]any{}, "(unknown tool: dance)"},
+		{"", map[string]any{}, "(unknown tool: )"},
+		{"memory_lookup", map[string]any{"query": 42}, "(memory_lookup failed)"},
+		{"memory_lookup", map[string]any{"query": nil}, "(memory_lookup failed)"},
+		{"think_hard", map[string]any{"question": []int{1}}, "(think_hard failed)"},
+		{"play_song", map[string]any{"name": true}, "(play_song failed)"},
+	} {
+		if got := e.escalate(t, tt.tool, tt.args); got != tt.want {
+			t.Errorf("%s %v: %q, want %q", tt.tool, tt.args, got, tt.want)
+		}
+	}
+}
+
+// E5: degenerate inputs give bridge.py's strings; missing tool and
+// non-object args are 422.
+func TestEscalateDegenerate(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tt := range []struct {
+		tool string
+		args any
+		want string
+	}{
+		{"memory_lookup", map[string]any{}, "(empty query)"},
+		{"memory_lookup", map[string]any{"query": "  \t"}, "(empty query)"},
+		{"think_hard", map[string]any{"question": ""}, "(empty question)"},
+		{"play_song", map[string]any{}, "(no song name given)"},
+		{"take_photo", map[string]any{}, "(I can't see anything fresh right now)"},
+		{"memory_lookup", map[string]any{"query": "nothing like this"}, "(no memories found)"},
+	} {
+		if got := e.escalate(t, tt.tool, tt.args); got != tt.want {
+			t.Errorf("%s %v: %q, want %q", tt.tool, tt.args, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ body, want string }{
+		{`{"args":{}}`, `{"detail":[{"type":"missing","loc":["body","tool"],"msg":"Field required","input":{"args":{}}}]}`},
+		{`{"tool":"take_photo","args":null}`, `{"detail":[{"type":"dict_type","loc":["body","args"],"msg":"Input should be a valid dictionary","input":null}]}`},
+		{`{"tool":"take_photo","args":[1,2]}`, `{"detail":[{"type":"dict_type","loc":["body","args"],"msg":"Input should be a valid dictionary","input":[1,2]}]}`},
+		{`{"tool":5}`, `{"detail":[{"type":"string_type","loc":["body","tool"],"msg":"Input should be a valid string","input":5}]}`},
+	} {
+		if code, body, _ := e.post(t, "/api/voice/escalate", tt.body); code != 422 || body != tt.want {
+			t.Errorf("%s: %d %s", tt.body, code, body)
+		}
+	}
+	// args may be absent (defaults to {}) and session_id null.
+	if code, body, _ := e.post(t, "/api/voice/escalate", `{"tool":"take_photo","session_id":null}`); code != 200 || !strings.Contains(body, "fresh") {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+// E4, M1: a remembered fact is found by a later memory_lookup.
+func TestRememberThenLookup(t *testing.T) {
+	e := newEnv(t, nil)
+	code, body, _ := e.post(t, "/api/voice/remember", `{"fact":"  Alex's favourite dinosaur is the stegosaurus  ","session_id":"s1"}`)
+	if code != 204 || body != "" {
+		t.Fatalf("remember: %d %q", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		if got = e.escalate(t, "memory_lookup", map[string]any{"query": "favourite dinosaur"}); got != NoMemories {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got != "Alex's favourite dinosaur is the stegosaurus" {
+		t.Errorf("lookup %q", got)
+	}
+}
+
+// E3: three best rows, each at most 200 characters, joined.
+func TestLookupSnippets(t *testing.T) {
+	e := newEnv(t, nil)
+	long := "robot " + strings.Repeat("é", 300)
+	for _, c := range []string{long, "robot two", "robot three", "robot four", "robot five", "robot six"} {
+		if err := e.store.Enqueue(memstore.Write{Content: c, Category: "core", Importance: 0.7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(memstoretest.Rows(t, e.db)) < 6 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := e.escalate(t, "memory_lookup", map[string]any{"query": "robot"})
+	parts := strings.Split(got, " | ")
+	if len(parts) != 3 {
+		t.Fatalf("%d snippets: %q", len(parts), got)
+	}
+	for _, p := range parts {
+		if n := len([]rune(p)); n > 200 {
+			t.Errorf("snippet of %d characters", n)
+		}
+		if strings.HasPrefix(p, "robot é") && (len([]rune(p)) != 200 || !strings.HasSuffix(p, "...")) {
+			t.Errorf("long row cut wrong: %d %q", len([]rune(p)), p[len(p)-10:])
+		}
+	}
+}
+
+func TestThinkHard(t *testing.T) {
+	e := newEnv(t, nil)
+	if got := e.escalate(t, "think_hard", map[string]any{"question": "  what is a comet? "}); got != "A comet is icy." {
+		t.Errorf("answer %q", got)
+	}
+	e.thinker.mu.Lock()
+	req, auth := e.thinker.requests[0], e.thinker.auth[0]
+	e.thinker.mu.Unlock()
+	want := map[string]any{
+		"model": "qwen-test", "max_tokens": 200.0, "temperature": 0.3, "stream": false,
+		"chat_template_kwargs": map[string]any{"enable_thinking": false},
+		"messages": []any{
+			map[string]any{"role": "system", "content": "Answer the user's question concisely in 1-2 sentences. Be precise."},
+			map[string]any{"role": "user", "content": "what is a comet?"},
+		},
+	}
+	if d := cmp.Diff(req, want); d != "" {
+		t.Errorf("body (-got +want):\n%s", d)
+	}
+	if auth != "/v1/chat/completions " {
+		t.Errorf("path and Authorization %q: want the chat path and no auth header", auth)
+	}
+	e.thinker.mu.Lock()
+	e.thinker.answer = strings.Repeat("x", 800)
+	e.thinker.mu.Unlock()
+	if got := e.escalate(t, "think_hard", map[string]any{"question": "long?"}); len(got) != 500 {
+		t.Errorf("answer of %d characters, want the first 500", len(got))
+	}
+	e.thinker.mu.Lock()
+	e.thinker.status = 500
+	e.thinker.mu.Unlock()
+	if got := e.escalate(t, "think_hard", map[string]any{"question": "q"}); got != ThinkingFailed {
+		t.Errorf("500: %q", got)
+	}
+}
+
+// E2: a thinker that never answers gives the slow string within budget.
+func TestThinkHardBudget(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.longBudget = 300 * time.Millisecond
+		c.Thinker.Timeout = time.Hour // VOICE_THINKER_TIMEOUT larger than the budget
+	})
+	e.thinker.mu.Lock()
+	e.thinker.stall = make(chan struct{})
+	e.thinker.mu.Unlock()
+	start := time.Now()
+	if got := e.escalate(t, "think_hard", map[string]any{"question": "q"}); got != ThinkerSlow {
+		t.Errorf("%q", got)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("answered after %s; the budget is 300ms", d)
+	}
+}
+
+func TestTakePhoto(t *testing.T) {
+	for _, tt := range []struct {
+		v    visionStub
+		want string
+	}{
+		{visionStub{"a red ball on a table", 10 * time.Second}, "a red ball on a table"},
+		{visionStub{"old picture", 31 * time.Second}, NothingFresh},
+		{visionStub{strings.Repeat("é", 400), time.Second}, strings.Repeat("é", 300)},
+	} {
+		e := newEnv(t, func(c *Config) { c.Vision = tt.v })
+		if got := e.escalate(t, "take_photo", map[string]any{}); got != tt.want {
+			t.Errorf("%+v: %q", tt.v, got)
+		}
+	}
+}
+
+func TestMatchSong(t *testing.T) {
+	files := []string{"Twinkle Twinkle.opus", "baby_shark.mp3", "Shark Week Theme.ogg", "Happy Birthday.wav", ".hidden"}
+	for _, tt := range []struct{ name, want string }{
+		{"twinkle twinkle", "Twinkle Twinkle.opus"},
+		{"Twinkle Twinkle.mp3", "Twinkle Twinkle.opus"},
+		{"shark", "baby_shark.mp3"}, // both contain it; baby_shark is closer in length
+		{"happy", "Happy Birthday.wav"},
+		{"the happy birthday song", "Happy Birthday.wav"}, // the stem is contained in the name
+		{".hidden", ".hidden"},
+		{"zzz", ""},
+	} {
+		got, ok := MatchSong(tt.name, files)
+		if (tt.want == "") == ok || got != tt.want {
+			t.Errorf("MatchSong(%q) = %q %v, want %q", tt.name, got, ok, tt.want)
+		}
+	}
+	if stem("dir/a.b.c") != "a.b" || stem(".rc") != ".rc" || stem("plain") != "plain" {
+		t.Error("stem")
+	}
+}
+
+func TestPlaySong(t *testing.T) {
+	e := newEnv(t, nil)
+	e.xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"base":"/x","files":["Alpha.opus","Bravo.opus","Charlie.opus","Delta.opus","Echo.opus","Lullaby.opus"]}`})
+	if got := e.escalate(t, "play_song", map[string]any{"name": "lullaby"}); got != "playing Lullaby" {
+		t.Errorf("%q", got)
+	}
+	play := e.xz.CallsTo("/xiaozhi/admin/play-asset")
+	if len(play) != 1 || !cmp.Equal(play[0].Body, map[string]any{"asset": "/assets/songs/Lullaby.opus"}) {
+		t.Errorf("play-asset calls %+v (no device_id, base without a doubled slash)", play)
+	}
+	if got := e.escalate(t, "play_song", map[string]any{"name": "waltz"}); got != "(no match for 'waltz'; have: Alpha, Bravo, Charlie, Delta, Echo)" {
+		t.Errorf("%q", got)
+	}
+	if n := len(e.xz.CallsTo("/xiaozhi/admin/songs")); n != 1 {
+		t.Errorf("catalogue fetched %d times in a minute, want once", n)
+	}
+	e.xz.Set("/xiaozhi/admin/play-asset", xiaozhitest.Reply{Status: 404, Body: `{"error":"asset not found: ` + strings.Repeat("p", 200) + `"}`})
+	got := e.escalate(t, "play_song", map[string]any{"name": "alpha"})
+	if !strings.HasPrefix(got, `(couldn't play Alpha.opus: HTTP 404: {"error":"asset not found: pp`) || len([]rune(got)) != len("(couldn't play Alpha.opus: HTTP 404: ")+120+1 {
+		t.Errorf("%q", got)
+	}
+	e.xz.Set("/xiaozhi/admin/play-asset", xiaozhitest.Reply{Status: 201, Body: `{}`})
+	if got := e.escalate(t, "play_song", map[string]any{"name": "Alpha"}); got != "(couldn't play Alpha.opus: HTTP 201: {})" {
+		t.Errorf("201 must not count as success: %q", got)
+	}
+}
+
+func TestPlaySongWithoutXiaozhi(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Xiaozhi = xiaozhi.New(xiaozhi.Config{}) })
+	if got := e.escalate(t, "play_song", map[string]any{"name": "x"}); got != NoXiaozhi {
+		t.Errorf("%q", got)
+	}
+	e2 := newEnv(t, nil)
+	e2.xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 500, Body: "boom"})
+	if got := e2.escalate(t, "play_song", map[string]any{"name": "x"}); got != EmptyCatalogue {
+		t.Errorf("%q", got)
+	}
+	e2.xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["x.opus"]}`})
+	if got := e2.escalate(t, "play_song", map[string]any{"name": "x"}); got != "playing x" {
+		t.Errorf("a failed catalogue fetch must not be cached: %q", got)
+	}
+}
+
+// E2: stalled xiaozhi routes cannot push play_song past its budget.
+func TestPlaySongBudget(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.shortBudget = 300 * time.Millisecond })
+	e.xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["x.opus"]}`, Delay: time.Minute})
+	start := time.Now()
+	if got := e.escalate(t, "play_song", map[string]any{"name": "x"}); got != EmptyCatalogue {
+		t.Errorf("%q", got)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+// M1, M2: memory writes answer 204 at once; stored content is bridge.py's.
+func TestMemoryWrites(t *testing.T) {
+	e := newEnv(t, nil)
+	user := "[ROOM_VIEW]\na child\n\nwhat is " + strings.Repeat("u", 2000)
+	assistant := strings.Repeat("a", 5000)
+	b, _ := json.Marshal(map[string]any{"user": user, "assistant": assistant, "session_id": "s9"})
+	for _, tt := range []struct{ path, body string }{
+		{"/api/voice/memory_log", string(b)},
+		{"/api/voice/remember", `{"fact":"` + strings.Repeat("f", 1000) + `"}`},
+		{"/api/voice/remember", `{"fact":"   ","session_id":"s"}`},
+		{"/api/voice/memory_log", `{"user":" ","assistant":"","session_id":null}`},
+		{"/api/voice/memory_log", `{"user":"hi","assistant":"😊 hello"}`},
+	} {
+		if code, body, _ := e.post(t, tt.path, tt.body); code != 204 || body != "" {
+			t.Errorf("%s: %d %q", tt.path, code, body)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var rows []memstoretest.Row
+	for time.Now().Before(deadline) {
+		if rows = memstoretest.Rows(t, e.db); len(rows) >= 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3 (blank inputs store nothing)", len(rows))
+	}
+	wantLog := "user: " + string([]rune(user)[:500]) + " | assistant: " + assistant[:1000]
+	if rows[0].Content != wantLog || rows[0].Category != "conversation" || rows[0].Importance != 0.3 || rows[0].SessionID.String != "s9" {
+		t.Errorf("memory_log row: %d chars %q…", len([]rune(rows[0].Content)), rows[0].Content[:40])
+	}
+	if rows[1].Content != strings.Repeat("f", 300) || rows[1].Category != "core" || rows[1].Importance != 0.7 || rows[1].SessionID.Valid {
+		t.Errorf("remember row %+v", rows[1])
+	}
+	if rows[2].Content != "user: hi | assistant: 😊 hello" {
+		t.Errorf("%q", rows[2].Content)
+	}
+	for _, tt := range []struct{ path, body string }{
+		{"/api/voice/remember", `{"session_id":"s"}`},
+		{"/api/voice/memory_log", `{"user":"u"}`},
+		{"/api/voice/memory_log", `{"user":1,"assistant":"a"}`},
+		{"/api/voice/remember", `[]`},
+	} {
+		if code, _, _ := e.post(t, tt.path, tt.body); code != 422 {
+			t.Errorf("%s %s: %d", tt.path, tt.body, code)
+		}
+	}
+}
+
+// M1: with the database locked the reply still comes at once and the row
+// appears after the lock is released; a full queue answers 503.
+func TestMemoryWritesUnderLock(t *testing.T) {
+	e := newEnv(t, nil)
+	release := memstoretest.Lock(t, e.db)
+	start := time.Now()
+	if code, _, _ := e.post(t, "/api/voice/remember", `{"fact":"written later"}`); code != 204 {
+		t.Fatalf("%d", code)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("remember took %s with the database locked", d)
+	}
+	refused := 0
+	for i := 0; i < 400 && refused == 0; i++ {
+		code, body, _ := e.post(t, "/api/voice/remember", `{"fact":"more"}`)
+		if code == 503 {
+			refused++
+			if !strings.HasPrefix(body, `{"detail":`) {
+				t.Errorf("503 body %s", body)
+			}
+		}
+	}
+	if refused == 0 || testutil.ToFloat64(e.dropped) != 1 {
+		t.Errorf("queue never filled (refused %d, counter %v)", refused, testutil.ToFloat64(e.dropped))
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if rows := memstoretest.Rows(t, e.db); len(rows) > 0 && rows[0].Content == "written later" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Error("the write accepted under the lock never arrived")
+}

@@ -1,0 +1,182 @@
+package tier1
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tool result strings (spec http-api.md §10.2), exact.
+const (
+	EmptyQuery       = "(empty query)"
+	NoMemories       = "(no memories found)"
+	EmptyQuestion    = "(empty question)"
+	ThinkerSlow      = "(I'm slow today, try again in a moment)"
+	ThinkingFailed   = "(thinking failed)"
+	NothingFresh     = "(I can't see anything fresh right now)"
+	NoSongName       = "(no song name given)"
+	NoXiaozhi        = "(can't reach xiaozhi-server)"
+	EmptyCatalogue   = "(song catalogue is empty)"
+	photoFreshness   = 30 * time.Second
+	songCacheTTL     = 60 * time.Second
+	memoryFetched    = 5
+	memoryUsed       = 3
+	snippetCap       = 200
+	photoCap         = 300
+	playErrBodyCap   = 120
+	songsShownOnMiss = 5
+)
+
+// memoryLookup is the FTS5 phrase search of brain.db: the first three of
+// the five best rows, each cut at 200 characters, joined with " | ".
+func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMessage) (string, error) {
+	q, err := strArg(args, "query")
+	if err != nil {
+		return "", err
+	}
+	if q = pyStrip(q); q == "" {
+		return EmptyQuery, nil
+	}
+	rows, err := h.cfg.Memory.Search(ctx, q, memoryFetched)
+	if err != nil {
+		h.log.Debug("memory lookup found nothing", "error", err)
+		return NoMemories, nil
+	}
+	var snippets []string
+	for _, r := range rows {
+		if len(snippets) == memoryUsed {
+			break
+		}
+		c := pyStrip(r.Content)
+		if len([]rune(c)) > snippetCap {
+			c = string([]rune(c)[:snippetCap-3]) + "..."
+		}
+		snippets = append(snippets, c)
+	}
+	if len(snippets) == 0 {
+		return NoMemories, nil
+	}
+	return strings.Join(snippets, " | "), nil
+}
+
+// takePhoto returns the freshest camera description; it never captures.
+func (h *Handler) takePhoto() string {
+	if h.cfg.Vision == nil {
+		return NothingFresh
+	}
+	desc, age, ok := h.cfg.Vision.Freshest()
+	if !ok || desc == "" || age > photoFreshness {
+		return NothingFresh
+	}
+	return firstRunes(desc, photoCap)
+}
+
+// songCache keeps the last non-empty song catalogue for a minute.
+type songCache struct {
+	now func() time.Time
+
+	mu    sync.Mutex
+	files []string
+	at    time.Time
+}
+
+func (c *songCache) get(ctx context.Context, x Xiaozhi) []string {
+	c.mu.Lock()
+	if c.files != nil && c.now().Sub(c.at) < songCacheTTL {
+		files := c.files
+		c.mu.Unlock()
+		return files
+	}
+	c.mu.Unlock()
+	files, err := x.Songs(ctx)
+	if err != nil || len(files) == 0 {
+		return nil // failures and empty catalogues are not cached
+	}
+	c.mu.Lock()
+	c.files, c.at = files, c.now()
+	c.mu.Unlock()
+	return files
+}
+
+// playSong plays the catalogue song best matching args.name.
+func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage) (string, error) {
+	name, err := strArg(args, "name")
+	if err != nil {
+		return "", err
+	}
+	if name = pyStrip(name); name == "" {
+		return NoSongName, nil
+	}
+	if h.cfg.Xiaozhi == nil || !h.cfg.Xiaozhi.Enabled() {
+		return NoXiaozhi, nil
+	}
+	files := h.songs.get(ctx, h.cfg.Xiaozhi)
+	if len(files) == 0 {
+		return EmptyCatalogue, nil
+	}
+	file, ok := MatchSong(name, files)
+	if !ok {
+		stems := make([]string, 0, songsShownOnMiss)
+		for _, f := range files[:min(len(files), songsShownOnMiss)] {
+			stems = append(stems, stem(f))
+		}
+		return fmt.Sprintf("(no match for '%s'; have: %s)", name, strings.Join(stems, ", ")), nil
+	}
+	asset := strings.TrimRight(h.cfg.SongAssetBase, "/") + "/" + file
+	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, "", asset)
+	switch {
+	case resp.Status != 0 && resp.Status != http.StatusOK: // success is exactly 200
+		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, firstRunes(string(resp.Body), playErrBodyCap)), nil
+	case err != nil:
+		return fmt.Sprintf("(couldn't play %s: %v)", file, err), nil
+	}
+	h.log.Info("playing song", "file", file)
+	return "playing " + stem(file), nil
+}
+
+// stem is a file name without its directory and extension (Python's
+// os.path.splitext on the final component: leading dots are not an extension).
+func stem(file string) string {
+	if i := strings.LastIndexByte(file, '/'); i >= 0 {
+		file = file[i+1:]
+	}
+	lead := len(file) - len(strings.TrimLeft(file, "."))
+	if i := strings.LastIndexByte(file[lead:], '.'); i >= 0 {
+		return file[:lead+i]
+	}
+	return file
+}
+
+// MatchSong picks the file for a requested name: an exact stem match
+// (case-insensitive, extensions ignored), else the first file whose stem
+// contains the name or is contained in it with the smallest length
+// difference.
+func MatchSong(name string, files []string) (string, bool) {
+	q := strings.ToLower(name)
+	qStem := pyStrip(stem(q))
+	best, bestScore := "", -1
+	for _, f := range files {
+		s := strings.ToLower(stem(f))
+		if s == qStem {
+			return f, true
+		}
+		if qStem != "" && (strings.Contains(s, qStem) || strings.Contains(qStem, s)) {
+			score := abs(len([]rune(s)) - len([]rune(qStem)))
+			if bestScore < 0 || score < bestScore {
+				best, bestScore = f, score
+			}
+		}
+	}
+	return best, bestScore >= 0
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
