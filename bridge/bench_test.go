@@ -21,6 +21,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
 const benchReply = "😊 A comet is a ball of ice and dust. When it nears the Sun it grows a glowing tail!"
@@ -45,7 +46,7 @@ func benchServer(b *testing.B, agent Turner) string {
 		Location: brisbane,
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 		ConvoLog: convolog.New(convolog.Config{Dir: filepath.Join(b.TempDir(), "logs"), Location: brisbane}),
-		Turns:    NewTurnBus(),
+		Turns:    turnbus.New(),
 	}).Routes(e)
 	ts := httptest.NewServer(e)
 	b.Cleanup(ts.Close)

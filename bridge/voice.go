@@ -18,6 +18,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -78,7 +79,7 @@ type VoiceConfig struct {
 	// ConvoLog receives one record per completed turn; nil writes none.
 	ConvoLog *convolog.Log
 	// Turns receives completed turns for the dashboard; nil publishes none.
-	Turns *TurnBus
+	Turns *turnbus.Bus
 	// Metrics receives the dotty_* voice series; nil records nothing.
 	Metrics *Metrics
 	// Logger receives turn logs. Nil discards.
@@ -283,8 +284,9 @@ func (v *Voice) record(o turnOutcome) {
 		v.cfg.ConvoLog.Write(rec)
 	}
 	if v.cfg.Turns != nil {
-		v.cfg.Turns.Publish(TurnEvent{TS: now, Channel: o.req.channel, RequestText: o.req.content,
-			ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind})
+		v.cfg.Turns.Publish(turnbus.Turn{TS: now, Channel: o.req.channel, SessionID: o.req.sessionID,
+			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
+			Latency: o.elapsed, Error: o.kind})
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
 var brisbane, _ = time.LoadLocation("Australia/Brisbane")
@@ -49,7 +50,7 @@ type voiceEnv struct {
 	logDir  string
 	log     *convolog.Log
 	kid     *kidSwitch
-	turns   *TurnBus
+	turns   *turnbus.Bus
 }
 
 // newVoiceEnv serves the voice routes on a real HTTP server over a pool
@@ -59,7 +60,7 @@ func newVoiceEnv(t *testing.T, a *agenttest.Agent, vcfg VoiceConfig, pcfg acp.Po
 	if a == nil {
 		a = &agenttest.Agent{}
 	}
-	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: NewTurnBus()}
+	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: turnbus.New()}
 	reg := prometheus.NewRegistry()
 	env.metrics = NewMetrics(reg)
 	env.log = convolog.New(convolog.Config{Dir: env.logDir, Location: brisbane})

@@ -42,6 +42,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
@@ -311,7 +312,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Location:     cfg.TZ,
 		KidMode:      modes,
 		ConvoLog:     convolog.New(convolog.Config{Dir: cfg.ConvoLogDir, Location: cfg.TZ, Logger: log.Named("convolog")}),
-		Turns:        bridge.NewTurnBus(),
+		Turns:        turnbus.New(),
 		Metrics:      metrics,
 		Logger:       log.Named("voice"),
 	}
