@@ -270,8 +270,8 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // logRequests logs one line per request, after the error handler has
-// written any error: scrapes (/health, /metrics*) at Debug, the rest at
-// Info. Bodies are never logged.
+// written any error: scrapes (/health, /metrics*) and perception events at
+// Debug, the rest at Info. Bodies are never logged.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -280,7 +280,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		path := c.Request().URL.Path
 		level := hclog.Info
-		if path == "/health" || strings.HasPrefix(path, "/metrics") {
+		if path == "/health" || strings.HasPrefix(path, "/metrics") || path == "/api/perception/event" {
 			level = hclog.Debug
 		}
 		s.log.Log(level, "request", "method", c.Request().Method, "path", path,

@@ -1,4 +1,57 @@
-// Package perception ingests the robot's perception events, keeps per-device state,
-// fans events out to the robot-behaviour consumers and streams them over SSE. It arrives
-// with issue 5.
+// Package perception is the robot's senses on the bridge side: POST
+// /api/perception/event ingests the firmware events xiaozhi's relay
+// forwards (faces, sounds, wake words, state changes, head pats), keeps
+// per-device state (GET /api/perception/state), fans every event out on a
+// bus to the robot-behaviour consumers and to live watchers (GET
+// /api/perception/feed, Server-Sent Events), keeps each device's 20 most
+// recent events (GET /api/perception/recent) and gives the voice prompt its
+// perception block.
+//
+// # Usage
+//
+//	svc := perception.New(perception.Config{Robot: xiaozhiClient, …})
+//	svc.Routes(e)     // the four routes
+//	go svc.Run(ctx)   // the consumers, until ctx ends
+//	svc.Ingest(ev)    // also for synthetic events from other packages
+//
+// # Ordering
+//
+// Ingest applies an event to its device's state and then publishes it,
+// both under one lock, so all events form one total order: every
+// subscriber receives events in that order (per-subscriber FIFO), and a
+// subscriber handling an event sees state at least as new as that event.
+// Delivery is in-process and at most once; a late subscriber gets no
+// replay (the recent ring is the only history).
+//
+// # Back-pressure
+//
+// Publishing never blocks and never waits on a subscriber: it offers the
+// event to each subscriber's bounded queue and moves on.
+//
+//   - An internal consumer (Bus.Consume, 200 slots) whose queue is full
+//     misses the event; the miss is counted in
+//     dotty_perception_dropped_total{consumer} and logged at most every
+//     10 s. The consumer keeps running.
+//   - A watcher (Bus.Watch, 128 slots: one SSE client) whose queue is full
+//     is evicted: it is unsubscribed at once, its queue is discarded, its
+//     Done channel closes and the feed writes one final "fell_behind" event
+//     and ends the stream (EventSource reconnects). Evictions are counted in
+//     dotty_sse_evictions_total.
+//
+// A slow subscriber is a bug in that subscriber; it never slows ingest or
+// anyone else.
+//
+// # Consumers
+//
+// Each consumer (face_greeter with the named acknowledger, wake_word_turner,
+// face_lost_aborter, purr_player, sound_turner when enabled) runs on its own
+// goroutine with its own queue; face_identified_refresher runs on a ticker.
+// Gates compare the event's ts with state timestamps, except where the spec
+// says wall-clock now (the greeting hours, identity freshness); the clock is
+// injectable. Robot actions go through the xiaozhi admin client on their own
+// goroutines (at most 16 at once, extra ones dropped with a warning), so a
+// slow or failing xiaozhi never stalls a consumer; failures are logged and
+// never retried. A panic while handling one event is logged and the
+// consumer goes on with the next. Run returns only after every consumer
+// goroutine, timer and robot call has finished.
 package perception

@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
 // config is the bridge's whole configuration, parsed from flags and the
@@ -68,6 +69,12 @@ type config struct {
 	ThinkerTimeout time.Duration
 	SongAssetBase  string
 
+	Consumers      perception.Consumers
+	legacyGreetMin *time.Duration // FACE_GREET_COOLDOWN_SEC, used when FACE_GREET_MIN_INTERVAL_SEC is unset
+
+	DashboardUser string
+	DashboardPass string
+
 	LogLevel  hclog.Level
 	LogFormat string
 
@@ -88,7 +95,10 @@ type setting struct {
 	def    string
 	help   string
 	secret bool
-	parse  func(c *config, v string) error
+	// emptyOK makes a variable or flag set to "" a value of its own
+	// instead of "unset" (FACE_GREET_TEXT="" greets with the mic only).
+	emptyOK bool
+	parse   func(c *config, v string) error
 }
 
 // flagName is the kebab-case flag of the setting: PORT → port.
@@ -232,6 +242,72 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.ThinkerTimeout, v) }},
 	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
 		parse: func(c *config, v string) error { c.SongAssetBase = v; return nil }},
+	{env: "HOUSEHOLD_YAML_PATH", def: "~/.zeroclaw/household.yaml", help: "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
+		parse: func(c *config, v string) error { c.Consumers.HouseholdPath = v; return nil }},
+	{env: "FACE_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.GreetMinInterval, v) }},
+	{env: "FACE_GREET_COOLDOWN_SEC", def: "", help: "legacy name of FACE_GREET_MIN_INTERVAL_SEC",
+		parse: func(c *config, v string) error {
+			if v == "" {
+				c.legacyGreetMin = nil
+				return nil
+			}
+			var d time.Duration
+			if err := parseSeconds(&d, v); err != nil {
+				return err
+			}
+			c.legacyGreetMin = &d
+			return nil
+		}},
+	{env: "FACE_GREET_TEXT", def: "Hi!", emptyOK: true, help: "what a detected face makes the robot hear (inject-text); set to \"\" to only open the mic",
+		parse: func(c *config, v string) error { c.Consumers.GreetText = v; return nil }},
+	{env: "FACE_GREET_HOUR_START", def: "6", help: "first local hour (TZ) of face greetings",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.GreetHourStart, v) }},
+	{env: "FACE_GREET_HOUR_END", def: "21", help: "local hour at which face greetings stop (0 and 24: always greet)",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.GreetHourEnd, v) }},
+	{env: "FACE_NAME_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two named greetings of one person",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.NameGreetMinInterval, v) }},
+	{env: "FACE_NAME_GREET_TEMPLATE", def: "Oh, it's {name}!", help: "named greeting; {name} is the person's display name",
+		parse: func(c *config, v string) error { c.Consumers.NameGreetTemplate = v; return nil }},
+	{env: "FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", def: "10", help: "no named greeting this many seconds after a chat",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.NameGreetQuiet, v) }},
+	{env: "FACE_IDENTITY_TTL_SEC", def: "30", help: "seconds a recognised identity stays fresh",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.IdentityTTL, v) }},
+	{env: "FACE_IDENTITY_REFRESH_INTERVAL_SEC", def: "3.0", help: "seconds between refreshes of the robot's identity pip",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.RefreshInterval, v) }},
+	{env: "FACE_IDENTITY_REFRESH_QUIET_SEC", def: "2.0", help: "stop refreshing the identity pip this many seconds after the face left",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.RefreshQuiet, v) }},
+	{env: "FACE_LOST_ABORT_WINDOW_SEC", def: "12", help: "a face lost within this many seconds of a greeting aborts the conversation",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.AbortWindow, v) }},
+	{env: "FACE_LOST_ABORT_GRACE_SEC", def: "4", help: "seconds to wait for the face to come back before aborting",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.AbortGrace, v) }},
+	{env: "WAKE_TURN_ENABLED", def: "1", help: "turn the head toward a wake word; off only for exactly 0, false or False",
+		parse: func(c *config, v string) error {
+			c.Consumers.WakeTurnEnabled = v != "0" && v != "false" && v != "False"
+			return nil
+		}},
+	{env: "WAKE_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a wake word heard left or right",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.WakeTurnYaw, v) }},
+	{env: "WAKE_TURN_SPEED", def: "200", help: "head speed of a wake-word turn",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.WakeTurnSpeed, v) }},
+	{env: "DOTTY_SOUND_TURNER_ENABLED", def: "0", help: "turn the head toward sounds; on only for exactly 1 (the on-device localiser leans left)",
+		parse: func(c *config, v string) error { c.Consumers.SoundTurnerEnabled = v == "1"; return nil }},
+	{env: "SOUND_TURN_COOLDOWN_SEC", def: "3", help: "seconds between two sound turns of a device",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.SoundTurnCooldown, v) }},
+	{env: "SOUND_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a sound heard left or right",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.SoundTurnYaw, v) }},
+	{env: "SOUND_TURN_SPEED", def: "250", help: "head speed of a sound turn",
+		parse: func(c *config, v string) error { return parseInt(&c.Consumers.SoundTurnSpeed, v) }},
+	{env: "PURR_AUDIO_PATH", def: "bridge/assets/purr.opus", help: "purr sound played on a head pat, a path on the xiaozhi host (set an absolute one)",
+		parse: func(c *config, v string) error { c.Consumers.PurrAudioPath = v; return nil }},
+	{env: "PURR_COOLDOWN_SEC", def: "5", help: "seconds between two purrs of a device",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrCooldown, v) }},
+	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrDuration, v) }},
+	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
+		parse: func(c *config, v string) error { c.DashboardUser = v; return nil }},
+	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
+		parse: func(c *config, v string) error { c.DashboardPass = v; return nil }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -260,7 +336,7 @@ var errHelp = errors.New("help requested")
 // over the default; a flag or variable set to "" counts as unset. Every
 // problem is reported, joined, each naming its flag or variable; a setting
 // that fails keeps its default in the returned config.
-func parseConfig(args []string, getenv func(string) string) (config, error) {
+func parseConfig(args []string, lookup func(string) (string, bool)) (config, error) {
 	fs := flag.NewFlagSet("zeroclaw-bridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flagVals := make(map[string]*string, len(settings))
@@ -287,10 +363,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 			panic(fmt.Sprintf("default of %s does not parse: %v", s.env, err))
 		}
 		v, origin := s.def, "default"
-		if e := getenv(s.env); e != "" {
+		if e, ok := lookup(s.env); e != "" || (ok && s.emptyOK) {
 			v, origin = e, s.env
 		}
-		if fromFlag[s.flagName()] && *flagVals[s.env] != "" {
+		if fromFlag[s.flagName()] && (*flagVals[s.env] != "" || s.emptyOK) {
 			v, origin = *flagVals[s.env], "-"+s.flagName()
 		}
 		shown := v
@@ -309,6 +385,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 			}
 			c.raw[s.env], c.origin[s.env] = s.def, "default"
 		}
+	}
+	if c.legacyGreetMin != nil && c.origin["FACE_GREET_MIN_INTERVAL_SEC"] == "default" {
+		c.Consumers.GreetMinInterval = *c.legacyGreetMin
+		c.origin["FACE_GREET_MIN_INTERVAL_SEC"] = c.origin["FACE_GREET_COOLDOWN_SEC"]
+		c.raw["FACE_GREET_MIN_INTERVAL_SEC"] = c.raw["FACE_GREET_COOLDOWN_SEC"]
 	}
 	errs = append(errs, c.validate())
 	return c, errors.Join(errs...)
@@ -338,9 +419,30 @@ func (c config) validate() error {
 		{"CALENDAR_TTL_SEC", c.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.CalendarPoll},
 		{"VOICE_THINKER_TIMEOUT", c.ThinkerTimeout},
+		{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", c.Consumers.RefreshInterval},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
+	// Cooldowns and windows may be 0 (no cooldown), never negative.
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{
+		{"FACE_GREET_MIN_INTERVAL_SEC", c.Consumers.GreetMinInterval},
+		{"FACE_NAME_GREET_MIN_INTERVAL_SEC", c.Consumers.NameGreetMinInterval},
+		{"FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", c.Consumers.NameGreetQuiet},
+		{"FACE_IDENTITY_TTL_SEC", c.Consumers.IdentityTTL},
+		{"FACE_IDENTITY_REFRESH_QUIET_SEC", c.Consumers.RefreshQuiet},
+		{"FACE_LOST_ABORT_WINDOW_SEC", c.Consumers.AbortWindow},
+		{"FACE_LOST_ABORT_GRACE_SEC", c.Consumers.AbortGrace},
+		{"SOUND_TURN_COOLDOWN_SEC", c.Consumers.SoundTurnCooldown},
+		{"PURR_COOLDOWN_SEC", c.Consumers.PurrCooldown},
+		{"PURR_DURATION_SEC", c.Consumers.PurrDuration},
+	} {
+		check(d.env, d.v >= 0, formatSeconds(d.v), "want 0 or more seconds")
+	}
+	check("FACE_GREET_HOUR_START", c.Consumers.GreetHourStart >= 0 && c.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Consumers.GreetHourStart), "want an hour from 0 to 24")
+	check("FACE_GREET_HOUR_END", c.Consumers.GreetHourEnd >= 0 && c.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Consumers.GreetHourEnd), "want an hour from 0 to 24")
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")

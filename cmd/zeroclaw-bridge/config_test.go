@@ -15,15 +15,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
-// env returns a getenv over the given key/value pairs.
-func env(kv ...string) func(string) string {
+// env returns an environment lookup over the given key/value pairs.
+func env(kv ...string) func(string) (string, bool) {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
-	return func(k string) string { return m[k] }
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 var cmpConfig = []cmp.Option{
@@ -55,6 +56,7 @@ func defaultConfig(t *testing.T) config {
 		XiaozhiPort: 8003, MemoryDB: "/root/.zeroclaw/workspace/memory/brain.db",
 		ThinkerURL: "http://localhost:8080/v1/chat/completions", ThinkerModel: "qwen3.6:27b-think",
 		ThinkerTimeout: 30 * time.Second, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs",
+		Consumers: perception.DefaultConsumers(),
 	}
 }
 
@@ -130,6 +132,25 @@ func TestParseConfigValues(t *testing.T) {
 				c.MemoryDB, c.ThinkerURL, c.ThinkerModel = "/m/brain.db", "https://llm.lan/v1/chat/completions", "big"
 				c.ThinkerTimeout, c.SongAssetBase = 90*time.Second, "/songs/"
 			}},
+		{"greeting text may be empty", []string{"FACE_GREET_TEXT", ""}, func(c *config) { c.Consumers.GreetText = "" }},
+		{"legacy greeting cooldown", []string{"FACE_GREET_COOLDOWN_SEC", "45"}, func(c *config) {
+			c.Consumers.GreetMinInterval, c.legacyGreetMin = 45*time.Second, ptrTo(45*time.Second)
+		}},
+		{"new greeting interval wins over the legacy name", []string{"FACE_GREET_COOLDOWN_SEC", "45", "FACE_GREET_MIN_INTERVAL_SEC", "0"}, func(c *config) {
+			c.Consumers.GreetMinInterval, c.legacyGreetMin = 0, ptrTo(45*time.Second)
+		}},
+		{"consumers", []string{"WAKE_TURN_ENABLED", "False", "DOTTY_SOUND_TURNER_ENABLED", "1", "SOUND_TURN_YAW_DEG", "30",
+			"PURR_AUDIO_PATH", "/opt/purr.opus", "PURR_COOLDOWN_SEC", "0", "FACE_GREET_HOUR_START", "0", "FACE_GREET_HOUR_END", "24",
+			"HOUSEHOLD_YAML_PATH", "/etc/household.yaml", "FACE_NAME_GREET_TEMPLATE", "Hey {name}"},
+			func(c *config) {
+				c.Consumers.WakeTurnEnabled, c.Consumers.SoundTurnerEnabled, c.Consumers.SoundTurnYaw = false, true, 30
+				c.Consumers.PurrAudioPath, c.Consumers.PurrCooldown = "/opt/purr.opus", 0
+				c.Consumers.GreetHourStart, c.Consumers.GreetHourEnd = 0, 24
+				c.Consumers.HouseholdPath, c.Consumers.NameGreetTemplate = "/etc/household.yaml", "Hey {name}"
+			}},
+		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
+		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
+		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.DashboardUser, c.DashboardPass = "admin", "pw" }},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
 	}
 	for _, tt := range tests {
@@ -151,7 +172,7 @@ func TestParseConfigPrecedence(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
-		env        func(string) string
+		env        func(string) (string, bool)
 		wantPort   int
 		wantOrigin string
 	}{
@@ -210,6 +231,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log format", nil, []string{"LOG_FORMAT", "xml"}, []string{`invalid LOG_FORMAT "xml": want text or json`}},
 		{"thinker url", nil, []string{"VOICE_THINKER_URL", "localhost:8080"}, []string{`invalid VOICE_THINKER_URL "localhost:8080": want an http or https URL`}},
 		{"thinker timeout zero", nil, []string{"VOICE_THINKER_TIMEOUT", "0"}, []string{`invalid VOICE_THINKER_TIMEOUT "0": want more than 0 seconds`}},
+		{"negative cooldown", nil, []string{"PURR_COOLDOWN_SEC", "-1"}, []string{`invalid PURR_COOLDOWN_SEC "-1": want 0 or more seconds`}},
+		{"greeting hour", nil, []string{"FACE_GREET_HOUR_END", "25"}, []string{`invalid FACE_GREET_HOUR_END "25": want an hour from 0 to 24`}},
+		{"refresh interval zero", nil, []string{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "0"}, []string{`invalid FACE_IDENTITY_REFRESH_INTERVAL_SEC "0": want more than 0 seconds`}},
 		{"xiaozhi port range", nil, []string{"XIAOZHI_OTA_PORT", "0"}, []string{`invalid XIAOZHI_OTA_PORT "0": want a port from 1 to 65535`}},
 		{"flag value names the flag", []string{"-zeroclaw-timeout", "x"}, nil, []string{`invalid -zeroclaw-timeout "x": want a number of seconds`}},
 		{"flag range names the flag", []string{"-port", "99999"}, nil, []string{`invalid -port "99999": want a port from 0 to 65535`}},
@@ -254,7 +278,10 @@ func TestValidate(t *testing.T) {
 			`invalid MAX_SENTENCES "0": want at least 1`,
 			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
 		}},
-		{"boundaries", func(c *config) { c.Port, c.SessionMaxTurns, c.MaxSessions, c.Timeout = 0, 1, 1, time.Nanosecond }, nil},
+		{"boundaries", func(c *config) {
+			c.Port, c.SessionMaxTurns, c.MaxSessions, c.Timeout = 0, 1, 1, time.Nanosecond
+			c.Consumers.PurrCooldown, c.Consumers.GreetHourStart, c.Consumers.GreetHourEnd = 0, 0, 24
+		}, nil},
 		{"refresh intervals", func(c *config) { c.WeatherTTL, c.CalendarTTL, c.CalendarPoll = 0, 0, -time.Second }, []string{
 			`invalid WEATHER_TTL_SEC "0": want more than 0 seconds`,
 			`invalid CALENDAR_TTL_SEC "0": want more than 0 seconds`,
@@ -300,13 +327,19 @@ func TestSettingsTable(t *testing.T) {
 		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
 		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT",
 		"DOTTY_ADMIN_TOKEN", "VOICE_MEMORY_DB", "VOICE_THINKER_URL", "VOICE_THINKER_MODEL", "VOICE_THINKER_TIMEOUT",
-		"VOICE_PLAY_SONG_ASSET_BASE"} {
+		"VOICE_PLAY_SONG_ASSET_BASE", "HOUSEHOLD_YAML_PATH", "FACE_GREET_MIN_INTERVAL_SEC", "FACE_GREET_COOLDOWN_SEC",
+		"FACE_GREET_TEXT", "FACE_GREET_HOUR_START", "FACE_GREET_HOUR_END", "FACE_NAME_GREET_MIN_INTERVAL_SEC",
+		"FACE_NAME_GREET_TEMPLATE", "FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", "FACE_IDENTITY_TTL_SEC",
+		"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "FACE_IDENTITY_REFRESH_QUIET_SEC", "FACE_LOST_ABORT_WINDOW_SEC",
+		"FACE_LOST_ABORT_GRACE_SEC", "WAKE_TURN_ENABLED", "WAKE_TURN_YAW_DEG", "WAKE_TURN_SPEED", "DOTTY_SOUND_TURNER_ENABLED",
+		"SOUND_TURN_COOLDOWN_SEC", "SOUND_TURN_YAW_DEG", "SOUND_TURN_SPEED", "PURR_AUDIO_PATH", "PURR_COOLDOWN_SEC",
+		"PURR_DURATION_SEC", "DOTTY_DASHBOARD_USER", "DOTTY_DASHBOARD_PASS"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 42 {
-		t.Errorf("%d settings, want 42 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 68 {
+		t.Errorf("%d settings, want 68 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
@@ -390,7 +423,7 @@ func TestExitCode(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
-		env        func(string) string
+		env        func(string) (string, bool)
 		wantCode   int
 		wantStdout string
 		wantStderr string
@@ -476,3 +509,5 @@ func TestAgentSelection(t *testing.T) {
 		t.Errorf("missing own executable: %v", err)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

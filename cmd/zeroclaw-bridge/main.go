@@ -43,6 +43,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
@@ -58,7 +59,7 @@ const fallbackZeroclaw = "/root/.cargo/bin/zeroclaw"
 const defaultChunkDelay = 40 * time.Millisecond
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
 }
 
@@ -104,8 +105,8 @@ func errorLines(err error) []string {
 
 // run is the whole program: it dispatches the subcommand and, for the
 // default one, parses the configuration and serves until a signal or the
-// end of ctx. It reads the environment only through getenv.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// end of ctx. It reads the environment only through lookupEnv.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "demo-agent":
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return printVersion(stdout)
 		}
 	}
-	cfg, err := parseConfig(args, getenv)
+	cfg, err := parseConfig(args, lookupEnv)
 	switch {
 	case errors.Is(err, errHelp):
 		usage(stdout)
@@ -346,19 +347,33 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	peri := periphery.New(periCfg)
 	voiceCfg.Context = peri
 	srv := bridge.New(httpCfg)
+	percep := perception.New(perception.Config{
+		Robot:           xz,
+		Consumers:       cfg.Consumers,
+		Location:        cfg.TZ,
+		Stopping:        srv.Stopping(),
+		Events:          metrics.PerceptionEvents,
+		Dropped:         metrics.PerceptionDropped,
+		Evictions:       metrics.SSEEvictions,
+		RequestDuration: metrics.RequestDuration.WithLabelValues("perception_event"),
+		Logger:          log.Named("perception"),
+	})
+	voiceCfg.Perception = percep
 	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
 	tier1.New(tier1Cfg).Routes(srv.Echo())
+	percep.Routes(srv.Echo())
 
 	var g oklogrun.Group
-	addActor(&g, srv.Run)  // 1: stop accepting, drain requests (ShutdownTimeout)
-	addActor(&g, mem.Run)  // 2: write every accepted memory (DrainTimeout)
-	addActor(&g, pool.Run) // 3: finish background cancel settlements
-	addActor(&g, sup.Run)  // 4: retire sessions, stop the agent child
-	addActor(&g, peri.Run) // 5: stop refreshing weather and calendar
+	addActor(&g, srv.Run)    // 1: stop accepting, drain requests (ShutdownTimeout)
+	addActor(&g, percep.Run) // 2: stop the consumers, finish robot calls in flight
+	addActor(&g, mem.Run)    // 3: write every accepted memory (DrainTimeout)
+	addActor(&g, pool.Run)   // 4: finish background cancel settlements
+	addActor(&g, sup.Run)    // 5: retire sessions, stop the agent child
+	addActor(&g, peri.Run)   // 6: stop refreshing weather and calendar
 
 	var shutdownStart time.Time // written by the signal actor before g.Run returns
 	sigExec, sigInterrupt := oklogrun.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
-	g.Add(func() error { // 6: signals, or the end of ctx
+	g.Add(func() error { // 7: signals, or the end of ctx
 		err := sigExec()
 		shutdownStart = time.Now()
 		log.Info("shutting down", "reason", err)

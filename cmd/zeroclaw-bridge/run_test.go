@@ -147,10 +147,10 @@ func TestRunReportsListenFailure(t *testing.T) {
 
 // isolatedEnv is env plus settings that keep a test bridge's files in the
 // test's directory and its weather lookups off the network.
-func isolatedEnv(t *testing.T, kv ...string) func(string) string {
+func isolatedEnv(t *testing.T, kv ...string) func(string) (string, bool) {
 	t.Helper()
 	dir := t.TempDir()
 	return env(append(kv, "CONVO_LOG_DIR", filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE", filepath.Join(dir, "kid-mode"),
 		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-",
-		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"))...)
+		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH", filepath.Join(dir, "household.yaml"))...)
 }

@@ -1,0 +1,525 @@
+package perception
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+)
+
+// Robot is what the consumers do to the robot through xiaozhi's admin API
+// (*xiaozhi.Client). Every call has its own timeout.
+type Robot interface {
+	Enabled() bool
+	InjectText(ctx context.Context, deviceID, text string) error
+	Say(ctx context.Context, deviceID, text string) error
+	SetFaceIdentified(ctx context.Context, deviceID string) error
+	SetHeadAngles(ctx context.Context, deviceID string, yaw, pitch, speed int) error
+	Abort(ctx context.Context, deviceID string) error
+	PlayAsset(ctx context.Context, deviceID, asset string) (xiaozhi.Response, error)
+}
+
+// Consumers are the robot-behaviour consumers' settings (http-api.md
+// §12.1, §17.5). The zero value means DefaultConsumers.
+type Consumers struct {
+	GreetMinInterval time.Duration // FACE_GREET_MIN_INTERVAL_SEC
+	GreetText        string        // FACE_GREET_TEXT; "" greets with the mic only
+	GreetHourStart   int           // FACE_GREET_HOUR_START
+	GreetHourEnd     int           // FACE_GREET_HOUR_END
+
+	NameGreetMinInterval time.Duration // FACE_NAME_GREET_MIN_INTERVAL_SEC (per identity)
+	NameGreetTemplate    string        // FACE_NAME_GREET_TEMPLATE, {name} is the display name
+	NameGreetQuiet       time.Duration // FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC
+
+	IdentityTTL     time.Duration // FACE_IDENTITY_TTL_SEC
+	RefreshInterval time.Duration // FACE_IDENTITY_REFRESH_INTERVAL_SEC
+	RefreshQuiet    time.Duration // FACE_IDENTITY_REFRESH_QUIET_SEC
+
+	AbortWindow time.Duration // FACE_LOST_ABORT_WINDOW_SEC
+	AbortGrace  time.Duration // FACE_LOST_ABORT_GRACE_SEC
+
+	WakeTurnEnabled bool // WAKE_TURN_ENABLED
+	WakeTurnYaw     int  // WAKE_TURN_YAW_DEG
+	WakeTurnSpeed   int  // WAKE_TURN_SPEED
+
+	SoundTurnerEnabled bool          // DOTTY_SOUND_TURNER_ENABLED
+	SoundTurnCooldown  time.Duration // SOUND_TURN_COOLDOWN_SEC
+	SoundTurnYaw       int           // SOUND_TURN_YAW_DEG
+	SoundTurnSpeed     int           // SOUND_TURN_SPEED
+
+	PurrAudioPath string        // PURR_AUDIO_PATH (on the xiaozhi host)
+	PurrCooldown  time.Duration // PURR_COOLDOWN_SEC
+	PurrDuration  time.Duration // PURR_DURATION_SEC
+
+	// HouseholdPath is HOUSEHOLD_YAML_PATH; "" means no roster.
+	HouseholdPath string
+	// QueueSize is each consumer's bus queue (ConsumerQueue).
+	QueueSize int
+}
+
+// DefaultConsumers returns bridge.py's defaults.
+func DefaultConsumers() Consumers {
+	return Consumers{
+		GreetMinInterval: 30 * time.Second, GreetText: "Hi!", GreetHourStart: 6, GreetHourEnd: 21,
+		NameGreetMinInterval: 30 * time.Second, NameGreetTemplate: "Oh, it's {name}!", NameGreetQuiet: 10 * time.Second,
+		IdentityTTL: 30 * time.Second, RefreshInterval: 3 * time.Second, RefreshQuiet: 2 * time.Second,
+		AbortWindow: 12 * time.Second, AbortGrace: 4 * time.Second,
+		WakeTurnEnabled: true, WakeTurnYaw: 45, WakeTurnSpeed: 200,
+		SoundTurnCooldown: 3 * time.Second, SoundTurnYaw: 45, SoundTurnSpeed: 250,
+		PurrAudioPath: "bridge/assets/purr.opus", PurrCooldown: 5 * time.Second, PurrDuration: 2 * time.Second,
+		HouseholdPath: "~/.zeroclaw/household.yaml",
+	}
+}
+
+func (c Consumers) withDefaults() Consumers {
+	if c == (Consumers{}) {
+		c = DefaultConsumers()
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = ConsumerQueue
+	}
+	if c.RefreshInterval <= 0 {
+		c.RefreshInterval = 3 * time.Second
+	}
+	return c
+}
+
+// Consumer names, the label values of dotty_perception_dropped_total.
+const (
+	FaceGreeter       = "face_greeter"
+	WakeWordTurner    = "wake_word_turner"
+	FaceLostAborter   = "face_lost_aborter"
+	PurrPlayer        = "purr_player"
+	IdentityRefresher = "face_identified_refresher"
+	SoundTurner       = "sound_turner"
+)
+
+// maxInFlight bounds concurrent outbound calls of all consumers together;
+// past it a call is dropped with a warning rather than queued.
+const maxInFlight = 16
+
+// consumers holds the running consumers' shared parts.
+type consumers struct {
+	s     *Service
+	cfg   Consumers
+	clock clockwork.Clock
+	house *Household
+
+	subs map[string]*Subscription
+
+	sem      chan struct{}
+	inflight sync.WaitGroup
+	ctx      context.Context // set by run before any handler runs
+
+	abortMu sync.Mutex
+	aborts  map[string]clockwork.Timer
+}
+
+// newConsumers subscribes the enabled consumers at once, so no event
+// published after New is missed.
+func newConsumers(s *Service) *consumers {
+	c := &consumers{s: s, cfg: s.cfg.Consumers, clock: s.clock, subs: map[string]*Subscription{},
+		sem: make(chan struct{}, maxInFlight), aborts: map[string]clockwork.Timer{}, ctx: context.Background()}
+	c.house = NewHousehold(c.cfg.HouseholdPath, s.log.Named("household"))
+	names := []string{FaceGreeter, FaceLostAborter, PurrPlayer}
+	if c.cfg.WakeTurnEnabled {
+		names = append(names, WakeWordTurner)
+	}
+	if c.cfg.SoundTurnerEnabled {
+		names = append(names, SoundTurner)
+	}
+	for _, n := range names {
+		c.subs[n] = s.bus.Consume(n, c.cfg.QueueSize)
+	}
+	return c
+}
+
+func (c *consumers) handler(name string) func(Event) {
+	switch name {
+	case FaceGreeter:
+		return c.faceGreeter
+	case FaceLostAborter:
+		return c.faceLostAborter
+	case PurrPlayer:
+		return c.purrPlayer
+	case WakeWordTurner:
+		return c.wakeWordTurner
+	case SoundTurner:
+		return c.soundTurner
+	}
+	return nil
+}
+
+// runConsumers runs every consumer on its own goroutine until ctx ends,
+// then stops pending timers and waits for calls in flight.
+func (s *Service) runConsumers(ctx context.Context) error {
+	c := s.consumers
+	c.ctx = ctx
+	var wg sync.WaitGroup
+	for name, sub := range c.subs {
+		handle := c.handler(name)
+		log := s.log.Named(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sub.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev := <-sub.C:
+					c.safely(log, name, func() { handle(ev) })
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.refresher(ctx)
+	}()
+	<-ctx.Done()
+	wg.Wait()
+	c.abortMu.Lock()
+	for dev, t := range c.aborts {
+		t.Stop()
+		delete(c.aborts, dev)
+	}
+	c.abortMu.Unlock()
+	c.inflight.Wait()
+	return nil
+}
+
+// safely runs fn, logging a panic instead of ending the consumer.
+func (c *consumers) safely(log interface{ Error(string, ...any) }, name string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("consumer panicked; it goes on with the next event", "consumer", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
+}
+
+// robot reports whether outbound calls are possible, warning when not.
+func (c *consumers) robot(consumer, action string) bool {
+	if r := c.s.cfg.Robot; r != nil && r.Enabled() {
+		return true
+	}
+	c.s.log.Named(consumer).Warn("XIAOZHI_HOST is empty; robot action skipped", "action", action)
+	return false
+}
+
+// dispatch runs call on its own goroutine so the consumer never waits on
+// xiaozhi. Failures are logged; nothing is retried.
+func (c *consumers) dispatch(consumer, action, device string, call func(ctx context.Context, r Robot) error) {
+	r := c.s.cfg.Robot
+	if r == nil || !r.Enabled() {
+		return
+	}
+	log := c.s.log.Named(consumer)
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		log.Warn("too many robot calls in flight; action dropped", "action", action, "device", device)
+		return
+	}
+	c.inflight.Add(1)
+	ctx := c.ctx
+	go func() {
+		defer c.inflight.Done()
+		defer func() { <-c.sem }()
+		if err := call(ctx, r); err != nil {
+			log.Warn("robot action failed", "action", action, "device", device, "error", err)
+			return
+		}
+		log.Debug("robot action sent", "action", action, "device", device)
+	}()
+}
+
+// ignored is true for events without a real device.
+func ignored(ev Event) bool { return ev.DeviceID == "" || ev.DeviceID == "unknown" }
+
+// since is ts − state timestamp in seconds, a missing timestamp being 0.
+func since(ts float64, p *float64) float64 { return ts - orZero(p) }
+
+// faceGreeter greets a detected face (#1) and names a recognised household
+// member (#1b).
+func (c *consumers) faceGreeter(ev Event) {
+	if ignored(ev) {
+		return
+	}
+	switch ev.Name {
+	case "face_detected":
+		c.greetFace(ev)
+	case "face_recognized":
+		c.acknowledgeName(ev)
+	}
+}
+
+func (c *consumers) greetFace(ev Event) {
+	h := c.clock.Now().In(c.s.cfg.Location).Hour()
+	if h < c.cfg.GreetHourStart || h >= c.cfg.GreetHourEnd {
+		return
+	}
+	if c.house.AnyAppearance() {
+		return
+	}
+	greet, dancing := false, false
+	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
+		if since(ev.TS, d.LastFaceGreetT) < c.cfg.GreetMinInterval.Seconds() {
+			return
+		}
+		d.LastFaceGreetT = ptr(ev.TS)
+		greet, dancing = true, isTrue(d.DanceActive)
+	})
+	if !greet || c.cfg.GreetText == "" {
+		return
+	}
+	if !c.robot(FaceGreeter, "inject-text") {
+		return
+	}
+	if dancing {
+		c.s.log.Named(FaceGreeter).Debug("greeting suppressed while dancing", "device", ev.DeviceID)
+		return
+	}
+	text := c.cfg.GreetText
+	c.dispatch(FaceGreeter, "inject-text", ev.DeviceID, func(ctx context.Context, r Robot) error {
+		return r.InjectText(ctx, ev.DeviceID, text)
+	})
+}
+
+func (c *consumers) acknowledgeName(ev Event) {
+	raw, _ := ev.Data["identity"].(string)
+	if raw == "" {
+		return
+	}
+	person, ok := c.house.Lookup(raw)
+	if !ok {
+		return
+	}
+	key := strings.ToLower(pyStrip(raw)) // Q35: one cooldown per person however the id is spelled
+	greet, dancing := false, false
+	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
+		if since(ev.TS, d.LastChatT) < c.cfg.NameGreetQuiet.Seconds() {
+			return
+		}
+		if last, ok := d.LastNameGreetT[key]; ok && ev.TS-last < c.cfg.NameGreetMinInterval.Seconds() {
+			return
+		}
+		if d.LastNameGreetT == nil {
+			d.LastNameGreetT = map[string]float64{}
+		}
+		d.LastNameGreetT[key] = ev.TS
+		greet, dancing = true, isTrue(d.DanceActive)
+	})
+	if !greet || !c.robot(FaceGreeter, "say") {
+		return
+	}
+	text := strings.ReplaceAll(c.cfg.NameGreetTemplate, "{name}", person.DisplayName)
+	// One task, in order: the greeting (not while dancing), then the pip
+	// (even if the greeting failed).
+	c.dispatch(FaceGreeter, "say+set-face-identified", ev.DeviceID, func(ctx context.Context, r Robot) error {
+		var sayErr error
+		if !dancing {
+			sayErr = r.Say(ctx, ev.DeviceID, text)
+		}
+		return errors.Join(sayErr, r.SetFaceIdentified(ctx, ev.DeviceID))
+	})
+}
+
+// wakeWordTurner turns the head toward a wake word heard left or right (#2).
+func (c *consumers) wakeWordTurner(ev Event) {
+	if ev.Name != "wake_word_detected" || ignored(ev) {
+		return
+	}
+	dir, _ := ev.Data["direction"].(string)
+	var yaw int
+	switch dir {
+	case "left":
+		yaw = -c.cfg.WakeTurnYaw
+	case "right":
+		yaw = c.cfg.WakeTurnYaw
+	default:
+		return
+	}
+	if !c.turnGate(ev, 0) {
+		return
+	}
+	phrase, ok := ev.Data["phrase"]
+	if !ok {
+		phrase = ""
+	}
+	c.turnHead(WakeWordTurner, ev, yaw, c.cfg.WakeTurnSpeed, map[string]any{"reason": "wake_word", "direction": dir, "phrase": phrase})
+}
+
+// soundTurner turns the head toward a sound (#6).
+func (c *consumers) soundTurner(ev Event) {
+	if ev.Name != "sound_event" || ignored(ev) {
+		return
+	}
+	dir, _ := ev.Data["direction"].(string)
+	var yaw int
+	switch dir {
+	case "left":
+		yaw = -c.cfg.SoundTurnYaw
+	case "right":
+		yaw = c.cfg.SoundTurnYaw
+	case "centre", "center":
+	default:
+		return
+	}
+	if !c.turnGate(ev, c.cfg.SoundTurnCooldown) {
+		return
+	}
+	c.turnHead(SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data["energy"]})
+}
+
+// soundQuietAfterChat is the sound turner's hard-coded quiet time.
+const soundQuietAfterChat = 30.0
+
+// turnGate checks face_present (and for the sound turner the chat quiet
+// time and cooldown), then records last_sound_turn_t.
+func (c *consumers) turnGate(ev Event, cooldown time.Duration) bool {
+	sound := ev.Name == "sound_event"
+	pass := false
+	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
+		if isTrue(d.FacePresent) {
+			return
+		}
+		if sound && (since(ev.TS, d.LastChatT) < soundQuietAfterChat || since(ev.TS, d.LastSoundTurnT) < cooldown.Seconds()) {
+			return
+		}
+		d.LastSoundTurnT = ptr(ev.TS)
+		pass = true
+	})
+	return pass
+}
+
+// turnHead sends set-head-angles and puts a synthetic head_turn on the bus.
+func (c *consumers) turnHead(consumer string, ev Event, yaw, speed int, extra map[string]any) {
+	if c.robot(consumer, "set-head-angles") {
+		c.dispatch(consumer, "set-head-angles", ev.DeviceID, func(ctx context.Context, r Robot) error {
+			return r.SetHeadAngles(ctx, ev.DeviceID, yaw, 0, speed)
+		})
+	}
+	data := map[string]any{"yaw": yaw, "pitch": 0, "speed": speed}
+	for k, v := range extra {
+		data[k] = v
+	}
+	c.s.Ingest(Event{DeviceID: ev.DeviceID, TS: ev.TS, Name: "head_turn", Data: data})
+}
+
+// faceLostAborter aborts a greeting conversation when the face leaves
+// soon after a bare greeting (#3).
+func (c *consumers) faceLostAborter(ev Event) {
+	if ignored(ev) {
+		return
+	}
+	switch ev.Name {
+	case "face_detected":
+		c.cancelAbort(ev.DeviceID)
+	case "face_lost":
+		st, _ := c.s.states.Get(ev.DeviceID)
+		if since(ev.TS, st.LastFaceGreetT) > c.cfg.AbortWindow.Seconds() {
+			return
+		}
+		device := ev.DeviceID
+		c.abortMu.Lock()
+		if t := c.aborts[device]; t != nil {
+			t.Stop()
+		}
+		var t clockwork.Timer
+		t = c.clock.AfterFunc(c.cfg.AbortGrace, func() {
+			c.abortMu.Lock()
+			mine := c.aborts[device] == t
+			if mine {
+				delete(c.aborts, device)
+			}
+			c.abortMu.Unlock()
+			if !mine || c.ctx.Err() != nil {
+				return
+			}
+			c.s.log.Named(FaceLostAborter).Info("face gone after a greeting; aborting the conversation", "device", device)
+			c.dispatch(FaceLostAborter, "abort", device, func(ctx context.Context, r Robot) error {
+				return r.Abort(ctx, device)
+			})
+		})
+		c.aborts[device] = t
+		c.abortMu.Unlock()
+	}
+}
+
+func (c *consumers) cancelAbort(device string) {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	if t := c.aborts[device]; t != nil {
+		t.Stop()
+		delete(c.aborts, device)
+	}
+}
+
+// purrPlayer purrs when the head is petted (#4).
+func (c *consumers) purrPlayer(ev Event) {
+	if ev.Name != "head_pet_started" || ignored(ev) {
+		return
+	}
+	purr := false
+	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
+		if since(ev.TS, d.LastPurrT) < c.cfg.PurrCooldown.Seconds() {
+			return
+		}
+		d.LastPurrT = ptr(ev.TS)
+		d.LastChatT = ptr(ev.TS + c.cfg.PurrDuration.Seconds())
+		purr = true
+	})
+	if !purr || !c.robot(PurrPlayer, "play-asset") {
+		return
+	}
+	asset := c.cfg.PurrAudioPath
+	c.dispatch(PurrPlayer, "play-asset", ev.DeviceID, func(ctx context.Context, r Robot) error {
+		_, err := r.PlayAsset(ctx, ev.DeviceID, asset)
+		return err
+	})
+}
+
+// refresher keeps the firmware's identity pip lit while a recognised face
+// is fresh (#5).
+func (c *consumers) refresher(ctx context.Context) {
+	t := c.clock.NewTicker(c.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			c.safely(c.s.log.Named(IdentityRefresher), IdentityRefresher, c.refreshOnce)
+		}
+	}
+}
+
+func (c *consumers) refreshOnce() {
+	now := c.clock.Now()
+	wall := epochSeconds(now)
+	for _, dev := range c.s.states.Devices() {
+		if dev == "" || dev == "unknown" { // Q36
+			continue
+		}
+		st, _ := c.s.states.Get(dev)
+		if _, ok := st.FreshIdentity(now, c.cfg.IdentityTTL); !ok {
+			continue
+		}
+		if st.FacePresent != nil && !*st.FacePresent && st.LastFaceLostT != nil && wall-*st.LastFaceLostT > c.cfg.RefreshQuiet.Seconds() {
+			continue
+		}
+		c.dispatch(IdentityRefresher, "set-face-identified", dev, func(ctx context.Context, r Robot) error {
+			return r.SetFaceIdentified(ctx, dev)
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package perception
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Event is one perception event: {"device_id", "ts", "name", "data"}. TS is
+// wall-clock seconds since the epoch. Data is shared by every subscriber
+// and must be treated as read-only.
+type Event struct {
+	DeviceID string
+	TS       float64
+	Name     string
+	Data     map[string]any
+}
+
+// Time returns TS as a time.Time.
+func (e Event) Time() time.Time { return secondsTime(e.TS) }
+
+// MarshalJSON writes the SSE feed's key order: name, data, device_id, ts.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(96)
+	if err := e.appendJSON(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (e Event) appendJSON(b *bytes.Buffer) error {
+	b.WriteString(`{"name":`)
+	writeString(b, e.Name)
+	b.WriteString(`,"data":`)
+	if err := writeData(b, e.Data); err != nil {
+		return err
+	}
+	b.WriteString(`,"device_id":`)
+	writeString(b, e.DeviceID)
+	b.WriteString(`,"ts":`)
+	b.WriteString(formatSeconds(e.TS))
+	b.WriteByte('}')
+	return nil
+}
+
+// recentJSON is a ring entry: {"ts", "name", "data"}.
+type recentJSON Event
+
+// MarshalJSON writes {"ts","name","data"}.
+func (r recentJSON) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"ts":`)
+	b.WriteString(formatSeconds(r.TS))
+	b.WriteString(`,"name":`)
+	writeString(&b, r.Name)
+	b.WriteString(`,"data":`)
+	if err := writeData(&b, r.Data); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always encodes
+	b.Write(enc)
+}
+
+func writeData(b *bytes.Buffer, d map[string]any) error {
+	if len(d) == 0 {
+		b.WriteString("{}")
+		return nil
+	}
+	enc, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	b.Write(enc)
+	return nil
+}
+
+// formatSeconds writes epoch seconds without an exponent.
+func formatSeconds(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "null"
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// epochSeconds converts t to float seconds.
+func epochSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// secondsTime converts float seconds to a time.
+func secondsTime(s float64) time.Time {
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}

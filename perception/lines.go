@@ -1,0 +1,52 @@
+package perception
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// StoryTimeLine is the perception line while the robot tells a story.
+const StoryTimeLine = "You are inside the story you're telling — not narrating from outside. Describe what you see, hear, and feel as a character in the story. Use rich sensory language. Save vivid moments to memory when they happen."
+
+// identityLineTTL is how long a recognised face or a mood stays in the prompt.
+const identityLineTTL = 30 * time.Second
+
+// PerceptionLines returns the voice prompt's perception lines for a device
+// (http-api.md §5.6): the story-time line, the face line, then the fresh
+// vision and audio descriptions. A panic while building them is logged and
+// yields none, so the turn goes on.
+func (s *Service) PerceptionLines(deviceID string) (lines []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("building the perception block failed; the turn goes on without it", "device", deviceID, "panic", fmt.Sprint(r))
+			lines = nil
+		}
+	}()
+	st, _ := s.states.Get(deviceID)
+	now := s.clock.Now()
+	if strings.ToLower(st.State()) == "story_time" {
+		lines = append(lines, StoryTimeLine)
+	}
+	if id, ok := st.FreshIdentity(now, identityLineTTL); ok {
+		line := "You see " + id + " in front of you."
+		if st.FaceMood != nil && st.FaceMoodT != nil && epochSeconds(now)-*st.FaceMoodT <= identityLineTTL.Seconds() {
+			if mood := strings.ToLower(pyStrip(*st.FaceMood)); mood != "" {
+				line += " They look " + mood + "."
+			}
+		}
+		lines = append(lines, line)
+	} else if isTrue(st.FacePresent) {
+		lines = append(lines, "You see an unrecognised face in front of you.")
+	}
+	if s.cfg.Senses != nil {
+		vision, audio := s.cfg.Senses.Fresh(deviceID)
+		if v := pyStrip(vision); v != "" {
+			lines = append(lines, "You see: "+v)
+		}
+		if a := pyStrip(audio); a != "" {
+			lines = append(lines, "You hear: "+a)
+		}
+	}
+	return lines
+}

@@ -1,0 +1,290 @@
+package perception
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+// Config configures the perception service. Zero values take the spec's
+// defaults; see Consumers for the consumer settings.
+type Config struct {
+	// Robot acts on the robot (the xiaozhi admin client). Nil disables
+	// every outbound call, like an empty XIAOZHI_HOST.
+	Robot Robot
+	// Senses gives fresh vision and audio descriptions for the prompt's
+	// perception block (the vision package); nil means none.
+	Senses Senses
+	// Consumers holds the consumers' settings.
+	Consumers Consumers
+	// Location is TZ, for the greeter's hour window.
+	Location *time.Location
+	// Clock is the time source (wall now, timers); nil is the real clock.
+	Clock clockwork.Clock
+	// Stopping closes when the HTTP server shuts down; feed streams end then.
+	Stopping <-chan struct{}
+	// Keepalive is the feed's idle comment interval (15 s).
+	Keepalive time.Duration
+
+	// Metrics; nil ones are not recorded.
+	Events          *prometheus.CounterVec // dotty_perception_events_total{type}
+	Dropped         *prometheus.CounterVec // dotty_perception_dropped_total{consumer}
+	Evictions       prometheus.Counter     // dotty_sse_evictions_total
+	RequestDuration prometheus.Observer    // dotty_request_duration_seconds{endpoint="perception_event"}
+
+	Logger hclog.Logger
+}
+
+// Senses gives the freshest camera and microphone descriptions of a device.
+type Senses interface {
+	// Fresh returns the vision description if at most 60 s old and the
+	// audio description if at most 120 s old ("" for none).
+	Fresh(deviceID string) (vision, audio string)
+}
+
+// Service is the perception feature: ingest, state, bus, routes and
+// consumers.
+type Service struct {
+	cfg    Config
+	log    hclog.Logger
+	clock  clockwork.Clock
+	states *States
+	bus    *Bus
+
+	consumers *consumers
+
+	// order makes state updates and broadcasts one total order.
+	order sync.Mutex
+}
+
+// New builds the service; Run starts its consumers.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = 15 * time.Second
+	}
+	cfg.Consumers = cfg.Consumers.withDefaults()
+	s := &Service{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		clock:  cfg.Clock,
+		states: newStates(),
+		bus:    NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions, Logger: cfg.Logger.Named("bus")}),
+	}
+	s.consumers = newConsumers(s)
+	return s
+}
+
+// States is the per-device state store.
+func (s *Service) States() *States { return s.states }
+
+// Bus is the event bus.
+func (s *Service) Bus() *Bus { return s.bus }
+
+// Ingest applies ev to its device's state, then broadcasts it; the two
+// happen in one total order across callers, so every subscriber sees state
+// at least as new as the event. POSTed events, synthetic head_turns and
+// face_recognized events from any source all come through here.
+func (s *Service) Ingest(ev Event) {
+	if ev.Data == nil {
+		ev.Data = map[string]any{}
+	}
+	s.order.Lock()
+	s.states.apply(ev)
+	s.bus.Publish(ev)
+	s.order.Unlock()
+}
+
+// Broadcast publishes ev without touching state (audio_captioned,
+// scene_synthesised).
+func (s *Service) Broadcast(ev Event) {
+	if ev.Data == nil {
+		ev.Data = map[string]any{}
+	}
+	s.order.Lock()
+	s.bus.Publish(ev)
+	s.order.Unlock()
+}
+
+// Routes mounts the perception routes.
+func (s *Service) Routes(e *echo.Echo) {
+	e.POST("/api/perception/event", s.postEvent)
+	e.GET("/api/perception/state", s.getState)
+	e.GET("/api/perception/recent", s.getRecent)
+	e.GET("/api/perception/feed", s.feed)
+}
+
+// maxEventBody bounds a POSTed event.
+const maxEventBody = 1 << 20
+
+// eventBody is POST /api/perception/event, fields kept raw for validation.
+type eventBody struct {
+	DeviceID json.RawMessage `json:"device_id"`
+	TS       json.RawMessage `json:"ts"`
+	Name     json.RawMessage `json:"name"`
+	Data     json.RawMessage `json:"data"`
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// postEvent is POST /api/perception/event: 204 with no body.
+func (s *Service) postEvent(c echo.Context) error {
+	start := time.Now()
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	n, err := buf.ReadFrom(io.LimitReader(c.Request().Body, maxEventBody+1))
+	if err != nil {
+		return httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+	}
+	if n > maxEventBody {
+		return httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
+	}
+	ev, apiErr := s.decodeEvent(buf.Bytes())
+	if apiErr != nil {
+		return apiErr
+	}
+	s.Ingest(ev)
+	if s.log.IsDebug() {
+		s.log.Debug("perception event", "device", ev.DeviceID, "name", ev.Name)
+	}
+	c.Response().WriteHeader(http.StatusNoContent)
+	if s.cfg.RequestDuration != nil {
+		s.cfg.RequestDuration.Observe(time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// decodeEvent validates a body the way FastAPI validated bridge.py's
+// model: name required (a string, "" allowed), device_id a string
+// ("unknown" when absent), ts a number or null (now), data an object (null
+// or absent: {}). Unknown fields are ignored.
+func (s *Service) decodeEvent(b []byte) (Event, *httpapi.APIError) {
+	var body eventBody
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(b, &body) != nil {
+		// Not an object, or invalid JSON: the shared decoder words it.
+		if _, apiErr := httpapi.DecodeObject(b); apiErr != nil {
+			return Event{}, apiErr
+		}
+		return Event{}, httpapi.Validation(httpapi.NotObject(rawValue(b)))
+	}
+	var items []httpapi.ValidationItem
+	ev := Event{DeviceID: "unknown"}
+	if body.Name == nil {
+		items = append(items, httpapi.Missing("name", rawValue(b)))
+	} else if !decodeString(body.Name, &ev.Name) {
+		items = append(items, httpapi.StringType("name", rawValue(body.Name)))
+	}
+	if body.DeviceID != nil && !decodeString(body.DeviceID, &ev.DeviceID) {
+		items = append(items, httpapi.StringType("device_id", rawValue(body.DeviceID)))
+	}
+	switch {
+	case body.TS == nil || string(body.TS) == "null":
+		ev.TS = epochSeconds(s.clock.Now())
+	default:
+		if f, ok := decodeNumber(body.TS); ok {
+			ev.TS = f
+		} else {
+			items = append(items, floatType("ts", rawValue(body.TS)))
+		}
+	}
+	if body.Data != nil && string(body.Data) != "null" {
+		if body.Data[0] != '{' || json.Unmarshal(body.Data, &ev.Data) != nil {
+			items = append(items, httpapi.DictType("data", rawValue(body.Data)))
+		}
+	}
+	if len(items) > 0 {
+		return Event{}, httpapi.Validation(items...)
+	}
+	if ev.Data == nil {
+		ev.Data = map[string]any{}
+	}
+	return ev, nil
+}
+
+func decodeString(raw json.RawMessage, dst *string) bool {
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, dst) == nil
+}
+
+// decodeNumber accepts a JSON number, or a string holding one (pydantic's
+// lax float mode).
+func decodeNumber(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f, true
+	}
+	var str string
+	if decodeString(raw, &str) {
+		if f, err := strconv.ParseFloat(str, 64); err == nil {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+func floatType(field string, v any) httpapi.ValidationItem {
+	return httpapi.ValidationItem{Type: "float_parsing", Loc: []any{"body", field},
+		Msg: "Input should be a valid number, unable to parse string as a number", Input: v}
+}
+
+func rawValue(raw []byte) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// getState is GET /api/perception/state[?device_id=].
+func (s *Service) getState(c echo.Context) error {
+	device := c.QueryParam("device_id")
+	body := s.states.snapshotJSON(device, device != "", s.clock.Now())
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// getRecent is GET /api/perception/recent?device_id=[&limit=].
+func (s *Service) getRecent(c echo.Context) error {
+	limit := 0
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return httpapi.Validation(httpapi.ValidationItem{Type: "int_parsing", Loc: []any{"query", "limit"},
+				Msg: "Input should be a valid integer, unable to parse string as an integer", Input: v})
+		}
+		limit = n
+	}
+	events := s.bus.Recent(c.QueryParam("device_id"), limit)
+	out := make([]recentJSON, len(events))
+	for i, ev := range events {
+		out[i] = recentJSON(ev)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, out)
+}
+
+// errStopped ends a feed at shutdown.
+var errStopped = errors.New("server stopping")
+
+// Run starts the consumers and blocks until ctx ends and every consumer
+// goroutine and outbound call has returned.
+func (s *Service) Run(ctx context.Context) error {
+	return s.runConsumers(ctx)
+}

@@ -1,0 +1,352 @@
+package perception
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// DeviceState is what the bridge knows about one robot, written from event
+// timestamps (wall-clock seconds). A nil pointer is a field never written;
+// GET /api/perception/state omits it, as bridge.py's dict did.
+type DeviceState struct {
+	FacePresent         *bool
+	LastFaceT           *float64
+	LastFaceLostT       *float64
+	LastSoundDir        any // data.direction as sent, nil for JSON null
+	LastSoundT          *float64
+	LastSoundEnergy     any
+	soundSet            bool
+	CurrentState        *string
+	LastStateChangeT    *float64
+	DanceActive         *bool
+	LastDanceStartedT   *float64
+	LastDanceEndedT     *float64
+	Listening           *bool
+	LastChatStatusT     *float64
+	LastFaceID          *string
+	LastFaceRecognizedT *float64
+	LastEventT          *float64
+	LastEventName       *string
+
+	// Written by the consumers.
+	LastFaceGreetT *float64
+	LastNameGreetT map[string]float64
+	LastSoundTurnT *float64
+	LastPurrT      *float64
+	LastChatT      *float64
+
+	// Written by the vision paths (vision issue).
+	FaceMood               *string
+	FaceMoodT              *float64
+	LastRoomViewCaptureT   *float64
+	LastIdlePerceptionText *string
+	LastIdlePerceptionT    *float64
+}
+
+// State returns the current state, "idle" when never set.
+func (d *DeviceState) State() string {
+	if d.CurrentState == nil || *d.CurrentState == "" {
+		return "idle"
+	}
+	return *d.CurrentState
+}
+
+// FreshIdentity returns the recognised person when last_face_id is set,
+// not "unknown", and recognised at most ttl before now.
+func (d *DeviceState) FreshIdentity(now time.Time, ttl time.Duration) (string, bool) {
+	if d.LastFaceID == nil || d.LastFaceRecognizedT == nil {
+		return "", false
+	}
+	id := strings.TrimSpace(*d.LastFaceID)
+	if id == "" || id == "unknown" {
+		return "", false
+	}
+	if epochSeconds(now)-*d.LastFaceRecognizedT > ttl.Seconds() {
+		return "", false
+	}
+	return id, true
+}
+
+// clone returns a deep copy.
+func (d *DeviceState) clone() DeviceState {
+	c := *d
+	c.LastNameGreetT = maps.Clone(d.LastNameGreetT)
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// orZero is a state timestamp, 0 when never written ("missing counts as 0").
+func orZero(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func isTrue(p *bool) bool { return p != nil && *p }
+
+// apply writes ev into d (http-api.md §11.3).
+func (d *DeviceState) apply(ev Event) {
+	ts := ev.TS
+	d.LastEventT, d.LastEventName = ptr(ts), ptr(ev.Name)
+	switch ev.Name {
+	case "face_detected":
+		d.FacePresent, d.LastFaceT = ptr(true), ptr(ts)
+	case "face_lost":
+		d.FacePresent, d.LastFaceLostT = ptr(false), ptr(ts)
+	case "sound_event":
+		d.LastSoundDir, d.LastSoundEnergy, d.soundSet = ev.Data["direction"], ev.Data["energy"], true
+		d.LastSoundT = ptr(ts)
+	case "state_changed":
+		s, _ := ev.Data["state"].(string)
+		s = strings.ToLower(pyStrip(s))
+		if s == "" {
+			return
+		}
+		d.CurrentState, d.LastStateChangeT = ptr(s), ptr(ts)
+		if s == "dance" {
+			d.DanceActive = ptr(true)
+		} else if isTrue(d.DanceActive) {
+			d.DanceActive = ptr(false)
+		}
+	case "dance_started":
+		d.DanceActive, d.LastDanceStartedT = ptr(true), ptr(ts)
+	case "dance_ended":
+		d.DanceActive, d.LastDanceEndedT = ptr(false), ptr(ts)
+	case "chat_status":
+		d.Listening, d.LastChatStatusT = ptr(pyTruthy(ev.Data["listening"])), ptr(ts)
+	case "face_recognized":
+		id, _ := ev.Data["identity"].(string)
+		if id = pyStrip(id); id != "" {
+			d.LastFaceID, d.LastFaceRecognizedT = ptr(id), ptr(ts)
+		}
+	}
+}
+
+// pyTruthy is Python's bool() of a decoded JSON value.
+func pyTruthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
+// pyStrip is Python's str.strip().
+func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
+
+// StaleAfter is the age past which a device's sensors count as stale.
+const StaleAfter = 30 * time.Second
+
+// appendJSON writes d's set fields, then sensor_age_s and sensor_stale
+// computed at now.
+func (d *DeviceState) appendJSON(b *bytes.Buffer, now time.Time) {
+	first := true
+	key := func(k string) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteByte('"')
+		b.WriteString(k)
+		b.WriteString(`":`)
+	}
+	val := func(v any) {
+		enc, err := json.Marshal(v)
+		if err != nil {
+			enc = []byte("null")
+		}
+		b.Write(enc)
+	}
+	f := func(k string, p *float64) {
+		if p != nil {
+			key(k)
+			b.WriteString(formatSeconds(*p))
+		}
+	}
+	bo := func(k string, p *bool) {
+		if p != nil {
+			key(k)
+			val(*p)
+		}
+	}
+	s := func(k string, p *string) {
+		if p != nil {
+			key(k)
+			val(*p)
+		}
+	}
+	b.WriteByte('{')
+	bo("face_present", d.FacePresent)
+	f("last_face_t", d.LastFaceT)
+	f("last_face_lost_t", d.LastFaceLostT)
+	if d.soundSet {
+		key("last_sound_dir")
+		val(d.LastSoundDir)
+	}
+	f("last_sound_t", d.LastSoundT)
+	if d.soundSet {
+		key("last_sound_energy")
+		val(d.LastSoundEnergy)
+	}
+	s("current_state", d.CurrentState)
+	f("last_state_change_t", d.LastStateChangeT)
+	bo("dance_active", d.DanceActive)
+	f("last_dance_started_t", d.LastDanceStartedT)
+	f("last_dance_ended_t", d.LastDanceEndedT)
+	bo("listening", d.Listening)
+	f("last_chat_status_t", d.LastChatStatusT)
+	s("last_face_id", d.LastFaceID)
+	f("last_face_recognized_t", d.LastFaceRecognizedT)
+	f("last_face_greet_t", d.LastFaceGreetT)
+	if d.LastNameGreetT != nil {
+		key("last_name_greet_t")
+		ids := make([]string, 0, len(d.LastNameGreetT))
+		for id := range d.LastNameGreetT {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		b.WriteByte('{')
+		for i, id := range ids {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			val(id)
+			b.WriteByte(':')
+			b.WriteString(formatSeconds(d.LastNameGreetT[id]))
+		}
+		b.WriteByte('}')
+	}
+	f("last_sound_turn_t", d.LastSoundTurnT)
+	f("last_purr_t", d.LastPurrT)
+	f("last_chat_t", d.LastChatT)
+	s("face_mood", d.FaceMood)
+	f("face_mood_t", d.FaceMoodT)
+	f("last_room_view_capture_t", d.LastRoomViewCaptureT)
+	s("last_idle_perception_text", d.LastIdlePerceptionText)
+	f("last_idle_perception_t", d.LastIdlePerceptionT)
+	f("last_event_t", d.LastEventT)
+	s("last_event_name", d.LastEventName)
+	age, stale := sensorAge(d.LastEventT, now)
+	key("sensor_age_s")
+	if age == nil {
+		b.WriteString("null")
+	} else {
+		b.WriteString(formatSeconds(*age))
+	}
+	key("sensor_stale")
+	val(stale)
+	b.WriteByte('}')
+}
+
+// sensorAge is the annotation of §11.3: max(0, now − last_event_t), nil
+// when there is no event time; stale when the age is over 30 s or unknown.
+func sensorAge(last *float64, now time.Time) (*float64, bool) {
+	if last == nil {
+		return nil, true
+	}
+	age := max(0, epochSeconds(now)-*last)
+	return &age, age > StaleAfter.Seconds()
+}
+
+// States holds every device's state behind one mutex. Readers get copies.
+type States struct {
+	mu      sync.Mutex
+	devices map[string]*DeviceState
+}
+
+func newStates() *States { return &States{devices: map[string]*DeviceState{}} }
+
+// applyLocked is apply for ev's device; the caller orders it with the bus.
+func (s *States) apply(ev Event) {
+	s.mu.Lock()
+	d := s.devices[ev.DeviceID]
+	if d == nil {
+		d = &DeviceState{}
+		s.devices[ev.DeviceID] = d
+	}
+	d.apply(ev)
+	s.mu.Unlock()
+}
+
+// Get returns a copy of a device's state; ok is false for a device never seen.
+func (s *States) Get(device string) (DeviceState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.devices[device]
+	if d == nil {
+		return DeviceState{}, false
+	}
+	return d.clone(), true
+}
+
+// Update runs fn on a device's state under the lock (creating it), for
+// check-and-set gates. fn must not block.
+func (s *States) Update(device string, fn func(d *DeviceState)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.devices[device]
+	if d == nil {
+		d = &DeviceState{}
+		s.devices[device] = d
+	}
+	fn(d)
+}
+
+// Devices returns the ids of every device seen, sorted.
+func (s *States) Devices() []string {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.devices))
+	for id := range s.devices {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	sort.Strings(ids)
+	return ids
+}
+
+// snapshotJSON writes {"<device>": <annotated state>, …} for every device
+// seen, or for only the one named (also when never seen).
+func (s *States) snapshotJSON(device string, only bool, now time.Time) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if only {
+		st, _ := s.Get(device)
+		writeString(&b, device)
+		b.WriteByte(':')
+		st.appendJSON(&b, now)
+	} else {
+		for i, id := range s.Devices() {
+			st, ok := s.Get(id)
+			if !ok {
+				continue
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(&b, id)
+			b.WriteByte(':')
+			st.appendJSON(&b, now)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
