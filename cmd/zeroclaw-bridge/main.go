@@ -38,6 +38,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -306,6 +307,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Logger:           log.Named("periphery"),
 		CalendarFailures: metrics.CalendarFetchFailures,
 	}
+	turns := turnbus.New()
 	voiceCfg := bridge.VoiceConfig{
 		Agent:        pool,
 		Timeout:      cfg.Timeout,
@@ -313,7 +315,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Location:     cfg.TZ,
 		KidMode:      modes,
 		ConvoLog:     convolog.New(convolog.Config{Dir: cfg.ConvoLogDir, Location: cfg.TZ, Logger: log.Named("convolog")}),
-		Turns:        turnbus.New(),
+		Turns:        turns,
 		Metrics:      metrics,
 		Logger:       log.Named("voice"),
 	}
@@ -362,10 +364,20 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
 	tier1.New(tier1Cfg).Routes(srv.Echo())
 	percep.Routes(srv.Echo())
+	dash := ui.New(ui.Config{
+		Turns:    turns,
+		User:     cfg.DashboardUser,
+		Pass:     cfg.DashboardPass,
+		Stopping: srv.Stopping(),
+		Location: cfg.TZ,
+		Logger:   log.Named("ui"),
+	})
+	dash.Routes(srv.Echo())
 
 	var g oklogrun.Group
 	addActor(&g, srv.Run)    // 1: stop accepting, drain requests (ShutdownTimeout)
 	addActor(&g, percep.Run) // 2: stop the consumers, finish robot calls in flight
+	addActor(&g, dash.Run)   // 2b: stop following voice turns
 	addActor(&g, mem.Run)    // 3: write every accepted memory (DrainTimeout)
 	addActor(&g, pool.Run)   // 4: finish background cancel settlements
 	addActor(&g, sup.Run)    // 5: retire sessions, stop the agent child

@@ -1,0 +1,155 @@
+"use strict";
+// Dotty's live dashboard: agent health (polled), devices (polled and
+// nudged by events), the perception event stream and voice turns (SSE).
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const clock = (secs) => new Date(secs * 1000).toLocaleTimeString();
+  const ago = (s) => s == null ? "never" : s < 1 ? "just now" : s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
+  const cap = (list, n) => { while (list.children.length > n) list.lastChild.remove(); };
+  const getJSON = async (url) => { const r = await fetch(url, { cache: "no-store" }); if (!r.ok) throw new Error(r.status); return r.json(); };
+
+  // Agent health.
+  async function health() {
+    try {
+      const h = await getJSON("/health");
+      const a = h.agent || {};
+      const state = a.state || (h.acp_running ? "ready" : "down");
+      $("agent-state").textContent = state;
+      $("agent-dot").className = "dot " + (state === "ready" ? "ok" : ["backoff", "binary_missing", "down"].includes(state) ? "bad" : "");
+      const dl = $("agent");
+      dl.replaceChildren();
+      const rows = [["dialect", a.dialect], ["pid", a.pid], ["restarts", a.restarts], ["sessions", h.sessions],
+        ["session turns", h.session_turns], ["last error", a.last_error]];
+      for (const [k, v] of rows) {
+        if (v === undefined || v === null || v === "") continue;
+        dl.append(el("dt", "", k), el("dd", "", String(v)));
+      }
+    } catch (e) {
+      $("agent-state").textContent = "unreachable";
+      $("agent-dot").className = "dot bad";
+    }
+  }
+
+  // Devices.
+  const devices = new Map();
+  function renderDevice(id, s) {
+    let card = devices.get(id);
+    if (!card) {
+      card = el("article", "device");
+      card.dataset.device = id;
+      devices.set(id, card);
+      const box = $("devices");
+      box.querySelector(".empty")?.remove();
+      box.append(card);
+    }
+    card.replaceChildren();
+    const h = el("h3", "", id);
+    const stale = el("span", "badge" + (s.sensor_stale ? " stale" : ""), s.sensor_stale ? "stale" : "live");
+    h.append(stale);
+    const dl = el("dl");
+    const add = (k, v) => dl.append(el("dt", "", k), el("dd", "", v));
+    add("state", s.current_state || "idle");
+    add("face", s.face_present ? "present" : "none");
+    if (s.last_face_id) add("identity", s.last_face_id);
+    add("listening", s.listening ? "yes" : "no");
+    if (s.dance_active) add("dancing", "yes");
+    if (s.last_sound_dir != null) add("last sound", String(s.last_sound_dir));
+    add("last event", `${s.last_event_name || "—"} · ${ago(s.sensor_age_s)}`);
+    card.append(h, dl);
+  }
+  async function loadDevices() {
+    try {
+      const all = await getJSON("/api/perception/state");
+      for (const [id, s] of Object.entries(all)) renderDevice(id, s);
+      return Object.keys(all);
+    } catch (e) { return []; }
+  }
+  const pending = new Set();
+  function refreshDevice(id) {
+    if (pending.has(id)) return;
+    pending.add(id);
+    setTimeout(async () => {
+      pending.delete(id);
+      try {
+        const one = await getJSON("/api/perception/state?device_id=" + encodeURIComponent(id));
+        if (one[id]) renderDevice(id, one[id]);
+      } catch (e) { /* next poll */ }
+    }, 150);
+  }
+
+  // Events.
+  function eventRow(ev, prepend) {
+    const li = el("li");
+    li.dataset.eventName = ev.name;
+    li.dataset.device = ev.device_id || "";
+    const what = el("div");
+    what.append(el("span", "name", ev.name || "(unnamed)"), document.createTextNode(" "), el("span", "time", ev.device_id || ""));
+    const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : "";
+    if (data) what.append(el("div", "data", data));
+    li.append(el("span", "time", clock(ev.ts)), what);
+    const list = $("events");
+    prepend ? list.prepend(li) : list.append(li);
+    cap(list, 100);
+  }
+  function live(id, source) {
+    source.onopen = () => { $(id).dataset.state = "live"; };
+    source.onerror = () => { $(id).dataset.state = source.readyState === EventSource.CLOSED ? "down" : "connecting"; };
+  }
+  function followFeed() {
+    const src = new EventSource("/api/perception/feed");
+    live("conn-feed", src);
+    src.onmessage = (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      if (ev.name === "fell_behind") { $("feed-note").hidden = false; return; }
+      $("feed-note").hidden = true;
+      eventRow(ev, true);
+      if (ev.device_id) refreshDevice(ev.device_id);
+    };
+  }
+
+  // Voice turns.
+  function turnRow(t, prepend) {
+    const li = el("li");
+    const when = t.ts ? new Date(t.ts).toLocaleTimeString() : "";
+    const body = el("div");
+    const head = el("div");
+    const lat = el("span", "lat " + (t.latency_ms < 1500 ? "fast" : t.latency_ms < 4000 ? "mid" : "slow"), `${t.latency_ms} ms`);
+    head.append(lat, document.createTextNode(" "), el("span", "badge", t.emotion || "neutral"), document.createTextNode(" "),
+      el("span", "time", t.channel || ""));
+    if (t.error) head.append(document.createTextNode(" "), el("span", "badge err", t.error));
+    body.append(head, el("div", "req", t.request_text || ""), el("div", "reply", t.response_text || ""));
+    li.append(el("span", "time", when), body);
+    const list = $("turns");
+    prepend ? list.prepend(li) : list.append(li);
+    cap(list, 50);
+  }
+  async function followTurns() {
+    try { for (const t of await getJSON("/ui/api/turns")) turnRow(t, false); } catch (e) { /* the feed still works */ }
+    const src = new EventSource("/ui/events");
+    live("conn-turns", src);
+    src.onmessage = (m) => { try { turnRow(JSON.parse(m.data), true); } catch (e) { /* skip */ } };
+  }
+
+  async function start() {
+    followFeed();
+    followTurns();
+    health();
+    setInterval(health, 5000);
+    const ids = await loadDevices();
+    const history = [];
+    for (const id of ids) {
+      try { for (const r of await getJSON("/api/perception/recent?device_id=" + encodeURIComponent(id))) history.push({ ...r, device_id: id }); } catch (e) { /* skip */ }
+    }
+    history.sort((a, b) => b.ts - a.ts);
+    for (const ev of history) eventRow(ev, false);
+    setInterval(loadDevices, 5000);
+  }
+  start();
+})();

@@ -1,0 +1,264 @@
+// Package ui serves the live dashboard: GET /ui, one page with its assets
+// embedded in the binary, and GET /ui/events, the Server-Sent Events feed
+// of completed voice turns it shows next to the perception feed, the
+// devices' state and the agent's health. When both a user and a password
+// are configured every /ui route asks for HTTP Basic auth.
+package ui
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+)
+
+//go:embed static
+var static embed.FS
+
+// TurnSource is the voice turn feed (*turnbus.Bus).
+type TurnSource interface {
+	Subscribe(buf int) (<-chan turnbus.Turn, func())
+}
+
+// Config configures the dashboard.
+type Config struct {
+	// Turns feeds the recent-turns list; nil shows none.
+	Turns TurnSource
+	// User and Pass turn on Basic auth when both are set.
+	User, Pass string
+	// Stopping closes when the server shuts down; streams end then.
+	Stopping <-chan struct{}
+	// Location is the zone of turn timestamps (TZ).
+	Location *time.Location
+	// Heartbeat is the turn feed's idle comment interval (15 s).
+	Heartbeat time.Duration
+	Logger    hclog.Logger
+}
+
+// ringSize is how many recent turns /ui/api/turns keeps.
+const ringSize = 50
+
+// clientQueue bounds a turn-feed client's backlog; a client that falls
+// further behind is disconnected (EventSource reconnects).
+const clientQueue = 64
+
+// UI is the dashboard.
+type UI struct {
+	cfg Config
+	log hclog.Logger
+
+	mu      sync.Mutex
+	recent  [][]byte // encoded turns, oldest first
+	clients map[chan []byte]struct{}
+}
+
+// New returns the dashboard; Run feeds it.
+func New(cfg Config) *UI {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	return &UI{cfg: cfg, log: cfg.Logger, clients: map[chan []byte]struct{}{}}
+}
+
+// Run follows the turn bus until ctx ends.
+func (u *UI) Run(ctx context.Context) error {
+	if u.cfg.Turns == nil {
+		<-ctx.Done()
+		return nil
+	}
+	turns, unsubscribe := u.cfg.Turns.Subscribe(256)
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case t, ok := <-turns:
+			if !ok {
+				return nil
+			}
+			u.publish(u.encode(t))
+		}
+	}
+}
+
+// turnFrame is one turn on /ui/events and /ui/api/turns, in this key order.
+type turnFrame struct {
+	TS           string  `json:"ts"`
+	Channel      string  `json:"channel"`
+	RequestText  string  `json:"request_text"`
+	ResponseText string  `json:"response_text"`
+	LatencyMS    int64   `json:"latency_ms"`
+	Error        *string `json:"error"`
+	EmojiUsed    string  `json:"emoji_used"`
+	Emotion      string  `json:"emotion"`
+}
+
+func (u *UI) encode(t turnbus.Turn) []byte {
+	f := turnFrame{
+		TS:           t.TS.In(u.cfg.Location).Format("2006-01-02T15:04:05.000000-07:00"),
+		Channel:      t.Channel,
+		RequestText:  userText(t.RequestText),
+		ResponseText: t.ResponseText,
+		LatencyMS:    int64(math.Round(float64(t.Latency) / float64(time.Millisecond))),
+		EmojiUsed:    t.EmojiUsed,
+		Emotion:      t.Emotion,
+	}
+	if t.Error != "" {
+		f.Error = &t.Error
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(f) // strings and numbers always encode
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// userText is what follows the last "[User]" marker, else the whole text.
+func userText(s string) string {
+	if i := strings.LastIndex(s, "[User]"); i >= 0 {
+		return strings.TrimLeft(s[i+len("[User]"):], " ")
+	}
+	return s
+}
+
+func (u *UI) publish(frame []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.recent = append(u.recent, frame)
+	if len(u.recent) > ringSize {
+		u.recent = u.recent[len(u.recent)-ringSize:]
+	}
+	for ch := range u.clients {
+		select {
+		case ch <- frame:
+		default: // too slow: drop the client, it reconnects
+			delete(u.clients, ch)
+			close(ch)
+		}
+	}
+}
+
+// Routes mounts /ui, /ui/static/*, /ui/events and /ui/api/turns.
+func (u *UI) Routes(e *echo.Echo) {
+	g := e.Group("/ui", u.auth)
+	g.GET("", u.page)
+	g.GET("/", u.page)
+	sub, _ := fs.Sub(static, "static")
+	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/ui/static/", http.FileServer(http.FS(sub)))))
+	g.GET("/events", u.events)
+	g.GET("/api/turns", u.turns)
+}
+
+// auth is Basic auth when both user and password are configured.
+func (u *UI) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	if u.cfg.User == "" || u.cfg.Pass == "" {
+		return next
+	}
+	return func(c echo.Context) error {
+		user, pass, ok := c.Request().BasicAuth()
+		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(u.cfg.User)) == 1
+		passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(u.cfg.Pass)) == 1
+		if !ok || !userOK || !passOK {
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="dotty"`)
+			return c.JSON(http.StatusUnauthorized, map[string]string{"detail": "Not authenticated"})
+		}
+		return next(c)
+	}
+}
+
+func (u *UI) page(c echo.Context) error {
+	b, err := static.ReadFile("static/index.html")
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.HTMLBlob(http.StatusOK, b)
+}
+
+// turns is GET /ui/api/turns: the recent turns, newest first.
+func (u *UI) turns(c echo.Context) error {
+	u.mu.Lock()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := len(u.recent) - 1; i >= 0; i-- {
+		if i != len(u.recent)-1 {
+			b.WriteByte(',')
+		}
+		b.Write(u.recent[i])
+	}
+	u.mu.Unlock()
+	b.WriteByte(']')
+	return c.JSONBlob(http.StatusOK, b.Bytes())
+}
+
+// events is GET /ui/events: retry hint, then one data frame per turn and a
+// heartbeat comment after Heartbeat of silence.
+func (u *UI) events(c echo.Context) error {
+	w := c.Response()
+	flusher, ok := w.Writer.(http.Flusher)
+	if !ok {
+		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
+	}
+	ch := make(chan []byte, clientQueue)
+	u.mu.Lock()
+	u.clients[ch] = struct{}{}
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		if _, ok := u.clients[ch]; ok {
+			delete(u.clients, ch)
+			close(ch)
+		}
+		u.mu.Unlock()
+	}()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte("retry: 5000\n\n")); err != nil {
+		return nil
+	}
+	flusher.Flush()
+	hb := time.NewTicker(u.cfg.Heartbeat)
+	defer hb.Stop()
+	for {
+		var out []byte
+		select {
+		case <-c.Request().Context().Done():
+			return nil
+		case <-u.cfg.Stopping:
+			return nil
+		case frame, ok := <-ch:
+			if !ok {
+				return nil // fell behind
+			}
+			out = append(append([]byte("data: "), frame...), '\n', '\n')
+			hb.Reset(u.cfg.Heartbeat)
+		case <-hb.C:
+			out = []byte(": heartbeat\n\n")
+		}
+		if _, err := w.Write(out); err != nil {
+			return nil
+		}
+		flusher.Flush()
+	}
+}

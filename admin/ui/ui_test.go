@@ -1,0 +1,245 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type env struct {
+	bus    *turnbus.Bus
+	url    string
+	cancel context.CancelFunc
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	bus := turnbus.New()
+	cfg.Turns = bus
+	if cfg.Location == nil {
+		cfg.Location = time.FixedZone("AEST", 10*3600)
+	}
+	u := New(cfg)
+	e := echo.New()
+	u.Routes(e)
+	ts := httptest.NewServer(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = u.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; ts.Close() })
+	return &env{bus: bus, url: ts.URL, cancel: cancel}
+}
+
+func get(t *testing.T, url, user, pass string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if user != "" || pass != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestPageAndAssets(t *testing.T) {
+	e := newEnv(t, Config{})
+	for _, tt := range []struct{ path, ctype, has string }{
+		{"/ui", "text/html", `<ol id="events"`},
+		{"/ui/", "text/html", `/ui/static/app.js`},
+		{"/ui/static/app.js", "javascript", "EventSource"},
+		{"/ui/static/app.css", "text/css", "prefers-color-scheme"},
+	} {
+		resp, body := get(t, e.url+tt.path, "", "")
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), tt.ctype) || !strings.Contains(body, tt.has) {
+			t.Errorf("%s: %d %s, has %q: %v", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.has, strings.Contains(body, tt.has))
+		}
+		// Self-contained: nothing is loaded from another origin.
+		if strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "//cdn") {
+			t.Errorf("%s references another origin", tt.path)
+		}
+	}
+	if resp, _ := get(t, e.url+"/ui/static/nope.js", "", ""); resp.StatusCode != 404 {
+		t.Errorf("missing asset: %d", resp.StatusCode)
+	}
+}
+
+func TestBasicAuth(t *testing.T) {
+	open := newEnv(t, Config{User: "admin"}) // only one set: no auth
+	if resp, _ := get(t, open.url+"/ui", "", ""); resp.StatusCode != 200 {
+		t.Errorf("one credential set: %d", resp.StatusCode)
+	}
+	e := newEnv(t, Config{User: "admin", Pass: "s3cret"})
+	for _, tt := range []struct {
+		user, pass string
+		status     int
+	}{{"", "", 401}, {"admin", "wrong", 401}, {"other", "s3cret", 401}, {"admin", "s3cret", 200}} {
+		for _, path := range []string{"/ui", "/ui/events", "/ui/api/turns", "/ui/static/app.js"} {
+			if tt.status == 200 && path == "/ui/events" {
+				continue // a stream; covered below
+			}
+			resp, _ := get(t, e.url+path, tt.user, tt.pass)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%s as %q/%q: %d, want %d", path, tt.user, tt.pass, resp.StatusCode, tt.status)
+			}
+			if tt.status == 401 && resp.Header.Get("WWW-Authenticate") != `Basic realm="dotty"` {
+				t.Errorf("%s: WWW-Authenticate %q", path, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+}
+
+// stream opens /ui/events and returns a frame reader.
+func stream(t *testing.T, ctx context.Context, url string) (*http.Response, func() string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/ui/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	frames := make(chan string, 16)
+	go func() {
+		defer close(frames)
+		r := bufio.NewReader(resp.Body)
+		var b strings.Builder
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\n" {
+				frames <- b.String()
+				b.Reset()
+				continue
+			}
+			b.WriteString(line)
+		}
+	}()
+	return resp, func() string {
+		select {
+		case f := <-frames:
+			return f
+		case <-time.After(5 * time.Second):
+			t.Fatal("no frame within 5 s")
+			return ""
+		}
+	}
+}
+
+func TestTurnFeed(t *testing.T) {
+	stopping := make(chan struct{})
+	e := newEnv(t, Config{Heartbeat: 50 * time.Millisecond, Stopping: stopping})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, next := stream(t, ctx, e.url)
+	if resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" || resp.Header.Get("X-Accel-Buffering") != "no" {
+		t.Errorf("headers %v", resp.Header)
+	}
+	if f := next(); f != "retry: 5000\n" {
+		t.Fatalf("first frame %q", f)
+	}
+	ts := time.Date(2026, 5, 17, 11, 37, 17, 123456000, time.UTC)
+	// Publish until the subscriber is in (the stream may attach after Run subscribed).
+	e.bus.Publish(turnbus.Turn{TS: ts, Channel: "dotty", RequestText: "[Context] x\n\n[User] what is <a> comet?",
+		ResponseText: "😊 An icy visitor.", EmojiUsed: "😊", Emotion: "happy", Latency: 1234567 * time.Microsecond})
+	var f string
+	for f = next(); f == ": heartbeat\n"; f = next() {
+	}
+	want := `data: {"ts":"2026-05-17T21:37:17.123456+10:00","channel":"dotty","request_text":"what is <a> comet?",` +
+		`"response_text":"😊 An icy visitor.","latency_ms":1235,"error":null,"emoji_used":"😊","emotion":"happy"}` + "\n"
+	if f != want {
+		t.Errorf("frame\n got %q\nwant %q", f, want)
+	}
+	if f := next(); f != ": heartbeat\n" {
+		t.Errorf("heartbeat %q", f)
+	}
+	e.bus.Publish(turnbus.Turn{TS: ts, RequestText: "no marker", Error: "timeout"})
+	for f = next(); f == ": heartbeat\n"; f = next() {
+	}
+	if !strings.Contains(f, `"request_text":"no marker"`) || !strings.Contains(f, `"error":"timeout"`) {
+		t.Errorf("second frame %q", f)
+	}
+	// Newest first on /ui/api/turns.
+	_, body := get(t, e.url+"/ui/api/turns", "", "")
+	if !strings.HasPrefix(body, `[{"ts":"2026-05-17T21:37:17.123456+10:00","channel":"","request_text":"no marker"`) || strings.Count(body, `"ts"`) != 2 {
+		t.Errorf("turns %s", body)
+	}
+	close(stopping) // server shutdown ends the stream
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream did not end at shutdown")
+	}
+}
+
+func TestTurnRingAndSlowClient(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// A client that never reads cannot hold up the bus or the ring.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/ui/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	big := strings.Repeat("x", 8192)
+	for i := range 2000 {
+		e.bus.Publish(turnbus.Turn{ResponseText: big, Latency: time.Duration(i) * time.Millisecond})
+		if i%50 == 0 { // a voice turn takes seconds; let the dashboard keep up
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, body := get(t, e.url+"/ui/api/turns", "", "")
+		var turns []turnFrame
+		if err := json.Unmarshal([]byte(body), &turns); err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) == ringSize && turns[0].LatencyMS == 1999 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ring never caught up: %d turns", len(turns))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if e.bus.Dropped() != 0 {
+		t.Errorf("the dashboard's own subscription dropped %d turns", e.bus.Dropped())
+	}
+}
+
+func TestUserText(t *testing.T) {
+	for in, want := range map[string]string{
+		"[Context] a\n[User] b [User]   c": "c",
+		"plain":                            "plain",
+		"[User]":                           "",
+	} {
+		if got := userText(in); got != want {
+			t.Errorf("userText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
