@@ -282,6 +282,9 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		level := hclog.Info
 		if path == "/health" || strings.HasPrefix(path, "/metrics") || path == "/api/perception/event" {
 			level = hclog.Debug
+			if !s.log.IsDebug() {
+				return nil
+			}
 		}
 		s.log.Log(level, "request", "method", c.Request().Method, "path", path,
 			"status", c.Response().Status, "elapsed", time.Since(start))

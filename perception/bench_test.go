@@ -1,10 +1,15 @@
 package perception
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
 )
 
 // BenchmarkIngest is the in-process cost of one event: state update and
@@ -25,3 +30,34 @@ func BenchmarkIngest(b *testing.B) {
 	<-done
 }
 
+// BenchmarkPostEventHTTP posts events over loopback HTTP with keep-alive
+// from parallel clients to an echo server with the perception routes: the
+// whole ingest path (router, decoding, state, bus, consumers).
+func BenchmarkPostEventHTTP(b *testing.B) {
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	e := echo.New()
+	s.Routes(e)
+	ts := httptest.NewServer(e)
+	defer ts.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	body := []byte(`{"device_id":"dotty-aa:bb:cc:dd:ee:01","ts":1763800000.25,"name":"sound_event","data":{"direction":"left","energy":0.41,"balance":-0.2,"firmware_ts_ms":123456}}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := client.Post(ts.URL+"/api/perception/event", "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.StopTimer()
+	cancel()
+	<-done
+}

@@ -62,6 +62,7 @@ type Subscription struct {
 	C <-chan Event
 
 	name    string
+	only    map[string]bool // event names delivered; nil: all
 	ch      chan Event
 	evict   bool
 	done    chan struct{}
@@ -93,12 +94,19 @@ func (s *Subscription) Close() {
 }
 
 // Consume subscribes an internal consumer: a queue of size (ConsumerQueue
-// when 0) that drops events when full, counting them under name.
-func (b *Bus) Consume(name string, size int) *Subscription {
+// when 0) that drops events when full, counting them under name. With
+// names, only events of those names are delivered (and can be dropped).
+func (b *Bus) Consume(name string, size int, names ...string) *Subscription {
 	if size <= 0 {
 		size = ConsumerQueue
 	}
 	s := b.subscribe(name, size, false)
+	if len(names) > 0 {
+		s.only = map[string]bool{}
+		for _, n := range names {
+			s.only[n] = true
+		}
+	}
 	if b.dropped != nil {
 		s.drops = b.dropped.WithLabelValues(name)
 	}
@@ -156,6 +164,9 @@ func (b *Bus) publishLocked(ev Event) {
 	}
 	for i := 0; i < len(b.subs); i++ {
 		s := b.subs[i]
+		if s.only != nil && !s.only[ev.Name] {
+			continue
+		}
 		select {
 		case s.ch <- ev:
 			continue

@@ -101,6 +101,16 @@ const (
 	SoundTurner       = "sound_turner"
 )
 
+// triggers are the event names each consumer receives; the bus filters
+// on them, so a consumer is never woken (or made to drop) for others.
+var triggers = map[string][]string{
+	FaceGreeter:     {"face_detected", "face_recognized"},
+	FaceLostAborter: {"face_lost", "face_detected"},
+	PurrPlayer:      {"head_pet_started"},
+	WakeWordTurner:  {"wake_word_detected"},
+	SoundTurner:     {"sound_event"},
+}
+
 // maxInFlight bounds concurrent outbound calls of all consumers together;
 // past it a call is dropped with a warning rather than queued.
 const maxInFlight = 16
@@ -136,7 +146,7 @@ func newConsumers(s *Service) *consumers {
 		names = append(names, SoundTurner)
 	}
 	for _, n := range names {
-		c.subs[n] = s.bus.Consume(n, c.cfg.QueueSize)
+		c.subs[n] = s.bus.Consume(n, c.cfg.QueueSize, triggers[n]...)
 	}
 	return c
 }
