@@ -148,6 +148,8 @@ func TestPostEvent(t *testing.T) {
 		{"empty name", `{"name":""}`, 204, ""},
 		{"null data and ts", `{"name":"x","data":null,"ts":null,"device_id":"n"}`, 204, ""},
 		{"ts as numeric string", `{"name":"x","ts":"12.5"}`, 204, ""},
+		{"duplicate names, the last wins", `{"name":"first","name":"dup","device_id":"dups"}`, 204, ""},
+		{"invalid UTF-8 is replaced", "{\"name\":\"bad\xff\",\"device_id\":\"utf\"}", 204, ""},
 		{"missing name", `{"device_id":"d1"}`, 422, `"type":"missing","loc":["body","name"]`},
 		{"name not a string", `{"name":5}`, 422, `"type":"string_type","loc":["body","name"]`},
 		{"device_id not a string", `{"name":"x","device_id":null}`, 422, `"loc":["body","device_id"]`},
@@ -163,6 +165,12 @@ func TestPostEvent(t *testing.T) {
 				t.Errorf("%d %s", code, body)
 			}
 		})
+	}
+	if st, _ := e.s.states.Get("dups"); st.LastEventName == nil || *st.LastEventName != "dup" {
+		t.Errorf("duplicate names: %+v", st)
+	}
+	if st, _ := e.s.states.Get("utf"); st.LastEventName == nil || *st.LastEventName != "bad\ufffd" {
+		t.Errorf("invalid UTF-8: %q", *st.LastEventName)
 	}
 	if st, ok := e.s.states.Get("unknown"); !ok || *st.LastEventT != 12.5 {
 		t.Errorf("absent device_id: state %+v", st)

@@ -38,6 +38,8 @@ import (
 type options struct {
 	url, bin          string
 	n, c, warmup, sse int
+	pipeline          int
+	soundTurner       bool
 	devices           int
 }
 
@@ -49,7 +51,9 @@ func main() {
 	flag.IntVar(&o.c, "c", 8, "parallel connections")
 	flag.IntVar(&o.warmup, "warmup", 5000, "events posted before measuring")
 	flag.IntVar(&o.sse, "sse", 1, "feed clients")
+	flag.IntVar(&o.pipeline, "pipeline", 1, "requests in flight per connection (HTTP/1.1 pipelining; 1 = like the relay)")
 	flag.IntVar(&o.devices, "devices", 4, "distinct device ids")
+	flag.BoolVar(&o.soundTurner, "sound-turner", true, "start the bridge with the sound turner on, so all six consumers run")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "perception-load:", err)
@@ -60,7 +64,7 @@ func main() {
 func run(o options, out io.Writer) error {
 	base, pid := o.url, 0
 	if base == "" {
-		b, stop, err := startBridge(o.bin)
+		b, stop, err := startBridge(o.bin, o.soundTurner)
 		if err != nil {
 			return err
 		}
@@ -69,7 +73,7 @@ func run(o options, out io.Writer) error {
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	bodies := makeBodies(o.devices, 4096)
-	if _, err := post(base, bodies, o.warmup, o.c); err != nil {
+	if _, err := post(base, bodies, o.warmup, o.c, o.pipeline); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	before, err := scrape(client, base)
@@ -85,7 +89,7 @@ func run(o options, out io.Writer) error {
 		}
 	}
 	cpu0 := cpuTime(pid)
-	res, err := post(base, bodies, o.n, o.c)
+	res, err := post(base, bodies, o.n, o.c, o.pipeline)
 	if err != nil {
 		return err
 	}
@@ -111,7 +115,8 @@ type result struct {
 // records each request's latency. A raw client keeps the load generator's
 // own CPU cost low, so the bridge, not the client, is what is measured on
 // a small machine.
-func post(base string, bodies [][]byte, n, c int) (result, error) {
+func post(base string, bodies [][]byte, n, c, depth int) (result, error) {
+	depth = max(depth, 1)
 	host := strings.TrimPrefix(base, "http://")
 	reqs := make([][]byte, len(bodies))
 	for i, b := range bodies {
@@ -134,16 +139,32 @@ func post(base string, bodies [][]byte, n, c int) (result, error) {
 			}
 			defer conn.Close()
 			r := bufio.NewReader(conn)
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
+			// Up to depth requests are in flight on the connection (1: a
+			// request, then its response, as the relay does).
+			sent := make(chan time.Time, depth)
+			window := make(chan struct{}, depth)
+			wdone := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for {
+					select {
+					case window <- struct{}{}:
+					case <-wdone:
+						return
+					}
+					i := next.Add(1) - 1
+					if i >= int64(n) {
+						return
+					}
+					sent <- time.Now() // never blocks: the window holds depth
+
+					if _, err := conn.Write(reqs[i%int64(len(reqs))]); err != nil {
+						return
+					}
 				}
-				t := time.Now()
-				if _, err := conn.Write(reqs[i%int64(len(reqs))]); err != nil {
-					errs <- err
-					return
-				}
+			}()
+			defer close(wdone)
+			for t := range sent {
 				resp, err := http.ReadResponse(r, nil)
 				if err != nil {
 					errs <- err
@@ -155,6 +176,7 @@ func post(base string, bodies [][]byte, n, c int) (result, error) {
 					failed.Add(1)
 				}
 				lats[w] = append(lats[w], time.Since(t))
+				<-window
 			}
 		}()
 	}
@@ -265,7 +287,7 @@ func scrape(client *http.Client, base string) (map[string]float64, error) {
 func report(w io.Writer, o options, r result, before, after map[string]float64, feeds []*feed, pid int, cpu time.Duration) {
 	pct := func(q float64) time.Duration { return r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))] }
 	rate := float64(r.sent) / r.elapsed.Seconds()
-	fmt.Fprintf(w, "events sent      %d (%d failed) over %d connections in %v\n", r.sent, r.errors, o.c, r.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "events sent      %d (%d failed) over %d connections, %d in flight each, in %v\n", r.sent, r.errors, o.c, max(o.pipeline, 1), r.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "throughput       %.0f events/s\n", rate)
 	fmt.Fprintf(w, "latency          p50 %v  p90 %v  p99 %v  max %v\n", pct(0.5), pct(0.9), pct(0.99), r.lat[len(r.lat)-1])
 	fmt.Fprintln(w, "delivered        (every consumer subscribes to every event)")
@@ -301,7 +323,7 @@ var listening = regexp.MustCompile(`http server listening: addr=(\S+)`)
 
 // startBridge builds (unless bin is given) and starts a bridge on a free
 // loopback port with its files in a temporary directory.
-func startBridge(bin string) (bridge, func(), error) {
+func startBridge(bin string, soundTurner bool) (bridge, func(), error) {
 	dir, err := os.MkdirTemp("", "perception-load-")
 	if err != nil {
 		return bridge{}, nil, err
@@ -320,7 +342,10 @@ func startBridge(bin string) (bridge, func(), error) {
 	cmd.Env = []string{"PATH=" + dir, "HOME=" + dir, "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=info", "WEATHER_LOCATION=-",
 		"CONVO_LOG_DIR=" + filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(dir, "kid"),
 		"DOTTY_SMART_MODE_STATE=" + filepath.Join(dir, "smart"), "VOICE_MEMORY_DB=" + filepath.Join(dir, "brain.db"),
-		"HOUSEHOLD_YAML_PATH=" + filepath.Join(dir, "household.yaml"), "DOTTY_SOUND_TURNER_ENABLED=1"}
+		"HOUSEHOLD_YAML_PATH=" + filepath.Join(dir, "household.yaml")}
+	if soundTurner {
+		cmd.Env = append(cmd.Env, "DOTTY_SOUND_TURNER_ENABLED=1")
+	}
 	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS"} { // runtime tuning passes through
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)

@@ -21,13 +21,17 @@ func TestPostCountsEveryEvent(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	res, err := post(srv.URL, makeBodies(3, 64), 2000, 4)
-	if err != nil {
-		t.Fatal(err)
+	for _, depth := range []int{1, 8} {
+		got.Store(0)
+		res, err := post(srv.URL, makeBodies(3, 64), 2000, 4, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Load() != 2000 || len(res.lat) != 2000 || res.errors != 0 {
+			t.Errorf("depth %d: server got %d, %d latencies, %d errors", depth, got.Load(), len(res.lat), res.errors)
+		}
 	}
-	if got.Load() != 2000 || len(res.lat) != 2000 || res.errors != 0 {
-		t.Errorf("server got %d, %d latencies, %d errors", got.Load(), len(res.lat), res.errors)
-	}
+	res, _ := post(srv.URL, makeBodies(3, 64), 100, 2, 1)
 	for i := 1; i < len(res.lat); i++ {
 		if res.lat[i] < res.lat[i-1] {
 			t.Fatal("latencies not sorted")
