@@ -78,7 +78,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("agent health shows %q (%v)", agent, err)
 	}
 	if shot := os.Getenv("UI_SCREENSHOT"); shot != "" {
-		if png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90)); err == nil {
+		if png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
 			_ = os.WriteFile(shot, png, 0o644)
 		}
 	}
