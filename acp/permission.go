@@ -58,6 +58,9 @@ type Permissioner interface {
 type Policy struct {
 	// Allow lists tools allowed silently.
 	Allow []string
+	// AllowLive, when set, adds the current /admin/safety allow list, read
+	// at every decision.
+	AllowLive func() []string
 	// Deny lists tools always refused.
 	Deny []string
 	// KidDeny lists tools refused while kid mode is on
@@ -88,7 +91,8 @@ func (p *Policy) Decide(_ context.Context, req PermissionRequest) Decision {
 	if p.KidMode != nil && p.KidMode() && contains(kidDeny, tool) {
 		return Deny
 	}
-	if !contains(p.Allow, tool) && p.Logger != nil {
+	listed := contains(p.Allow, tool) || (p.AllowLive != nil && contains(p.AllowLive(), tool))
+	if !listed && p.Logger != nil {
 		p.Logger.Info("allowing tool not on the allow list", "tool", tool, "session", req.SessionID)
 	}
 	return Allow

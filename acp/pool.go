@@ -32,8 +32,10 @@ type Pool struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
-	last    *entry // most recently used
-	closed  bool
+	// rotation counts RotateAll calls; sessions created before the last one are replaced.
+	rotation int
+	last     *entry // most recently used
+	closed   bool
 }
 
 // entry is one pool key's agent session. lease is a 1-slot semaphore; the
@@ -48,6 +50,7 @@ type entry struct {
 	lastUsed time.Time
 	turns    int
 	dead     bool // removed from the map; waiters must look again
+	rotation int  // Pool.rotation when the session was created
 }
 
 // NewPool returns a pool that takes agent clients from src.
@@ -359,15 +362,25 @@ func (p *Pool) prepareSession(ctx context.Context, e *entry, c *Client) (sid str
 	}
 	done := p.cfg.clock.Now()
 	p.mu.Lock()
-	e.client, e.sid, e.created, e.lastUsed, e.turns = c, sid, done, done, 0
+	e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, done, done, 0, p.rotation
 	p.mu.Unlock()
 	p.log.Debug("agent session created", "key", e.key, "session", sid)
 	return sid, 0, true, done.Sub(now), nil
 }
 
+// RotateAll makes every open session be replaced before its next turn
+// (after the persona files changed); the old ones are retired then.
+func (p *Pool) RotateAll() {
+	p.mu.Lock()
+	p.rotation++
+	p.mu.Unlock()
+}
+
 // rotationLocked returns why e's session must be replaced, or "".
 func (p *Pool) rotationLocked(e *entry, now time.Time) string {
 	switch {
+	case e.rotation < p.rotation:
+		return "rotated"
 	case now.Sub(e.lastUsed) > p.cfg.SessionIdle:
 		return "idle"
 	case e.turns >= p.cfg.SessionMaxTurns:

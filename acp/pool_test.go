@@ -155,6 +155,7 @@ func TestPoolRotation(t *testing.T) {
 		{"turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 4, true},
 		{"below turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 3, false},
 		{"age over max", PoolConfig{SessionMaxAge: 100 * time.Second, SessionIdle: time.Hour}, func(c *fakeClock) { c.Advance(60 * time.Second) }, 3, true},
+		{"rotate all", PoolConfig{}, nil, 2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,7 +168,11 @@ func TestPoolRotation(t *testing.T) {
 			first := turnText(t, p, "k", "t0", &idxs)
 			var last TurnResult
 			for i := 1; i < tt.turns; i++ {
-				tt.between(clk)
+				if tt.between == nil {
+					p.RotateAll() // the persona changed
+				} else {
+					tt.between(clk)
+				}
 				last = turnText(t, p, "k", "t", &idxs)
 			}
 			if rotated := last.SessionID != first.SessionID; rotated != tt.rotate {

@@ -71,6 +71,21 @@ func NewSupervisor(cfg Config) *Supervisor {
 	}
 }
 
+// Restart replaces the running agent child with a fresh one (after a
+// config change the agent reads only at start). It reports whether a
+// ready child was there to restart; if not, the next start picks the change
+// up anyway.
+func (s *Supervisor) Restart(reason string) bool {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil || cur.recycle == nil {
+		return false
+	}
+	cur.recycle(reason)
+	return true
+}
+
 // Acquire returns the ready client, waiting for one within ctx. It fails at
 // once with ErrBinaryMissing while the executable does not exist, and with
 // ErrStopped after Run has returned.
@@ -293,7 +308,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	case r := <-p.recycle:
 		reason = "recycled"
 		s.recordEnd(fmt.Errorf("%w: recycled: %s", ErrAgentGone, r))
-		log.Warn("recycling wedged agent", "reason", r)
+		log.Warn("recycling the agent", "reason", r)
 	case <-ctx.Done():
 		reason, graceful = "shutdown", true
 		s.mu.Lock()

@@ -544,3 +544,22 @@ func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 		t.Errorf("restarts{recycled} = %v", v)
 	}
 }
+
+func TestSupervisorRestartOnRequest(t *testing.T) {
+	h := startHarness(t, fakeChild("echo"), PoolConfig{})
+	h.mustTurn("k", "before")
+	first := h.sup.Health()
+	if !h.sup.Restart("model changed") {
+		t.Fatal("Restart found no ready agent")
+	}
+	waitFor(t, 5*time.Second, "a new child", func() bool {
+		hh := h.sup.Health()
+		return hh.PID != first.PID && hh.State == StateReady
+	})
+	if res, _ := h.mustTurn("k", "after"); res.Text != "😊 echo: after" {
+		t.Errorf("turn after the restart: %q", res.Text)
+	}
+	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
+		t.Errorf("restarts{recycled} = %v", v)
+	}
+}

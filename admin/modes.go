@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -172,23 +171,8 @@ func (s *stateFile) set(on bool) error {
 	if s.path == "" {
 		return errors.New("no state file configured")
 	}
-	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(s.path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", s.path, err)
-	}
-	_, werr := tmp.WriteString(map[bool]string{true: "true", false: "false"}[on])
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", s.path, err)
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", s.path, err)
+	if err := writeAtomic(s.path, []byte(map[bool]string{true: "true", false: "false"}[on]), 0o600); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.valid = false

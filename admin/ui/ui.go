@@ -59,6 +59,9 @@ type UI struct {
 	cfg Config
 	log hclog.Logger
 
+	feed        <-chan turnbus.Turn // subscribed in New, so no turn after New is missed
+	unsubscribe func()
+
 	mu      sync.Mutex
 	recent  [][]byte // encoded turns, oldest first
 	clients map[chan []byte]struct{}
@@ -75,17 +78,21 @@ func New(cfg Config) *UI {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
-	return &UI{cfg: cfg, log: cfg.Logger, clients: map[chan []byte]struct{}{}}
+	u := &UI{cfg: cfg, log: cfg.Logger, clients: map[chan []byte]struct{}{}}
+	if cfg.Turns != nil {
+		u.feed, u.unsubscribe = cfg.Turns.Subscribe(256)
+	}
+	return u
 }
 
 // Run follows the turn bus until ctx ends.
 func (u *UI) Run(ctx context.Context) error {
-	if u.cfg.Turns == nil {
+	if u.feed == nil {
 		<-ctx.Done()
 		return nil
 	}
-	turns, unsubscribe := u.cfg.Turns.Subscribe(256)
-	defer unsubscribe()
+	defer u.unsubscribe()
+	turns := u.feed
 	for {
 		select {
 		case <-ctx.Done():

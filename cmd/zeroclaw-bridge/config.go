@@ -75,6 +75,24 @@ type config struct {
 	DashboardUser string
 	DashboardPass string
 
+	VoiceProvider   string
+	SmartModel      string
+	LocalURL        string
+	LocalModel      string
+	LocalAPIKey     string
+	CloudURL        string
+	CloudAPIKey     string
+	OpenRouterKey   string
+	DefaultModel    string
+	LocalProfileKey string
+	CloudProfileKey string
+	Workspace       string
+	VoiceCfg        string
+	VoiceUnit       string
+	DiscordCfg      string
+	DiscordUnit     string
+	ToolAllowList   string
+
 	LogLevel  hclog.Level
 	LogFormat string
 
@@ -308,6 +326,40 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.DashboardUser = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
 		parse: func(c *config, v string) error { c.DashboardPass = v; return nil }},
+	{env: "DOTTY_VOICE_PROVIDER", def: "zeroclaw", help: "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
+		parse: func(c *config, v string) error { c.VoiceProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
+	{env: "SMART_MODEL", def: "anthropic/claude-sonnet-4-6", help: "model while smart mode is on (both providers)",
+		parse: func(c *config, v string) error { c.SmartModel = v; return nil }},
+	{env: "TIER1SLIM_LOCAL_URL", def: "http://localhost:8080/v1", help: "Tier1Slim's model URL while smart mode is off",
+		parse: func(c *config, v string) error { c.LocalURL = v; return nil }},
+	{env: "TIER1SLIM_LOCAL_MODEL", def: "qwen3.5:4b", help: "Tier1Slim's model while smart mode is off",
+		parse: func(c *config, v string) error { c.LocalModel = v; return nil }},
+	{env: "TIER1SLIM_LOCAL_API_KEY", def: "dotty-voice", secret: true, help: "Tier1Slim's API key while smart mode is off",
+		parse: func(c *config, v string) error { c.LocalAPIKey = v; return nil }},
+	{env: "TIER1SLIM_CLOUD_URL", def: "https://openrouter.ai/api/v1", help: "Tier1Slim's model URL while smart mode is on",
+		parse: func(c *config, v string) error { c.CloudURL = v; return nil }},
+	{env: "TIER1SLIM_CLOUD_API_KEY", def: "", secret: true, help: "Tier1Slim's API key while smart mode is on; unset: OPENROUTER_API_KEY",
+		parse: func(c *config, v string) error { c.CloudAPIKey = v; return nil }},
+	{env: "OPENROUTER_API_KEY", def: "", secret: true, help: "fallback for every cloud API key",
+		parse: func(c *config, v string) error { c.OpenRouterKey = v; return nil }},
+	{env: "DOTTY_DEFAULT_MODEL", def: "mistralai/mistral-small-3.2-24b-instruct", help: "ZeroClaw's model while smart mode is off (ZeroClaw provider)",
+		parse: func(c *config, v string) error { c.DefaultModel = v; return nil }},
+	{env: "VOICE_LOCAL_PROFILE_KEY", def: "", help: "set to edit a multi-profile config.toml: the profile key of the local model",
+		parse: func(c *config, v string) error { c.LocalProfileKey = v; return nil }},
+	{env: "VOICE_CLOUD_PROFILE_KEY", def: "custom:https://openrouter.ai/api/v1", help: "profile key of the cloud model in a multi-profile config.toml",
+		parse: func(c *config, v string) error { c.CloudProfileKey = v; return nil }},
+	{env: "ZEROCLAW_WORKSPACE", def: "/root/.zeroclaw/workspace", help: "ZeroClaw's workspace, where /admin/persona writes the persona files",
+		parse: func(c *config, v string) error { c.Workspace = v; return nil }},
+	{env: "ZEROCLAW_VOICE_CFG", def: "/root/.zeroclaw/config.toml", help: "the voice agent's config.toml, edited by /admin/model and smart mode",
+		parse: func(c *config, v string) error { c.VoiceCfg = v; return nil }},
+	{env: "ZEROCLAW_VOICE_UNIT", def: "zeroclaw-bridge", help: "systemd unit reported for the voice agent (the bridge restarts its own agent child)",
+		parse: func(c *config, v string) error { c.VoiceUnit = v; return nil }},
+	{env: "ZEROCLAW_DISCORD_CFG", def: "/root/.zeroclaw-discord/config.toml", help: "the Discord agent's config.toml, edited by /admin/model",
+		parse: func(c *config, v string) error { c.DiscordCfg = v; return nil }},
+	{env: "ZEROCLAW_DISCORD_UNIT", def: "zeroclaw-discord", help: "systemd unit restarted after the Discord agent's model changed",
+		parse: func(c *config, v string) error { c.DiscordUnit = v; return nil }},
+	{env: "DOTTY_TOOL_ALLOWLIST", def: "/root/zeroclaw-bridge/state/tool-allowlist", help: "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
+		parse: func(c *config, v string) error { c.ToolAllowList = v; return nil }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {

@@ -56,7 +56,13 @@ func defaultConfig(t *testing.T) config {
 		XiaozhiPort: 8003, MemoryDB: "/root/.zeroclaw/workspace/memory/brain.db",
 		ThinkerURL: "http://localhost:8080/v1/chat/completions", ThinkerModel: "qwen3.6:27b-think",
 		ThinkerTimeout: 30 * time.Second, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs",
-		Consumers: perception.DefaultConsumers(),
+		Consumers:     perception.DefaultConsumers(),
+		VoiceProvider: "zeroclaw", SmartModel: "anthropic/claude-sonnet-4-6", LocalURL: "http://localhost:8080/v1",
+		LocalModel: "qwen3.5:4b", LocalAPIKey: "dotty-voice", CloudURL: "https://openrouter.ai/api/v1",
+		DefaultModel: "mistralai/mistral-small-3.2-24b-instruct", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
+		Workspace: "/root/.zeroclaw/workspace", VoiceCfg: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
+		DiscordCfg: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord",
+		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
 	}
 }
 
@@ -69,8 +75,12 @@ func TestParseConfigDefaults(t *testing.T) {
 		t.Errorf("defaults (-got +want):\n%s", d)
 	}
 	for _, s := range settings {
-		if got.origin[s.env] != "default" || got.raw[s.env] != s.def {
-			t.Errorf("%s: origin %q raw %q, want default %q", s.env, got.origin[s.env], got.raw[s.env], s.def)
+		want := s.def
+		if s.secret && want != "" {
+			want = "<redacted>" // a secret default is not shown either
+		}
+		if got.origin[s.env] != "default" || got.raw[s.env] != want {
+			t.Errorf("%s: origin %q raw %q, want default %q", s.env, got.origin[s.env], got.raw[s.env], want)
 		}
 	}
 }
@@ -151,6 +161,8 @@ func TestParseConfigValues(t *testing.T) {
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
 		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.DashboardUser, c.DashboardPass = "admin", "pw" }},
+		{"modes", []string{"DOTTY_VOICE_PROVIDER", " Tier1Slim ", "TIER1SLIM_CLOUD_API_KEY", "k1", "OPENROUTER_API_KEY", "k2"},
+			func(c *config) { c.VoiceProvider, c.CloudAPIKey, c.OpenRouterKey = "tier1slim", "k1", "k2" }},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
 	}
 	for _, tt := range tests {
@@ -333,13 +345,17 @@ func TestSettingsTable(t *testing.T) {
 		"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "FACE_IDENTITY_REFRESH_QUIET_SEC", "FACE_LOST_ABORT_WINDOW_SEC",
 		"FACE_LOST_ABORT_GRACE_SEC", "WAKE_TURN_ENABLED", "WAKE_TURN_YAW_DEG", "WAKE_TURN_SPEED", "DOTTY_SOUND_TURNER_ENABLED",
 		"SOUND_TURN_COOLDOWN_SEC", "SOUND_TURN_YAW_DEG", "SOUND_TURN_SPEED", "PURR_AUDIO_PATH", "PURR_COOLDOWN_SEC",
-		"PURR_DURATION_SEC", "DOTTY_DASHBOARD_USER", "DOTTY_DASHBOARD_PASS"} {
+		"PURR_DURATION_SEC", "DOTTY_DASHBOARD_USER", "DOTTY_DASHBOARD_PASS", "DOTTY_VOICE_PROVIDER", "SMART_MODEL",
+		"TIER1SLIM_LOCAL_URL", "TIER1SLIM_LOCAL_MODEL", "TIER1SLIM_LOCAL_API_KEY", "TIER1SLIM_CLOUD_URL",
+		"TIER1SLIM_CLOUD_API_KEY", "OPENROUTER_API_KEY", "DOTTY_DEFAULT_MODEL", "VOICE_LOCAL_PROFILE_KEY",
+		"VOICE_CLOUD_PROFILE_KEY", "ZEROCLAW_WORKSPACE", "ZEROCLAW_VOICE_CFG", "ZEROCLAW_VOICE_UNIT",
+		"ZEROCLAW_DISCORD_CFG", "ZEROCLAW_DISCORD_UNIT", "DOTTY_TOOL_ALLOWLIST"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 68 {
-		t.Errorf("%d settings, want 68 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 85 {
+		t.Errorf("%d settings, want 85 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -102,7 +102,9 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 		// Keep the bridge's files in the test's directory and off the network.
 		"CONVO_LOG_DIR=" + filepath.Join(state, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(state, "kid-mode"),
 		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-",
-		"VOICE_MEMORY_DB=" + filepath.Join(state, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH=" + filepath.Join(state, "household.yaml")}, env...)
+		"VOICE_MEMORY_DB=" + filepath.Join(state, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH=" + filepath.Join(state, "household.yaml"),
+		"ZEROCLAW_WORKSPACE=" + filepath.Join(state, "workspace"), "ZEROCLAW_VOICE_CFG=" + filepath.Join(state, "config.toml"),
+		"ZEROCLAW_DISCORD_CFG=" + filepath.Join(state, "discord.toml"), "DOTTY_TOOL_ALLOWLIST=" + filepath.Join(state, "tool-allowlist")}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

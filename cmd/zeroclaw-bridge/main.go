@@ -252,6 +252,11 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Logger:         log.Named("admin"),
 	})
 
+	safety, err := admin.NewSafety(cfg.ToolAllowList)
+	if err != nil {
+		log.Warn("tool allow list unreadable; using the default list", "error", err)
+	}
+
 	acpLog := log.Named("acp")
 	supCfg := acp.Config{
 		Command:       command,
@@ -262,10 +267,11 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		SessionCwd:    cfg.SessionCwd,
 		ClientVersion: buildVersion(),
 		Permissions: &acp.Policy{
-			Allow:   cfg.PermAllow,
-			Deny:    cfg.PermDeny,
-			KidMode: modes.KidMode,
-			Logger:  acpLog.Named("permission"),
+			Allow:     cfg.PermAllow,
+			AllowLive: safety.List,
+			Deny:      cfg.PermDeny,
+			KidMode:   modes.KidMode,
+			Logger:    acpLog.Named("permission"),
 		},
 		Logger:  acpLog,
 		Metrics: acpMetrics,
@@ -373,6 +379,34 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Logger:   log.Named("ui"),
 	})
 	dash.Routes(srv.Echo())
+	cloudKey := cfg.CloudAPIKey
+	if cloudKey == "" {
+		cloudKey = cfg.OpenRouterKey
+	}
+	adminRoutes := admin.NewHandler(admin.Config{
+		Modes:           modes,
+		Robot:           xz,
+		Provider:        cfg.VoiceProvider,
+		SmartOn:         admin.Target{Model: cfg.SmartModel, URL: cfg.CloudURL, APIKey: cloudKey},
+		SmartOff:        admin.Target{Model: cfg.LocalModel, URL: cfg.LocalURL, APIKey: cfg.LocalAPIKey},
+		DefaultModel:    cfg.DefaultModel,
+		Workspace:       cfg.Workspace,
+		VoiceConfig:     cfg.VoiceCfg,
+		DiscordConfig:   cfg.DiscordCfg,
+		VoiceUnit:       cfg.VoiceUnit,
+		DiscordUnit:     cfg.DiscordUnit,
+		LocalProfileKey: cfg.LocalProfileKey,
+		CloudProfileKey: cfg.CloudProfileKey,
+		Safety:          safety,
+		Agent:           sup,
+		Sessions:        pool,
+		Logger:          log.Named("admin"),
+	})
+	adminRoutes.Routes(srv.Echo())
+	if adminRoutes.Tier1Slim() {
+		// Start-up reconcile (A3): xiaozhi's Tier1Slim gets the stored smart mode's model.
+		go adminRoutes.PushTier1Slim(ctx, modes.SmartMode())
+	}
 
 	var g oklogrun.Group
 	addActor(&g, srv.Run)    // 1: stop accepting, drain requests (ShutdownTimeout)

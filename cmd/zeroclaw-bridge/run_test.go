@@ -152,5 +152,7 @@ func isolatedEnv(t *testing.T, kv ...string) func(string) (string, bool) {
 	dir := t.TempDir()
 	return env(append(kv, "CONVO_LOG_DIR", filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE", filepath.Join(dir, "kid-mode"),
 		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-",
-		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH", filepath.Join(dir, "household.yaml"))...)
+		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH", filepath.Join(dir, "household.yaml"),
+		"ZEROCLAW_WORKSPACE", filepath.Join(dir, "workspace"), "ZEROCLAW_VOICE_CFG", filepath.Join(dir, "config.toml"),
+		"DOTTY_TOOL_ALLOWLIST", filepath.Join(dir, "tool-allowlist"))...)
 }

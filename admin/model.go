@@ -1,0 +1,165 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+// execCmd runs a command and returns its combined output.
+func execCmd(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
+
+var (
+	modelName = regexp.MustCompile(`^[A-Za-z0-9./:_-]+$`)
+	modelLine = regexp.MustCompile(`^(\s*)model\s*=\s*"[^"]*"(.*)$`)
+	fallback  = regexp.MustCompile(`^(\s*)fallback\s*=\s*"[^"]*"(.*)$`)
+)
+
+// model is POST /admin/model.
+func (h *Handler) model(c echo.Context) error {
+	f, err := parse(c)
+	if err != nil {
+		return err
+	}
+	daemon := f.str("daemon", true, "")
+	model := f.str("model", true, "")
+	if err := f.err(); err != nil {
+		return err
+	}
+	if daemon != "voice" && daemon != "discord" {
+		return httpapi.NewError(http.StatusBadRequest, "daemon must be one of ['discord', 'voice']")
+	}
+	path, unit, err := h.setModel(daemon, model)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, struct {
+		OK      bool   `json:"ok"`
+		Daemon  string `json:"daemon"`
+		Model   string `json:"model"`
+		Config  string `json:"config"`
+		Restart string `json:"restart"`
+	}{true, daemon, model, path, unit})
+}
+
+// setModel rewrites daemon's config.toml for model and restarts it: the
+// voice daemon is our own agent child; discord is its systemd unit. Errors
+// are *httpapi.APIError with the spec's statuses; nothing is written unless
+// every edit succeeds.
+func (h *Handler) setModel(daemon, model string) (path, unit string, err error) {
+	if !modelName.MatchString(model) {
+		return "", "", httpapi.NewError(http.StatusBadRequest, "model id has invalid chars")
+	}
+	path, unit = h.cfg.VoiceConfig, h.cfg.VoiceUnit
+	if daemon == "discord" {
+		path, unit = h.cfg.DiscordConfig, h.cfg.DiscordUnit
+	}
+	b, rerr := os.ReadFile(path)
+	if errors.Is(rerr, fs.ErrNotExist) || path == "" {
+		return "", "", httpapi.NewError(http.StatusNotFound, "config not found: "+path)
+	}
+	if rerr != nil {
+		return "", "", httpapi.NewError(http.StatusInternalServerError, "could not read "+path+": "+rerr.Error())
+	}
+	var out string
+	if daemon == "voice" && h.cfg.LocalProfileKey != "" {
+		key := h.cfg.CloudProfileKey
+		if model == h.cfg.DefaultModel {
+			key = h.cfg.LocalProfileKey
+		}
+		out, err = setProfileModel(string(b), key, model)
+	} else {
+		out, err = setLegacyModel(string(b), model)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if err := writeAtomic(path, []byte(out), 0o600); err != nil {
+		return "", "", httpapi.NewError(http.StatusInternalServerError, "could not write "+path+": "+err.Error())
+	}
+	h.log.Info("agent model changed", "daemon", daemon, "model", model, "config", path)
+	if daemon == "voice" {
+		if h.cfg.Agent != nil && !h.cfg.Agent.Restart("model changed to "+model) {
+			h.log.Info("no running agent to restart; the next start reads the new model")
+		}
+	} else if unit != "" {
+		h.cfg.RestartUnit(unit)
+	}
+	return path, unit, nil
+}
+
+// section returns the line range [start, end) of the table whose header
+// line satisfies isHeader: from the header to the next line starting with
+// "[".
+func section(lines []string, isHeader func(string) bool) (start, end int, ok bool) {
+	for i, l := range lines {
+		if isHeader(strings.TrimSpace(l)) {
+			end = len(lines)
+			for j := i + 1; j < len(lines); j++ {
+				if strings.HasPrefix(lines[j], "[") {
+					end = j
+					break
+				}
+			}
+			return i, end, true
+		}
+	}
+	return 0, 0, false
+}
+
+// replaceFirst rewrites the first line in [start, end) matching re.
+func replaceFirst(lines []string, start, end int, re *regexp.Regexp, key, value string) bool {
+	for i := start; i < end; i++ {
+		if m := re.FindStringSubmatch(lines[i]); m != nil {
+			lines[i] = fmt.Sprintf(`%s%s = "%s"%s`, m[1], key, value, m[2])
+			return true
+		}
+	}
+	return false
+}
+
+// setProfileModel is the multi-profile edit: the model line of
+// [providers.models."<key>"], then the file's fallback line.
+func setProfileModel(doc, key, model string) (string, error) {
+	lines := strings.Split(doc, "\n")
+	header := `[providers.models."` + key + `"]`
+	start, end, ok := section(lines, func(l string) bool { return l == header })
+	if !ok {
+		return "", httpapi.NewError(http.StatusInternalServerError, "profile section not found: "+header)
+	}
+	if !replaceFirst(lines, start+1, end, modelLine, "model", model) {
+		return "", httpapi.NewError(http.StatusInternalServerError, "model line not found in profile '"+key+"'")
+	}
+	if !replaceFirst(lines, 0, len(lines), fallback, "fallback", key) {
+		return "", httpapi.NewError(http.StatusInternalServerError, "[providers].fallback line not found")
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// setLegacyModel edits the model line of the first
+// [providers.models."custom:…"] section.
+func setLegacyModel(doc, model string) (string, error) {
+	lines := strings.Split(doc, "\n")
+	start, end, ok := section(lines, func(l string) bool {
+		return strings.HasPrefix(l, `[providers.models."custom:`) && strings.HasSuffix(l, `"]`)
+	})
+	if !ok {
+		return "", httpapi.NewError(http.StatusInternalServerError, "provider section not found")
+	}
+	if !replaceFirst(lines, start+1, end, modelLine, "model", model) {
+		return "", httpapi.NewError(http.StatusInternalServerError, "model line not found")
+	}
+	return strings.Join(lines, "\n"), nil
+}

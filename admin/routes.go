@@ -1,0 +1,489 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+// Robot is what the admin routes push to the robot (*xiaozhi.Client).
+type Robot interface {
+	SetToggle(ctx context.Context, deviceID, name string, enabled bool) error
+	SetState(ctx context.Context, deviceID, state string) error
+	SetTier1SlimModel(ctx context.Context, model, url, apiKey string) error
+}
+
+// Agent restarts the supervised agent child (*acp.Supervisor).
+type Agent interface {
+	Restart(reason string) bool
+}
+
+// Sessions rotates open agent sessions (*acp.Pool).
+type Sessions interface {
+	RotateAll()
+}
+
+// Target is a Tier1Slim model to swap to.
+type Target struct {
+	Model, URL, APIKey string
+}
+
+// Config configures the /admin routes.
+type Config struct {
+	Modes *Modes
+	Robot Robot
+	// Provider is DOTTY_VOICE_PROVIDER; "tier1slim" switches smart mode to
+	// xiaozhi's model hot-swap.
+	Provider string
+	// SmartOn and SmartOff are the Tier1Slim targets (SMART_MODEL and
+	// TIER1SLIM_CLOUD_*, TIER1SLIM_LOCAL_*).
+	SmartOn, SmartOff Target
+	// DefaultModel is DOTTY_DEFAULT_MODEL, smart mode off on the ZeroClaw path.
+	DefaultModel string
+
+	// Workspace is ZEROCLAW_WORKSPACE, home of the persona files.
+	Workspace string
+	// VoiceConfig and DiscordConfig are ZeroClaw's config.toml files.
+	VoiceConfig, DiscordConfig string
+	// VoiceUnit and DiscordUnit are the systemd units reported (and, for
+	// discord, restarted).
+	VoiceUnit, DiscordUnit string
+	// LocalProfileKey and CloudProfileKey select multi-profile editing.
+	LocalProfileKey, CloudProfileKey string
+
+	// Safety is the /admin/safety allow list.
+	Safety *Safety
+	// Agent restarts the voice agent after its config changed; Sessions
+	// rotates sessions after a persona change. Nil skips.
+	Agent    Agent
+	Sessions Sessions
+	// RestartUnit restarts another daemon's unit (discord); nil runs
+	// `systemctl restart <unit>` two seconds later.
+	RestartUnit func(unit string)
+
+	Logger hclog.Logger
+}
+
+// Handler serves /admin/*.
+type Handler struct {
+	cfg Config
+	log hclog.Logger
+}
+
+// NewHandler returns the /admin routes.
+func NewHandler(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.RestartUnit == nil {
+		log := cfg.Logger
+		cfg.RestartUnit = func(unit string) {
+			go func() {
+				time.Sleep(2 * time.Second)
+				out, err := execCmd("systemctl", "restart", unit)
+				if err != nil {
+					log.Error("restarting a unit failed", "unit", unit, "error", err, "output", out)
+				}
+			}()
+		}
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger}
+}
+
+// Routes mounts /admin/* behind the loopback guard.
+func (h *Handler) Routes(e *echo.Echo) {
+	g := e.Group("/admin", LoopbackOnly)
+	g.POST("/kid-mode", h.kidMode)
+	g.POST("/smart-mode", h.smartMode)
+	g.POST("/state", h.state)
+	g.POST("/persona", h.persona)
+	g.POST("/model", h.model)
+	g.POST("/safety", h.safety)
+}
+
+// errNotLocal is the refusal of every non-local caller.
+var errNotLocal = httpapi.NewError(http.StatusForbidden, "admin endpoints are localhost-only")
+
+// LoopbackOnly admits a request only when its TCP peer is a loopback
+// address and no forwarding header names anything else: a reverse proxy
+// on the same host cannot make LAN callers look local. It answers before
+// the body is read.
+func LoopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !localRequest(c.Request()) {
+			return errNotLocal
+		}
+		return next(c)
+	}
+}
+
+func localRequest(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil || !isLoopback(host) {
+		return false
+	}
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		for _, part := range strings.Split(v, ",") {
+			if !isLoopback(part) {
+				return false
+			}
+		}
+	}
+	for _, v := range r.Header.Values("Forwarded") {
+		for _, elem := range strings.Split(v, ",") {
+			for _, pair := range strings.Split(elem, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+				if ok && strings.EqualFold(k, "for") && !isLoopback(val) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// isLoopback parses an address as forwarding headers write it ("::1",
+// "[::1]:80", "\"[::1]\"", "127.0.0.1:5") and reports whether it is loopback.
+func isLoopback(s string) bool {
+	s = strings.Trim(strings.TrimSpace(s), `"`)
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		s = h
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	ip := net.ParseIP(s)
+	return ip != nil && ip.IsLoopback()
+}
+
+// body reads a JSON object (FastAPI's 422 otherwise).
+func body(c echo.Context) (map[string]json.RawMessage, any, error) {
+	b, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
+	if err != nil {
+		return nil, nil, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+	}
+	if len(b) > 1<<20 {
+		return nil, nil, httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
+	}
+	obj, apiErr := httpapi.DecodeObject(b)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	var whole any
+	_ = json.Unmarshal(b, &whole)
+	return obj, whole, nil
+}
+
+func rawValue(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// fields validates a body field by field, collecting pydantic-style items.
+type fields struct {
+	obj   map[string]json.RawMessage
+	whole any
+	items []httpapi.ValidationItem
+}
+
+func (f *fields) str(name string, required bool, def string) string {
+	raw, ok := f.obj[name]
+	if !ok {
+		if required {
+			f.items = append(f.items, httpapi.Missing(name, f.whole))
+		}
+		return def
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		f.items = append(f.items, httpapi.StringType(name, rawValue(raw)))
+	}
+	return s
+}
+
+// boolean accepts what pydantic's lax bool accepts: true/false, 0/1 and
+// the usual words.
+func (f *fields) boolean(name string) bool {
+	raw, ok := f.obj[name]
+	if !ok {
+		f.items = append(f.items, httpapi.Missing(name, f.whole))
+		return false
+	}
+	switch v := rawValue(raw).(type) {
+	case bool:
+		return v
+	case float64:
+		if v == 0 || v == 1 {
+			return v == 1
+		}
+	case string:
+		switch strings.ToLower(v) {
+		case "1", "true", "t", "yes", "y", "on":
+			return true
+		case "0", "false", "f", "no", "n", "off":
+			return false
+		}
+	default:
+		f.items = append(f.items, httpapi.ValidationItem{Type: "bool_type", Loc: []any{"body", name},
+			Msg: "Input should be a valid boolean", Input: v})
+		return false
+	}
+	f.items = append(f.items, httpapi.ValidationItem{Type: "bool_parsing", Loc: []any{"body", name},
+		Msg: "Input should be a valid boolean, unable to interpret input", Input: rawValue(raw)})
+	return false
+}
+
+func (f *fields) err() error {
+	if len(f.items) > 0 {
+		return httpapi.Validation(f.items...)
+	}
+	return nil
+}
+
+func parse(c echo.Context) (*fields, error) {
+	obj, whole, err := body(c)
+	if err != nil {
+		return nil, err
+	}
+	return &fields{obj: obj, whole: whole}, nil
+}
+
+// pushTimeout bounds an awaited robot push beyond the client's own 3 s.
+const pushTimeout = 4 * time.Second
+
+func (h *Handler) push(c echo.Context, what string, call func(ctx context.Context, r Robot) error) bool {
+	if h.cfg.Robot == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), pushTimeout)
+	defer cancel()
+	if err := call(ctx, h.cfg.Robot); err != nil {
+		h.log.Warn("robot push failed", "push", what, "error", err)
+		return false
+	}
+	return true
+}
+
+// kidMode is POST /admin/kid-mode.
+func (h *Handler) kidMode(c echo.Context) error {
+	f, err := parse(c)
+	if err != nil {
+		return err
+	}
+	on := f.boolean("enabled")
+	device := f.str("device_id", false, "")
+	if err := f.err(); err != nil {
+		return err
+	}
+	if err := h.cfg.Modes.SetKidMode(on); err != nil {
+		h.log.Error("kid mode not saved", "error", err)
+		return httpapi.NewError(http.StatusInternalServerError, "could not save kid mode: "+err.Error())
+	}
+	h.log.Info("kid mode set", "enabled", on)
+	pushed := h.push(c, "set-toggle kid_mode", func(ctx context.Context, r Robot) error {
+		return r.SetToggle(ctx, device, "kid_mode", on)
+	})
+	return httpapi.WriteJSON(c, http.StatusOK, struct {
+		OK           bool `json:"ok"`
+		Enabled      bool `json:"enabled"`
+		DevicePushed bool `json:"device_pushed"`
+		HotApplied   bool `json:"hot_applied"`
+	}{true, on, pushed, true})
+}
+
+// Tier1Slim reports whether smart mode uses xiaozhi's model hot-swap.
+func (h *Handler) Tier1Slim() bool {
+	return strings.ToLower(strings.TrimSpace(h.cfg.Provider)) == "tier1slim"
+}
+
+// SmartTarget is the Tier1Slim model for a smart-mode value.
+func (h *Handler) SmartTarget(on bool) Target {
+	if on {
+		return h.cfg.SmartOn
+	}
+	return h.cfg.SmartOff
+}
+
+// smartMode is POST /admin/smart-mode.
+func (h *Handler) smartMode(c echo.Context) error {
+	f, err := parse(c)
+	if err != nil {
+		return err
+	}
+	on := f.boolean("enabled")
+	device := f.str("device_id", false, "")
+	if err := f.err(); err != nil {
+		return err
+	}
+	if err := h.cfg.Modes.SetSmartMode(on); err != nil {
+		h.log.Error("smart mode not saved", "error", err)
+		return httpapi.NewError(http.StatusInternalServerError, "could not save smart mode: "+err.Error())
+	}
+	h.log.Info("smart mode set", "enabled", on)
+	pushed := h.push(c, "set-toggle smart_mode", func(ctx context.Context, r Robot) error {
+		return r.SetToggle(ctx, device, "smart_mode", on)
+	})
+	if h.Tier1Slim() {
+		t := h.SmartTarget(on)
+		swapped := h.push(c, "set-tier1slim-model", func(ctx context.Context, r Robot) error {
+			return r.SetTier1SlimModel(ctx, t.Model, t.URL, t.APIKey)
+		})
+		return httpapi.WriteJSON(c, http.StatusOK, struct {
+			OK           bool   `json:"ok"`
+			Enabled      bool   `json:"enabled"`
+			DevicePushed bool   `json:"device_pushed"`
+			Model        string `json:"model"`
+			SwapOK       bool   `json:"swap_ok"`
+			Provider     string `json:"provider"`
+		}{true, on, pushed, t.Model, swapped, "tier1slim"})
+	}
+	model := h.cfg.DefaultModel
+	if on {
+		model = h.cfg.SmartOn.Model
+	}
+	path, unit, err := h.setModel("voice", model)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, struct {
+		OK           bool   `json:"ok"`
+		Enabled      bool   `json:"enabled"`
+		DevicePushed bool   `json:"device_pushed"`
+		Model        string `json:"model"`
+		Config       string `json:"config"`
+		Restart      string `json:"restart"`
+	}{true, on, pushed, model, path, unit})
+}
+
+// States are the robot states /admin/state accepts.
+var States = []string{"idle", "talk", "story_time", "security", "sleep", "dance"}
+
+// state is POST /admin/state.
+func (h *Handler) state(c echo.Context) error {
+	f, err := parse(c)
+	if err != nil {
+		return err
+	}
+	st := f.str("state", true, "")
+	device := f.str("device_id", false, "")
+	if err := f.err(); err != nil {
+		return err
+	}
+	if !slices.Contains(States, st) {
+		return httpapi.NewError(http.StatusBadRequest, "state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')")
+	}
+	pushed := h.push(c, "set-state", func(ctx context.Context, r Robot) error { return r.SetState(ctx, device, st) })
+	return httpapi.WriteJSON(c, http.StatusOK, struct {
+		OK           bool   `json:"ok"`
+		State        string `json:"state"`
+		DevicePushed bool   `json:"device_pushed"`
+	}{true, st, pushed})
+}
+
+// PersonaFiles are the workspace files /admin/persona may write.
+var PersonaFiles = []string{"AGENTS.md", "BOOTSTRAP.md", "HEARTBEAT.md", "IDENTITY.md", "MEMORY.md", "SOUL.md", "TOOLS.md", "USER.md"}
+
+// persona is POST /admin/persona.
+func (h *Handler) persona(c echo.Context) error {
+	f, err := parse(c)
+	if err != nil {
+		return err
+	}
+	file := f.str("file", true, "")
+	content := f.str("content", true, "")
+	if err := f.err(); err != nil {
+		return err
+	}
+	if !slices.Contains(PersonaFiles, file) {
+		return httpapi.NewError(http.StatusBadRequest, "file must be one of ['AGENTS.md', 'BOOTSTRAP.md', 'HEARTBEAT.md', 'IDENTITY.md', 'MEMORY.md', 'SOUL.md', 'TOOLS.md', 'USER.md']")
+	}
+	path := filepath.Join(h.cfg.Workspace, file)
+	real, err := h.insideWorkspace(path)
+	if err != nil {
+		h.log.Warn("persona write refused", "file", file, "error", err)
+		return httpapi.NewError(http.StatusBadRequest, err.Error())
+	}
+	if err := writeAtomic(real, []byte(content), 0o644); err != nil {
+		h.log.Error("persona write failed", "file", file, "error", err)
+		return httpapi.NewError(http.StatusInternalServerError, "could not write "+file+": "+err.Error())
+	}
+	h.log.Info("persona file written; agent sessions rotate before their next turn", "file", real, "bytes", len(content))
+	if h.cfg.Sessions != nil {
+		h.cfg.Sessions.RotateAll()
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, struct {
+		OK       bool   `json:"ok"`
+		File     string `json:"file"`
+		Resolved string `json:"resolved"`
+		Bytes    int    `json:"bytes"`
+	}{true, path, real, utf8.RuneCountInString(content)})
+}
+
+// errOutside refuses a persona path that leaves the workspace.
+var errOutside = errors.New("persona file resolves outside ZEROCLAW_WORKSPACE")
+
+// insideWorkspace resolves path (following a symlink at the file itself)
+// and refuses any result outside the workspace's real path.
+func (h *Handler) insideWorkspace(path string) (string, error) {
+	if h.cfg.Workspace == "" {
+		return "", errors.New("ZEROCLAW_WORKSPACE is not set")
+	}
+	if err := os.MkdirAll(h.cfg.Workspace, 0o700); err != nil {
+		return "", fmt.Errorf("create workspace: %w", err)
+	}
+	root, err := filepath.EvalSymlinks(h.cfg.Workspace)
+	if err != nil {
+		return "", fmt.Errorf("resolve workspace: %w", err)
+	}
+	real := filepath.Join(root, filepath.Base(path))
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(real)
+		if err != nil {
+			// A dangling link: resolve its text, relative to the workspace.
+			link, lerr := os.Readlink(real)
+			if lerr != nil {
+				return "", errOutside
+			}
+			if !filepath.IsAbs(link) {
+				link = filepath.Join(root, link)
+			}
+			target = filepath.Clean(link)
+		}
+		real = target
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", errOutside
+	}
+	return real, nil
+}
+
+// PushTier1Slim sends xiaozhi the Tier1Slim model of smart mode's current
+// value (the start-up reconcile); a failure is only logged.
+func (h *Handler) PushTier1Slim(ctx context.Context, smart bool) {
+	if h.cfg.Robot == nil {
+		return
+	}
+	t := h.SmartTarget(smart)
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	defer cancel()
+	if err := h.cfg.Robot.SetTier1SlimModel(ctx, t.Model, t.URL, t.APIKey); err != nil {
+		h.log.Warn("start-up Tier1Slim model push failed", "model", t.Model, "error", err)
+		return
+	}
+	h.log.Info("Tier1Slim model pushed to xiaozhi", "model", t.Model, "smart_mode", smart)
+}

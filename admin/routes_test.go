@@ -1,0 +1,411 @@
+package admin
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+type fakeAgent struct {
+	mu       sync.Mutex
+	restarts []string
+	rotated  int
+}
+
+func (f *fakeAgent) Restart(reason string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restarts = append(f.restarts, reason)
+	return true
+}
+
+func (f *fakeAgent) RotateAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rotated++
+}
+
+type adminEnv struct {
+	e     *echo.Echo
+	dir   string
+	modes *Modes
+	gauge prometheus.Gauge
+	xz    *xiaozhitest.Server
+	agent *fakeAgent
+	units []string
+	cfg   Config
+}
+
+func newAdminEnv(t *testing.T, edit func(*Config)) *adminEnv {
+	t.Helper()
+	dir := t.TempDir()
+	a := &adminEnv{dir: dir, xz: xiaozhitest.New(t), agent: &fakeAgent{}}
+	a.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kid"})
+	a.modes = NewModes(ModesConfig{KidStatePath: filepath.Join(dir, "state", "kid-mode"), KidDefault: true,
+		SmartStatePath: filepath.Join(dir, "state", "smart-mode"), KidGauge: a.gauge})
+	host, port := a.xz.HostPort()
+	safety, err := NewSafety(filepath.Join(dir, "state", "tool-allowlist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cfg = Config{
+		Modes: a.modes, Robot: xiaozhi.New(xiaozhi.Config{Host: host, Port: port}),
+		Provider:     "zeroclaw",
+		SmartOn:      Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1", APIKey: "sk-cloud"},
+		SmartOff:     Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
+		DefaultModel: "qwen3.5:4b", Workspace: filepath.Join(dir, "workspace"),
+		VoiceConfig: filepath.Join(dir, "voice.toml"), DiscordConfig: filepath.Join(dir, "discord.toml"),
+		VoiceUnit: "zeroclaw-bridge", DiscordUnit: "zeroclaw-discord", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
+		Safety: safety, Agent: a.agent, Sessions: a.agent,
+		RestartUnit: func(unit string) { a.units = append(a.units, unit) },
+		Logger:      hclog.NewNullLogger(),
+	}
+	if edit != nil {
+		edit(&a.cfg)
+	}
+	a.e = echo.New()
+	a.e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	NewHandler(a.cfg).Routes(a.e)
+	return a
+}
+
+// do sends a request through the echo stack from peer (host:port).
+func (a *adminEnv) do(path, body, peer string, headers ...string) (int, string) {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.RemoteAddr = peer
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.e.ServeHTTP(rec, req)
+	return rec.Code, strings.TrimSpace(rec.Body.String())
+}
+
+func (a *adminEnv) post(path, body string) (int, string) { return a.do(path, body, "127.0.0.1:40000") }
+
+func (a *adminEnv) calls() []string {
+	var out []string
+	for _, c := range a.xz.Calls() {
+		out = append(out, strings.TrimPrefix(c.Path, "/xiaozhi/admin/")+" "+string(c.Raw))
+	}
+	return out
+}
+
+const refused = `{"detail":"admin endpoints are localhost-only"}`
+
+func TestLoopbackOnly(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	for _, tt := range []struct {
+		name, peer string
+		headers    []string
+		ok         bool
+	}{
+		{"LAN peer", "192.168.1.20:5555", nil, false},
+		{"LAN peer claiming loopback", "192.168.1.20:5555", []string{"X-Forwarded-For", "127.0.0.1"}, false},
+		{"loopback proxy for a LAN client", "127.0.0.1:5555", []string{"X-Forwarded-For", "192.168.1.20"}, false},
+		{"loopback proxy, LAN client last", "127.0.0.1:5555", []string{"X-Forwarded-For", "127.0.0.1, 10.0.0.3"}, false},
+		{"Forwarded header", "127.0.0.1:5555", []string{"Forwarded", `for="[2001:db8::1]:4711";proto=http`}, false},
+		{"garbage forwarded", "127.0.0.1:5555", []string{"X-Forwarded-For", "unknown"}, false},
+		{"public IPv6 peer", "[2001:db8::5]:80", nil, false},
+		{"loopback", "127.0.0.1:5555", nil, true},
+		{"other loopback", "127.8.9.10:5555", nil, true},
+		{"IPv6 loopback", "[::1]:5555", nil, true},
+		{"loopback chain", "[::1]:5555", []string{"X-Forwarded-For", "127.0.0.1, ::1", "Forwarded", "for=127.0.0.1"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// A malformed body still gets 403 first: the body is not read.
+			code, body := a.do("/admin/state", `{"state":`, tt.peer, tt.headers...)
+			if tt.ok {
+				if code != 422 {
+					t.Errorf("%d %s, want the body's 422", code, body)
+				}
+				return
+			}
+			if code != 403 || body != refused {
+				t.Errorf("%d %s", code, body)
+			}
+		})
+	}
+	if len(a.xz.Calls()) != 0 {
+		t.Errorf("calls made: %v", a.calls())
+	}
+}
+
+func TestKidMode(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	code, body := a.post("/admin/kid-mode", `{"enabled":false,"device_id":"dotty-1"}`)
+	if code != 200 || body != `{"ok":true,"enabled":false,"device_pushed":true,"hot_applied":true}` {
+		t.Fatalf("%d %s", code, body)
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.dir, "state", "kid-mode")); string(b) != "false" {
+		t.Errorf("state file %q", b)
+	}
+	if a.modes.KidMode() || testutil.ToFloat64(a.gauge) != 0 {
+		t.Error("kid mode not applied live")
+	}
+	a.xz.Set("/xiaozhi/admin/set-toggle", xiaozhitest.Reply{Status: 503, Body: "no device connected"})
+	code, body = a.post("/admin/kid-mode", `{"enabled":"yes"}`)
+	if code != 200 || body != `{"ok":true,"enabled":true,"device_pushed":false,"hot_applied":true}` || !a.modes.KidMode() {
+		t.Errorf("%d %s", code, body)
+	}
+	want := []string{`set-toggle {"device_id":"dotty-1","enabled":false,"name":"kid_mode"}`, `set-toggle {"device_id":"","enabled":true,"name":"kid_mode"}`}
+	if got := a.calls(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls %q", got)
+	}
+	for _, bad := range []string{`{}`, `{"enabled":2}`, `{"enabled":null}`, `{"enabled":true,"device_id":5}`, `[1]`} {
+		if code, body := a.post("/admin/kid-mode", bad); code != 422 || !strings.Contains(body, `"detail":[`) {
+			t.Errorf("%s: %d %s", bad, code, body)
+		}
+	}
+	if !a.modes.KidMode() {
+		t.Error("a refused request changed kid mode")
+	}
+}
+
+func TestSmartModeTier1Slim(t *testing.T) {
+	a := newAdminEnv(t, func(c *Config) { c.Provider = " Tier1Slim " })
+	code, body := a.post("/admin/smart-mode", `{"enabled":true,"device_id":"d"}`)
+	if code != 200 || body != `{"ok":true,"enabled":true,"device_pushed":true,"model":"anthropic/claude-sonnet-4-6","swap_ok":true,"provider":"tier1slim"}` {
+		t.Fatalf("%d %s", code, body)
+	}
+	a2 := newAdminEnv(t, func(c *Config) { c.Provider = "tier1slim"; c.SmartOff = Target{Model: "qwen3.5:4b"} })
+	a2.post("/admin/smart-mode", `{"enabled":false}`)
+	got := append(a.calls(), a2.calls()...)
+	want := []string{
+		`set-toggle {"device_id":"d","enabled":true,"name":"smart_mode"}`,
+		`set-tier1slim-model {"api_key":"sk-cloud","model":"anthropic/claude-sonnet-4-6","url":"https://openrouter.ai/api/v1"}`,
+		`set-toggle {"device_id":"","enabled":false,"name":"smart_mode"}`,
+		`set-tier1slim-model {"model":"qwen3.5:4b"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls:\n%s", strings.Join(got, "\n"))
+	}
+	if !a.modes.SmartMode() || a2.modes.SmartMode() {
+		t.Error("smart mode not stored")
+	}
+	if len(a.agent.restarts) != 0 {
+		t.Error("the tier1slim path restarted the agent")
+	}
+}
+
+const legacyTOML = `default_provider = "custom:https://openrouter.ai/api/v1"
+
+[providers.models."custom:https://openrouter.ai/api/v1"]
+api_key = "sk"
+model = "mistralai/mistral-small-3.2-24b-instruct"  # voice
+
+[memory]
+model = "keep-me"
+`
+
+func TestSmartModeZeroClawPath(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	if err := os.WriteFile(a.cfg.VoiceConfig, []byte(legacyTOML), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	code, body := a.post("/admin/smart-mode", `{"enabled":true}`)
+	if code != 200 || body != `{"ok":true,"enabled":true,"device_pushed":true,"model":"anthropic/claude-sonnet-4-6","config":"`+a.cfg.VoiceConfig+`","restart":"zeroclaw-bridge"}` {
+		t.Fatalf("%d %s", code, body)
+	}
+	b, _ := os.ReadFile(a.cfg.VoiceConfig)
+	if want := strings.Replace(legacyTOML, `model = "mistralai/mistral-small-3.2-24b-instruct"  # voice`, `model = "anthropic/claude-sonnet-4-6"  # voice`, 1); string(b) != want {
+		t.Errorf("config:\n%s", b)
+	}
+	if fi, _ := os.Stat(a.cfg.VoiceConfig); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v not kept", fi.Mode().Perm())
+	}
+	if len(a.agent.restarts) != 1 {
+		t.Errorf("restarts %v", a.agent.restarts)
+	}
+}
+
+func TestState(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	if code, body := a.post("/admin/state", `{"state":"story_time","device_id":"d"}`); code != 200 || body != `{"ok":true,"state":"story_time","device_pushed":true}` {
+		t.Errorf("%d %s", code, body)
+	}
+	for _, bad := range []string{`{"state":"Story_Time"}`, `{"state":""}`, `{"state":"party"}`} {
+		if code, body := a.post("/admin/state", bad); code != 400 || body != `{"detail":"state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')"}` {
+			t.Errorf("%s: %d %s", bad, code, body)
+		}
+	}
+	if code, _ := a.post("/admin/state", `{}`); code != 422 {
+		t.Errorf("missing state: %d", code)
+	}
+	if got := a.calls(); len(got) != 1 || got[0] != `set-state {"device_id":"d","state":"story_time"}` {
+		t.Errorf("calls %q", got)
+	}
+}
+
+func TestPersona(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	code, body := a.post("/admin/persona", `{"file":"SOUL.md","content":"You are Dotty. 🤖"}`)
+	path := filepath.Join(a.cfg.Workspace, "SOUL.md")
+	if code != 200 || body != `{"ok":true,"file":"`+path+`","resolved":"`+path+`","bytes":16}` {
+		t.Fatalf("%d %s", code, body)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "You are Dotty. 🤖" || a.agent.rotated != 1 {
+		t.Errorf("file %q, rotations %d", b, a.agent.rotated)
+	}
+	// A symlink inside the workspace is followed.
+	inside := filepath.Join(a.cfg.Workspace, "real", "USER.md")
+	os.MkdirAll(filepath.Dir(inside), 0o700)
+	os.WriteFile(inside, []byte("old"), 0o600)
+	os.Symlink(inside, filepath.Join(a.cfg.Workspace, "USER.md"))
+	if code, body := a.post("/admin/persona", `{"file":"USER.md","content":"new"}`); code != 200 || !strings.Contains(body, `"resolved":"`+inside+`"`) {
+		t.Errorf("inside link: %d %s", code, body)
+	}
+	if b, _ := os.ReadFile(inside); string(b) != "new" {
+		t.Errorf("link target %q", b)
+	}
+	// Links leaving the workspace and names off the list change nothing.
+	outside := filepath.Join(a.dir, "outside.md")
+	os.WriteFile(outside, []byte("keep"), 0o600)
+	os.Symlink(outside, filepath.Join(a.cfg.Workspace, "TOOLS.md"))
+	os.Symlink("../outside-dangling.md", filepath.Join(a.cfg.Workspace, "MEMORY.md"))
+	for _, tt := range []struct{ body, detail string }{
+		{`{"file":"TOOLS.md","content":"x"}`, "persona file resolves outside ZEROCLAW_WORKSPACE"},
+		{`{"file":"MEMORY.md","content":"x"}`, "persona file resolves outside ZEROCLAW_WORKSPACE"},
+		{`{"file":"../outside.md","content":"x"}`, "file must be one of ['AGENTS.md', 'BOOTSTRAP.md', 'HEARTBEAT.md', 'IDENTITY.md', 'MEMORY.md', 'SOUL.md', 'TOOLS.md', 'USER.md']"},
+		{`{"file":"soul.md","content":"x"}`, "file must be one of"},
+	} {
+		if code, body := a.post("/admin/persona", tt.body); code != 400 || !strings.Contains(body, tt.detail) {
+			t.Errorf("%s: %d %s", tt.body, code, body)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Errorf("outside file changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(a.dir, "outside-dangling.md")); err == nil {
+		t.Error("dangling link target created")
+	}
+	if code, _ := a.post("/admin/persona", `{"file":"SOUL.md"}`); code != 422 {
+		t.Errorf("missing content: %d", code)
+	}
+}
+
+const profileTOML = `[providers]
+fallback = "custom:https://openrouter.ai/api/v1"
+
+[providers.models."local"]
+model = "qwen3.5:4b"
+
+[providers.models."custom:https://openrouter.ai/api/v1"]
+model = "anthropic/claude-sonnet-4-6"
+`
+
+func TestModel(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	if code, body := a.post("/admin/model", `{"daemon":"voice","model":"x"}`); code != 404 || body != `{"detail":"config not found: `+a.cfg.VoiceConfig+`"}` {
+		t.Errorf("missing config: %d %s", code, body)
+	}
+	os.WriteFile(a.cfg.VoiceConfig, []byte(legacyTOML), 0o600)
+	for _, tt := range []struct {
+		body   string
+		status int
+		detail string
+	}{
+		{`{"daemon":"telegram","model":"x"}`, 400, `daemon must be one of ['discord', 'voice']`},
+		{`{"daemon":"voice","model":"bad model\"\n[x]"}`, 400, `model id has invalid chars`},
+		{`{"daemon":"voice","model":""}`, 400, `model id has invalid chars`},
+	} {
+		if code, body := a.post("/admin/model", tt.body); code != tt.status || body != `{"detail":"`+strings.ReplaceAll(tt.detail, `"`, `\"`)+`"}` {
+			t.Errorf("%s: %d %s", tt.body, code, body)
+		}
+	}
+	if b, _ := os.ReadFile(a.cfg.VoiceConfig); string(b) != legacyTOML {
+		t.Error("a refused change touched the config")
+	}
+	code, body := a.post("/admin/model", `{"daemon":"voice","model":"openai/gpt-5.1:free"}`)
+	if code != 200 || body != `{"ok":true,"daemon":"voice","model":"openai/gpt-5.1:free","config":"`+a.cfg.VoiceConfig+`","restart":"zeroclaw-bridge"}` {
+		t.Errorf("%d %s", code, body)
+	}
+	if b, _ := os.ReadFile(a.cfg.VoiceConfig); !strings.Contains(string(b), `model = "openai/gpt-5.1:free"  # voice`) || !strings.Contains(string(b), `model = "keep-me"`) {
+		t.Errorf("config:\n%s", b)
+	}
+	// Discord: its own file, its unit restarted.
+	os.WriteFile(a.cfg.DiscordConfig, []byte(legacyTOML), 0o600)
+	if code, _ := a.post("/admin/model", `{"daemon":"discord","model":"m1"}`); code != 200 || len(a.units) != 1 || a.units[0] != "zeroclaw-discord" {
+		t.Errorf("discord: %d, units %v", code, a.units)
+	}
+	if len(a.agent.restarts) != 1 {
+		t.Errorf("agent restarts %v", a.agent.restarts)
+	}
+	// A config without the section answers 500 and is left alone.
+	os.WriteFile(a.cfg.DiscordConfig, []byte("[memory]\nmodel = \"x\"\n"), 0o600)
+	if code, body := a.post("/admin/model", `{"daemon":"discord","model":"m2"}`); code != 500 || body != `{"detail":"provider section not found"}` {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+func TestModelProfiles(t *testing.T) {
+	a := newAdminEnv(t, func(c *Config) { c.LocalProfileKey = "local" })
+	os.WriteFile(a.cfg.VoiceConfig, []byte(profileTOML), 0o600)
+	if code, body := a.post("/admin/model", `{"daemon":"voice","model":"qwen3.5:4b"}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	b, _ := os.ReadFile(a.cfg.VoiceConfig)
+	if !strings.Contains(string(b), `fallback = "local"`) {
+		t.Errorf("fallback not switched:\n%s", b)
+	}
+	if code, _ := a.post("/admin/model", `{"daemon":"voice","model":"google/gemini-3-pro"}`); code != 200 {
+		t.Fatal(code)
+	}
+	b, _ = os.ReadFile(a.cfg.VoiceConfig)
+	want := strings.Replace(profileTOML, `model = "anthropic/claude-sonnet-4-6"`, `model = "google/gemini-3-pro"`, 1)
+	if string(b) != want {
+		t.Errorf("config:\n%s\nwant:\n%s", b, want)
+	}
+	a2 := newAdminEnv(t, func(c *Config) { c.LocalProfileKey = "local"; c.CloudProfileKey = "missing" })
+	os.WriteFile(a2.cfg.VoiceConfig, []byte(profileTOML), 0o600)
+	if code, body := a2.post("/admin/model", `{"daemon":"voice","model":"m"}`); code != 500 || body != `{"detail":"profile section not found: [providers.models.\"missing\"]"}` {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+func TestSafety(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	n := len(DefaultAllowList)
+	code, body := a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`)
+	if code != 200 || body != `{"ok":true,"action":"add","tool":"camera.take_photo","size_before":`+strconv.Itoa(n)+`,"size_after":`+strconv.Itoa(n+1)+`,"restart":"zeroclaw-bridge"}` {
+		t.Fatalf("%d %s", code, body)
+	}
+	a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`) // idempotent
+	a.post("/admin/safety", `{"action":"remove","tool":"get_device_status"}`)
+	list := a.cfg.Safety.List()
+	if len(list) != n || list[0] != "audio_speaker.set_volume" || list[1] != "camera.take_photo" {
+		t.Errorf("live list %v", list)
+	}
+	b, _ := os.ReadFile(filepath.Join(a.dir, "state", "tool-allowlist"))
+	if !strings.HasPrefix(string(b), "audio_speaker.set_volume\ncamera.take_photo\nrobot.create_reminder\n") {
+		t.Errorf("file:\n%s", b)
+	}
+	reloaded, err := NewSafety(filepath.Join(a.dir, "state", "tool-allowlist"))
+	if err != nil || strings.Join(reloaded.List(), ",") != strings.Join(list, ",") {
+		t.Errorf("reload %v %v", reloaded.List(), err)
+	}
+	for _, tt := range []struct{ body, detail string }{
+		{`{"action":"toggle","tool":"x"}`, "action must be 'add' or 'remove'"},
+		{`{"action":"add","tool":"rm -rf"}`, "tool name has invalid chars"},
+		{`{"action":"add","tool":"../x"}`, "tool name has invalid chars"},
+	} {
+		if code, body := a.post("/admin/safety", tt.body); code != 400 || body != `{"detail":"`+tt.detail+`"}` {
+			t.Errorf("%s: %d %s", tt.body, code, body)
+		}
+	}
+}
