@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -407,5 +409,24 @@ func TestSafety(t *testing.T) {
 		if code, body := a.post("/admin/safety", tt.body); code != 400 || body != `{"detail":"`+tt.detail+`"}` {
 			t.Errorf("%s: %d %s", tt.body, code, body)
 		}
+	}
+}
+
+// TestKidModeFlipsDenyListLive: the permission policy reads kid mode from
+// the same store the route writes, so the next permission request sees it.
+func TestKidModeFlipsDenyListLive(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	policy := &acp.Policy{KidMode: a.modes.KidMode, AllowLive: a.cfg.Safety.List}
+	photo := acp.PermissionRequest{Tool: "self.camera.take_photo", ToolCallID: "call-1"}
+	if d := policy.Decide(context.Background(), photo); d != acp.Deny {
+		t.Fatalf("kid mode on by default: %v", d)
+	}
+	a.post("/admin/kid-mode", `{"enabled":false}`)
+	if d := policy.Decide(context.Background(), photo); d != acp.Allow {
+		t.Errorf("after kid mode off: %v", d)
+	}
+	a.post("/admin/kid-mode", `{"enabled":true}`)
+	if d := policy.Decide(context.Background(), photo); d != acp.Deny {
+		t.Errorf("after kid mode on: %v", d)
 	}
 }

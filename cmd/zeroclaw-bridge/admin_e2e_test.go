@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 )
@@ -55,5 +56,36 @@ func TestBridgeAdminEndToEnd(t *testing.T) {
 	// Traversal changes nothing.
 	if code, _ := p.post("/admin/persona", `{"file":"../../etc/passwd","content":"x"}`); code != 400 {
 		t.Errorf("traversal: %d", code)
+	}
+}
+
+// TestBridgeTier1SlimStartupPush: with the tier1slim provider the bridge
+// tells xiaozhi the stored smart mode's model at start (A3), and a smart
+// mode flip pushes set-toggle, then set-tier1slim-model.
+func TestBridgeTier1SlimStartupPush(t *testing.T) {
+	xz := xiaozhitest.New(t)
+	host, port := xz.HostPort()
+	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "DOTTY_VOICE_PROVIDER=tier1slim",
+		"TIER1SLIM_LOCAL_MODEL=qwen-local", "TIER1SLIM_LOCAL_API_KEY=", "OPENROUTER_API_KEY=sk-or-e2e")
+	waitFor(t, 5*time.Second, "the start-up push", func() bool { return len(xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")) == 1 })
+	if c := xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")[0]; c.Body["model"] != "qwen-local" || c.Body["url"] != "http://localhost:8080/v1" {
+		t.Errorf("start-up push %s", c.Raw)
+	}
+	code, body := p.post("/admin/smart-mode", `{"enabled":true}`)
+	if code != 200 || !strings.Contains(body, `"swap_ok":true,"provider":"tier1slim"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	var paths []string
+	for _, c := range xz.Calls() {
+		paths = append(paths, c.Path)
+	}
+	if strings.Join(paths, " ") != "/xiaozhi/admin/set-tier1slim-model /xiaozhi/admin/set-toggle /xiaozhi/admin/set-tier1slim-model" {
+		t.Errorf("calls %v", paths)
+	}
+	if last := xz.Calls()[2]; last.Body["api_key"] != "sk-or-e2e" || last.Body["model"] != "anthropic/claude-sonnet-4-6" {
+		t.Errorf("smart push %s", last.Raw)
+	}
+	if strings.Contains(p.log(), "sk-or-e2e") {
+		t.Error("the API key appears in the log")
 	}
 }

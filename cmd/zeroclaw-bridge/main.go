@@ -409,6 +409,9 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	}
 
 	var g oklogrun.Group
+	// 0: systemd readiness and watchdog (no-op without NOTIFY_SOCKET); its
+	// interrupt sends STOPPING=1 first.
+	addActor(&g, newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run)
 	addActor(&g, srv.Run)    // 1: stop accepting, drain requests (ShutdownTimeout)
 	addActor(&g, percep.Run) // 2: stop the consumers, finish robot calls in flight
 	addActor(&g, dash.Run)   // 2b: stop following voice turns
