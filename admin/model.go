@@ -41,7 +41,7 @@ func (h *Handler) model(c echo.Context) error {
 	if daemon != "voice" && daemon != "discord" {
 		return httpapi.NewError(http.StatusBadRequest, "daemon must be one of ['discord', 'voice']")
 	}
-	path, unit, err := h.setModel(daemon, model)
+	path, unit, err := h.setModel(daemon, model, true)
 	if err != nil {
 		return err
 	}
@@ -54,11 +54,11 @@ func (h *Handler) model(c echo.Context) error {
 	}{true, daemon, model, path, unit})
 }
 
-// setModel rewrites daemon's config.toml for model and restarts it: the
+// setModel rewrites daemon's config.toml for model and, with restart, restarts it: the
 // voice daemon is our own agent child; discord is its systemd unit. Errors
 // are *httpapi.APIError with the spec's statuses; nothing is written unless
 // every edit succeeds.
-func (h *Handler) setModel(daemon, model string) (path, unit string, err error) {
+func (h *Handler) setModel(daemon, model string, restart bool) (path, unit string, err error) {
 	if !modelName.MatchString(model) {
 		return "", "", httpapi.NewError(http.StatusBadRequest, "model id has invalid chars")
 	}
@@ -90,11 +90,13 @@ func (h *Handler) setModel(daemon, model string) (path, unit string, err error) 
 		return "", "", httpapi.NewError(http.StatusInternalServerError, "could not write "+path+": "+err.Error())
 	}
 	h.log.Info("agent model changed", "daemon", daemon, "model", model, "config", path)
-	if daemon == "voice" {
+	switch {
+	case !restart:
+	case daemon == "voice":
 		if h.cfg.Agent != nil && !h.cfg.Agent.Restart("model changed to "+model) {
 			h.log.Info("no running agent to restart; the next start reads the new model")
 		}
-	} else if unit != "" {
+	case unit != "":
 		h.cfg.RestartUnit(unit)
 	}
 	return path, unit, nil
@@ -162,4 +164,73 @@ func setLegacyModel(doc, model string) (string, error) {
 		return "", httpapi.NewError(http.StatusInternalServerError, "model line not found")
 	}
 	return strings.Join(lines, "\n"), nil
+}
+
+// configMatches reports whether the voice config already selects want, in
+// the section setModel would edit (and, for profiles, as the fallback).
+func (h *Handler) configMatches(doc, want string) bool {
+	lines := strings.Split(doc, "\n")
+	isHeader := func(l string) bool {
+		return strings.HasPrefix(l, `[providers.models."custom:`) && strings.HasSuffix(l, `"]`)
+	}
+	if h.cfg.LocalProfileKey != "" {
+		key := h.cfg.CloudProfileKey
+		if want == h.cfg.DefaultModel {
+			key = h.cfg.LocalProfileKey
+		}
+		if !fallbackIs(lines, key) {
+			return false
+		}
+		header := `[providers.models."` + key + `"]`
+		isHeader = func(l string) bool { return l == header }
+	}
+	start, end, ok := section(lines, isHeader)
+	if !ok {
+		return false
+	}
+	for i := start + 1; i < end; i++ {
+		if m := modelValue.FindStringSubmatch(lines[i]); m != nil {
+			return m[1] == want
+		}
+	}
+	return false
+}
+
+var modelValue = regexp.MustCompile(`^\s*model\s*=\s*"([^"]*)"`)
+
+// fallbackIs reports whether the file's fallback line names key.
+func fallbackIs(lines []string, key string) bool {
+	for _, l := range lines {
+		if fallback.MatchString(l) {
+			return strings.Contains(l, `"`+key+`"`)
+		}
+	}
+	return false
+}
+
+// ReconcileAgentModel is the start-up reconcile of the ZeroClaw path: when
+// the voice config names another model than smart mode's target, it is
+// rewritten (before the agent starts, so no restart is needed). A missing
+// config or the tier1slim provider does nothing.
+func (h *Handler) ReconcileAgentModel(smart bool) {
+	if h.Tier1Slim() {
+		return
+	}
+	want := h.cfg.DefaultModel
+	if smart {
+		want = h.cfg.SmartOn.Model
+	}
+	b, err := os.ReadFile(h.cfg.VoiceConfig)
+	if err != nil {
+		h.log.Debug("no voice config to reconcile", "path", h.cfg.VoiceConfig, "error", err)
+		return
+	}
+	if h.configMatches(string(b), want) {
+		return
+	}
+	if _, _, err := h.setModel("voice", want, false); err != nil { // the agent has not started yet
+		h.log.Warn("start-up model reconcile failed; the agent keeps its configured model", "model", want, "error", err)
+		return
+	}
+	h.log.Info("voice agent model reconciled with smart mode", "smart_mode", smart, "model", want)
 }

@@ -356,7 +356,7 @@ func (h *Handler) smartMode(c echo.Context) error {
 	if on {
 		model = h.cfg.SmartOn.Model
 	}
-	path, unit, err := h.setModel("voice", model)
+	path, unit, err := h.setModel("voice", model, true)
 	if err != nil {
 		return err
 	}

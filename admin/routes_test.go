@@ -430,3 +430,43 @@ func TestKidModeFlipsDenyListLive(t *testing.T) {
 		t.Errorf("after kid mode on: %v", d)
 	}
 }
+
+func TestReconcileAgentModel(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	h := NewHandler(a.cfg)
+	os.WriteFile(a.cfg.VoiceConfig, []byte(legacyTOML), 0o600)
+	h.ReconcileAgentModel(false) // DefaultModel qwen3.5:4b differs: rewritten, no restart
+	b, _ := os.ReadFile(a.cfg.VoiceConfig)
+	if !strings.Contains(string(b), `model = "qwen3.5:4b"  # voice`) || len(a.agent.restarts) != 0 {
+		t.Errorf("reconcile off:\n%s\nrestarts %v", b, a.agent.restarts)
+	}
+	fi1, _ := os.Stat(a.cfg.VoiceConfig)
+	h.ReconcileAgentModel(false) // already right: untouched
+	if fi2, _ := os.Stat(a.cfg.VoiceConfig); !fi2.ModTime().Equal(fi1.ModTime()) {
+		t.Error("a matching config was rewritten")
+	}
+	h.ReconcileAgentModel(true)
+	if b, _ := os.ReadFile(a.cfg.VoiceConfig); !strings.Contains(string(b), `model = "anthropic/claude-sonnet-4-6"  # voice`) {
+		t.Errorf("reconcile on:\n%s", b)
+	}
+	t1 := newAdminEnv(t, func(c *Config) { c.Provider = "tier1slim" })
+	os.WriteFile(t1.cfg.VoiceConfig, []byte(legacyTOML), 0o600)
+	NewHandler(t1.cfg).ReconcileAgentModel(true)
+	if b, _ := os.ReadFile(t1.cfg.VoiceConfig); string(b) != legacyTOML {
+		t.Error("the tier1slim path touched the agent config")
+	}
+}
+
+func TestReconcileProfiles(t *testing.T) {
+	a := newAdminEnv(t, func(c *Config) { c.LocalProfileKey = "local" })
+	os.WriteFile(a.cfg.VoiceConfig, []byte(profileTOML), 0o600)
+	h := NewHandler(a.cfg)
+	h.ReconcileAgentModel(true) // cloud profile already the fallback with the smart model
+	if b, _ := os.ReadFile(a.cfg.VoiceConfig); string(b) != profileTOML {
+		t.Errorf("matching profile config rewritten:\n%s", b)
+	}
+	h.ReconcileAgentModel(false)
+	if b, _ := os.ReadFile(a.cfg.VoiceConfig); !strings.Contains(string(b), `fallback = "local"`) {
+		t.Errorf("fallback not switched to the local profile:\n%s", b)
+	}
+}
