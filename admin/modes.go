@@ -67,6 +67,16 @@ func (m *Modes) KidMode() bool {
 	return on
 }
 
+// SmartModeStored reports smart mode as its state file says, and whether
+// the file exists with a recognised value (nobody set it otherwise).
+func (m *Modes) SmartModeStored() (on, ok bool) {
+	b, err := os.ReadFile(m.smart.path)
+	if err != nil {
+		return false, false
+	}
+	return parseState(b)
+}
+
 // SmartMode reports smart mode from its state file (default off).
 func (m *Modes) SmartMode() bool { return m.smart.get() }
 

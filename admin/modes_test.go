@@ -111,3 +111,21 @@ func BenchmarkKidMode(b *testing.B) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestSmartModeStored(t *testing.T) {
+	dir := t.TempDir()
+	m := NewModes(ModesConfig{SmartStatePath: filepath.Join(dir, "smart")})
+	if _, ok := m.SmartModeStored(); ok {
+		t.Error("a missing file counts as stored")
+	}
+	if err := m.SetSmartMode(true); err != nil {
+		t.Fatal(err)
+	}
+	if on, ok := m.SmartModeStored(); !on || !ok {
+		t.Errorf("stored %v %v", on, ok)
+	}
+	os.WriteFile(filepath.Join(dir, "smart"), []byte("maybe"), 0o600)
+	if _, ok := m.SmartModeStored(); ok {
+		t.Error("an unrecognised value counts as stored")
+	}
+}

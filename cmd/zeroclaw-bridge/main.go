@@ -403,9 +403,12 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Logger:          log.Named("admin"),
 	})
 	adminRoutes.Routes(srv.Echo())
-	// Start-up reconcile: the agent's configured model follows smart mode
-	// (ZeroClaw path) before the supervisor starts it.
-	adminRoutes.ReconcileAgentModel(modes.SmartMode())
+	// Start-up reconcile: once smart mode has been set, the agent's
+	// configured model follows it (ZeroClaw path) before the supervisor
+	// starts the agent. A never-set mode leaves the config alone.
+	if smart, ok := modes.SmartModeStored(); ok {
+		adminRoutes.ReconcileAgentModel(smart)
+	}
 	if adminRoutes.Tier1Slim() {
 		// Start-up reconcile (A3): xiaozhi's Tier1Slim gets the stored smart mode's model.
 		go adminRoutes.PushTier1Slim(ctx, modes.SmartMode())
