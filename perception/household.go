@@ -55,6 +55,16 @@ func (h *Household) Lookup(id string) (Person, bool) {
 	return p, ok
 }
 
+// People returns the roster's members (unordered).
+func (h *Household) People() []Person {
+	people, _ := h.load()
+	out := make([]Person, 0, len(people))
+	for _, p := range people {
+		out = append(out, p)
+	}
+	return out
+}
+
 // Exists reports whether a roster file was read.
 func (h *Household) Exists() bool {
 	_, ok := h.load()

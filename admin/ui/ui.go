@@ -34,7 +34,8 @@ type TurnSource interface {
 
 // Config configures the dashboard.
 type Config struct {
-	// Turns feeds the recent-turns list; nil shows none.
+	// Turns feeds the recent-turns list; nil leaves it empty and
+	// /ui/events answers 503.
 	Turns TurnSource
 	// User and Pass turn on Basic auth when both are set.
 	User, Pass string
@@ -44,7 +45,8 @@ type Config struct {
 	Location *time.Location
 	// Heartbeat is the turn feed's idle comment interval (15 s).
 	Heartbeat time.Duration
-	Logger    hclog.Logger
+	// Logger gets debug lines about dropped clients (nil: discard).
+	Logger hclog.Logger
 }
 
 // ringSize is how many recent turns /ui/api/turns keeps.
@@ -65,6 +67,7 @@ type UI struct {
 	mu      sync.Mutex
 	recent  [][]byte // encoded turns, oldest first
 	clients map[chan []byte]struct{}
+	stopped bool // Run has returned: streams end, new ones are refused
 }
 
 // New returns the dashboard; Run feeds it.
@@ -85,8 +88,9 @@ func New(cfg Config) *UI {
 	return u
 }
 
-// Run follows the turn bus until ctx ends.
+// Run follows the turn bus until ctx ends, then ends every turn stream.
 func (u *UI) Run(ctx context.Context) error {
+	defer u.stop()
 	if u.feed == nil {
 		<-ctx.Done()
 		return nil
@@ -148,18 +152,55 @@ func userText(s string) string {
 
 func (u *UI) publish(frame []byte) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	u.recent = append(u.recent, frame)
 	if len(u.recent) > ringSize {
 		u.recent = u.recent[len(u.recent)-ringSize:]
 	}
+	dropped := 0
 	for ch := range u.clients {
 		select {
 		case ch <- frame:
 		default: // too slow: drop the client, it reconnects
 			delete(u.clients, ch)
 			close(ch)
+			dropped++
 		}
+	}
+	u.mu.Unlock()
+	if dropped > 0 {
+		u.log.Debug("dropped slow turn-feed clients", "count", dropped)
+	}
+}
+
+// stop closes every client's queue and refuses new clients.
+func (u *UI) stop() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopped = true
+	for ch := range u.clients {
+		delete(u.clients, ch)
+		close(ch)
+	}
+}
+
+// join registers a turn-feed client; false once Run has returned.
+func (u *UI) join(ch chan []byte) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stopped {
+		return false
+	}
+	u.clients[ch] = struct{}{}
+	return true
+}
+
+// leave unregisters ch unless publish or stop already did.
+func (u *UI) leave(ch chan []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.clients[ch]; ok {
+		delete(u.clients, ch)
+		close(ch)
 	}
 }
 
@@ -217,7 +258,8 @@ func (u *UI) turns(c echo.Context) error {
 }
 
 // events is GET /ui/events: retry hint, then one data frame per turn and a
-// heartbeat comment after Heartbeat of silence.
+// heartbeat comment after Heartbeat of silence. 503 without a turn source
+// or once Run has returned.
 func (u *UI) events(c echo.Context) error {
 	w := c.Response()
 	flusher, ok := w.Writer.(http.Flusher)
@@ -225,17 +267,10 @@ func (u *UI) events(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
 	}
 	ch := make(chan []byte, clientQueue)
-	u.mu.Lock()
-	u.clients[ch] = struct{}{}
-	u.mu.Unlock()
-	defer func() {
-		u.mu.Lock()
-		if _, ok := u.clients[ch]; ok {
-			delete(u.clients, ch)
-			close(ch)
-		}
-		u.mu.Unlock()
-	}()
+	if u.feed == nil || !u.join(ch) {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
+	}
+	defer u.leave(ch)
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -256,7 +291,7 @@ func (u *UI) events(c echo.Context) error {
 			return nil
 		case frame, ok := <-ch:
 			if !ok {
-				return nil // fell behind
+				return nil // fell behind, or Run returned
 			}
 			out = append(append([]byte("data: "), frame...), '\n', '\n')
 			hb.Reset(u.cfg.Heartbeat)

@@ -20,15 +20,54 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type env struct {
+	ui     *UI
 	bus    *turnbus.Bus
 	url    string
-	cancel context.CancelFunc
+	cancel context.CancelFunc // ends Run
+}
+
+// clients reports how many turn-feed streams are registered.
+func (e *env) clients() int {
+	e.ui.mu.Lock()
+	defer e.ui.mu.Unlock()
+	return len(e.ui.clients)
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// drained reads body to its end, failing after 5 s, and returns what it read.
+func drained(t *testing.T, body io.Reader) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(body)
+		got <- string(b)
+	}()
+	select {
+	case s := <-got:
+		return s
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream did not end within 5 s")
+		return ""
+	}
 }
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
 	bus := turnbus.New()
-	cfg.Turns = bus
+	if cfg.Turns == nil {
+		cfg.Turns = bus
+	}
 	if cfg.Location == nil {
 		cfg.Location = time.FixedZone("AEST", 10*3600)
 	}
@@ -40,7 +79,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = u.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; ts.Close() })
-	return &env{bus: bus, url: ts.URL, cancel: cancel}
+	return &env{ui: u, bus: bus, url: ts.URL, cancel: cancel}
 }
 
 func get(t *testing.T, url, user, pass string) (*http.Response, string) {
@@ -182,15 +221,53 @@ func TestTurnFeed(t *testing.T) {
 		t.Errorf("turns %s", body)
 	}
 	close(stopping) // server shutdown ends the stream
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream did not end at shutdown")
+	drained(t, resp.Body)
+	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+}
+
+func TestStreamEnds(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// The client hanging up ends the handler.
+	cctx, hangUp := context.WithCancel(ctx)
+	_, next := stream(t, cctx, e.url)
+	if f := next(); f != "retry: 5000\n" {
+		t.Fatalf("first frame %q", f)
+	}
+	waitFor(t, "the client to join", func() bool { return e.clients() == 1 })
+	hangUp()
+	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+
+	// Run ending ends open streams and refuses new ones.
+	resp, next := stream(t, ctx, e.url)
+	next()
+	waitFor(t, "the client to join", func() bool { return e.clients() == 1 })
+	e.cancel()
+	drained(t, resp.Body)
+	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+	if resp, _ := get(t, e.url+"/ui/events", "", ""); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("after Run: %d, want 503", resp.StatusCode)
+	}
+}
+
+func TestNoTurnSource(t *testing.T) {
+	u := New(Config{})
+	e := echo.New()
+	u.Routes(e)
+	ts := httptest.NewServer(e)
+	defer ts.Close()
+	if resp, _ := get(t, ts.URL+"/ui/events", "", ""); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/ui/events without turns: %d, want 503", resp.StatusCode)
+	}
+	if resp, body := get(t, ts.URL+"/ui/api/turns", "", ""); resp.StatusCode != 200 || body != "[]" {
+		t.Errorf("/ui/api/turns without turns: %d %s", resp.StatusCode, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := u.Run(ctx); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
 
@@ -205,12 +282,15 @@ func TestTurnRingAndSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	big := strings.Repeat("x", 2048)
-	for i := range 1000 {
+	const n = 400
+	big := strings.Repeat("x", 64<<10) // n of these overflow the socket buffers
+	start := time.Now()
+	for i := range n {
 		e.bus.Publish(turnbus.Turn{ResponseText: big, Latency: time.Duration(i) * time.Millisecond})
-		if i%20 == 0 { // a voice turn takes seconds; let the dashboard keep up
-			time.Sleep(10 * time.Millisecond)
-		}
+		time.Sleep(2 * time.Millisecond) // a voice turn takes seconds; let the dashboard keep up
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("publishing %d turns took %v", n, d)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -219,7 +299,7 @@ func TestTurnRingAndSlowClient(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &turns); err != nil {
 			t.Fatal(err)
 		}
-		if len(turns) == ringSize && turns[0].LatencyMS == 999 {
+		if len(turns) == ringSize && turns[0].LatencyMS == n-1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -229,6 +309,13 @@ func TestTurnRingAndSlowClient(t *testing.T) {
 	}
 	if e.bus.Dropped() != 0 {
 		t.Errorf("the dashboard's own subscription dropped %d turns", e.bus.Dropped())
+	}
+	// The slow client was dropped: its stream ends short of the n turns.
+	if got := strings.Count(drained(t, resp.Body), "data: "); got >= n {
+		t.Errorf("slow client got all %d turns", got)
+	}
+	if n := e.clients(); n != 0 {
+		t.Errorf("%d clients still registered", n)
 	}
 }
 

@@ -93,6 +93,20 @@ type config struct {
 	DiscordUnit     string
 	ToolAllowList   string
 
+	VisionModel      string
+	VisionAPIKey     string
+	VisionAPIURL     string
+	VisionTimeout    time.Duration
+	VLMModel         string
+	VLMAPIKey        string
+	VLMAPIURL        string
+	AudioModel       string
+	AudioAPIKey      string
+	AudioAPIURL      string
+	AudioTimeout     time.Duration
+	RoomViewCooldown time.Duration
+	TalkKickoffGrace time.Duration
+
 	LogLevel  hclog.Level
 	LogFormat string
 
@@ -360,6 +374,32 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.DiscordUnit = v; return nil }},
 	{env: "DOTTY_TOOL_ALLOWLIST", def: "/root/zeroclaw-bridge/state/tool-allowlist", help: "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
 		parse: func(c *config, v string) error { c.ToolAllowList = v; return nil }},
+	{env: "VISION_MODEL", def: "google/gemini-2.0-flash-001", help: "vision model describing the robot's photos",
+		parse: func(c *config, v string) error { c.VisionModel = v; return nil }},
+	{env: "VISION_API_KEY", def: "", secret: true, help: "its API key; unset: OPENROUTER_API_KEY; none: the camera-offline answer",
+		parse: func(c *config, v string) error { c.VisionAPIKey = v; return nil }},
+	{env: "VISION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
+		parse: func(c *config, v string) error { c.VisionAPIURL = v; return nil }},
+	{env: "VISION_TIMEOUT", def: "15", help: "seconds one photo description may take",
+		parse: func(c *config, v string) error { return parseSeconds(&c.VisionTimeout, v) }},
+	{env: "VLM_MODEL", def: "", help: "overrides VISION_MODEL for /api/vision/explain",
+		parse: func(c *config, v string) error { c.VLMModel = v; return nil }},
+	{env: "VLM_API_KEY", def: "", secret: true, help: "overrides the vision API key",
+		parse: func(c *config, v string) error { c.VLMAPIKey = v; return nil }},
+	{env: "VLM_API_URL", def: "", help: "overrides VISION_API_URL",
+		parse: func(c *config, v string) error { c.VLMAPIURL = v; return nil }},
+	{env: "AUDIO_CAPTION_MODEL", def: "google/gemini-2.5-flash", help: "model describing audio clips (/api/audio/explain)",
+		parse: func(c *config, v string) error { c.AudioModel = v; return nil }},
+	{env: "AUDIO_CAPTION_API_KEY", def: "", secret: true, help: "its API key; unset: the vision key, then OPENROUTER_API_KEY",
+		parse: func(c *config, v string) error { c.AudioAPIKey = v; return nil }},
+	{env: "AUDIO_CAPTION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
+		parse: func(c *config, v string) error { c.AudioAPIURL = v; return nil }},
+	{env: "AUDIO_CAPTION_TIMEOUT", def: "20", help: "seconds one audio caption may take",
+		parse: func(c *config, v string) error { return parseSeconds(&c.AudioTimeout, v) }},
+	{env: "DOTTY_IDLE_VISION_COOLDOWN_SEC", def: "120", help: "least seconds between two room-view model calls of a device",
+		parse: func(c *config, v string) error { return parseSeconds(&c.RoomViewCooldown, v) }},
+	{env: "ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", def: "5.0", help: "a room view within this many seconds of entering talk still runs",
+		parse: func(c *config, v string) error { return parseSeconds(&c.TalkKickoffGrace, v) }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -472,6 +512,10 @@ func (c config) validate() error {
 		{"CALENDAR_POLL_SEC", c.CalendarPoll},
 		{"VOICE_THINKER_TIMEOUT", c.ThinkerTimeout},
 		{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", c.Consumers.RefreshInterval},
+		{"VISION_TIMEOUT", c.VisionTimeout},
+		{"AUDIO_CAPTION_TIMEOUT", c.AudioTimeout},
+		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.RoomViewCooldown},
+		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.TalkKickoffGrace},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}

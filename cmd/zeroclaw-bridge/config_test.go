@@ -63,6 +63,10 @@ func defaultConfig(t *testing.T) config {
 		Workspace: "/root/.zeroclaw/workspace", VoiceCfg: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
 		DiscordCfg: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord",
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
+		VisionModel:   "google/gemini-2.0-flash-001", VisionAPIURL: "https://openrouter.ai/api/v1/chat/completions",
+		VisionTimeout: 15 * time.Second, AudioModel: "google/gemini-2.5-flash",
+		AudioAPIURL: "https://openrouter.ai/api/v1/chat/completions", AudioTimeout: 20 * time.Second,
+		RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second,
 	}
 }
 
@@ -349,13 +353,16 @@ func TestSettingsTable(t *testing.T) {
 		"TIER1SLIM_LOCAL_URL", "TIER1SLIM_LOCAL_MODEL", "TIER1SLIM_LOCAL_API_KEY", "TIER1SLIM_CLOUD_URL",
 		"TIER1SLIM_CLOUD_API_KEY", "OPENROUTER_API_KEY", "DOTTY_DEFAULT_MODEL", "VOICE_LOCAL_PROFILE_KEY",
 		"VOICE_CLOUD_PROFILE_KEY", "ZEROCLAW_WORKSPACE", "ZEROCLAW_VOICE_CFG", "ZEROCLAW_VOICE_UNIT",
-		"ZEROCLAW_DISCORD_CFG", "ZEROCLAW_DISCORD_UNIT", "DOTTY_TOOL_ALLOWLIST"} {
+		"ZEROCLAW_DISCORD_CFG", "ZEROCLAW_DISCORD_UNIT", "DOTTY_TOOL_ALLOWLIST", "VISION_MODEL", "VISION_API_KEY",
+		"VISION_API_URL", "VISION_TIMEOUT", "VLM_MODEL", "VLM_API_KEY", "VLM_API_URL", "AUDIO_CAPTION_MODEL",
+		"AUDIO_CAPTION_API_KEY", "AUDIO_CAPTION_API_URL", "AUDIO_CAPTION_TIMEOUT", "DOTTY_IDLE_VISION_COOLDOWN_SEC",
+		"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 85 {
-		t.Errorf("%d settings, want 85 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 98 {
+		t.Errorf("%d settings, want 98 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

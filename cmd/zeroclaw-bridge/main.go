@@ -45,6 +45,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
@@ -367,9 +368,35 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Logger:          log.Named("perception"),
 	})
 	voiceCfg.Perception = percep
+	visionKey := firstNonEmpty(cfg.VisionAPIKey, cfg.OpenRouterKey)
+	sight := vision.New(vision.Config{
+		Vision: vision.Model{
+			URL:     firstNonEmpty(cfg.VLMAPIURL, cfg.VisionAPIURL),
+			Model:   firstNonEmpty(cfg.VLMModel, cfg.VisionModel),
+			APIKey:  firstNonEmpty(cfg.VLMAPIKey, visionKey),
+			Timeout: cfg.VisionTimeout,
+		},
+		Audio: vision.Model{
+			URL:     cfg.AudioAPIURL,
+			Model:   cfg.AudioModel,
+			APIKey:  firstNonEmpty(cfg.AudioAPIKey, visionKey),
+			Timeout: cfg.AudioTimeout,
+		},
+		KidMode:          modes.KidMode,
+		Household:        percep.Household(),
+		Perception:       percep,
+		RoomViewCooldown: cfg.RoomViewCooldown,
+		TalkKickoffGrace: cfg.TalkKickoffGrace,
+		VisionDuration:   metrics.RequestDuration.WithLabelValues("vision_explain"),
+		AudioDuration:    metrics.RequestDuration.WithLabelValues("audio_explain"),
+		Logger:           log.Named("vision"),
+	})
+	percep.UseSenses(sight)
+	tier1Cfg.Vision = sight
 	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
 	tier1.New(tier1Cfg).Routes(srv.Echo())
 	percep.Routes(srv.Echo())
+	sight.Routes(srv.Echo())
 	dash := ui.New(ui.Config{
 		Turns:    turns,
 		User:     cfg.DashboardUser,
@@ -461,4 +488,14 @@ func addActor(g *oklogrun.Group, runFn func(context.Context) error) {
 		cancel()
 		<-done
 	})
+}
+
+// firstNonEmpty returns the first non-empty value (the spec's fallbacks).
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -1,0 +1,274 @@
+// Package vision serves the robot's camera and microphone paths: POST
+// /api/vision/explain (the firmware uploads a JPEG; an OpenAI-compatible
+// vision model describes it), the long-poll GET
+// /api/vision/latest/{device_id} that xiaozhi waits on for that
+// description, and POST /api/audio/explain for audio clips. Results are
+// cached per device in memory only (images are never written to disk) and
+// feed the escalate tool take_photo and the voice prompt's perception
+// block.
+package vision
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
+	"github.com/openai/openai-go"
+	"github.com/openai/openai-go/option"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+)
+
+// Model is an OpenAI-compatible chat completions endpoint.
+type Model struct {
+	// URL is the full .../chat/completions address.
+	URL string
+	// Model is the model name sent.
+	Model string
+	// APIKey is sent as a Bearer token; empty means the model is offline.
+	APIKey string
+	// Timeout bounds one call.
+	Timeout time.Duration
+	// HTTPClient defaults to http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Perception is what the room-view and audio paths need from the
+// perception service (*perception.Service).
+type Perception interface {
+	States() *perception.States
+	Ingest(ev perception.Event)
+	Broadcast(ev perception.Event)
+}
+
+// Config configures the vision routes and caches.
+type Config struct {
+	// Vision is the VLM (VLM_* falling back to VISION_*); Audio is the
+	// audio-caption model (AUDIO_CAPTION_*).
+	Vision, Audio Model
+	// KidMode picks the vision system prompt, read live; nil means off.
+	KidMode func() bool
+	// Household is the roster of the room-view path; nil means none.
+	Household *perception.Household
+	// Perception receives face_recognized, face_mood and audio_captioned;
+	// nil skips them.
+	Perception Perception
+	// RoomViewCooldown is DOTTY_IDLE_VISION_COOLDOWN_SEC (120 s).
+	RoomViewCooldown time.Duration
+	// TalkKickoffGrace is ROOM_VIEW_TALK_KICKOFF_GRACE_SEC (5 s).
+	TalkKickoffGrace time.Duration
+	// MaxUpload bounds an upload (8 MiB); larger ones get 413.
+	MaxUpload int64
+	// LongPoll is how long /api/vision/latest waits (15 s, below the caller's 20 s).
+	LongPoll time.Duration
+	// Clock is the time source; nil is the real clock.
+	Clock clockwork.Clock
+	// VisionDuration and AudioDuration are
+	// dotty_request_duration_seconds{endpoint="vision_explain"|"audio_explain"}.
+	VisionDuration, AudioDuration prometheus.Observer
+	Logger                        hclog.Logger
+}
+
+// Cache lifetimes (http-api.md §17.6).
+const (
+	VisionTTL   = 60 * time.Second
+	AudioTTL    = 120 * time.Second
+	PhotoMaxAge = 30 * time.Second // take_photo's freshness
+)
+
+// entry is one cached result.
+type entry struct {
+	desc     string
+	at       time.Time // clock time (monotonic with the real clock)
+	roomID   *string   // room_match_person_id
+	question string
+	source   string
+}
+
+// Service is the vision feature.
+type Service struct {
+	cfg    Config
+	log    hclog.Logger
+	clock  clockwork.Clock
+	vision *modelClient
+	audio  *modelClient
+
+	mu      sync.Mutex
+	images  map[string]entry
+	sounds  map[string]entry
+	waiters map[string][]chan struct{}
+}
+
+// New returns the service.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.RoomViewCooldown <= 0 {
+		cfg.RoomViewCooldown = 120 * time.Second
+	}
+	if cfg.TalkKickoffGrace <= 0 {
+		cfg.TalkKickoffGrace = 5 * time.Second
+	}
+	if cfg.MaxUpload <= 0 {
+		cfg.MaxUpload = 8 << 20
+	}
+	if cfg.LongPoll <= 0 {
+		cfg.LongPoll = 15 * time.Second
+	}
+	if cfg.Vision.Timeout <= 0 {
+		cfg.Vision.Timeout = 15 * time.Second
+	}
+	if cfg.Audio.Timeout <= 0 {
+		cfg.Audio.Timeout = 20 * time.Second
+	}
+	return &Service{
+		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
+		vision: newModelClient(cfg.Vision), audio: newModelClient(cfg.Audio),
+		images: map[string]entry{}, sounds: map[string]entry{}, waiters: map[string][]chan struct{}{},
+	}
+}
+
+// UsePerception connects the perception service (room-view moods and
+// identities, audio_captioned events). Call it before serving.
+func (s *Service) UsePerception(p Perception) { s.cfg.Perception = p }
+
+// Freshest returns the newest non-empty camera description of any device
+// and its age (take_photo).
+func (s *Service) Freshest() (string, time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var best entry
+	found := false
+	for _, e := range s.images {
+		if e.desc != "" && (!found || e.at.After(best.at)) {
+			best, found = e, true
+		}
+	}
+	if !found {
+		return "", 0, false
+	}
+	return best.desc, now.Sub(best.at), true
+}
+
+// Fresh returns a device's camera description if at most 60 s old and its
+// audio description if at most 120 s old (the prompt's perception block).
+func (s *Service) Fresh(device string) (vision, audio string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if e, ok := s.images[device]; ok && now.Sub(e.at) <= VisionTTL {
+		vision = e.desc
+	}
+	if e, ok := s.sounds[device]; ok && now.Sub(e.at) <= AudioTTL {
+		audio = e.desc
+	}
+	return vision, audio
+}
+
+// storeImage caches a description, wakes the device's waiters and purges
+// old entries.
+func (s *Service) storeImage(device string, e entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.images[device] = e
+	for _, w := range s.waiters[device] {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	for d, old := range s.images {
+		if e.at.Sub(old.at) > VisionTTL {
+			delete(s.images, d)
+		}
+	}
+}
+
+func (s *Service) storeSound(device string, e entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sounds[device] = e
+	for d, old := range s.sounds {
+		if e.at.Sub(old.at) > AudioTTL {
+			delete(s.sounds, d)
+		}
+	}
+}
+
+// modelClient calls one OpenAI-compatible endpoint.
+type modelClient struct {
+	cfg    Model
+	client openai.Client
+}
+
+func newModelClient(m Model) *modelClient {
+	hc := m.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(m.URL, "/"), "chat/completions")
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	return &modelClient{cfg: m, client: openai.NewClient(
+		option.WithBaseURL(base),
+		option.WithAPIKey(m.APIKey),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(hc),
+	)}
+}
+
+// errOffline means no API key is configured.
+var errOffline = errors.New("no API key configured")
+
+// ask sends system plus the user parts and returns the stripped answer.
+func (m *modelClient) ask(ctx context.Context, system string, parts []openai.ChatCompletionContentPartUnionParam) (string, error) {
+	if m.cfg.APIKey == "" {
+		return "", errOffline
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	resp, err := m.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:       m.cfg.Model,
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage(parts)},
+		MaxTokens:   openai.Int(200),
+		Temperature: openai.Float(0.3),
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Choices) == 0 {
+		return "", errors.New("no choices in the answer")
+	}
+	return pyStrip(resp.Choices[0].Message.Content), nil
+}
+
+func imagePart(jpeg []byte) openai.ChatCompletionContentPartUnionParam {
+	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+		URL: "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg),
+	})
+}
+
+func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
+
+// firstRunes returns the first n code points of s.
+func firstRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
