@@ -108,13 +108,14 @@ func NewHandler(cfg Config) *Handler {
 
 // Routes mounts /admin/* behind the loopback guard.
 func (h *Handler) Routes(e *echo.Echo) {
-	g := e.Group("/admin", LoopbackOnly)
-	g.POST("/kid-mode", h.kidMode)
-	g.POST("/smart-mode", h.smartMode)
-	g.POST("/state", h.state)
-	g.POST("/persona", h.persona)
-	g.POST("/model", h.model)
-	g.POST("/safety", h.safety)
+	// Route-level middleware, not a group: an echo group with middleware
+	// would answer 404 instead of 405 for a wrong method.
+	e.POST("/admin/kid-mode", h.kidMode, LoopbackOnly)
+	e.POST("/admin/smart-mode", h.smartMode, LoopbackOnly)
+	e.POST("/admin/state", h.state, LoopbackOnly)
+	e.POST("/admin/persona", h.persona, LoopbackOnly)
+	e.POST("/admin/model", h.model, LoopbackOnly)
+	e.POST("/admin/safety", h.safety, LoopbackOnly)
 }
 
 // errNotLocal is the refusal of every non-local caller.

@@ -11,7 +11,7 @@
   };
   const clock = (secs) => new Date(secs * 1000).toLocaleTimeString();
   const ago = (s) => s == null ? "never" : s < 1 ? "just now" : s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
-  const cap = (list, n) => { while (list.children.length > n) list.lastChild.remove(); };
+  const cap = (list, n, seen) => { while (list.children.length > n) { seen.delete(list.lastChild.dataset.key); list.lastChild.remove(); } };
   const getJSON = async (url) => { const r = await fetch(url, { cache: "no-store" }); if (!r.ok) throw new Error(r.status); return r.json(); };
 
   // Agent health.
@@ -83,9 +83,14 @@
     }, 150);
   }
 
-  // Events.
+  // Events; history and the live feed may overlap, so rows are keyed.
+  const seenEvents = new Set();
   function eventRow(ev, prepend) {
+    const key = `${ev.device_id}|${ev.ts}|${ev.name}`;
+    if (seenEvents.has(key)) return;
+    seenEvents.add(key);
     const li = el("li");
+    li.dataset.key = key;
     li.dataset.eventName = ev.name;
     li.dataset.device = ev.device_id || "";
     const what = el("div");
@@ -95,15 +100,17 @@
     li.append(el("span", "time", clock(ev.ts)), what);
     const list = $("events");
     prepend ? list.prepend(li) : list.append(li);
-    cap(list, 100);
+    cap(list, 100, seenEvents);
   }
   function live(id, source) {
-    source.onopen = () => { $(id).dataset.state = "live"; };
-    source.onerror = () => { $(id).dataset.state = source.readyState === EventSource.CLOSED ? "down" : "connecting"; };
+    const set = (state) => { $(id).dataset.state = state; $(id).title = state; };
+    source.onopen = () => set("live");
+    source.onerror = () => set(source.readyState === EventSource.CLOSED ? "down" : "reconnecting");
   }
   function followFeed() {
     const src = new EventSource("/api/perception/feed");
     live("conn-feed", src);
+    src.addEventListener("open", () => { $("feed-note").hidden = true; });
     src.onmessage = (m) => {
       let ev;
       try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -114,10 +121,16 @@
     };
   }
 
-  // Voice turns.
+  // Voice turns, keyed like events.
+  const seenTurns = new Set();
   function turnRow(t, prepend) {
+    const key = `${t.ts}|${t.channel}|${t.latency_ms}`;
+    if (seenTurns.has(key)) return;
+    seenTurns.add(key);
     const li = el("li");
-    const when = t.ts ? new Date(t.ts).toLocaleTimeString() : "";
+    li.dataset.key = key;
+    // Microseconds trimmed to milliseconds, which every browser parses.
+    const when = t.ts ? new Date(t.ts.replace(/(\.\d{3})\d+/, "$1")).toLocaleTimeString() : "";
     const body = el("div");
     const head = el("div");
     const lat = el("span", "lat " + (t.latency_ms < 1500 ? "fast" : t.latency_ms < 4000 ? "mid" : "slow"), `${t.latency_ms} ms`);
@@ -128,13 +141,13 @@
     li.append(el("span", "time", when), body);
     const list = $("turns");
     prepend ? list.prepend(li) : list.append(li);
-    cap(list, 50);
+    cap(list, 50, seenTurns);
   }
   async function followTurns() {
-    try { for (const t of await getJSON("/ui/api/turns")) turnRow(t, false); } catch (e) { /* the feed still works */ }
     const src = new EventSource("/ui/events");
     live("conn-turns", src);
     src.onmessage = (m) => { try { turnRow(JSON.parse(m.data), true); } catch (e) { /* skip */ } };
+    try { for (const t of await getJSON("/ui/api/turns")) turnRow(t, false); } catch (e) { /* the feed still works */ }
   }
 
   async function start() {

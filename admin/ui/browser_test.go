@@ -1,0 +1,194 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+)
+
+// chromiumPath is Debian's Chromium, installed by .ci/run.
+const chromiumPath = "/usr/bin/chromium"
+
+// xss is an event name that must show up as text, never as markup.
+const xss = `<img src=x onerror="document.title='pwned'">`
+
+// fakeBridge serves the bridge routes the page reads besides its own:
+// /health and /api/perception/{state,recent,feed}.
+func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) {
+	now := float64(time.Now().UnixNano()) / 1e9
+	states := map[string]any{
+		"dotty-kitchen": map[string]any{"current_state": "talk", "face_present": true, "last_face_id": "hudson",
+			"listening": true, "last_sound_dir": "left", "last_event_name": "chat_status", "last_event_t": now - 2,
+			"sensor_age_s": 2.4, "sensor_stale": false},
+		"dotty-hall": map[string]any{"sensor_age_s": nil, "sensor_stale": true},
+	}
+	e.GET("/health", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]any{"status": "ok", "acp_running": true, "sessions": 2, "session_turns": 7,
+			"agent": map[string]any{"state": "ready", "dialect": "v1", "pid": 4242, "restarts": 1}})
+	})
+	e.GET("/api/perception/state", func(c echo.Context) error {
+		if id := c.QueryParam("device_id"); id != "" {
+			return c.JSON(http.StatusOK, map[string]any{id: states[id]})
+		}
+		return c.JSON(http.StatusOK, states)
+	})
+	e.GET("/api/perception/recent", func(c echo.Context) error {
+		if c.QueryParam("device_id") != "dotty-kitchen" {
+			return c.JSON(http.StatusOK, []any{})
+		}
+		return c.JSON(http.StatusOK, []any{
+			map[string]any{"ts": now - 2, "name": "chat_status", "data": map[string]any{"listening": true}},
+			map[string]any{"ts": now - 9, "name": "sound_event", "data": map[string]any{"direction": "left", "energy": 0.61}},
+		})
+	})
+	e.GET("/api/perception/feed", func(c echo.Context) error {
+		w := c.Response()
+		w.Header().Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Flush()
+		for {
+			select {
+			case <-c.Request().Context().Done():
+				return nil
+			case <-done:
+				return nil
+			case ev := <-feed:
+				if _, err := fmt.Fprintf(w, "data: %s\n\n", ev); err != nil {
+					return nil
+				}
+				w.Flush()
+			}
+		}
+	})
+}
+
+// TestPageInBrowser drives the page against a fake bridge in headless
+// Chromium: every section fills, markup in data stays text, and the
+// turn feed is live. UI_SCREENSHOT_DIR keeps PNGs at desktop and phone
+// widths, light and dark.
+func TestPageInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
+		}
+		t.Skipf("%s not installed", chromiumPath)
+	}
+	bus := turnbus.New()
+	u := New(Config{Turns: bus, Location: time.UTC})
+	e := echo.New()
+	u.Routes(e)
+	feed, done := make(chan string), make(chan struct{})
+	fakeBridge(e, feed, done)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer close(done) // before srv.Close: the feed handler returns
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = u.Run(runCtx) }()
+	defer func() { stopRun(); <-ran }()
+
+	ts := time.Now()
+	bus.Publish(turnbus.Turn{TS: ts.Add(-time.Minute), Channel: "dotty", RequestText: "[User] what's a comet?",
+		ResponseText: "🤔 A dusty snowball.", EmojiUsed: "🤔", Emotion: "thinking", Latency: 900 * time.Millisecond})
+	waitFor(t, "the first turn in the ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	holds := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second),
+			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatalf("load /ui: %v", err)
+	}
+	holds("agent ready", `document.getElementById("agent-state").textContent === "ready"`)
+	holds("kitchen card", `(c => c && c.textContent.includes("hudson"))(document.querySelector('#devices [data-device="dotty-kitchen"]'))`)
+	holds("hall card stale", `!!document.querySelector('#devices [data-device="dotty-hall"] .badge.stale')`)
+	holds("history", `document.querySelectorAll('#events [data-device="dotty-kitchen"]').length === 2`)
+	holds("both feeds live", `document.querySelectorAll('.conn[data-state="live"]').length === 2`)
+	holds("ring turn", `document.querySelector("#turns li .lat.fast")?.textContent === "900 ms"`)
+
+	send := func(ev string) {
+		t.Helper()
+		select {
+		case feed <- ev:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the page is not reading the feed")
+		}
+	}
+	send(fmt.Sprintf(`{"name":%s,"data":{"html":"<b>bold</b>"},"device_id":"dotty-kitchen","ts":%d}`, strconv.Quote(xss), ts.Unix()))
+	send(fmt.Sprintf(`{"name":"face_detected","data":{},"device_id":"dotty-hall","ts":%d}`, ts.Unix()))
+	holds("live event", `!!document.querySelector('#events [data-event-name="face_detected"][data-device="dotty-hall"]')`)
+	holds("markup kept as text", `[...document.querySelectorAll("#events li")].some(li => li.dataset.eventName === `+
+		strconv.Quote(xss)+` && li.textContent.includes("<b>bold</b>")) && !document.querySelector("#events img, #events b")`)
+	send(`{"name":"fell_behind","data":{},"device_id":"","ts":0}`)
+	holds("fell-behind notice", `!document.getElementById("feed-note").hidden`)
+
+	bus.Publish(turnbus.Turn{TS: ts, Channel: "dotty", RequestText: "[User] <i>tell</i> me a story",
+		ResponseText: "😊 Once upon a time…", EmojiUsed: "😊", Emotion: "happy", Latency: 4200 * time.Millisecond, Error: "timeout"})
+	holds("live turn", `(li => li && li.querySelector(".lat.slow") && li.querySelector(".err") &&
+		li.textContent.includes("<i>tell</i> me a story"))(document.querySelector("#turns li"))`)
+	holds("two turns", `document.querySelectorAll("#turns li").length === 2`)
+	if title, _ := chromedp.Run(bctx, chromedp.Title()); title == "pwned" {
+		t.Error("an event name ran as markup")
+	}
+
+	dir := os.Getenv("UI_SCREENSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	for _, shot := range []struct {
+		name   string
+		w, h   int64
+		scheme string
+	}{{"desktop", 1280, 900, "light"}, {"desktop-dark", 1280, 900, "dark"}, {"phone", 390, 844, "light"}, {"phone-dark", 390, 844, "dark"}} {
+		media := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: shot.scheme}}})
+			return err
+		})
+		png, err := chromedp.Run(bctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+			var opts []chromedp.EmulateViewportOption
+			if shot.w < 600 {
+				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateScale(3))
+			}
+			if _, err := chromedp.Steps(chromedp.EmulateViewport(shot.w, shot.h, opts...), media)(ctx, tg); err != nil {
+				return nil, err
+			}
+			return chromedp.FullScreenshot(100)(ctx, tg) // 100: PNG
+		})
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", shot.name, err)
+		}
+		path := filepath.Join(dir, "ui-"+shot.name+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", path)
+	}
+}
