@@ -1,0 +1,45 @@
+package perception
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// FuzzDecodeEvent feeds arbitrary bodies to the ingest decoder: it never
+// panics, answers either an event or a 4xx error, and an accepted event
+// encodes to valid JSON for the feed and the ring.
+func FuzzDecodeEvent(f *testing.F) {
+	for _, seed := range []string{
+		`{"device_id":"d","ts":1.5,"name":"face_detected","data":{}}`,
+		`{"name":""}`, `{"name":"x","data":null,"ts":null}`, `{"name":"x","ts":"12"}`,
+		`[1]`, `null`, `{"name":5}`, `{"name":"x","data":[1]}`, `{"name":"x","ts":1e400}`,
+		"{\"name\":\"\xff\"}", `{"name":"x","data":{"a":{"b":[1,2,{"c":null}]}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ev, apiErr := s.decodeEvent(body)
+		if apiErr != nil {
+			if apiErr.Status < 400 || apiErr.Status >= 500 {
+				t.Fatalf("status %d for %q", apiErr.Status, body)
+			}
+			return
+		}
+		for _, enc := range [][]byte{mustJSON(t, ev), mustJSON(t, recentJSON(ev))} {
+			if !json.Valid(enc) {
+				t.Fatalf("invalid JSON %q for %q", enc, body)
+			}
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v json.Marshaler) []byte {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return b
+}
