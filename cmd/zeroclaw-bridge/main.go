@@ -7,6 +7,7 @@
 //
 //	zeroclaw-bridge [flags]            serve (configuration from flags and env)
 //	zeroclaw-bridge demo-agent         run the built-in demo ACP agent on stdio
+//	zeroclaw-bridge acp                the same, named like `zeroclaw acp`
 //	zeroclaw-bridge version            print the version
 //
 // Every setting is an environment variable with a flag of the same meaning;
@@ -111,7 +112,7 @@ func errorLines(err error) []string {
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
-		case "demo-agent":
+		case "demo-agent", "acp": // "acp": the binary can stand in for `zeroclaw acp` (ZEROCLAW_BIN=itself)
 			return runDemoAgent(ctx, args[1:], os.Stdin, stdout, stderr)
 		case "version":
 			return printVersion(stdout)
