@@ -9,9 +9,17 @@ run *ARGS:
 test:
     go vet ./... && go test -race -timeout=300s ./...
 
-# Run the benchmarks only.
+# Measure the real binary with the demo agent and print one table (docs/performance.md).
 bench:
+    go run ./cmd/bridgebench
+
+# The in-process Go benchmarks.
+bench-go:
     go test -run='^$' -bench=. -benchmem ./...
+
+# Perception ingest load (events/s, latency, delivery per consumer).
+load *ARGS:
+    go run ./cmd/perception-load {{ARGS}}
 
 # Fail on unformatted files, then vet.
 lint:

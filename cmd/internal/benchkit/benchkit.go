@@ -265,3 +265,26 @@ func Memory(pid int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// MemoryKB returns the process's resident and peak resident memory in KiB
+// (0 when unknown).
+func MemoryKB(pid int) (rss, hwm int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	return rss, hwm
+}

@@ -1,0 +1,353 @@
+// Command bridgebench measures a real zeroclaw-bridge binary with the
+// built-in demo agent (standing in for `zeroclaw acp`, no chunk delay) and
+// prints one table: start to healthy, idle and peak memory, voice turn
+// latency (buffered and streaming, 1 and 16 concurrent sessions), the time
+// from an agent crash to the next good turn, perception ingest with
+// consumers attached, and SSE delivery latency with many feed clients.
+//
+// Usage:
+//
+//	go run ./cmd/bridgebench            # or: just bench
+//	go run ./cmd/bridgebench -turns 2000 -sse 100
+//
+// Numbers are wall-clock measurements on a shared machine: run it a few
+// times and quote medians (docs/performance.md).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
+)
+
+type options struct {
+	bin            string
+	turns, conc    int
+	events, sse    int
+	sseRate        int
+	skipPerception bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "bridge binary (default: go build ./cmd/zeroclaw-bridge)")
+	flag.IntVar(&o.turns, "turns", 1000, "voice turns per latency row")
+	flag.IntVar(&o.conc, "concurrency", 16, "concurrent sessions of the concurrent rows")
+	flag.IntVar(&o.events, "events", 100000, "perception events of the ingest row")
+	flag.IntVar(&o.sse, "sse", 100, "feed clients of the SSE delivery row")
+	flag.IntVar(&o.sseRate, "sse-rate", 500, "events per second of the SSE delivery row")
+	flag.BoolVar(&o.skipPerception, "skip-perception", false, "skip the perception rows")
+	flag.Parse()
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bridgebench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the report.
+type row struct{ name, value, target string }
+
+func run(o options, out io.Writer) error {
+	bin := o.bin
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "bridgebench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "zeroclaw-bridge")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/zeroclaw-bridge")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build the bridge (run from the repository root): %w", err)
+		}
+	}
+	var rows []row
+	add := func(name, value, target string) { rows = append(rows, row{name, value, target}) }
+
+	agent, err := agentBaseline(bin, o.turns)
+	if err != nil {
+		return err
+	}
+	add("demo agent alone (ACP prompt round trip)", fmt.Sprintf("p50 %s  p99 %s", us(pct(agent, .5)), us(pct(agent, .99))), "")
+
+	start := time.Now()
+	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 0s", "ZEROCLAW_SESSION_MAX_TURNS=1000000",
+		"ZEROCLAW_MAX_SESSIONS=64")
+	if err != nil {
+		return err
+	}
+	defer b.Stop()
+	listening := time.Since(start)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	if err := waitReady(client, b.URL, 30*time.Second); err != nil {
+		return err
+	}
+	add("start to listening", ms(listening), "")
+	add("start to healthy (agent initialised)", ms(time.Since(start)), "≤ 100 ms + agent init")
+	time.Sleep(time.Second)
+	rss, _ := benchkit.MemoryKB(b.PID)
+	add("idle RSS", fmt.Sprintf("%.1f MiB", float64(rss)/1024), "≤ 20 MiB")
+
+	for _, tt := range []struct {
+		name   string
+		stream bool
+		conc   int
+	}{
+		{"buffered turn, 1 session", false, 1},
+		{"streaming turn, 1 session", true, 1},
+		{fmt.Sprintf("buffered turn, %d sessions", o.conc), false, o.conc},
+		{fmt.Sprintf("streaming turn, %d sessions", o.conc), true, o.conc},
+	} {
+		lat, err := turns(client, b.URL, o.turns, tt.conc, tt.stream)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tt.name, err)
+		}
+		value := fmt.Sprintf("p50 %s  p99 %s", us(pct(lat, .5)), us(pct(lat, .99)))
+		target := ""
+		if tt.conc == 1 {
+			// Added latency: the whole request minus the agent's own round
+			// trip, at the median (differences of tails are not meaningful).
+			value += fmt.Sprintf("  → added p50 %s", us(pct(lat, .5)-pct(agent, .5)))
+			target = "added ≤ 150 µs p50; whole p99 ≤ agent p99 + 1 ms"
+		}
+		add(tt.name+" (whole request)", value, target)
+	}
+
+	crash, err := crashToTurn(client, b.URL)
+	if err != nil {
+		return err
+	}
+	add("agent crash (SIGKILL) to next good turn", ms(crash), "≤ 1 s")
+
+	if !o.skipPerception {
+		bodies := benchkit.EventBodies(4, 4096)
+		if _, err := benchkit.Post(b.URL, bodies, 5000, 8, 1); err != nil {
+			return err
+		}
+		res, err := benchkit.Post(b.URL, bodies, o.events, 8, 1)
+		if err != nil {
+			return err
+		}
+		add("perception ingest, 8 connections, consumers attached", fmt.Sprintf("%.0f events/s (p99 %s)", float64(res.Sent)/res.Elapsed.Seconds(), us(pct(res.Lat, .99))), "≥ 40 000 events/s")
+		res, err = benchkit.Post(b.URL, bodies, o.events, 8, 8)
+		if err != nil {
+			return err
+		}
+		add("perception ingest, 8 connections × 8 pipelined", fmt.Sprintf("%.0f events/s", float64(res.Sent)/res.Elapsed.Seconds()), "≥ 40 000 events/s")
+		d, got, want, err := sseDelivery(b.URL, o.sse, o.sseRate)
+		if err != nil {
+			return err
+		}
+		add(fmt.Sprintf("SSE delivery, %d feed clients at %d events/s", o.sse, o.sseRate), fmt.Sprintf("p50 %s  p99 %s  (%d of %d frames)", us(pct(d, .5)), us(pct(d, .99)), got, want), "p99 ≤ 10 ms")
+	}
+	_, peak := benchkit.MemoryKB(b.PID)
+	add("peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", float64(peak)/1024), "")
+
+	fmt.Fprintf(out, "zeroclaw-bridge bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), goVersion(bin))
+	w := 0
+	for _, r := range rows {
+		w = max(w, len([]rune(r.name)))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(out, "%-*s  %-58s %s\n", w, r.name, r.value, r.target)
+	}
+	return nil
+}
+
+// waitReady polls /health until the agent is ready.
+func waitReady(c *http.Client, base string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if h, err := health(c, base); err == nil && h.Agent.State == "ready" {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return fmt.Errorf("agent not ready within %v", d)
+}
+
+type healthBody struct {
+	Agent struct {
+		State string `json:"state"`
+		PID   int    `json:"pid"`
+	} `json:"agent"`
+}
+
+func health(c *http.Client, base string) (healthBody, error) {
+	var h healthBody
+	resp, err := c.Get(base + "/health")
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	return h, json.NewDecoder(resp.Body).Decode(&h)
+}
+
+// turns runs n voice turns from conc workers (one session each) and
+// returns the sorted request latencies.
+func turns(c *http.Client, base string, n, conc int, stream bool) ([]time.Duration, error) {
+	path := "/api/message"
+	if stream {
+		path = "/api/message/stream"
+	}
+	var next atomic.Int64
+	lats := make([][]time.Duration, conc)
+	errs := make(chan error, conc)
+	var wg sync.WaitGroup
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := []byte(fmt.Sprintf(`{"content":"hello from bench","session_id":"bench-%d"}`, w))
+			for next.Add(1) <= int64(n) {
+				t := time.Now()
+				resp, err := c.Post(base+path, "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !bytes.Contains(raw, []byte("hello from bench")) {
+					errs <- fmt.Errorf("turn: %d %.200s", resp.StatusCode, raw)
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	return all, nil
+}
+
+// crashToTurn kills the agent child and times the next good turn.
+func crashToTurn(c *http.Client, base string) (time.Duration, error) {
+	h, err := health(c, base)
+	if err != nil || h.Agent.PID == 0 {
+		return 0, fmt.Errorf("no agent pid on /health: %v", err)
+	}
+	start := time.Now()
+	if err := syscall.Kill(h.Agent.PID, syscall.SIGKILL); err != nil {
+		return 0, err
+	}
+	for time.Since(start) < 30*time.Second {
+		resp, err := c.Post(base+"/api/message", "application/json", strings.NewReader(`{"content":"are you back","session_id":"crash"}`))
+		if err == nil {
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && bytes.Contains(raw, []byte("are you back")) {
+				return time.Since(start), nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no good turn within 30 s of the crash")
+}
+
+// sseDelivery attaches n feed clients, posts events stamped with their
+// send time at rate per second for two seconds, and returns every frame's
+// delivery delay (receive time − ts).
+func sseDelivery(base string, n, rate int) ([]time.Duration, int, int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var delays []time.Duration
+	var wg sync.WaitGroup
+	for range n {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/perception/feed", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				line, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok || !strings.Contains(line, `"name":"bench_tick"`) {
+					continue
+				}
+				now := time.Now()
+				var ev struct{ TS float64 }
+				if json.Unmarshal([]byte(line), &ev) == nil {
+					sent := time.Unix(0, int64(ev.TS*1e9))
+					mu.Lock()
+					delays = append(delays, now.Sub(sent))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	total := 2 * rate
+	c := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	for i := 0; i < total; i++ {
+		<-tick.C
+		body := fmt.Sprintf(`{"device_id":"bench","ts":%.6f,"name":"bench_tick","data":{"i":%d}}`, float64(time.Now().UnixNano())/1e9, i)
+		resp, err := c.Post(base+"/api/perception/event", "application/json", strings.NewReader(body))
+		if err != nil {
+			tick.Stop()
+			return nil, 0, 0, err
+		}
+		resp.Body.Close()
+	}
+	tick.Stop()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	slices.Sort(delays)
+	return delays, len(delays), total * n, nil
+}
+
+func pct(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, int(q*float64(len(d))))]
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return max(1, strings.Count(string(b), "processor\t:"))
+}
+
+func goVersion(bin string) string {
+	out, err := exec.Command("go", "version", bin).Output()
+	if err != nil {
+		return "unknown Go"
+	}
+	f := strings.Fields(string(out))
+	return f[len(f)-1]
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchSmoke runs the whole bench with tiny counts against a freshly
+// built binary: every row is measured and printed.
+func TestBenchSmoke(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "zeroclaw-bridge")
+	build := exec.Command("go", "build", "-o", bin, "../zeroclaw-bridge")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	var out strings.Builder
+	if err := run(options{bin: bin, turns: 20, conc: 2, events: 2000, sse: 5, sseRate: 100}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"demo agent alone", "start to healthy", "idle RSS", "buffered turn, 1 session",
+		"streaming turn, 2 sessions", "agent crash (SIGKILL) to next good turn", "perception ingest, 8 connections",
+		"SSE delivery, 5 feed clients", "(1000 of 1000 frames)", "peak RSS"} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("report lacks %q:\n%s", row, out.String())
+		}
+	}
+}
