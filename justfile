@@ -13,6 +13,10 @@ test:
 bench:
     go run ./cmd/bridgebench
 
+# Five minutes of load with injected faults, then the invariants (CI runs -short).
+soak *ARGS:
+    go run ./cmd/soak {{ARGS}}
+
 # The in-process Go benchmarks.
 bench-go:
     go test -run='^$' -bench=. -benchmem ./...
