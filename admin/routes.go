@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -171,18 +170,12 @@ func isLoopback(s string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// body reads a JSON object (FastAPI's 422 otherwise).
+// body reads a JSON object (FastAPI's 422 otherwise) and the whole body
+// decoded, for "missing field" items.
 func body(c echo.Context) (map[string]json.RawMessage, any, error) {
-	b, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
+	obj, b, err := httpapi.ReadObject(c.Request().Body)
 	if err != nil {
-		return nil, nil, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
-	}
-	if len(b) > 1<<20 {
-		return nil, nil, httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
-	}
-	obj, apiErr := httpapi.DecodeObject(b)
-	if apiErr != nil {
-		return nil, nil, apiErr
+		return nil, nil, err
 	}
 	var whole any
 	_ = json.Unmarshal(b, &whole)

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 )
 
 // ThinkerConfig is think_hard's OpenAI-compatible chat endpoint.
@@ -58,20 +59,7 @@ func newThinker(cfg ThinkerConfig) *thinker {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := strings.TrimSuffix(strings.TrimSuffix(cfg.URL, "/"), "chat/completions")
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	return &thinker{cfg: cfg, client: openai.NewClient(
-		option.WithBaseURL(base),
-		option.WithHeaderDel("authorization"),
-		option.WithMaxRetries(0),
-		option.WithHTTPClient(hc),
-	)}
+	return &thinker{cfg: cfg, client: llm.NewClient(cfg.URL, "", cfg.HTTPClient)}
 }
 
 // thinkHard asks the thinker model (spec http-api.md §10.2).

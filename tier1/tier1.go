@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -121,18 +120,7 @@ func (h *Handler) Routes(e *echo.Echo) {
 
 // body reads a JSON object body (FastAPI's 422s for anything else).
 func body(c echo.Context) (map[string]json.RawMessage, []byte, error) {
-	b, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20+1))
-	if err != nil {
-		return nil, nil, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
-	}
-	if len(b) > 1<<20 {
-		return nil, nil, httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
-	}
-	obj, apiErr := httpapi.DecodeObject(b)
-	if apiErr != nil {
-		return nil, nil, apiErr
-	}
-	return obj, b, nil
+	return httpapi.ReadObject(c.Request().Body)
 }
 
 func whole(b []byte) any {

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -279,4 +280,26 @@ func errorOffset(body []byte, err error) int {
 	}
 	pos = min(max(pos, 0), len(body))
 	return utf8.RuneCount(body[:pos])
+}
+
+// MaxBody is the largest JSON request body the routes read (1 MiB).
+const MaxBody = 1 << 20
+
+// ReadObject reads a request body of at most MaxBody bytes and decodes it
+// as a JSON object: 400 when the body cannot be read, 413 above the limit,
+// FastAPI's 422s otherwise (see DecodeObject). It also returns the raw
+// bytes, for validation items that quote the whole body.
+func ReadObject(r io.Reader) (map[string]json.RawMessage, []byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		return nil, nil, NewError(http.StatusBadRequest, "could not read the request body")
+	}
+	if len(b) > MaxBody {
+		return nil, nil, NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody))
+	}
+	obj, apiErr := DecodeObject(b)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	return obj, b, nil
 }

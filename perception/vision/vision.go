@@ -21,9 +21,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 	"github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
@@ -216,20 +216,7 @@ type modelClient struct {
 }
 
 func newModelClient(m Model) *modelClient {
-	hc := m.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := strings.TrimSuffix(strings.TrimSuffix(m.URL, "/"), "chat/completions")
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	return &modelClient{cfg: m, client: openai.NewClient(
-		option.WithBaseURL(base),
-		option.WithAPIKey(m.APIKey),
-		option.WithMaxRetries(0),
-		option.WithHTTPClient(hc),
-	)}
+	return &modelClient{cfg: m, client: llm.NewClient(m.URL, m.APIKey, m.HTTPClient)}
 }
 
 // errOffline means no API key is configured.
