@@ -43,6 +43,9 @@ type Metrics struct {
 	// MemoryWritesDropped is dotty_memory_writes_dropped_total (Go only):
 	// voice memory writes refused with 503 because the queue was full.
 	MemoryWritesDropped prometheus.Counter
+	// SidecarFailures is dotty_sidecar_failures_total{stage} (Go only):
+	// firmware sidecar requests that failed, by stage (audio, system, stt, llm).
+	SidecarFailures *prometheus.CounterVec
 }
 
 // Label values created at zero by NewMetrics, so the dashboards see them
@@ -126,6 +129,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_memory_writes_dropped_total",
 			Help: "Voice memory writes refused with 503 because the writer queue was full.",
 		}),
+		SidecarFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dotty_sidecar_failures_total",
+			Help: "Firmware sidecar requests that failed, partitioned by stage (audio, system, stt, llm).",
+		}, []string{"stage"}),
 	}
 	for _, ep := range voiceEndpoints {
 		m.RequestDuration.WithLabelValues(ep)
@@ -146,7 +153,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.KidModeActive,
 		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits,
 		m.SmartModeInvocations, m.LLMTokens,
-		m.PerceptionDropped, m.SSEEvictions, m.MemoryWritesDropped,
+		m.PerceptionDropped, m.SSEEvictions, m.MemoryWritesDropped, m.SidecarFailures,
 	)
 	return m
 }

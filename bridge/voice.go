@@ -498,3 +498,41 @@ func (n *ndjsonWriter) close() {
 	close(n.stop)
 	<-n.done
 }
+
+// Turn errors of Reply, matched with errors.Is.
+var (
+	// ErrTurnTimeout: the turn did not finish before ctx's deadline.
+	ErrTurnTimeout = errors.New("voice turn timed out")
+	// ErrTurnFailed: the agent failed the turn.
+	ErrTurnFailed = errors.New("voice turn failed")
+)
+
+// Reply runs one buffered voice turn for a caller other than the HTTP
+// routes (the firmware sidecar): the prompt sandwich for channel, the
+// agent turn keyed by key (ctx bounds it, lease wait included, and its end
+// cancels the turn like a barge-in), the reply pipeline, then metrics under
+// endpoint, the conversation log (with sessionID) and the turn bus. On
+// failure it returns the spoken fallback and an error wrapping
+// ErrTurnTimeout or ErrTurnFailed.
+func (v *Voice) Reply(ctx context.Context, endpoint, key, sessionID, channel, content string) (string, error) {
+	req := voiceRequest{content: content, channel: channel, sessionID: sessionID}
+	t0 := time.Now()
+	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
+		Key:    key,
+		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
+	})
+	o := turnOutcome{endpoint: endpoint, req: req, elapsed: time.Since(t0)}
+	if err != nil {
+		o.kind, o.text = classify(ctx, err)
+		v.record(o)
+		v.log.Warn("voice turn failed", "endpoint", endpoint, "session", sessionID, "kind", o.kind, "error", err)
+		if o.kind == KindTimeout {
+			return o.text, fmt.Errorf("%w: %w", ErrTurnTimeout, err)
+		}
+		return o.text, fmt.Errorf("%w: %w", ErrTurnFailed, err)
+	}
+	o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
+	v.record(o)
+	v.log.Info("voice turn", "endpoint", endpoint, "session", sessionID, "elapsed", o.elapsed, "turn", res.TurnIndex)
+	return o.text, nil
+}

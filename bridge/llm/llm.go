@@ -11,8 +11,9 @@ import (
 	"github.com/openai/openai-go/option"
 )
 
-// NewClient returns a client for endpoint, a full chat completions URL
-// (the SDK wants the base without "chat/completions"). An empty apiKey
+// NewClient returns a client for endpoint, a full ".../chat/completions"
+// or ".../audio/transcriptions" URL (the SDK wants the base without that
+// tail and appends it per call). An empty apiKey
 // sends no Authorization header. Retries are off (callers have budgets)
 // and no OPENAI_* environment variable takes effect. A nil hc is
 // http.DefaultClient.
@@ -20,7 +21,10 @@ func NewClient(endpoint, apiKey string, hc *http.Client) openai.Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(endpoint, "/"), "chat/completions")
+	base := strings.TrimSuffix(endpoint, "/")
+	for _, tail := range []string{"chat/completions", "audio/transcriptions"} {
+		base = strings.TrimSuffix(base, tail)
+	}
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}

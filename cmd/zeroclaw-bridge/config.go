@@ -93,6 +93,18 @@ type config struct {
 	DiscordUnit     string
 	ToolAllowList   string
 
+	SidecarPath         string
+	SidecarToken        string
+	SidecarAllowNoToken bool
+	SidecarPersonas     string
+	SidecarPersona      string
+	SidecarDeadline     time.Duration
+	STTURL              string
+	STTModel            string
+	STTAPIKey           string
+	STTLanguage         string
+	STTTimeout          time.Duration
+
 	VisionModel      string
 	VisionAPIKey     string
 	VisionAPIURL     string
@@ -400,6 +412,43 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.RoomViewCooldown, v) }},
 	{env: "ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", def: "5.0", help: "a room view within this many seconds of entering talk still runs",
 		parse: func(c *config, v string) error { return parseSeconds(&c.TalkKickoffGrace, v) }},
+	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
+		parse: func(c *config, v string) error {
+			if v = strings.TrimSpace(v); v != "" {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errors.New("want an http or https URL")
+				}
+			}
+			c.STTURL = v
+			return nil
+		}},
+	{env: "STT_MODEL", def: "whisper-1", help: "speech-to-text model name",
+		parse: func(c *config, v string) error { c.STTModel = v; return nil }},
+	{env: "STT_API_KEY", def: "", secret: true, help: "speech-to-text API key (Bearer), if the endpoint wants one",
+		parse: func(c *config, v string) error { c.STTAPIKey = v; return nil }},
+	{env: "STT_LANGUAGE", def: "en", help: "language hint sent with every transcription",
+		parse: func(c *config, v string) error { c.STTLanguage = v; return nil }},
+	{env: "STT_TIMEOUT", def: "5", help: "seconds one transcription attempt may take",
+		parse: func(c *config, v string) error { return parseSeconds(&c.STTTimeout, v) }},
+	{env: "SIDECAR_PATH", def: "/v1/listen", help: "path of the firmware's listen endpoint",
+		parse: func(c *config, v string) error {
+			if !strings.HasPrefix(v, "/") {
+				return errors.New("want a path starting with /")
+			}
+			c.SidecarPath = v
+			return nil
+		}},
+	{env: "SIDECAR_TOKEN", def: "", secret: true, help: "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1",
+		parse: func(c *config, v string) error { c.SidecarToken = v; return nil }},
+	{env: "SIDECAR_ALLOW_NO_TOKEN", def: "0", help: "1 accepts firmware requests without a token (trusted LAN only)",
+		parse: func(c *config, v string) error { c.SidecarAllowNoToken = v == "1"; return nil }},
+	{env: "SIDECAR_PERSONAS_DIR", def: "/root/zeroclaw-bridge/personas", help: "directory of <slug>.md persona files for X-Persona-Name",
+		parse: func(c *config, v string) error { c.SidecarPersonas = v; return nil }},
+	{env: "SIDECAR_DEFAULT_PERSONA", def: "", help: "persona used without X-Persona-Name; empty: none",
+		parse: func(c *config, v string) error { c.SidecarPersona = v; return nil }},
+	{env: "SIDECAR_DEADLINE", def: "12", help: "seconds a firmware request may take in all (the firmware gives up at 15)",
+		parse: func(c *config, v string) error { return parseSeconds(&c.SidecarDeadline, v) }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -516,6 +565,8 @@ func (c config) validate() error {
 		{"AUDIO_CAPTION_TIMEOUT", c.AudioTimeout},
 		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.RoomViewCooldown},
 		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.TalkKickoffGrace},
+		{"STT_TIMEOUT", c.STTTimeout},
+		{"SIDECAR_DEADLINE", c.SidecarDeadline},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
@@ -542,6 +593,8 @@ func (c config) validate() error {
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
+	check("SIDECAR_DEADLINE", c.SidecarDeadline <= 14*time.Second, formatSeconds(c.SidecarDeadline), "want at most 14 seconds (the firmware gives up at 15)")
+	check("SIDECAR_TOKEN", c.STTURL == "" || c.SidecarToken != "" || c.SidecarAllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	check("XIAOZHI_OTA_PORT", c.XiaozhiPort >= 1 && c.XiaozhiPort <= 65535, strconv.Itoa(c.XiaozhiPort), "want a port from 1 to 65535")
 	check("ZEROCLAW_SESSION_CWD", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "want an absolute path")
 	return errors.Join(errs...)

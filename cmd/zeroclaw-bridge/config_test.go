@@ -67,6 +67,8 @@ func defaultConfig(t *testing.T) config {
 		VisionTimeout: 15 * time.Second, AudioModel: "google/gemini-2.5-flash",
 		AudioAPIURL: "https://openrouter.ai/api/v1/chat/completions", AudioTimeout: 20 * time.Second,
 		RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second,
+		SidecarPath: "/v1/listen", SidecarPersonas: "/root/zeroclaw-bridge/personas", SidecarDeadline: 12 * time.Second,
+		STTModel: "whisper-1", STTLanguage: "en", STTTimeout: 5 * time.Second,
 	}
 }
 
@@ -247,6 +249,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"log format", nil, []string{"LOG_FORMAT", "xml"}, []string{`invalid LOG_FORMAT "xml": want text or json`}},
 		{"thinker url", nil, []string{"VOICE_THINKER_URL", "localhost:8080"}, []string{`invalid VOICE_THINKER_URL "localhost:8080": want an http or https URL`}},
 		{"thinker timeout zero", nil, []string{"VOICE_THINKER_TIMEOUT", "0"}, []string{`invalid VOICE_THINKER_TIMEOUT "0": want more than 0 seconds`}},
+		{"sidecar without a token", nil, []string{"STT_URL", "http://127.0.0.1:9/v1/audio/transcriptions"}, []string{`invalid SIDECAR_TOKEN "": want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)`}},
+		{"sidecar deadline", nil, []string{"SIDECAR_DEADLINE", "15"}, []string{`invalid SIDECAR_DEADLINE "15": want at most 14 seconds (the firmware gives up at 15)`}},
 		{"negative cooldown", nil, []string{"PURR_COOLDOWN_SEC", "-1"}, []string{`invalid PURR_COOLDOWN_SEC "-1": want 0 or more seconds`}},
 		{"greeting hour", nil, []string{"FACE_GREET_HOUR_END", "25"}, []string{`invalid FACE_GREET_HOUR_END "25": want an hour from 0 to 24`}},
 		{"refresh interval zero", nil, []string{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "0"}, []string{`invalid FACE_IDENTITY_REFRESH_INTERVAL_SEC "0": want more than 0 seconds`}},
@@ -356,13 +360,15 @@ func TestSettingsTable(t *testing.T) {
 		"ZEROCLAW_DISCORD_CFG", "ZEROCLAW_DISCORD_UNIT", "DOTTY_TOOL_ALLOWLIST", "VISION_MODEL", "VISION_API_KEY",
 		"VISION_API_URL", "VISION_TIMEOUT", "VLM_MODEL", "VLM_API_KEY", "VLM_API_URL", "AUDIO_CAPTION_MODEL",
 		"AUDIO_CAPTION_API_KEY", "AUDIO_CAPTION_API_URL", "AUDIO_CAPTION_TIMEOUT", "DOTTY_IDLE_VISION_COOLDOWN_SEC",
-		"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC"} {
+		"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "STT_URL", "STT_MODEL", "STT_API_KEY", "STT_LANGUAGE", "STT_TIMEOUT",
+		"SIDECAR_PATH", "SIDECAR_TOKEN", "SIDECAR_ALLOW_NO_TOKEN", "SIDECAR_PERSONAS_DIR", "SIDECAR_DEFAULT_PERSONA",
+		"SIDECAR_DEADLINE"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 98 {
-		t.Errorf("%d settings, want 98 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 109 {
+		t.Errorf("%d settings, want 109 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

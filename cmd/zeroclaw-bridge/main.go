@@ -44,6 +44,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
@@ -394,7 +395,21 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	})
 	percep.UseSenses(sight)
 	tier1Cfg.Vision = sight
-	bridge.NewVoice(voiceCfg).Routes(srv.Echo())
+	voice := bridge.NewVoice(voiceCfg)
+	voice.Routes(srv.Echo())
+	if cfg.STTURL != "" {
+		side := sidecar.New(sidecar.Config{
+			Path: cfg.SidecarPath, Token: cfg.SidecarToken, AllowNoToken: cfg.SidecarAllowNoToken,
+			PersonasDir: cfg.SidecarPersonas, DefaultPersona: cfg.SidecarPersona, Deadline: cfg.SidecarDeadline,
+			STT:         sidecar.STT{URL: cfg.STTURL, Model: cfg.STTModel, APIKey: cfg.STTAPIKey, Language: cfg.STTLanguage, Timeout: cfg.STTTimeout},
+			Voice:       voice,
+			STTDuration: metrics.RequestDuration.WithLabelValues("sidecar_stt"),
+			Failures:    metrics.SidecarFailures,
+			Logger:      log.Named("sidecar"),
+		})
+		side.Routes(srv.Echo())
+		log.Info("serving the Stack-chan firmware sidecar", "path", cfg.SidecarPath, "stt", cfg.STTURL, "token", cfg.SidecarToken != "")
+	}
 	tier1.New(tier1Cfg).Routes(srv.Echo())
 	percep.Routes(srv.Echo())
 	sight.Routes(srv.Echo())

@@ -1,0 +1,460 @@
+// Package sidecar serves the Stack-chan firmware's direct "agent sidecar"
+// protocol (spec firmware-sidecar.md): POST /v1/listen takes raw 16 kHz
+// mono PCM, transcribes it through an OpenAI-compatible
+// /v1/audio/transcriptions endpoint, runs one voice turn through the same
+// agent, session pool and memory as the xiaozhi path, and answers the
+// firmware's {"text","emotion"} JSON, short, ASCII and well inside its
+// 2 048-byte and 15 s limits. GET /healthz answers the firmware's tooling.
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/openai/openai-go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// Limits of the firmware protocol (firmware-sidecar.md §3, §5.2).
+const (
+	MaxBody  = 30*16000*2 + 1024 // 961 024 bytes
+	MinBody  = 640               // one 20 ms frame
+	TextMax  = 32                // the toast band
+	Channel  = "stackchan"
+	endpoint = "sidecar"
+)
+
+// Voice runs one voice turn (*bridge.Voice).
+type Voice interface {
+	Reply(ctx context.Context, endpoint, key, sessionID, channel, content string) (string, error)
+}
+
+// Config configures the sidecar routes.
+type Config struct {
+	// Path is SIDECAR_PATH (/v1/listen).
+	Path string
+	// Token is SIDECAR_TOKEN; AllowNoToken (SIDECAR_ALLOW_NO_TOKEN) accepts
+	// requests without one on a trusted LAN. Validate refuses an empty token
+	// otherwise.
+	Token        string
+	AllowNoToken bool
+	// PersonasDir holds <slug>.md persona files; DefaultPersona applies
+	// without X-Persona-Name ("" means no persona).
+	PersonasDir    string
+	DefaultPersona string
+	// Deadline bounds a request from its first byte (12 s, under the
+	// firmware's 15 s).
+	Deadline time.Duration
+	// STT is the transcription endpoint.
+	STT STT
+	// Voice runs the turn.
+	Voice Voice
+	// Metrics; nil ones are not recorded.
+	STTDuration prometheus.Observer
+	Failures    *prometheus.CounterVec // dotty_sidecar_failures_total{stage}
+	Logger      hclog.Logger
+}
+
+// STT is an OpenAI-compatible transcription endpoint.
+type STT struct {
+	// URL is STT_URL, the full .../audio/transcriptions URL.
+	URL string
+	// Model is STT_MODEL, APIKey STT_API_KEY, Language STT_LANGUAGE ("en").
+	Model, APIKey, Language string
+	// Timeout bounds one attempt (5 s).
+	Timeout    time.Duration
+	HTTPClient *http.Client
+}
+
+// Validate reports an unusable configuration.
+func (c Config) Validate() error {
+	if c.Token == "" && !c.AllowNoToken {
+		return errors.New("SIDECAR_TOKEN is empty: set a token for the firmware's Authorization header, or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN")
+	}
+	if c.Deadline > 14*time.Second {
+		return fmt.Errorf("sidecar deadline %v leaves no room in the firmware's 15 s", c.Deadline)
+	}
+	return nil
+}
+
+// Handler serves the sidecar routes.
+type Handler struct {
+	cfg Config
+	log hclog.Logger
+	stt openai.Client
+}
+
+// New returns the handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/v1/listen"
+	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = 12 * time.Second
+	}
+	if cfg.STT.Timeout <= 0 {
+		cfg.STT.Timeout = 5 * time.Second
+	}
+	if cfg.STT.Language == "" {
+		cfg.STT.Language = "en"
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger, stt: llm.NewClient(cfg.STT.URL, cfg.STT.APIKey, cfg.STT.HTTPClient)}
+}
+
+// Routes mounts the listen path and /healthz.
+func (h *Handler) Routes(e *echo.Echo) {
+	e.POST(h.cfg.Path, h.listen)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSONBlob(http.StatusOK, []byte(`{"status":"ok","providers":{"stt":"ready","llm":"ready"}}`))
+	})
+}
+
+// failure is a canned reply (firmware-sidecar.md §5.4).
+type failure struct {
+	status        int
+	code, stage   string
+	text, emotion string
+}
+
+var (
+	failBadType     = failure{415, "bad_content_type", "audio", "wrong audio format", "neutral"}
+	failBadLength   = failure{400, "bad_content_length", "audio", "bad content-length", "neutral"}
+	failRate        = failure{415, "audio_rate_unsupported", "audio", "need 16kHz audio", "neutral"}
+	failChannels    = failure{415, "audio_channels_unsupported", "audio", "need mono audio", "neutral"}
+	failEmpty       = failure{400, "audio_empty", "audio", "no audio received", "neutral"}
+	failSmall       = failure{400, "audio_too_small", "audio", "audio too short", "neutral"}
+	failLarge       = failure{413, "audio_too_large", "audio", "audio too long", "neutral"}
+	failPersonaName = failure{400, "persona_name_invalid", "system", "invalid persona name", "neutral"}
+	failPersona404  = failure{404, "persona_missing", "system", "persona missing", "neutral"}
+	failPersona500  = failure{500, "persona_missing", "system", "persona missing", "neutral"}
+	failSTTTimeout  = failure{200, "stt_timeout", "stt", "didn't catch that, try again", "sad"}
+	failSTT         = failure{200, "stt_failed", "stt", "hearing's wonky, try again", "sad"}
+	failLLMTimeout  = failure{200, "llm_timeout", "llm", "thinking too hard, try again", "sad"}
+	failLLM         = failure{200, "llm_failed", "llm", "brain hiccup, try again", "sad"}
+	failUnauth      = failure{401, "unauthorized", "system", "unauthorized", "neutral"}
+)
+
+// listen is POST /v1/listen.
+func (h *Handler) listen(c echo.Context) error {
+	start := time.Now()
+	req := c.Request()
+	ctx, cancel := context.WithTimeout(req.Context(), h.cfg.Deadline)
+	defer cancel()
+	rid := uuid.NewString()
+	if !h.authorised(req) {
+		c.Response().Header().Set("WWW-Authenticate", "Bearer")
+		return h.fail(c, rid, failUnauth, start)
+	}
+	if f, ok := checkContentType(req.Header.Get("Content-Type")); !ok {
+		return h.fail(c, rid, f, start)
+	}
+	if cl := req.Header.Get("Content-Length"); cl != "" {
+		n, err := strconv.ParseInt(cl, 10, 64)
+		switch {
+		case err != nil || n < 0:
+			return h.fail(c, rid, failBadLength, start)
+		case n > MaxBody:
+			return h.fail(c, rid, failLarge, start)
+		}
+	}
+	pcm, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
+	switch {
+	case err != nil:
+		return h.fail(c, rid, failEmpty, start)
+	case len(pcm) > MaxBody:
+		return h.fail(c, rid, failLarge, start)
+	case len(pcm) == 0:
+		return h.fail(c, rid, failEmpty, start)
+	case len(pcm) < MinBody:
+		return h.fail(c, rid, failSmall, start)
+	}
+	persona, slug, f, ok := h.persona(req.Header.Get("X-Persona-Name"))
+	if !ok {
+		return h.fail(c, rid, f, start)
+	}
+	session := strings.TrimSpace(req.Header.Get("X-Session-Id"))
+
+	sttStart := time.Now()
+	transcript, f, ok := h.transcribe(ctx, pcm)
+	if h.cfg.STTDuration != nil {
+		h.cfg.STTDuration.Observe(time.Since(sttStart).Seconds())
+	}
+	if !ok {
+		return h.fail(c, rid, f, start)
+	}
+	content := transcript
+	if persona != "" {
+		content = "[Context] " + persona + "\n\n[User] " + transcript
+	}
+	// The turn gets what is left, minus time to write the reply.
+	tctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var tcancel context.CancelFunc
+		tctx, tcancel = context.WithDeadline(ctx, dl.Add(-500*time.Millisecond))
+		defer tcancel()
+	}
+	key := session + "|" + slug // memory per (device, persona)
+	if session == "" {
+		key = "sidecar-" + rid // no session: no memory across requests
+	}
+	reply, err := h.cfg.Voice.Reply(tctx, endpoint, key, session, Channel, content)
+	if err != nil {
+		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
+			return h.fail(c, rid, failLLMTimeout, start)
+		}
+		return h.fail(c, rid, failLLM, start)
+	}
+	emotion := emoji.FirmwareEmotion(reply)
+	text := Shorten(Sanitize(stripLeadingEmoji(reply)), TextMax)
+	if text == "" {
+		text = "..."
+	}
+	h.log.Info("sidecar turn", "request", rid, "session", session, "persona", slug, "transcript_len", len(transcript),
+		"emotion", emotion, "elapsed", time.Since(start))
+	return write(c, http.StatusOK, text, emotion, nil)
+}
+
+func (h *Handler) authorised(r *http.Request) bool {
+	if h.cfg.Token == "" {
+		return h.cfg.AllowNoToken
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) == 1
+}
+
+// checkContentType applies §5.2 step 1.
+func checkContentType(v string) (failure, bool) {
+	mt, params, err := mime.ParseMediaType(v)
+	if err != nil {
+		// The firmware's value parses; be lenient with spacing variants.
+		mt, params = strings.ToLower(strings.TrimSpace(strings.SplitN(v, ";", 2)[0])), map[string]string{}
+		for _, p := range strings.Split(v, ";")[1:] {
+			if k, val, ok := strings.Cut(strings.TrimSpace(p), "="); ok {
+				params[strings.ToLower(k)] = strings.TrimSpace(val)
+			}
+		}
+	}
+	if !strings.HasPrefix(strings.ToLower(mt), "audio/l16") {
+		return failBadType, false
+	}
+	if r, ok := params["rate"]; ok && r != "16000" {
+		return failRate, false
+	}
+	if ch, ok := params["channels"]; ok && ch != "1" {
+		return failChannels, false
+	}
+	return failure{}, true
+}
+
+// ValidSlug applies the firmware's persona-name rules (§5.3).
+func ValidSlug(s string) bool {
+	if s == "" || len(s) > 64 || strings.ContainsAny(s, `/\`) || strings.Contains(s, "..") {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// persona reads the persona text for the header (or the default),
+// re-read every request.
+func (h *Handler) persona(header string) (text, slug string, f failure, ok bool) {
+	slug = strings.TrimSpace(header)
+	fromHeader := slug != ""
+	if !fromHeader {
+		slug = h.cfg.DefaultPersona
+		if slug == "" {
+			return "", "", failure{}, true
+		}
+	}
+	if !ValidSlug(slug) {
+		if fromHeader {
+			return "", "", failPersonaName, false
+		}
+		return "", "", failPersona500, false
+	}
+	b, err := os.ReadFile(filepath.Join(h.cfg.PersonasDir, slug+".md"))
+	if err != nil {
+		if fromHeader {
+			return "", "", failPersona404, false
+		}
+		return "", "", failPersona500, false
+	}
+	return strings.TrimSpace(stripFrontMatter(string(b))), slug, failure{}, true
+}
+
+// stripFrontMatter drops a leading "---" … "---" block (kept verbatim when
+// unterminated).
+func stripFrontMatter(s string) string {
+	t := strings.TrimLeft(s, "\ufeff")
+	if !strings.HasPrefix(t, "---") {
+		return s
+	}
+	lines := strings.SplitAfter(t, "\n")
+	if strings.TrimSpace(lines[0]) != "---" {
+		return s
+	}
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "---" {
+			return strings.Join(lines[i+1:], "")
+		}
+	}
+	return s
+}
+
+// transcribe sends the PCM as WAV (one retry on a network error or 5xx
+// when at least 4 s remain). A blank transcript is a stt_timeout reply.
+func (h *Handler) transcribe(ctx context.Context, pcm []byte) (string, failure, bool) {
+	wav := WAV(pcm)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, h.cfg.STT.Timeout)
+		resp, err := h.stt.Audio.Transcriptions.New(actx, openai.AudioTranscriptionNewParams{
+			File:           openai.File(bytes.NewReader(wav), "audio.wav", "audio/wav"),
+			Model:          openai.AudioModel(h.cfg.STT.Model),
+			Language:       openai.String(h.cfg.STT.Language),
+			ResponseFormat: openai.AudioResponseFormatJSON,
+			Temperature:    openai.Float(0),
+		})
+		timedOut := actx.Err() != nil
+		cancel()
+		if err == nil {
+			text := strings.TrimSpace(resp.Text)
+			if text == "" {
+				return "", failSTTTimeout, false
+			}
+			return text, failure{}, true
+		}
+		h.log.Warn("speech-to-text failed", "attempt", attempt, "error", err)
+		if ctx.Err() != nil || timedOut {
+			return "", failSTTTimeout, false
+		}
+		var apiErr *openai.Error
+		retryable := !errors.As(err, &apiErr) || apiErr.StatusCode >= 500
+		dl, _ := ctx.Deadline()
+		if attempt >= 2 || !retryable || time.Until(dl) < 4*time.Second {
+			return "", failSTT, false
+		}
+	}
+}
+
+// WAV wraps 16 kHz mono s16le PCM in a 44-byte RIFF header.
+func WAV(pcm []byte) []byte {
+	out := make([]byte, 44+len(pcm))
+	copy(out[0:], "RIFF")
+	binary.LittleEndian.PutUint32(out[4:], uint32(36+len(pcm)))
+	copy(out[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(out[16:], 16)
+	binary.LittleEndian.PutUint16(out[20:], 1)
+	binary.LittleEndian.PutUint16(out[22:], 1)
+	binary.LittleEndian.PutUint32(out[24:], 16000)
+	binary.LittleEndian.PutUint32(out[28:], 32000)
+	binary.LittleEndian.PutUint16(out[32:], 2)
+	binary.LittleEndian.PutUint16(out[34:], 16)
+	copy(out[36:], "data")
+	binary.LittleEndian.PutUint32(out[40:], uint32(len(pcm)))
+	copy(out[44:], pcm)
+	return out
+}
+
+// stripLeadingEmoji removes the reply's leading emoji and whitespace.
+func stripLeadingEmoji(s string) string {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	for _, e := range emoji.Allowed {
+		if rest, ok := strings.CutPrefix(s, e); ok {
+			return strings.TrimLeftFunc(rest, unicode.IsSpace)
+		}
+	}
+	return s
+}
+
+// Sanitize keeps printable ASCII: `"` becomes `'`, `\` and other
+// characters are dropped, whitespace runs become one space.
+func Sanitize(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case r == '"':
+			r = '\''
+		case r == '\\' || r < 0x20 || r > 0x7e:
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Shorten cuts ASCII text to n characters, at the last space when there
+// is one in the second half.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := s[:n]
+	if i := strings.LastIndexByte(cut, ' '); i >= n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:-")
+}
+
+func (h *Handler) fail(c echo.Context, rid string, f failure, start time.Time) error {
+	if h.cfg.Failures != nil {
+		h.cfg.Failures.WithLabelValues(f.stage).Inc()
+	}
+	h.log.Warn("sidecar request failed", "request", rid, "code", f.code, "stage", f.stage, "status", f.status, "elapsed", time.Since(start))
+	return write(c, f.status, f.text, f.emotion, &f)
+}
+
+// write sends the firmware's reply: text first, then emotion, then error;
+// Content-Length set, Connection: close, no HTML escaping.
+func write(c echo.Context, status int, text, emotion string, f *failure) error {
+	var b bytes.Buffer
+	b.WriteString(`{"text":"`)
+	b.WriteString(text) // Sanitize leaves nothing to escape
+	b.WriteString(`","emotion":"`)
+	b.WriteString(emotion)
+	b.WriteByte('"')
+	if f != nil {
+		fmt.Fprintf(&b, `,"error":{"code":"%s","stage":"%s"}`, f.code, f.stage)
+	}
+	b.WriteByte('}')
+	h := c.Response().Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	h.Set("Connection", "close")
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(b.Bytes())
+	return err
+}
