@@ -81,7 +81,7 @@ func run(o options, out io.Writer) error {
 	var rows []row
 	add := func(name, value, target string) { rows = append(rows, row{name, value, target}) }
 
-	agent, err := agentBaseline(bin, o.turns)
+	agent, agentFirst, err := agentBaseline(bin, o.turns)
 	if err != nil {
 		return err
 	}
@@ -115,9 +115,12 @@ func run(o options, out io.Writer) error {
 		{fmt.Sprintf("buffered turn, %d sessions", o.conc), false, o.conc},
 		{fmt.Sprintf("streaming turn, %d sessions", o.conc), true, o.conc},
 	} {
-		lat, err := turns(client, b.URL, o.turns, tt.conc, tt.stream)
+		lat, first, err := turns(client, b.URL, o.turns, tt.conc, tt.stream)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tt.name, err)
+		}
+		if tt.stream && tt.conc == 1 {
+			add("first chunk on the wire (streaming, 1 session)", fmt.Sprintf("p50 %s  → added p50 %s over the agent's first chunk", us(pct(first, .5)), us(pct(first, .5)-pct(agentFirst, .5))), "chunk forwarding ≤ 200 µs")
 		}
 		value := fmt.Sprintf("p50 %s  p99 %s", us(pct(lat, .5)), us(pct(lat, .99)))
 		target := ""
@@ -135,6 +138,12 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	add("agent crash (SIGKILL) to next good turn", ms(crash), "≤ 1 s")
+
+	barge, fresh, err := bargeIn(bin, 20)
+	if err != nil {
+		return err
+	}
+	add("barge-in → next turn's first chunk, same session", fmt.Sprintf("p50 %s  (a turn's first chunk alone: p50 %s)", ms(pct(barge, .5)), ms(pct(fresh, .5))), "cancel on the wire ≤ 5 ms")
 
 	if !o.skipPerception {
 		bodies := benchkit.EventBodies(4, 4096)
@@ -202,13 +211,14 @@ func health(c *http.Client, base string) (healthBody, error) {
 
 // turns runs n voice turns from conc workers (one session each) and
 // returns the sorted request latencies.
-func turns(c *http.Client, base string, n, conc int, stream bool) ([]time.Duration, error) {
+func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first []time.Duration, err error) {
 	path := "/api/message"
 	if stream {
 		path = "/api/message/stream"
 	}
 	var next atomic.Int64
 	lats := make([][]time.Duration, conc)
+	firsts := make([][]time.Duration, conc)
 	errs := make(chan error, conc)
 	var wg sync.WaitGroup
 	for w := range conc {
@@ -223,7 +233,16 @@ func turns(c *http.Client, base string, n, conc int, stream bool) ([]time.Durati
 					errs <- err
 					return
 				}
-				raw, _ := io.ReadAll(resp.Body)
+				var raw []byte
+				if stream { // time the first chunk line, then read the rest
+					br := bufio.NewReader(resp.Body)
+					line, _ := br.ReadBytes('\n')
+					firsts[w] = append(firsts[w], time.Since(t))
+					rest, _ := io.ReadAll(br)
+					raw = append(line, rest...)
+				} else {
+					raw, _ = io.ReadAll(resp.Body)
+				}
 				resp.Body.Close()
 				if resp.StatusCode != 200 || !bytes.Contains(raw, []byte("hello from bench")) {
 					errs <- fmt.Errorf("turn: %d %.200s", resp.StatusCode, raw)
@@ -236,14 +255,14 @@ func turns(c *http.Client, base string, n, conc int, stream bool) ([]time.Durati
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
+	for w := range lats {
+		lat, first = append(lat, lats[w]...), append(first, firsts[w]...)
 	}
-	slices.Sort(all)
-	return all, nil
+	slices.Sort(lat)
+	slices.Sort(first)
+	return lat, first, nil
 }
 
 // crashToTurn kills the agent child and times the next good turn.
@@ -350,4 +369,65 @@ func goVersion(bin string) string {
 	}
 	f := strings.Fields(string(out))
 	return f[len(f)-1]
+}
+
+// bargeIn starts a second bridge whose demo agent streams slowly (40 ms
+// between chunks), then n times: opens a streaming turn, hangs up at its
+// first chunk, and times the next turn on the same session to its first
+// chunk. A cancel that reached the agent at once makes that time about a
+// fresh turn's first-chunk time (also returned); one that did not adds
+// the rest of the interrupted reply.
+func bargeIn(bin string, n int) (barge, fresh []time.Duration, err error) {
+	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 40ms", "ZEROCLAW_SESSION_MAX_TURNS=1000000")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer b.Stop()
+	c := &http.Client{Timeout: 30 * time.Second}
+	if err := waitReady(c, b.URL, 30*time.Second); err != nil {
+		return nil, nil, err
+	}
+	firstChunk := func(session string, hangUp bool) (time.Duration, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/api/message/stream",
+			strings.NewReader(`{"content":"tell me a long story please","session_id":"`+session+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"type":"chunk"`) {
+				d := time.Since(start)
+				if !hangUp {
+					_, _ = io.Copy(io.Discard, resp.Body) // let the turn finish
+				}
+				return d, nil
+			}
+		}
+		return 0, fmt.Errorf("stream ended without a chunk")
+	}
+	for i := range n {
+		session := fmt.Sprintf("barge-%d", i)
+		d, err := firstChunk(session, false) // a whole turn: the session exists
+		if err != nil {
+			return nil, nil, err
+		}
+		fresh = append(fresh, d)
+		if _, err := firstChunk(session, true); err != nil { // hang up at the first chunk
+			return nil, nil, err
+		}
+		d, err = firstChunk(session, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		barge = append(barge, d)
+	}
+	slices.Sort(barge)
+	slices.Sort(fresh)
+	return barge, fresh, nil
 }

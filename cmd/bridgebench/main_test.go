@@ -20,7 +20,7 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{"demo agent alone", "start to healthy", "idle RSS", "buffered turn, 1 session",
-		"streaming turn, 2 sessions", "agent crash (SIGKILL) to next good turn", "perception ingest, 8 connections",
+		"streaming turn, 2 sessions", "first chunk on the wire", "agent crash (SIGKILL) to next good turn", "barge-in → next turn's first chunk", "perception ingest, 8 connections",
 		"SSE delivery, 5 feed clients", "(1000 of 1000 frames)", "peak RSS"} {
 		if !strings.Contains(out.String(), row) {
 			t.Errorf("report lacks %q:\n%s", row, out.String())

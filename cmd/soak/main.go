@@ -11,6 +11,9 @@
 //   - every memory write answered 204 is in brain.db;
 //   - goroutines and open files return to their baseline.
 //
+// Throughout, the agent floods its stderr with 2 000 lines a second, which
+// the supervisor must cap (200 lines/s) without slowing the turns.
+//
 // Usage:
 //
 //	go run ./cmd/soak               # or: just soak (5 minutes)
@@ -108,7 +111,7 @@ func run(o options) (string, error) {
 			return "", fmt.Errorf("build the bridge (run from the repository root): %w", err)
 		}
 	}
-	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 3ms", "ZEROCLAW_TIMEOUT=4",
+	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 3ms -stderr-flood 2000", "ZEROCLAW_TIMEOUT=4",
 		"ZEROCLAW_INIT_TIMEOUT=3", "ZEROCLAW_MAX_SESSIONS=64")
 	if err != nil {
 		return "", err
@@ -271,7 +274,8 @@ func streamTurn(c *http.Client, base, session, text string, bargeIn bool, st *st
 	st.problem("stream %s ended without final or error (%v)", text, sc.Err())
 }
 
-// faulter injects a fault every gap on average.
+// faulter injects a fault every gap on average (the agent's stderr flood
+// runs all along).
 func faulter(ctx context.Context, c *http.Client, base string, gap time.Duration, st *stats) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for {

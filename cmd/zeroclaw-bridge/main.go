@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -169,6 +170,7 @@ func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr 
 	fs.SetOutput(stderr)
 	delay := fs.Duration("chunk-delay", defaultChunkDelay, "pause between streamed reply chunks")
 	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
+	flood := fs.Int("stderr-flood", 0, "write this many noise lines to stderr every second (fault injection for soak tests; 0 = off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -188,10 +190,35 @@ func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := hclog.New(&hclog.LoggerOptions{Name: "demo-agent", Level: lvl, Output: stderr})
+	if *flood > 0 {
+		fctx, fstop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); floodStderr(fctx, stderr, *flood) }()
+		defer func() { fstop(); <-done }()
+	}
 	if err := demoagent.Serve(ctx, in, out, demoagent.Options{ChunkDelay: *delay, Logger: log}); err != nil {
 		return fmt.Errorf("demo agent: %w", err)
 	}
 	return nil
+}
+
+// floodStderr writes n noise lines to w every second until ctx ends, as a
+// misbehaving agent might; the supervisor must cap what reaches the log.
+func floodStderr(ctx context.Context, w io.Writer, n int) {
+	line := []byte("demo-agent: stderr flood line for fault injection\n")
+	burst := bytes.Repeat(line, n)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if _, err := w.Write(burst); err != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // lookups are the filesystem probes of agent selection, replaced in tests.
