@@ -273,25 +273,38 @@ func (h *Handler) push(c echo.Context, what string, call func(ctx context.Contex
 	return true
 }
 
+// setMode is the shared first half of /admin/kid-mode and
+// /admin/smart-mode: validate {enabled, device_id}, store the mode with
+// save, push set-toggle <name>. It returns the value and whether the
+// robot took the toggle.
+func (h *Handler) setMode(c echo.Context, name string, save func(bool) error) (on, pushed bool, err error) {
+	f, err := parse(c)
+	if err != nil {
+		return false, false, err
+	}
+	on = f.boolean("enabled")
+	device := f.str("device_id", false, "")
+	if err := f.err(); err != nil {
+		return false, false, err
+	}
+	label := strings.ReplaceAll(name, "_", " ")
+	if err := save(on); err != nil {
+		h.log.Error(label+" not saved", "error", err)
+		return false, false, httpapi.NewError(http.StatusInternalServerError, "could not save "+label+": "+err.Error())
+	}
+	h.log.Info(label+" set", "enabled", on)
+	pushed = h.push(c, "set-toggle "+name, func(ctx context.Context, r Robot) error {
+		return r.SetToggle(ctx, device, name, on)
+	})
+	return on, pushed, nil
+}
+
 // kidMode is POST /admin/kid-mode.
 func (h *Handler) kidMode(c echo.Context) error {
-	f, err := parse(c)
+	on, pushed, err := h.setMode(c, "kid_mode", h.cfg.Modes.SetKidMode)
 	if err != nil {
 		return err
 	}
-	on := f.boolean("enabled")
-	device := f.str("device_id", false, "")
-	if err := f.err(); err != nil {
-		return err
-	}
-	if err := h.cfg.Modes.SetKidMode(on); err != nil {
-		h.log.Error("kid mode not saved", "error", err)
-		return httpapi.NewError(http.StatusInternalServerError, "could not save kid mode: "+err.Error())
-	}
-	h.log.Info("kid mode set", "enabled", on)
-	pushed := h.push(c, "set-toggle kid_mode", func(ctx context.Context, r Robot) error {
-		return r.SetToggle(ctx, device, "kid_mode", on)
-	})
 	return httpapi.WriteJSON(c, http.StatusOK, struct {
 		OK           bool `json:"ok"`
 		Enabled      bool `json:"enabled"`
@@ -315,23 +328,10 @@ func (h *Handler) SmartTarget(on bool) Target {
 
 // smartMode is POST /admin/smart-mode.
 func (h *Handler) smartMode(c echo.Context) error {
-	f, err := parse(c)
+	on, pushed, err := h.setMode(c, "smart_mode", h.cfg.Modes.SetSmartMode)
 	if err != nil {
 		return err
 	}
-	on := f.boolean("enabled")
-	device := f.str("device_id", false, "")
-	if err := f.err(); err != nil {
-		return err
-	}
-	if err := h.cfg.Modes.SetSmartMode(on); err != nil {
-		h.log.Error("smart mode not saved", "error", err)
-		return httpapi.NewError(http.StatusInternalServerError, "could not save smart mode: "+err.Error())
-	}
-	h.log.Info("smart mode set", "enabled", on)
-	pushed := h.push(c, "set-toggle smart_mode", func(ctx context.Context, r Robot) error {
-		return r.SetToggle(ctx, device, "smart_mode", on)
-	})
 	if h.Tier1Slim() {
 		t := h.SmartTarget(on)
 		swapped := h.push(c, "set-tier1slim-model", func(ctx context.Context, r Robot) error {

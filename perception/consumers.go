@@ -230,7 +230,7 @@ func (c *consumers) robot(consumer, action string) bool {
 // xiaozhi. Failures are logged; nothing is retried.
 func (c *consumers) dispatch(consumer, action, device string, call func(ctx context.Context, r Robot) error) {
 	r := c.s.cfg.Robot
-	if r == nil || !r.Enabled() {
+	if r == nil || !r.Enabled() || c.ctx.Err() != nil { // Run is over: its Wait must not race a new call
 		return
 	}
 	log := c.s.log.Named(consumer)

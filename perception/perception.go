@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -286,9 +285,6 @@ func (s *Service) getRecent(c echo.Context) error {
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, out)
 }
-
-// errStopped ends a feed at shutdown.
-var errStopped = errors.New("server stopping")
 
 // Run starts the consumers and blocks until ctx ends and every consumer
 // goroutine and outbound call has returned.

@@ -372,6 +372,7 @@ func TestParseRoomView(t *testing.T) {
 
 func TestAudioExplain(t *testing.T) {
 	e := newEnv(t, nil)
+	e.p.Ingest(perception.Event{DeviceID: "d1", Name: "face_detected", TS: 1})
 	feed := e.p.Bus().Watch(8)
 	defer feed.Close()
 	e.model.set(200, "Birdsong and a distant car.")
@@ -397,7 +398,7 @@ func TestAudioExplain(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Error("no audio_captioned event")
 	}
-	if st, ok := e.p.States().Get("d1"); ok && st.LastEventName != nil {
+	if st, _ := e.p.States().Get("d1"); st.LastEventName == nil || *st.LastEventName != "face_detected" {
 		t.Error("audio_captioned touched the device state")
 	}
 	e.model.set(503, "")

@@ -253,17 +253,11 @@ func CPUTime(pid int) time.Duration {
 
 // Memory reports the process's resident and peak memory.
 func Memory(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	rss, hwm := MemoryKB(pid)
+	if rss == 0 {
 		return "memory unknown"
 	}
-	var parts []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
-			parts = append(parts, strings.Join(strings.Fields(line), " "))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("VmRSS: %d kB, VmHWM: %d kB", rss, hwm)
 }
 
 // MemoryKB returns the process's resident and peak resident memory in KiB
