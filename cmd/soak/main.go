@@ -18,6 +18,17 @@
 //
 //	go run ./cmd/soak               # or: just soak (5 minutes)
 //	go run ./cmd/soak -short        # CI: about 40 seconds
+//	go run ./cmd/soak -hostile      # the hostile mode below (-short: 30 s)
+//
+// The hostile mode abuses the bridge as a hostile LAN client would while
+// 32 conversations share eight agent sessions: perception events from a
+// new device id each at full speed, 1 MiB and 60 KiB event data, 200 feed
+// clients connecting and vanishing, a burst of 5 000 feed clients, 1 000
+// idle connections, slow-body connections and 200 vision long-poll
+// waiters. It fails if any normal turn fails, /health ever takes over
+// 100 ms, the bridge's peak RSS passes 64 MiB, a limit is answered with a
+// server error other than 503, or goroutines and open files do not return
+// to their baseline.
 package main
 
 import (
@@ -58,6 +69,7 @@ type options struct {
 func main() {
 	var o options
 	short := flag.Bool("short", false, "CI mode: 30 s of load")
+	hostile := flag.Bool("hostile", false, "abuse the bridge as a hostile LAN client would, while normal turns go on")
 	flag.StringVar(&o.bin, "bin", "", "bridge binary (default: go build ./cmd/zeroclaw-bridge)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "how long to load the bridge")
 	flag.IntVar(&o.workers, "workers", 8, "concurrent clients")
@@ -67,7 +79,11 @@ func main() {
 	if *short {
 		o.duration = 30 * time.Second
 	}
-	rep, err := run(o)
+	runFn := run
+	if *hostile {
+		runFn = runHostile
+	}
+	rep, err := runFn(o)
 	fmt.Print(rep)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak: FAIL:", err)
@@ -97,20 +113,11 @@ func (s *stats) problem(format string, args ...any) {
 }
 
 func run(o options) (string, error) {
-	bin := o.bin
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "soak-bin-")
-		if err != nil {
-			return "", err
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "zeroclaw-bridge")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/zeroclaw-bridge")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return "", fmt.Errorf("build the bridge (run from the repository root): %w", err)
-		}
+	bin, cleanup, err := buildBridge(o.bin)
+	if err != nil {
+		return "", err
 	}
+	defer cleanup()
 	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 3ms -stderr-flood 2000", "ZEROCLAW_TIMEOUT=4",
 		"ZEROCLAW_INIT_TIMEOUT=3", "ZEROCLAW_MAX_SESSIONS=64")
 	if err != nil {
@@ -199,6 +206,16 @@ func worker(ctx context.Context, c *http.Client, base string, w, sessions int, s
 			streamTurn(c, base, session, text, r.IntN(5) == 0, st)
 		}
 	}
+}
+
+// goBuild builds the bridge into bin (run from the repository root).
+func goBuild(bin string) error {
+	build := exec.Command("go", "build", "-o", bin, "./cmd/zeroclaw-bridge")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build the bridge (run from the repository root): %w", err)
+	}
+	return nil
 }
 
 func body(session, text string) io.Reader {

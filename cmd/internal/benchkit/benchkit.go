@@ -6,6 +6,7 @@ package benchkit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,45 @@ func Post(base string, bodies [][]byte, n, c, depth int) (Result, error) {
 		return r, fmt.Errorf("%d of %d posts were not answered 204", r.Errors, n)
 	}
 	return r, nil
+}
+
+// Hammer POSTs the bodies next returns to path on one raw keep-alive
+// HTTP/1.1 connection, a request then its response, until ctx ends, and
+// hands each response's status to status. When the bridge closes the
+// connection it dials again. It returns nil when ctx ends.
+func Hammer(ctx context.Context, host, path string, next func() []byte, status func(int)) error {
+	for ctx.Err() == nil {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", host)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+		r := bufio.NewReader(conn)
+		for ctx.Err() == nil {
+			b := next()
+			req := append(fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, len(b)), b...)
+			if _, err := conn.Write(req); err != nil {
+				break
+			}
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				break
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status(resp.StatusCode)
+			if resp.Close {
+				break
+			}
+		}
+		stop()
+		conn.Close()
+	}
+	return nil
 }
 
 // EventBodies is a realistic mix of firmware events.

@@ -1,0 +1,596 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
+)
+
+// Hostile-mode limits the bridge must hold while it is being abused.
+const (
+	hostileRSSLimitMiB = 64
+	hostileHealthLimit = 100 * time.Millisecond
+	hostileSessions    = 8  // ZEROCLAW_MAX_SESSIONS
+	hostileConvos      = 32 // conversations sharing those sessions
+)
+
+// hostileStats counts what the abusers and the normal callers saw.
+type hostileStats struct {
+	turns, turnsOK atomic.Int64
+
+	floodPosts  statusCount // distinct device ids at full speed
+	bigPosts    statusCount // 1 MiB and 60 KiB data events
+	sseChurn    statusCount // feed clients connecting and vanishing
+	feedBurst   statusCount // 5 000 feed clients at once
+	pollers     statusCount // vision long-poll waiters
+	idleOpened  atomic.Int64
+	idleClosed  atomic.Int64 // closed by the bridge while we held them
+	slowOpened  atomic.Int64
+	slowCut     atomic.Int64 // slow-body connections the bridge ended
+	healthCount atomic.Int64
+
+	mu         sync.Mutex
+	healthLat  []time.Duration
+	rssPeakKB  int64
+	problems   []string
+	problemCnt int
+}
+
+func (s *hostileStats) problem(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problemCnt++
+	if len(s.problems) < 10 {
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// statusCount counts HTTP statuses by code (0: no response).
+type statusCount struct {
+	mu sync.Mutex
+	n  map[int]int64
+}
+
+func (c *statusCount) add(code int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[int]int64{}
+	}
+	c.n[code]++
+}
+
+func (c *statusCount) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	codes := make([]int, 0, len(c.n))
+	for k := range c.n {
+		codes = append(codes, k)
+	}
+	slices.Sort(codes)
+	parts := make([]string, 0, len(codes))
+	for _, k := range codes {
+		name := fmt.Sprint(k)
+		if k == 0 {
+			name = "no answer"
+		}
+		parts = append(parts, fmt.Sprintf("%s×%d", name, c.n[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// serverErrors is how many answers were 5xx other than 503 (a refusal
+// with a reason is the documented answer at a limit; a 500 never is).
+func (c *statusCount) serverErrors() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for k, v := range c.n {
+		if k >= 500 && k != http.StatusServiceUnavailable {
+			n += v
+		}
+	}
+	return n
+}
+
+// runHostile starts the bridge with eight agent sessions and abuses it the
+// way a hostile LAN client would, while 32 conversations keep talking to
+// it. It fails if a normal turn fails, /health is ever slow, the bridge's
+// peak RSS passes 64 MiB, or its goroutines and open files do not return
+// to their baseline afterwards.
+func runHostile(o options) (string, error) {
+	raiseFileLimit()
+	bin, cleanup, err := buildBridge(o.bin)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 2ms", "ZEROCLAW_TIMEOUT=60",
+		fmt.Sprintf("ZEROCLAW_MAX_SESSIONS=%d", hostileSessions))
+	if err != nil {
+		return "", err
+	}
+	defer b.Stop()
+	host := strings.TrimPrefix(b.URL, "http://")
+
+	// The operator's and the robot's connections are opened before the
+	// abuse starts and kept alive, as a scraper's and xiaozhi's are.
+	ops := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	voice := &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: hostileConvos}}
+	if err := waitHealthy(ops, b.URL, 30*time.Second); err != nil {
+		return "", err
+	}
+	time.Sleep(500 * time.Millisecond)
+	base, err := gauges(ops, b.URL)
+	if err != nil {
+		return "", err
+	}
+
+	st := &hostileStats{}
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	spawn := func(n int, f func(ctx context.Context, i int)) {
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(ctx, i)
+			}()
+		}
+	}
+
+	spawn(1, func(ctx context.Context, _ int) { healthProbe(ctx, ops, b.URL, st) })
+	spawn(1, func(ctx context.Context, _ int) { rssSampler(ctx, b.PID, st) })
+	spawn(hostileConvos, func(ctx context.Context, i int) { conversation(ctx, voice, b.URL, i, st) })
+	time.Sleep(time.Second) // the conversations' connections are up before the abuse
+
+	spawn(2, func(ctx context.Context, i int) { deviceFlood(ctx, host, i, st) })
+	spawn(1, func(ctx context.Context, _ int) { bigEvents(ctx, b.URL, st) })
+	spawn(200, func(ctx context.Context, i int) { sseChurner(ctx, b.URL, i, st) })
+	spawn(1000, func(ctx context.Context, _ int) { idleConn(ctx, host, st) })
+	spawn(100, func(ctx context.Context, _ int) { slowBody(ctx, host, st) })
+	spawn(200, func(ctx context.Context, i int) { longPoller(ctx, b.URL, i, st) })
+	spawn(1, func(ctx context.Context, _ int) { feedBurst(ctx, b.URL, 5000, st) })
+	wg.Wait()
+	voice.CloseIdleConnections()
+
+	after, settled := settle(ops, b.URL, base, 30*time.Second)
+	_, hwm := benchkit.MemoryKB(b.PID)
+	st.mu.Lock()
+	st.rssPeakKB = max(st.rssPeakKB, hwm)
+	st.mu.Unlock()
+
+	var errs []error
+	if st.turnsOK.Load() == 0 {
+		errs = append(errs, errors.New("no normal turn completed"))
+	}
+	if f := st.turns.Load() - st.turnsOK.Load(); f > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d normal turns failed", f, st.turns.Load()))
+	}
+	if peak := float64(st.rssPeakKB) / 1024; peak > hostileRSSLimitMiB {
+		errs = append(errs, fmt.Errorf("peak RSS %.1f MiB, limit %d MiB", peak, hostileRSSLimitMiB))
+	}
+	slow, worst := st.healthOver(hostileHealthLimit)
+	if slow > 0 {
+		errs = append(errs, fmt.Errorf("/health took over %v %d times (worst %v)", hostileHealthLimit, slow, worst))
+	}
+	if !settled {
+		errs = append(errs, fmt.Errorf("goroutines %v and open files %v did not return to their baseline %v and %v",
+			after["go_goroutines"], after["process_open_fds"], base["go_goroutines"], base["process_open_fds"]))
+	}
+	for name, c := range map[string]*statusCount{"device flood": &st.floodPosts, "large events": &st.bigPosts,
+		"feed churn": &st.sseChurn, "feed burst": &st.feedBurst, "long-poll": &st.pollers} {
+		if n := c.serverErrors(); n > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d server errors (%s)", name, n, c.String()))
+		}
+	}
+	if st.problemCnt > 0 {
+		errs = append(errs, fmt.Errorf("%d problems, first: %s", st.problemCnt, strings.Join(st.problems, "; ")))
+	}
+	return hostileReport(o, st, base, after), errors.Join(errs...)
+}
+
+// buildBridge returns bin, or builds the bridge into a temporary directory.
+func buildBridge(bin string) (string, func(), error) {
+	if bin != "" {
+		return bin, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "soak-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, "zeroclaw-bridge")
+	if err := goBuild(bin); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return bin, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// raiseFileLimit lifts the soft open-file limit to the hard one: the
+// abusers alone hold several thousand sockets.
+func raiseFileLimit() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+// healthProbe asks /health every 50 ms on a kept-alive connection and
+// records each answer's latency.
+func healthProbe(ctx context.Context, c *http.Client, base string, st *hostileStats) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		resp, err := c.Get(base + "/health")
+		if err != nil {
+			st.problem("/health: %v", err)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if resp.StatusCode != http.StatusOK {
+			st.problem("/health answered %d", resp.StatusCode)
+		}
+		st.healthCount.Add(1)
+		st.mu.Lock()
+		st.healthLat = append(st.healthLat, d)
+		st.mu.Unlock()
+	}
+}
+
+// healthOver returns how many /health answers took longer than limit, and
+// the slowest.
+func (s *hostileStats) healthOver(limit time.Duration) (n int, worst time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.healthLat {
+		if d > limit {
+			n++
+		}
+		worst = max(worst, d)
+	}
+	return n, worst
+}
+
+// rssSampler records the bridge's resident memory every 100 ms (VmHWM at
+// the end covers any peak between samples).
+func rssSampler(ctx context.Context, pid int, st *hostileStats) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rss, _ := benchkit.MemoryKB(pid)
+		st.mu.Lock()
+		st.rssPeakKB = max(st.rssPeakKB, rss)
+		st.mu.Unlock()
+	}
+}
+
+// conversation is one robot talking: turns on its own session id, buffered
+// and streamed in turn, each of which must come back with the demo agent's
+// quote of what was said.
+func conversation(ctx context.Context, c *http.Client, base string, i int, st *hostileStats) {
+	session := fmt.Sprintf("hostile-convo-%d", i)
+	for n := 0; ctx.Err() == nil; n++ {
+		text := fmt.Sprintf("hostile turn %d-%d", i, n)
+		st.turns.Add(1)
+		var reply string
+		var err error
+		if n%2 == 0 {
+			reply, err = bufferedReply(c, base, session, text)
+		} else {
+			reply, err = streamReply(c, base, session, text)
+		}
+		switch {
+		case err != nil:
+			st.problem("turn %q: %v", text, err)
+		case !strings.Contains(reply, text):
+			st.problem("turn %q answered %q", text, reply)
+		default:
+			st.turnsOK.Add(1)
+		}
+	}
+}
+
+func bufferedReply(c *http.Client, base, session, text string) (string, error) {
+	resp, err := c.Post(base+"/api/message", "application/json", body(session, text))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct{ Response string }
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	_, _ = io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d, body %v", resp.StatusCode, err)
+	}
+	return out.Response, nil
+}
+
+func streamReply(c *http.Client, base, session, text string) (string, error) {
+	resp, err := c.Post(base+"/api/message/stream", "application/json", body(session, text))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var f struct{ Type, Content string }
+		if line := strings.TrimSpace(sc.Text()); line == "" || json.Unmarshal([]byte(line), &f) != nil {
+			continue
+		}
+		switch f.Type {
+		case "final":
+			_, _ = io.Copy(io.Discard, resp.Body) // to EOF, so the connection is reused
+			return f.Content, nil
+		case "error":
+			return "", fmt.Errorf("error frame %q", f.Content)
+		}
+	}
+	return "", fmt.Errorf("stream ended without a final frame (%v)", sc.Err())
+}
+
+// deviceFlood posts perception events, each from a device id never seen
+// before, as fast as one connection allows.
+func deviceFlood(ctx context.Context, host string, w int, st *hostileStats) {
+	n := 0
+	err := benchkit.Hammer(ctx, host, "/api/perception/event", func() []byte {
+		n++
+		return fmt.Appendf(nil, `{"device_id":"flood-%d-%d","name":"sound_event","data":{"direction":"left"}}`, w, n)
+	}, st.floodPosts.add)
+	if err != nil && ctx.Err() == nil {
+		st.problem("device flood: %v", err)
+	}
+}
+
+// bigEvents posts events whose data is 1 MiB (over the body cap) or 60 KiB
+// (under it, so its data must be summarised), from 20 devices.
+func bigEvents(ctx context.Context, base string, st *hostileStats) {
+	c := &http.Client{Timeout: 20 * time.Second}
+	huge := strings.Repeat("x", 1<<20)
+	large := strings.Repeat("y", 60<<10)
+	for i := 0; ctx.Err() == nil; i++ {
+		blob := large
+		if i%2 == 0 {
+			blob = huge
+		}
+		ev := fmt.Sprintf(`{"device_id":"big-%d","name":"sound_event","data":{"direction":"left","blob":%q}}`, i%20, blob)
+		resp, err := c.Post(base+"/api/perception/event", "application/json", strings.NewReader(ev))
+		if err != nil {
+			st.bigPosts.add(0)
+		} else {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			st.bigPosts.add(resp.StatusCode)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+// sseChurner opens the perception feed (or the dashboard's turn feed),
+// reads for a moment and vanishes, over and over.
+func sseChurner(ctx context.Context, base string, i int, st *hostileStats) {
+	r := rand.New(rand.NewPCG(uint64(i), 99))
+	path := "/api/perception/feed"
+	if i%10 == 0 {
+		path = "/ui/events"
+	}
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, time.Duration(100+r.IntN(400))*time.Millisecond)
+		st.sseChurn.add(openStream(rctx, c, base+path))
+		cancel()
+	}
+}
+
+// openStream GETs url, reads its body until ctx ends, and returns the
+// status (0 when the request got no answer).
+func openStream(ctx context.Context, c *http.Client, url string) int {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// feedBurst opens n feed clients at once, two seconds into the run, each
+// holding on for up to five seconds.
+func feedBurst(ctx context.Context, base string, n int, st *hostileStats) {
+	if !sleepCtx(ctx, 2*time.Second) {
+		return
+	}
+	tr := &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 0}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st.feedBurst.add(openStream(rctx, c, base+"/api/perception/feed"))
+		}()
+	}
+	wg.Wait()
+}
+
+// idleConn opens a connection and sends nothing; when the bridge closes it
+// (as it should), it opens another.
+func idleConn(ctx context.Context, host string, st *hostileStats) {
+	for ctx.Err() == nil {
+		conn, err := dialCtx(ctx, host)
+		if err != nil {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		st.idleOpened.Add(1)
+		if waitClosed(ctx, conn) {
+			st.idleClosed.Add(1)
+		}
+		conn.Close()
+	}
+}
+
+// slowBody sends a request whose body arrives one byte every two seconds.
+func slowBody(ctx context.Context, host string, st *hostileStats) {
+	for ctx.Err() == nil {
+		conn, err := dialCtx(ctx, host)
+		if err != nil {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		st.slowOpened.Add(1)
+		head := fmt.Sprintf("POST /api/perception/event HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{", host)
+		_, err = conn.Write([]byte(head))
+		for err == nil && ctx.Err() == nil {
+			if !sleepCtx(ctx, 2*time.Second) {
+				break
+			}
+			_, err = conn.Write([]byte(" "))
+		}
+		if err != nil {
+			st.slowCut.Add(1)
+		}
+		conn.Close()
+	}
+}
+
+// longPoller waits on the vision long-poll for a device that will never
+// get a photo, over and over.
+func longPoller(ctx context.Context, base string, i int, st *hostileStats) {
+	c := &http.Client{Timeout: 30 * time.Second}
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/vision/latest/poll-%d", base, i), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			if ctx.Err() == nil {
+				st.pollers.add(0)
+			}
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		st.pollers.add(resp.StatusCode)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			sleepCtx(ctx, 200*time.Millisecond)
+		}
+	}
+}
+
+func dialCtx(ctx context.Context, host string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(ctx, "tcp", host)
+}
+
+// waitClosed reports whether the peer closed conn before ctx ended.
+func waitClosed(ctx context.Context, conn net.Conn) bool {
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer stop()
+	var b [1]byte
+	for {
+		_, err := conn.Read(b[:])
+		if err != nil {
+			return ctx.Err() == nil
+		}
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// settle waits up to d for goroutines and open files to come back to
+// base (a small allowance each) and returns the last reading.
+func settle(c *http.Client, base string, baseline map[string]float64, d time.Duration) (map[string]float64, bool) {
+	deadline := time.Now().Add(d)
+	for {
+		g, err := gauges(c, base)
+		if err == nil && g["go_goroutines"] <= baseline["go_goroutines"]+20 && g["process_open_fds"] <= baseline["process_open_fds"]+10 {
+			return g, true
+		}
+		if time.Now().After(deadline) {
+			if g == nil {
+				g = map[string]float64{}
+			}
+			return g, false
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func hostileReport(o options, st *hostileStats, base, after map[string]float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak -hostile: %v, %d conversations over %d agent sessions\n", o.duration, hostileConvos, hostileSessions)
+	fmt.Fprintf(&b, "  normal turns %d, succeeded %d\n", st.turns.Load(), st.turnsOK.Load())
+	fmt.Fprintf(&b, "  device flood (a new device id per event): %s\n", st.floodPosts.String())
+	fmt.Fprintf(&b, "  large-data events: %s\n", st.bigPosts.String())
+	fmt.Fprintf(&b, "  feed churn (200 clients): %s\n", st.sseChurn.String())
+	fmt.Fprintf(&b, "  feed burst (5 000 clients): %s\n", st.feedBurst.String())
+	fmt.Fprintf(&b, "  vision long-poll (200 waiters): %s\n", st.pollers.String())
+	fmt.Fprintf(&b, "  idle connections opened %d, closed by the bridge %d\n", st.idleOpened.Load(), st.idleClosed.Load())
+	fmt.Fprintf(&b, "  slow-body connections opened %d, cut by the bridge %d\n", st.slowOpened.Load(), st.slowCut.Load())
+	st.mu.Lock()
+	lat := slices.Clone(st.healthLat)
+	peak := st.rssPeakKB
+	st.mu.Unlock()
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		fmt.Fprintf(&b, "  /health: %d probes, p50 %v, p99 %v, max %v\n", len(lat),
+			lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	}
+	fmt.Fprintf(&b, "  peak RSS %.1f MiB (limit %d)\n", float64(peak)/1024, hostileRSSLimitMiB)
+	fmt.Fprintf(&b, "  goroutines %v → %v, open files %v → %v\n",
+		base["go_goroutines"], after["go_goroutines"], base["process_open_fds"], after["process_open_fds"])
+	return b.String()
+}
