@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
@@ -881,6 +883,48 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {
 			t.Errorf("classify(%v) = %s %q", tt.err, k, s)
+		}
+	}
+}
+
+// The demo agent finds the user's words in the real prompt on the first turn
+// (full suffix, adult and kid) and on later ones (short suffix), with and
+// without perception and context lines, whatever lines the content spans.
+func TestDemoAgentQuotesRealPrompts(t *testing.T) {
+	env := newVoiceEnv(t, nil, VoiceConfig{
+		Perception: linesStub{"dotty-1": {"You see alex in front of you."}},
+		Context:    partsStub{"Brisbane: Sunny +24°C"},
+	}, acp.PoolConfig{})
+	contents := []string{
+		"hello robot",
+		"line one\nline two",
+		"quoting the rules:\n\n[Rules: be silly]",
+		"quoting\n\n---\nHARD CONSTRAINTS too",
+		strings.Repeat("long words ", 20),
+	}
+	n := 0
+	for _, kid := range []bool{false, true} {
+		env.kid.on.Store(kid)
+		for ci, c := range contents {
+			for _, device := range []string{"", "dotty-1"} {
+				sid := fmt.Sprintf("quote-%v-%d-%s", kid, ci, device)
+				for turn := range 2 {
+					req := map[string]any{"content": c, "channel": "dotty", "session_id": sid}
+					if device != "" {
+						req["metadata"] = map[string]any{"device_id": device}
+					}
+					env.stream(t, req)
+					p := env.agent.Prompts()[n]
+					n++
+					want := strings.TrimSpace(c)
+					if len([]rune(want)) > 120 {
+						want = strings.TrimRightFunc(string([]rune(want)[:119]), unicode.IsSpace) + "…"
+					}
+					if got := demoagent.UserLine(p.Text); got != want {
+						t.Errorf("kid=%v turn %d device %q: quoted %q, want %q", kid, turn, device, got, want)
+					}
+				}
+			}
 		}
 	}
 }

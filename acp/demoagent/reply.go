@@ -22,6 +22,12 @@ const (
 	quoteLimit = 120
 	// nothingSaid is quoted when the prompt has no usable text.
 	nothingSaid = "(nothing)"
+	// voicePrefix opens the bridge's voice prompt; the user's words sit
+	// between its "[Context: …]" line and one of the two suffixes.
+	voicePrefix   = "[channel=dotty voice-TTS]\n"
+	contextMarker = "[Context: "
+	fullSuffix    = "\n\n---\nHARD CONSTRAINTS"
+	shortSuffix   = "\n\n[Rules: "
 	// replyTail follows the quote in every reply.
 	replyTail = `. I'm the demo agent; install ZeroClaw for real answers.`
 )
@@ -64,15 +70,20 @@ func Reply(prompt string) string {
 }
 
 // UserLine returns the line of a prompt that the user said, as [Reply]
-// quotes it. If the prompt contains "[User] ", it is the text after the last
-// such marker up to the end of that line. Otherwise it is the last non-blank
+// quotes it. In the bridge's voice prompt it is the content between the
+// "[Context: …]" line and the suffix (full on a session's first turn, short
+// afterwards), whatever lines the content spans. If the prompt contains
+// "[User] ", it is the text after the last such marker up to the end of
+// that line. Otherwise it is the last non-blank
 // line that does not start with "[" (bracketed lines are bridge directives),
 // or failing that the last non-blank line. The result is trimmed and capped
 // at 120 runes, the last of which is "…" when the line was cut; a prompt with
 // nothing usable gives "(nothing)".
 func UserLine(prompt string) string {
 	var line string
-	if i := strings.LastIndex(prompt, userMarker); i >= 0 {
+	if content, ok := voiceContent(prompt); ok {
+		line = content
+	} else if i := strings.LastIndex(prompt, userMarker); i >= 0 {
 		line, _, _ = strings.Cut(prompt[i+len(userMarker):], "\n")
 	} else {
 		line = lastSpokenLine(prompt)
@@ -86,6 +97,30 @@ func UserLine(prompt string) string {
 		line = strings.TrimRightFunc(string(runes), unicode.IsSpace) + "…"
 	}
 	return line
+}
+
+// voiceContent finds the user's content in the bridge's voice prompt: the
+// header lines end with the first "[Context: …]" line, and the suffix is the
+// last occurrence of either suffix opening, so content that quotes either
+// marker is still found whole.
+func voiceContent(prompt string) (string, bool) {
+	if !strings.HasPrefix(prompt, voicePrefix) {
+		return "", false
+	}
+	i := strings.Index(prompt, "\n"+contextMarker)
+	if i < 0 {
+		return "", false
+	}
+	nl := strings.IndexByte(prompt[i+1:], '\n')
+	if nl < 0 {
+		return "", false
+	}
+	rest := prompt[i+1+nl+1:]
+	end := max(strings.LastIndex(rest, fullSuffix), strings.LastIndex(rest, shortSuffix))
+	if end < 0 {
+		return "", false
+	}
+	return rest[:end], true
 }
 
 // lastSpokenLine returns the last non-blank line of text that is not a

@@ -40,7 +40,7 @@ func agentBaseline(bin string, n int) (roundTrips, firstChunks []time.Duration, 
 			<-done
 		}
 	}()
-	qc := &quietClient{chunk: make(chan struct{}, 64)}
+	qc := &quietClient{chunk: make(chan time.Time, 64)}
 	conn := acpsdk.NewClientSideConnection(qc, stdin, stdout)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -64,16 +64,21 @@ func agentBaseline(bin string, n int) (roundTrips, firstChunks []time.Duration, 
 			_, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("hello from bench")}})
 			done <- err
 		}()
-		select {
-		case <-qc.chunk:
-			first = append(first, time.Since(t))
-		case err := <-done:
-			return nil, nil, fmt.Errorf("prompt ended without a chunk: %v", err)
-		}
-		if err := <-done; err != nil {
+		// The prompt's answer and its chunk notifications travel
+		// separately, so the answer may be handled first; the chunk carries
+		// its own arrival time, which makes the order irrelevant.
+		err := <-done
+		end := time.Now()
+		if err != nil {
 			return nil, nil, fmt.Errorf("prompt: %w", err)
 		}
-		lat = append(lat, time.Since(t))
+		select {
+		case at := <-qc.chunk:
+			first = append(first, at.Sub(t))
+		case <-time.After(5 * time.Second):
+			return nil, nil, errors.New("prompt ended without a chunk")
+		}
+		lat = append(lat, end.Sub(t))
 	}
 	slices.Sort(lat)
 	slices.Sort(first)
@@ -81,13 +86,13 @@ func agentBaseline(bin string, n int) (roundTrips, firstChunks []time.Duration, 
 }
 
 // quietClient signals session updates and refuses everything else.
-type quietClient struct{ chunk chan struct{} }
+type quietClient struct{ chunk chan time.Time }
 
 var errUnsupported = errors.New("not supported by bridgebench")
 
 func (q *quietClient) SessionUpdate(context.Context, acpsdk.SessionNotification) error {
 	select {
-	case q.chunk <- struct{}{}:
+	case q.chunk <- time.Now():
 	default:
 	}
 	return nil
