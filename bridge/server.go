@@ -27,6 +27,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,28 @@ const ServiceName = "zeroclaw-bridge"
 
 // DefaultShutdownTimeout bounds the drain of in-flight requests on stop.
 const DefaultShutdownTimeout = 5 * time.Second
+
+// Connection and body defaults: a LAN client must not be able to hold
+// connections, buffers or goroutines for ever.
+const (
+	DefaultIdleTimeout   = 90 * time.Second
+	DefaultBodyTimeout   = 10 * time.Second
+	DefaultUploadTimeout = 60 * time.Second
+	DefaultMaxConns      = 1024
+	// loopbackReserve is how many connections beyond MaxConns only
+	// loopback peers may open, so an operator's curl and a local scraper
+	// still get in while LAN clients hold every ordinary slot.
+	loopbackReserve = 32
+	// maxHeaderBytes bounds a request's header block; real callers send
+	// well under 2 KiB.
+	maxHeaderBytes = 64 << 10
+	// readHeaderTimeout bounds the wait for a request's header block.
+	readHeaderTimeout = 10 * time.Second
+)
+
+// uploadPaths are the routes whose bodies are recordings or photos, read
+// under UploadTimeout instead of BodyTimeout.
+var uploadPaths = []string{"/api/vision/explain", "/api/audio/explain", "/v1/listen"}
 
 // AgentStatus reports the supervised agent; *acp.Supervisor implements it.
 // Health must not block.
@@ -75,6 +98,19 @@ type Config struct {
 	Sessions SessionStatus
 	// ShutdownTimeout bounds the graceful drain on stop (default 5 s).
 	ShutdownTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection with no request for this
+	// long (BRIDGE_IDLE_TIMEOUT, default 90 s).
+	IdleTimeout time.Duration
+	// BodyTimeout bounds the reading of a JSON request body from its first
+	// byte to its last (BRIDGE_BODY_TIMEOUT, default 10 s).
+	BodyTimeout time.Duration
+	// UploadTimeout is BodyTimeout for uploads: photos, audio clips and the
+	// firmware's recordings (BRIDGE_UPLOAD_TIMEOUT, default 60 s).
+	UploadTimeout time.Duration
+	// MaxConns bounds open connections (BRIDGE_MAX_CONNS, default 1024);
+	// loopback peers get a few more. Past it a new connection waits for a
+	// free slot, at most readHeaderTimeout, then is closed.
+	MaxConns int
 }
 
 // zeroAgent and zeroPool stand in for an absent AgentStatus or SessionStatus.
@@ -102,6 +138,18 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.UploadTimeout <= 0 {
+		c.UploadTimeout = DefaultUploadTimeout
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
 	return c
 }
 
@@ -111,8 +159,14 @@ func (c Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d is outside 0-65535", c.Port))
 	}
-	if c.ShutdownTimeout < 0 {
-		errs = append(errs, fmt.Errorf("shutdown timeout %s is negative", c.ShutdownTimeout))
+	for name, d := range map[string]time.Duration{"shutdown": c.ShutdownTimeout, "idle": c.IdleTimeout,
+		"body": c.BodyTimeout, "upload": c.UploadTimeout} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s timeout %s is negative", name, d))
+		}
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("connection limit %d is negative", c.MaxConns))
 	}
 	if strings.ContainsAny(c.Host, " /") {
 		errs = append(errs, fmt.Errorf("host %q is not a host name or address", c.Host))
@@ -147,7 +201,7 @@ func New(cfg Config) *Server {
 
 	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{})}
 	// Logging is outermost so it sees the final status, panics included.
-	e.Use(s.logRequests, s.recoverPanics)
+	e.Use(s.logRequests, s.recoverPanics, s.bodyDeadline)
 
 	e.GET("/health", s.health)
 	metrics := echo.WrapHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
@@ -193,8 +247,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.addr = bound
 	s.mu.Unlock()
 
-	s.e.Listener = ln
-	s.e.Server.ReadHeaderTimeout = 10 * time.Second
+	lim := newLimitListener(ln, s.cfg.MaxConns, loopbackReserve, readHeaderTimeout, s.connRefused)
+	s.e.Listener = lim
+	s.e.Server.ReadHeaderTimeout = readHeaderTimeout
+	s.e.Server.IdleTimeout = s.cfg.IdleTimeout
+	s.e.Server.MaxHeaderBytes = maxHeaderBytes
 	served := make(chan error, 1)
 	go func() { served <- s.e.StartServer(s.e.Server) }()
 	s.log.Info("http server listening", "addr", bound)
@@ -246,6 +303,54 @@ func (s *Server) health(c echo.Context) error {
 		Agent:         a,
 		Sessions:      p.Sessions,
 	})
+}
+
+// bodyDeadline gives a request with a body until BodyTimeout (UploadTimeout
+// for uploads) to deliver all of it, so a client trickling one byte at a
+// time cannot hold a handler. The deadline is lifted once the body has been
+// read to its end: net/http then watches the idle connection for the
+// client's hang-up, and a deadline firing there would cancel a long NDJSON
+// turn as if the caller had barged in.
+func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
+			return next(c)
+		}
+		d := s.cfg.BodyTimeout
+		if slices.Contains(uploadPaths, req.URL.Path) {
+			d = s.cfg.UploadTimeout
+		}
+		rc := http.NewResponseController(c.Response().Writer)
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			return next(c) // not a real connection (tests through ServeHTTP)
+		}
+		req.Body = &deadlineBody{ReadCloser: req.Body, rc: rc}
+		return next(c)
+	}
+}
+
+// deadlineBody lifts the connection's read deadline when the body ends.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// connRefused logs, at most once a minute, that the connection limit
+// turned connections away.
+func (s *Server) connRefused(n int64) {
+	s.log.Warn("connection limit reached; closed connections that waited too long for a slot",
+		"limit", s.cfg.MaxConns, "closed_since_last_report", n)
 }
 
 // recoverPanics turns a handler panic into an error, so the error handler

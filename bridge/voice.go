@@ -86,9 +86,16 @@ type VoiceConfig struct {
 	Logger hclog.Logger
 	// MaxBodyBytes bounds a request body (1 MiB).
 	MaxBodyBytes int64
+	// MaxContentBytes bounds content in UTF-8 bytes (16 KiB): a spoken turn
+	// is a few hundred bytes, and everything longer is sent to the model,
+	// logged and shown on the dashboard.
+	MaxContentBytes int
 
 	now func() time.Time
 }
+
+// DefaultMaxContentBytes is the default VoiceConfig.MaxContentBytes.
+const DefaultMaxContentBytes = 16 << 10
 
 func (c VoiceConfig) withDefaults() VoiceConfig {
 	if c.Timeout <= 0 {
@@ -108,6 +115,9 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxContentBytes <= 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -218,6 +228,10 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 	if len(items) > 0 {
 		return voiceRequest{}, httpapi.Validation(items...)
 	}
+	if len(r.content) > v.cfg.MaxContentBytes {
+		return voiceRequest{}, httpapi.NewError(http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("content over %d bytes", v.cfg.MaxContentBytes))
+	}
 	if r.sessionID == "" {
 		r.sessionID = uuid.NewString()
 	}
@@ -285,7 +299,7 @@ func (v *Voice) record(o turnOutcome) {
 	}
 	if v.cfg.Turns != nil {
 		v.cfg.Turns.Publish(turnbus.Turn{TS: now, Channel: o.req.channel, SessionID: o.req.sessionID,
-			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
+			RequestText: convolog.Clip(o.req.content, convolog.MaxText), ResponseText: convolog.Clip(o.text, convolog.MaxText), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
 			Latency: o.elapsed, Error: o.kind})
 	}
 }

@@ -705,6 +705,26 @@ func TestValidationErrors(t *testing.T) {
 	if resp.StatusCode != 413 {
 		t.Errorf("oversized body: %d", resp.StatusCode)
 	}
+	// content over 16 KiB is refused on both routes before any turn or
+	// stream starts; exactly 16 KiB is a turn.
+	prompts := len(env.agent.Prompts())
+	for _, path := range []string{"/api/message", "/api/message/stream"} {
+		resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": strings.Repeat("é", 8<<10) + "a"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || string(b) != `{"detail":"content over 16384 bytes"}` {
+			t.Errorf("%s: oversized content: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	if n := len(env.agent.Prompts()); n != prompts {
+		t.Errorf("oversized content reached the agent: %d prompts, want %d", n, prompts)
+	}
+	if code, _ := env.message(t, map[string]any{"content": strings.Repeat("é", 8<<10)}); code != 200 {
+		t.Errorf("16 KiB of content: %d", code)
+	}
 	// Extra fields and non-string metadata values are ignored.
 	code, out := env.message(t, map[string]any{"content": "x", "provider": "zeroclaw", "metadata": map[string]any{"device_id": 7, "room_description": []int{1}}})
 	if code != 200 || out["response"] == "" {

@@ -171,7 +171,27 @@ type phasesJSON struct {
 	Reused   json.RawMessage `json:"reused"`
 }
 
-// Encode returns r as one NDJSON line (with its newline), raw UTF-8.
+// MaxText is the most UTF-8 bytes of request or response text a record
+// keeps; the log lives on an SD card and one turn must not fill it.
+const MaxText = 4 << 10
+
+// Clip returns s cut to at most n bytes on a rune boundary, ending in "…"
+// when it was cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// Encode returns r as one NDJSON line (with its newline), raw UTF-8. Its
+// request and response texts are clipped to MaxText bytes (response_len
+// still counts the whole response).
 func Encode(r Record, loc *time.Location) ([]byte, error) {
 	if loc == nil {
 		loc = time.Local
@@ -181,9 +201,9 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 		Type:         r.Type,
 		Channel:      r.Channel,
 		SessionID:    r.SessionID,
-		RequestText:  r.RequestText,
+		RequestText:  Clip(r.RequestText, MaxText),
 		ResponseLen:  utf8.RuneCountInString(r.ResponseText),
-		ResponseText: r.ResponseText,
+		ResponseText: Clip(r.ResponseText, MaxText),
 		EmojiUsed:    r.EmojiUsed,
 		LatencyMS:    r.Latency.Round(time.Millisecond).Milliseconds(),
 	}

@@ -94,3 +94,36 @@ func TestWriteFailureIsLoggedNotFatal(t *testing.T) {
 		t.Errorf("%d warnings, want exactly one:\n%s", n, buf.String())
 	}
 }
+
+// A 16 KiB turn writes a bounded record: both texts are clipped on a rune
+// boundary with "…", and response_len still counts the whole response.
+func TestLongTurnIsClipped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	l := New(Config{Dir: dir, Location: brisbane})
+	long := strings.Repeat("é", 8<<10) // 16 KiB
+	ts := time.Date(2026, 5, 17, 11, 37, 17, 0, time.UTC)
+	l.Write(Record{TS: ts, Channel: "dotty", RequestText: long, ResponseText: "😊 " + long})
+	b, err := os.ReadFile(l.Path(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 2*MaxText+512 {
+		t.Errorf("record is %d bytes, want at most %d", len(b), 2*MaxText+512)
+	}
+	clipped := Clip(long, MaxText)
+	if !strings.Contains(string(b), `"request_text":"`+clipped+`"`) || !strings.HasSuffix(clipped, "é…") || len(clipped) > MaxText {
+		t.Errorf("request_text not clipped on a rune boundary: %d bytes", len(clipped))
+	}
+	if !strings.Contains(string(b), `"response_len":8194,`) {
+		t.Errorf("response_len does not count the whole response: %s", b[:200])
+	}
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"short", 10, "short"}, {"abcdef", 5, "ab…"}, {"éééé", 6, "é…"}, {"éééé", 8, "éééé"}} {
+		if got := Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

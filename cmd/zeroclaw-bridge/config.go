@@ -27,6 +27,11 @@ type config struct {
 	Host string
 	Port int
 
+	IdleTimeout   time.Duration
+	BodyTimeout   time.Duration
+	UploadTimeout time.Duration
+	MaxConns      int
+
 	ZeroclawBin     string   // empty: look for zeroclaw, else the demo agent
 	ZeroclawArgs    []string // extra agent arguments after "acp"
 	Timeout         time.Duration
@@ -162,6 +167,14 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Host = v; return nil }},
 	{env: "PORT", def: "8080", help: "listen port; 0 picks a free port",
 		parse: func(c *config, v string) error { return parseInt(&c.Port, v) }},
+	{env: "BRIDGE_IDLE_TIMEOUT", def: "90", help: "seconds a kept-alive connection may sit with no request before it is closed",
+		parse: func(c *config, v string) error { return parseSeconds(&c.IdleTimeout, v) }},
+	{env: "BRIDGE_BODY_TIMEOUT", def: "10", help: "seconds a client has to send a JSON request body in full",
+		parse: func(c *config, v string) error { return parseSeconds(&c.BodyTimeout, v) }},
+	{env: "BRIDGE_UPLOAD_TIMEOUT", def: "60", help: "seconds a client has to send a photo, audio clip or firmware recording in full",
+		parse: func(c *config, v string) error { return parseSeconds(&c.UploadTimeout, v) }},
+	{env: "BRIDGE_MAX_CONNS", def: "1024", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
+		parse: func(c *config, v string) error { return parseInt(&c.MaxConns, v) }},
 	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then " + fallbackZeroclaw + ", else the built-in demo agent",
 		parse: func(c *config, v string) error { c.ZeroclawBin = v; return nil }},
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
@@ -551,6 +564,9 @@ func (c config) validate() error {
 		env string
 		v   time.Duration
 	}{
+		{"BRIDGE_IDLE_TIMEOUT", c.IdleTimeout},
+		{"BRIDGE_BODY_TIMEOUT", c.BodyTimeout},
+		{"BRIDGE_UPLOAD_TIMEOUT", c.UploadTimeout},
 		{"ZEROCLAW_TIMEOUT", c.Timeout},
 		{"ZEROCLAW_INIT_TIMEOUT", c.InitTimeout},
 		{"ZEROCLAW_SESSION_IDLE", c.SessionIdle},
@@ -591,6 +607,7 @@ func (c config) validate() error {
 	check("FACE_GREET_HOUR_START", c.Consumers.GreetHourStart >= 0 && c.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Consumers.GreetHourStart), "want an hour from 0 to 24")
 	check("FACE_GREET_HOUR_END", c.Consumers.GreetHourEnd >= 0 && c.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Consumers.GreetHourEnd), "want an hour from 0 to 24")
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
+	check("BRIDGE_MAX_CONNS", c.MaxConns >= 1, strconv.Itoa(c.MaxConns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
 	check("SIDECAR_DEADLINE", c.SidecarDeadline <= 14*time.Second, formatSeconds(c.SidecarDeadline), "want at most 14 seconds (the firmware gives up at 15)")

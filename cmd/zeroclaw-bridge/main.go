@@ -324,6 +324,11 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Gatherer: reg,
 		Agent:    sup,
 		Sessions: pool,
+
+		IdleTimeout:   cfg.IdleTimeout,
+		BodyTimeout:   cfg.BodyTimeout,
+		UploadTimeout: cfg.UploadTimeout,
+		MaxConns:      cfg.MaxConns,
 	}
 	if err := errors.Join(supCfg.Validate(), poolCfg.Validate(), httpCfg.Validate()); err != nil {
 		return &usageError{err}

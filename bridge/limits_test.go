@@ -1,0 +1,211 @@
+package bridge
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+// rawRequest writes req on a new connection and returns the connection and
+// a reader over it.
+func dialServer(t *testing.T, s *Server) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// readStatus reads one response's status line within d ("" when the
+// connection ended or nothing came).
+func readStatus(c net.Conn, r *bufio.Reader, d time.Duration) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Status, nil
+}
+
+// echoBody mounts a JSON route that reads its whole body.
+func echoBody(s *Server) {
+	s.Echo().POST("/api/echo", func(c echo.Context) error {
+		obj, _, err := httpapi.ReadObject(c.Request().Body)
+		if err != nil {
+			return err
+		}
+		return httpapi.WriteJSON(c, http.StatusOK, map[string]int{"keys": len(obj)})
+	})
+}
+
+// A client that trickles its body is cut off at BodyTimeout with a 400 (or
+// a closed connection), never a 500, and the server goes on serving.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{BodyTimeout: 300 * time.Millisecond})
+	echoBody(s)
+	stop := startRun(t, s)
+	c, r := dialServer(t, s)
+	fmt.Fprintf(c, "POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { // one byte every 100 ms, for far longer than the deadline
+		defer close(done)
+		for range 50 {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	status, err := readStatus(c, r, 5*time.Second)
+	if err == nil && !strings.HasPrefix(status, "400") {
+		t.Errorf("slow body answered %q, want 400 or a closed connection", status)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Errorf("slow body held the connection %v", el)
+	}
+	c.Close()
+	<-done
+	// A prompt client on the same server is unaffected.
+	resp, err := noKeepAlive().Post("http://"+s.Addr()+"/api/echo", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("normal request after the slow one: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The body deadline is lifted once the body is read: a handler that
+// streams for longer than BodyTimeout keeps its request context.
+func TestBodyDeadlineDoesNotCutAStream(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{BodyTimeout: 200 * time.Millisecond})
+	s.Echo().POST("/api/stream", func(c echo.Context) error {
+		if _, _, err := httpapi.ReadObject(c.Request().Body); err != nil {
+			return err
+		}
+		c.Response().WriteHeader(http.StatusOK)
+		for i := range 8 {
+			select {
+			case <-c.Request().Context().Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+			fmt.Fprintf(c.Response(), "%d\n", i)
+			c.Response().Flush()
+		}
+		return nil
+	})
+	stop := startRun(t, s)
+	resp, err := noKeepAlive().Post("http://"+s.Addr()+"/api/stream", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Count(string(b), "\n") != 8 {
+		t.Errorf("stream cut short after the body deadline: %q", b)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A kept-alive connection with no further request is closed after
+// IdleTimeout.
+func TestIdleConnectionIsClosed(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{IdleTimeout: 200 * time.Millisecond})
+	stop := startRun(t, s)
+	c, r := dialServer(t, s)
+	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status, err := readStatus(c, r, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+		t.Fatalf("health: %q %v", status, err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Errorf("idle connection: read %v, want EOF (closed by the server)", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Past MaxConns (and the loopback reserve) a new connection is not served
+// until one closes; then it is.
+func TestConnectionLimit(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const limit = 4
+	s, _ := newTestServer(t, Config{MaxConns: limit})
+	stop := startRun(t, s)
+	held := make([]net.Conn, 0, limit+loopbackReserve)
+	for range limit + loopbackReserve { // loopback may use the reserve too
+		c, r := dialServer(t, s)
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		if status, err := readStatus(c, r, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+			t.Fatalf("connection %d: %q %v", len(held), status, err)
+		}
+		held = append(held, c)
+	}
+	extra, r := dialServer(t, s)
+	fmt.Fprintf(extra, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status, err := readStatus(extra, r, 300*time.Millisecond); err == nil {
+		t.Fatalf("connection past the limit was served: %q", status)
+	}
+	held[0].Close()
+	if status, err := readStatus(extra, r, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+		t.Fatalf("parked connection after a slot freed: %q %v", status, err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lanConn is a connection whose peer is on the LAN.
+type lanConn struct{ net.Conn }
+
+func (lanConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(192, 168, 1, 20), Port: 4000} }
+
+// The reserve is for loopback peers only: a LAN peer gets an ordinary slot
+// or none.
+func TestLoopbackReserve(t *testing.T) {
+	l := &limitListener{slots: make(chan struct{}, 1), reserve: make(chan struct{}, 1)}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	relLAN, ok := l.tryAcquire(lanConn{a})
+	if !ok {
+		t.Fatal("first LAN connection got no slot")
+	}
+	if _, ok := l.tryAcquire(lanConn{a}); ok {
+		t.Fatal("second LAN connection took the loopback reserve")
+	}
+	if _, ok := l.tryAcquire(loopConn{a}); !ok {
+		t.Fatal("loopback connection did not get the reserve")
+	}
+	relLAN()
+	if _, ok := l.tryAcquire(lanConn{a}); !ok {
+		t.Fatal("a freed slot was not reusable")
+	}
+}
+
+type loopConn struct{ net.Conn }
+
+func (loopConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000} }
