@@ -156,6 +156,13 @@ type PoolConfig struct {
 	SessionMaxTurns int
 	// SessionMaxAge rotates a session older than this (ZEROCLAW_SESSION_MAX_AGE_SEC, 1800 s).
 	SessionMaxAge time.Duration
+	// SessionQueue bounds the turns waiting for a session slot while every
+	// session is in a turn (ZEROCLAW_SESSION_QUEUE, 64); past it a turn
+	// fails at once with ErrSessionLimit.
+	SessionQueue int
+	// MaxKeys bounds the caller session keys the pool remembers (1024);
+	// past it the least recently used key with no session is forgotten.
+	MaxKeys int
 	// ReapInterval is how often idle sessions are closed in the background
 	// (default SessionIdle/4, at least 1 s).
 	ReapInterval time.Duration
@@ -176,6 +183,12 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	}
 	if c.SessionIdle <= 0 {
 		c.SessionIdle = 300 * time.Second
+	}
+	if c.SessionQueue <= 0 {
+		c.SessionQueue = 64
+	}
+	if c.MaxKeys <= 0 {
+		c.MaxKeys = max(1024, 4*c.MaxSessions)
 	}
 	if c.SessionMaxTurns <= 0 {
 		c.SessionMaxTurns = 50

@@ -217,9 +217,16 @@ func (b *syncBuffer) String() string {
 // pipes and waits for both sides to finish.
 func dialFake(t testing.TB, a *fakeAgent, cfg Config) *Client {
 	t.Helper()
+	return dialFakeAgent(t, a, a, cfg)
+}
+
+// dialFakeAgent is dialFake with impl (a wrapper around a) answering the
+// connection.
+func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg Config) *Client {
+	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	fromAgentR, fromAgentW := io.Pipe()
-	a.conn = acpsdk.NewAgentSideConnection(a, fromAgentW, toAgentR)
+	a.conn = acpsdk.NewAgentSideConnection(impl, fromAgentW, toAgentR)
 	a.conn.SetLogger(discardSlog())
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)

@@ -22,6 +22,14 @@ type Metrics struct {
 	Dialect *prometheus.GaugeVec
 	// DroppedUpdates counts agent updates that were not delivered, by reason.
 	DroppedUpdates *prometheus.CounterVec
+	// SessionWaits counts turns that queued for a session slot because
+	// every session was in a turn.
+	SessionWaits prometheus.Counter
+	// KeysForgotten counts session keys dropped to keep the key table bounded.
+	KeysForgotten prometheus.Counter
+	// PermissionUnnamed counts permission requests that named no tool, so
+	// the default allow list decision was applied by title alone.
+	PermissionUnnamed prometheus.Counter
 
 	sessions atomic.Pointer[func() int]
 }
@@ -53,11 +61,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "dotty_acp_dropped_updates_total",
 		Help: "Agent updates not delivered to a turn, partitioned by reason.",
 	}, []string{"reason"})
+	m.SessionWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dotty_acp_session_waits_total",
+		Help: "Voice turns that waited for an agent session slot because every session was in a turn.",
+	})
+	m.KeysForgotten = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dotty_acp_session_keys_forgotten_total",
+		Help: "Caller session keys without an agent session dropped to keep the key table bounded.",
+	})
+	m.PermissionUnnamed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dotty_acp_permission_unnamed_total",
+		Help: "Agent permission requests that named no tool; the default decision was applied.",
+	})
 	for _, r := range RestartReasons {
 		m.Restarts.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates)
+		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates,
+			m.SessionWaits, m.KeysForgotten, m.PermissionUnnamed)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,15 @@ type Pool struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
+	// creating counts session/new requests in flight per client; they hold
+	// a slot under the session limit from the moment they are decided, so
+	// concurrent turns can never overshoot it.
+	creating map[*Client]int
+	// retiring counts sessions being closed per client: the agent still
+	// holds them until the close is answered, so they keep their slot.
+	retiring map[*Client]int
+	// queue holds turns waiting for a session slot, first come first served.
+	queue []*slotWaiter
 	// rotation counts RotateAll calls; sessions created before the last one are replaced.
 	rotation int
 	last     *entry // most recently used
@@ -62,6 +72,8 @@ func NewPool(cfg PoolConfig, src Source) *Pool {
 		log:      cfg.Logger,
 		stopping: make(chan struct{}),
 		entries:  make(map[string]*entry),
+		creating: make(map[*Client]int),
+		retiring: make(map[*Client]int),
 	}
 	if cfg.Metrics != nil {
 		f := p.liveSessions
@@ -84,6 +96,7 @@ func (p *Pool) Run(ctx context.Context) error {
 			p.mu.Lock()
 			p.closed = true
 			p.mu.Unlock()
+			p.kick()
 			p.bg.Wait()
 			return nil
 		}
@@ -148,6 +161,7 @@ func (p *Pool) keyFor(k string) string {
 // leases is what a turn holds: its entry's lease and, for legacy agents,
 // the process lease. Ownership can move to a background settlement.
 type leases struct {
+	p    *Pool
 	e    *entry
 	proc chan struct{}
 }
@@ -163,6 +177,7 @@ func (l *leases) releaseEntry() {
 	if l.e != nil {
 		<-l.e.lease
 		l.e = nil
+		l.p.kick() // its session is idle now, so a queued turn may take it
 	}
 }
 
@@ -184,7 +199,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	if err != nil {
 		return TurnResult{}, err
 	}
-	ls := &leases{e: e}
+	ls := &leases{p: p, e: e}
 	defer ls.release()
 
 	c, err := p.acquireInto(ctx, ls)
@@ -194,7 +209,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	ph := Phases{Lease: clk.Now().Sub(start), Reused: true}
 
 	for attempt, reacquired := 0, false; ; attempt++ {
-		sid, idx, fresh, created, err := p.prepareSession(ctx, e, c)
+		sid, idx, fresh, created, err := p.prepareSession(ctx, ls, e, c)
 		if err != nil && errors.Is(err, ErrAgentGone) && !reacquired && ctx.Err() == nil {
 			// The agent died before this turn sent it anything; the
 			// supervisor is restarting it, so wait for the next one once.
@@ -259,6 +274,9 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 		}
 		e := p.entries[key]
 		if e == nil {
+			if len(p.entries) >= p.cfg.MaxKeys {
+				p.pruneKeysLocked()
+			}
 			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.clock.Now()}
 			p.entries[key] = e
 		}
@@ -326,7 +344,7 @@ func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error
 
 // prepareSession returns the entry's session on c, rotating or creating it
 // as needed, with the session's turn index and the time spent creating it.
-func (p *Pool) prepareSession(ctx context.Context, e *entry, c *Client) (sid string, idx int, fresh bool, created time.Duration, err error) {
+func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Client) (sid string, idx int, fresh bool, created time.Duration, err error) {
 	now := p.cfg.clock.Now()
 	p.mu.Lock()
 	if e.sid != "" && e.client != c {
@@ -348,24 +366,71 @@ func (p *Pool) prepareSession(ctx context.Context, e *entry, c *Client) (sid str
 		return sid, idx, false, 0, nil
 	}
 
-	if err := p.makeRoom(c, e); err != nil {
+	if err := p.reserveSlot(ctx, c, e); err != nil {
 		return "", 0, false, 0, err
 	}
-	sid, err = c.NewSession(ctx)
-	if errors.Is(err, ErrSessionLimit) {
-		p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
-		p.evictIdle(c, e, 1)
-		sid, err = c.NewSession(ctx)
-	}
+	sid, err = p.newSession(ctx, ls, e, c)
 	if err != nil {
 		return "", 0, false, 0, err
 	}
 	done := p.cfg.clock.Now()
-	p.mu.Lock()
-	e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, done, done, 0, p.rotation
-	p.mu.Unlock()
 	p.log.Debug("agent session created", "key", e.key, "session", sid)
 	return sid, 0, true, done.Sub(now), nil
+}
+
+// newSession creates a session on c for e, holding the slot reserveSlot
+// gave it. Creation runs to its end (bounded by InitTimeout) whatever
+// happens to ctx: an agent that was asked creates the session even when the
+// caller has gone, and a session nobody records is never closed. When ctx
+// ends first, the turn's leases move to a background goroutine that
+// records the session for e's key (its next turn uses it) and releases them.
+func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) (string, error) {
+	type result struct {
+		sid string
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		sid, err := c.NewSession(context.Background())
+		if errors.Is(err, ErrSessionLimit) {
+			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
+			p.evictIdle(c, e, 1)
+			sid, err = c.NewSession(context.Background())
+		}
+		ch <- result{sid, err}
+	}()
+	select {
+	case r := <-ch:
+		p.recordSession(e, c, r.sid, r.err)
+		return r.sid, r.err
+	case <-ctx.Done():
+	}
+	held := *ls
+	*ls = leases{}
+	p.goBackground(func() {
+		defer held.release()
+		r := <-ch
+		p.recordSession(e, c, r.sid, r.err)
+		if r.err == nil {
+			p.log.Debug("agent session created after its caller left; kept for the key", "key", e.key, "session", r.sid)
+		}
+	})
+	return "", fmt.Errorf("creating an agent session: %w", ctx.Err())
+}
+
+// recordSession binds a new session to e (whose lease the caller holds)
+// and gives back the slot reserved for its creation.
+func (p *Pool) recordSession(e *entry, c *Client, sid string, err error) {
+	now := p.cfg.clock.Now()
+	p.mu.Lock()
+	if p.creating[c]--; p.creating[c] <= 0 {
+		delete(p.creating, c)
+	}
+	if err == nil {
+		e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, now, now, 0, p.rotation
+	}
+	p.mu.Unlock()
+	p.kick()
 }
 
 // RotateAll makes every open session be replaced before its next turn
@@ -400,24 +465,193 @@ func (p *Pool) sessionLimit(c *Client) int {
 	return limit
 }
 
-// makeRoom closes least recently used idle sessions until a new one fits.
-func (p *Pool) makeRoom(c *Client, self *entry) error {
-	p.mu.Lock()
-	n := 0
+// slotWaiter is a turn queued for a session slot; wake is signalled when a
+// slot may have freed.
+type slotWaiter struct{ wake chan struct{} }
+
+// slotRecheck bounds how long a queued turn sleeps between looks at the
+// pool, so a wake-up that was never sent (the agent's own session count
+// changing, say) cannot strand it.
+const slotRecheck = 250 * time.Millisecond
+
+// reserveSlot reserves room on c for one new session for self: a free slot,
+// else the least recently used idle session is closed. When every session
+// is in a turn the caller waits, first come first served, for the first
+// that frees, within ctx; past SessionQueue waiters it fails with
+// ErrSessionLimit. A reservation is released by recordSession.
+func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
+	var w *slotWaiter
+	defer func() {
+		if w != nil {
+			p.leaveQueue(w)
+		}
+	}()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return ErrStopped
+		}
+		first := (w == nil && len(p.queue) == 0) || (w != nil && p.queue[0] == w)
+		var victim *entry
+		var vsid string
+		if first {
+			var ok bool
+			victim, vsid, ok = p.takeSlotLocked(c, self)
+			if ok {
+				if w != nil {
+					p.queue = p.queue[1:]
+					w = nil
+				}
+				p.mu.Unlock()
+				p.kick() // there may be room for the next one too
+				return nil
+			}
+		}
+		if victim != nil {
+			// Its slot frees when the agent has closed it; wait for that.
+			p.mu.Unlock()
+			<-victim.lease
+			p.log.Info("closing least recently used agent session to make room", "key", victim.key, "session", vsid)
+			p.retireCounted(c, vsid)
+			p.mu.Lock()
+		}
+		if w == nil {
+			if len(p.queue) >= p.cfg.SessionQueue {
+				n := len(p.queue)
+				p.mu.Unlock()
+				return fmt.Errorf("%w: every session is in a turn and %d turns are already waiting", ErrSessionLimit, n)
+			}
+			w = &slotWaiter{wake: make(chan struct{}, 1)}
+			p.queue = append(p.queue, w)
+			p.metricAdd(func(m *Metrics) { m.SessionWaits.Inc() })
+		}
+		p.mu.Unlock()
+		select {
+		case <-w.wake:
+		case <-p.cfg.clock.After(slotRecheck):
+		case <-c.Done():
+			return fmt.Errorf("waiting for a session slot: %w", c.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a session slot: %w", ctx.Err())
+		}
+	}
+}
+
+// takeSlotLocked reserves a slot on c when one is free. Sessions being
+// created or closed hold theirs, so the agent never holds more than the
+// limit. When none is free and no close is already under way, the least
+// recently used idle session is evicted (returned with its lease held, to be
+// released and retired after p.mu); its slot frees when the agent has
+// closed it. ok reports a reservation.
+func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string, ok bool) {
+	n := p.creating[c] + p.retiring[c]
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
 			n++
 		}
 	}
+	if n < p.sessionLimit(c) {
+		p.creating[c]++
+		return nil, "", true
+	}
+	if p.retiring[c] > 0 {
+		return nil, "", false
+	}
+	victim = p.idleVictimLocked(c, self)
+	if victim == nil {
+		return nil, "", false
+	}
+	sid, victim.sid = victim.sid, ""
+	p.retiring[c]++ // counted now, so the slot stays taken until the close ends
+	return victim, sid, false
+}
+
+// idleVictimLocked returns the least recently used session on c not in a
+// turn, with its lease taken, or nil.
+func (p *Pool) idleVictimLocked(c *Client, self *entry) *entry {
+	var victim *entry
+	for _, e := range p.entries {
+		if e == self || e.sid == "" || e.client != c {
+			continue
+		}
+		if victim == nil || e.lastUsed.Before(victim.lastUsed) {
+			select {
+			case e.lease <- struct{}{}:
+				if victim != nil {
+					<-victim.lease
+				}
+				victim = e
+			default:
+			}
+		}
+	}
+	return victim
+}
+
+// leaveQueue removes w from the queue (if still there) and passes any
+// wake-up it may have swallowed to the new head.
+func (p *Pool) leaveQueue(w *slotWaiter) {
+	p.mu.Lock()
+	if i := slices.Index(p.queue, w); i >= 0 {
+		p.queue = slices.Delete(p.queue, i, i+1)
+	}
 	p.mu.Unlock()
-	excess := n - p.sessionLimit(c) + 1
-	if excess <= 0 {
-		return nil
+	p.kick()
+}
+
+// kick wakes the turn at the head of the slot queue to look again.
+func (p *Pool) kick() {
+	p.mu.Lock()
+	var head *slotWaiter
+	if len(p.queue) > 0 {
+		head = p.queue[0]
 	}
-	if freed := p.evictIdle(c, self, excess); freed < excess {
-		return fmt.Errorf("%w: %d sessions busy (limit %d)", ErrSessionLimit, n-freed, p.sessionLimit(c))
+	p.mu.Unlock()
+	if head != nil {
+		select {
+		case head.wake <- struct{}{}:
+		default:
+		}
 	}
-	return nil
+}
+
+// pruneKeysLocked makes room in the key table for one more key: the least
+// recently used keys with no session and no turn are forgotten (a flood of
+// new session ids must not grow the table without bound). Keys holding a
+// session or a turn stay; those are bounded by MaxSessions and by the
+// server's connection limit.
+func (p *Pool) pruneKeysLocked() {
+	var oldest *entry
+	for _, e := range p.entries {
+		if e.sid != "" || len(e.lease) > 0 {
+			continue
+		}
+		if oldest == nil || e.lastUsed.Before(oldest.lastUsed) {
+			oldest = e
+		}
+	}
+	if oldest == nil {
+		return
+	}
+	select {
+	case oldest.lease <- struct{}{}:
+	default:
+		return
+	}
+	oldest.dead = true
+	delete(p.entries, oldest.key)
+	if p.last == oldest {
+		p.last = nil
+	}
+	<-oldest.lease
+	p.metricAdd(func(m *Metrics) { m.KeysForgotten.Inc() })
+}
+
+func (p *Pool) metricAdd(f func(*Metrics)) {
+	if p.cfg.Metrics != nil {
+		f(p.cfg.Metrics)
+	}
 }
 
 // evictIdle closes up to n sessions on c whose entries are not in a turn,
@@ -426,22 +660,7 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 	freed := 0
 	for freed < n {
 		p.mu.Lock()
-		var victim *entry
-		for _, e := range p.entries {
-			if e == self || e.sid == "" || e.client != c {
-				continue
-			}
-			if victim == nil || e.lastUsed.Before(victim.lastUsed) {
-				select {
-				case e.lease <- struct{}{}:
-					if victim != nil {
-						<-victim.lease
-					}
-					victim = e
-				default:
-				}
-			}
-		}
+		victim := p.idleVictimLocked(c, self)
 		var sid string
 		if victim != nil {
 			sid, victim.sid = victim.sid, ""
@@ -475,10 +694,28 @@ func (p *Pool) detachSession(e *entry, c *Client, sid string) {
 		e.sid = ""
 	}
 	p.mu.Unlock()
+	p.kick()
 }
 
 func (p *Pool) retireAsync(c *Client, sid string) {
-	p.goBackground(func() { c.retire(context.Background(), sid) })
+	p.mu.Lock()
+	p.retiring[c]++
+	p.mu.Unlock()
+	p.retireCounted(c, sid)
+}
+
+// retireCounted closes sid on c in the background; its slot, already
+// counted in p.retiring, is given back when the close ends.
+func (p *Pool) retireCounted(c *Client, sid string) {
+	p.goBackground(func() {
+		c.retire(context.Background(), sid)
+		p.mu.Lock()
+		if p.retiring[c]--; p.retiring[c] <= 0 {
+			delete(p.retiring, c)
+		}
+		p.mu.Unlock()
+		p.kick()
+	})
 }
 
 // reap closes sessions idle longer than SessionIdle and forgets unused keys.
@@ -517,6 +754,7 @@ func (p *Pool) reap() {
 		p.log.Debug("closing idle agent session", "session", v.sid)
 		p.retireAsync(v.c, v.sid)
 	}
+	p.kick()
 }
 
 // runPrompt sends the prompt and forwards chunks until the result arrives
@@ -628,4 +866,11 @@ func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan p
 			}
 		}
 	})
+}
+
+// queued reports how many turns wait for a session slot.
+func (p *Pool) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
 }

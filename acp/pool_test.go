@@ -505,7 +505,7 @@ func TestPoolSessionLimit(t *testing.T) {
 		t.Errorf("live sessions %d, want 2", h.Sessions)
 	}
 
-	// With both sessions in a turn, a third key finds no room.
+	// With both sessions in a turn, a third key waits for the first to end.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -517,12 +517,28 @@ func TestPoolSessionLimit(t *testing.T) {
 		}()
 	}
 	waitFor(t, 5*time.Second, "two busy sessions", func() bool { return a.maxTotal.Load() >= 2 })
-	_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
-	if !errors.Is(err, ErrSessionLimit) {
-		t.Errorf("err = %v, want ErrSessionLimit", err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
+		got <- err
+	}()
+	waitFor(t, 5*time.Second, "d queued", func() bool { return p.queued() == 1 })
+	if h := p.Health(); h.Sessions != 2 {
+		t.Errorf("live sessions %d while d waits, want 2", h.Sessions)
 	}
-	cancel()
+	cancel() // both long turns end; d takes the first free slot
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("queued turn: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued turn never ran")
+	}
 	wg.Wait()
+	if h := p.Health(); h.Sessions > 2 {
+		t.Errorf("live sessions %d, limit 2", h.Sessions)
+	}
 }
 
 func TestPoolReapsIdleSessions(t *testing.T) {

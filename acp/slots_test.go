@@ -1,0 +1,179 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// 32 conversations over 8 session slots with an instant agent: every turn
+// succeeds (turns wait for a slot instead of failing) and the agent never
+// holds more than 8 open sessions, counted on the agent's side.
+func TestPoolSlotsHammer(t *testing.T) {
+	const keys, limit, turns = 32, 8, 12
+	a := newFakeAgent()
+	var open, maxOpen atomic.Int32
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		_ = a.chunk(ctx, sid, "😊 ok")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	counting := &countingAgent{fakeAgent: a, open: &open, max: &maxOpen}
+	m := NewMetrics(prometheus.NewRegistry())
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: limit, Metrics: m}, dialFakeAgent(t, a, counting, Config{}))
+	runPool(t, p)
+
+	stop := make(chan struct{})
+	var watched sync.WaitGroup
+	var overLimit atomic.Int32
+	watched.Add(1)
+	go func() { // /health's count must never pass the limit either
+		defer watched.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := p.Health().Sessions; n > limit {
+				overLimit.Store(int32(n))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range turns {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := p.Turn(ctx, TurnRequest{Key: fmt.Sprintf("convo-%d", k), Prompt: func(int) string { return fmt.Sprint("hi ", i) }})
+				cancel()
+				if err != nil {
+					failed.Add(1)
+					t.Errorf("convo %d turn %d: %v", k, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	watched.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of %d turns failed", n, keys*turns)
+	}
+	if n := maxOpen.Load(); n > limit {
+		t.Errorf("agent held %d open sessions, limit %d", n, limit)
+	}
+	if n := overLimit.Load(); n > 0 {
+		t.Errorf("/health reported %d sessions, limit %d", n, limit)
+	}
+	if testutil.ToFloat64(m.SessionWaits) == 0 {
+		t.Error("no turn waited for a slot; the hammer did not contend")
+	}
+}
+
+// countingAgent counts sessions the agent holds open (created, not closed).
+type countingAgent struct {
+	*fakeAgent
+	open, max *atomic.Int32
+}
+
+func (c *countingAgent) NewSession(ctx context.Context, r acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+	storeMax(c.max, c.open.Add(1))
+	return c.fakeAgent.NewSession(ctx, r)
+}
+
+func (c *countingAgent) CloseSession(ctx context.Context, r acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+	c.open.Add(-1)
+	return c.fakeAgent.CloseSession(ctx, r)
+}
+
+// Queued turns get slots in arrival order; one whose ctx ends leaves the
+// queue without taking a slot; past SessionQueue a turn fails at once.
+func TestPoolSlotQueueOrderAndCap(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionQueue: 3}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	hold, release := context.WithCancel(context.Background())
+	defer release()
+	go func() { _, _ = p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }}) }()
+	waitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+
+	var mu sync.Mutex
+	var order []string
+	results := make(chan error, 3)
+	queue := func(key string, ctx context.Context) {
+		go func() {
+			_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string {
+				mu.Lock()
+				order = append(order, key)
+				mu.Unlock()
+				return "quick " + key
+			}})
+			results <- err
+		}()
+	}
+	queue("first", context.Background())
+	waitFor(t, 5*time.Second, "first queued", func() bool { return p.queued() == 1 })
+	leaver, leave := context.WithCancel(context.Background())
+	queue("leaver", leaver)
+	waitFor(t, 5*time.Second, "leaver queued", func() bool { return p.queued() == 2 })
+	queue("second", context.Background())
+	waitFor(t, 5*time.Second, "second queued", func() bool { return p.queued() == 3 })
+
+	// The queue is full: the next turn fails at once.
+	_, err := p.Turn(context.Background(), TurnRequest{Key: "overflow", Prompt: func(int) string { return "quick" }})
+	if !errors.Is(err, ErrSessionLimit) {
+		t.Errorf("overflow turn: %v, want ErrSessionLimit", err)
+	}
+	leave()
+	waitFor(t, 5*time.Second, "leaver gone", func() bool { return p.queued() == 2 })
+	release()
+	for range 3 {
+		select {
+		case err := <-results:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("queued turn: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("queued turns did not finish")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[first second]" {
+		t.Errorf("slot order %v, want [first second]", order)
+	}
+}
+
+// A flood of distinct session keys keeps the key table at its bound: keys
+// with no session are forgotten, least recently used first.
+func TestPoolKeyTableBounded(t *testing.T) {
+	a := newFakeAgent()
+	m := NewMetrics(prometheus.NewRegistry())
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, MaxKeys: 16, Metrics: m}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	for i := range 200 {
+		turnText(t, p, fmt.Sprintf("flood-%d", i), "hi", nil)
+	}
+	p.mu.Lock()
+	n := len(p.entries)
+	_, newest := p.entries["flood-199"]
+	p.mu.Unlock()
+	if n > 16 || !newest {
+		t.Errorf("%d keys kept (bound 16), newest kept %v", n, newest)
+	}
+	if got := testutil.ToFloat64(m.KeysForgotten); got < 184 {
+		t.Errorf("keys forgotten %v, want at least 184", got)
+	}
+}
