@@ -49,6 +49,11 @@ type Config struct {
 	// Permissions answers session/request_permission. Nil allows everything.
 	Permissions Permissioner
 
+	// UnavailableGrace is how long Acquire waits for an agent that has
+	// failed since it was last ready before failing with
+	// ErrAgentUnavailable (ZEROCLAW_UNAVAILABLE_GRACE, 2 s). The first start
+	// is not cut short.
+	UnavailableGrace time.Duration
 	// BackoffInitial, BackoffMax and HealthyReset shape restarts: the delay
 	// starts at BackoffInitial (200 ms), doubles up to BackoffMax (30 s), never
 	// gives up, and resets once a child has run for HealthyReset (60 s).
@@ -91,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClientVersion == "" {
 		c.ClientVersion = "dev"
+	}
+	if c.UnavailableGrace <= 0 {
+		c.UnavailableGrace = 2 * time.Second
 	}
 	if c.BackoffInitial <= 0 {
 		c.BackoffInitial = 200 * time.Millisecond

@@ -20,6 +20,9 @@ var (
 	ErrSessionBusy = errors.New("agent session busy")
 	// ErrNotSupported means the agent's dialect lacks the operation.
 	ErrNotSupported = errors.New("not supported by agent dialect")
+	// ErrAgentUnavailable means the agent has failed and did not come back
+	// within the unavailable grace; turns fail at once until it is ready.
+	ErrAgentUnavailable = errors.New("agent unavailable")
 	// ErrStopped means the supervisor has shut down.
 	ErrStopped = errors.New("agent supervisor stopped")
 )

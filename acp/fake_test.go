@@ -294,6 +294,9 @@ type fakeClock struct {
 	now       time.Time
 	waiters   []clockWaiter
 	requested []time.Duration // every After duration, in call order
+	// ignore is a duration whose timers never fire and are not recorded
+	// (a timeout the test does not exercise, such as UnavailableGrace).
+	ignore time.Duration
 }
 
 type clockWaiter struct {
@@ -313,6 +316,9 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
+	if c.ignore != 0 && d == c.ignore {
+		return ch
+	}
 	c.requested = append(c.requested, d)
 	if d <= 0 {
 		ch <- c.now

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -114,6 +115,7 @@ func (p *stderrPump) run(r io.Reader) {
 }
 
 func (p *stderrPump) line(s string) {
+	s = cleanLine(s)
 	p.mu.Lock()
 	if len(p.tail) == stderrTailLen {
 		copy(p.tail, p.tail[1:])
@@ -141,4 +143,60 @@ func stderrLevel(s string) hclog.Level {
 	default:
 		return hclog.Info
 	}
+}
+
+// cleanLine drops terminal escape sequences (CSI such as colours, and OSC
+// such as window titles) and every other control character from a child's
+// line, so the log stays plain text that grep reads; a tab becomes a space.
+// Invalid UTF-8 becomes U+FFFD.
+func cleanLine(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			// CSI: parameters and intermediates, then one final byte 0x40–0x7e.
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = min(j+1, len(s))
+			continue
+		case r == 0x1b && i+1 < len(s) && s[i+1] == ']':
+			// OSC: up to BEL or ESC \.
+			j := i + 2
+			for j < len(s) && s[j] != 0x07 && !(s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\') {
+				j++
+			}
+			switch {
+			case j < len(s) && s[j] == 0x07:
+				i = j + 1
+			default:
+				i = min(j+2, len(s))
+			}
+			continue
+		case r == 0x1b:
+			i += min(2, len(s)-i) // a two-byte escape such as ESC ( B
+			continue
+		case r == '\t':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			// other C0 and C1 controls: dropped
+		default:
+			b.WriteRune(r) // utf8.RuneError for invalid bytes
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -44,6 +44,7 @@ type Supervisor struct {
 	log hclog.Logger
 
 	stopped chan struct{} // closed when Run has returned
+	sp      *spawner      // set while Run runs
 
 	mu            sync.Mutex
 	state         string
@@ -57,6 +58,11 @@ type Supervisor struct {
 	binaryMissing bool
 	caps          Caps
 	running       bool
+	// failed is set when a child fails and cleared when one is ready;
+	// unavailable is set once a caller has waited UnavailableGrace for a
+	// failed agent, so later callers fail at once until it is ready.
+	failed      bool
+	unavailable bool
 }
 
 // NewSupervisor returns a supervisor for cfg; Run starts the agent.
@@ -88,11 +94,17 @@ func (s *Supervisor) Restart(reason string) bool {
 
 // Acquire returns the ready client, waiting for one within ctx. It fails at
 // once with ErrBinaryMissing while the executable does not exist, and with
-// ErrStopped after Run has returned.
+// ErrStopped after Run has returned. While the agent is down after a
+// failure it waits at most UnavailableGrace for the restart under way, then
+// fails with ErrAgentUnavailable, and later callers fail at once until the
+// agent is ready again: a broken agent must not hold every caller for its
+// whole turn timeout. The first start is waited for within ctx.
 func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
+	var grace <-chan time.Time
 	for {
 		s.mu.Lock()
 		cur, ch, missing, lastErr := s.cur, s.ready, s.binaryMissing, s.lastErr
+		failed, unavailable := s.failed, s.unavailable
 		s.mu.Unlock()
 		if cur != nil && cur.Err() == nil {
 			return cur, nil
@@ -105,8 +117,23 @@ func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
 			return nil, ErrStopped
 		default:
 		}
+		if unavailable {
+			return nil, s.unavailableErr(lastErr)
+		}
+		if failed && grace == nil {
+			grace = s.cfg.clock.After(s.cfg.UnavailableGrace)
+		}
 		select {
 		case <-ch:
+		case <-grace:
+			s.mu.Lock()
+			if s.failed && s.cur == nil {
+				s.unavailable = true
+			}
+			s.mu.Unlock()
+			s.log.Warn("agent still down after its grace; turns answer the offline fallback until it is back",
+				"grace", s.cfg.UnavailableGrace, "last_error", errString(lastErr))
+			return nil, s.unavailableErr(lastErr)
 		case <-s.stopped:
 			return nil, ErrStopped
 		case <-ctx.Done():
@@ -116,6 +143,20 @@ func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
 			return nil, fmt.Errorf("waiting for agent: %w", ctx.Err())
 		}
 	}
+}
+
+func (s *Supervisor) unavailableErr(lastErr error) error {
+	if lastErr != nil {
+		return fmt.Errorf("%w (last failure: %v)", ErrAgentUnavailable, lastErr)
+	}
+	return ErrAgentUnavailable
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // Health reports the agent's state without blocking on it.
@@ -153,6 +194,8 @@ func (s *Supervisor) setStateLocked(state string) {
 // Start failures are logged and retried; Run returns nil on shutdown.
 func (s *Supervisor) Run(ctx context.Context) error {
 	defer close(s.stopped)
+	s.sp = newSpawner()
+	defer s.sp.stop()
 	defer func() {
 		s.mu.Lock()
 		s.setStateLocked(StateStopped)
@@ -182,6 +225,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		delay := b.NextBackOff()
 		s.mu.Lock()
+		s.failed = true
 		s.restarts++
 		s.setStateLocked(StateBackoff)
 		s.mu.Unlock()
@@ -277,6 +321,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	readyAt := s.cfg.clock.Now()
 	s.mu.Lock()
 	s.cur, s.caps, s.readyAt, s.lastErr = p.client, caps, readyAt, nil
+	s.failed, s.unavailable = false, false
 	s.setStateLocked(StateReady)
 	s.mu.Unlock()
 	s.metricSet(func(m *Metrics) {
@@ -380,13 +425,13 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.Dir = s.cfg.Dir
 	cmd.Env = append(append(os.Environ(), "RUST_LOG=error"), s.cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childProcAttr()
 	cmd.Cancel = func() error {
-		// Polite first: SIGTERM to the whole group; WaitDelay escalates to SIGKILL.
+		// Polite first: SIGTERM to the whole group; stop escalates to a
+		// SIGKILL of the whole group (Cmd.WaitDelay would kill the leader only).
 		return ignoreESRCH(syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
 	}
-	cmd.WaitDelay = s.cfg.StopGrace
-	if err := cmd.Start(); err != nil {
+	if err := s.sp.start(cmd); err != nil {
 		kill()
 		closeAll(inR, inW, outR, outW, errR, errW)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
@@ -471,11 +516,17 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 			log.Warn("agent did not exit after stdin closed; sending SIGTERM")
 		}
 	}
-	p.kill() // SIGTERM to the group if still running; WaitDelay escalates to SIGKILL
+	p.kill() // SIGTERM to the group if still running
 	select {
 	case <-p.exited:
-	case <-time.After(p.cfg.StopGrace + 2*time.Second):
-		log.Error("agent still running after SIGKILL; giving up on it")
+	case <-time.After(p.cfg.StopGrace):
+		log.Warn("agent did not exit after SIGTERM; sending SIGKILL to its process group")
+		_ = ignoreESRCH(syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
+		select {
+		case <-p.exited:
+		case <-time.After(2 * time.Second):
+			log.Error("agent still running after SIGKILL; giving up on it")
+		}
 	}
 	// Grandchildren may still hold the group or the pipes.
 	_ = ignoreESRCH(syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))

@@ -20,6 +20,9 @@ import (
 
 func TestMain(m *testing.M) {
 	acptest.MaybeRunHelper()
+	if os.Getenv(miniBridgeEnv) != "" {
+		os.Exit(runMiniBridge())
+	}
 	// Panic on an exec.Cmd that is started but never waited for.
 	_ = os.Setenv("GODEBUG", "execwait=2")
 	code := m.Run()
@@ -196,8 +199,9 @@ func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock()
+	clk.ignore = time.Hour // the nudging turns wait out their own ctx instead
 	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
-	cfg.BackoffInitial, cfg.clock = 200*time.Millisecond, clk
+	cfg.BackoffInitial, cfg.UnavailableGrace, cfg.clock = 200*time.Millisecond, time.Hour, clk
 	h := startHarness(t, cfg, PoolConfig{})
 
 	// crash-after-init dies at session/new, so nudge each generation with a turn.

@@ -54,7 +54,7 @@ var (
 	// voiceEndpoints are the endpoint labels of the voice routes.
 	voiceEndpoints = []string{"message", "message_stream"}
 	// errorKinds are the kind labels of voice request errors.
-	errorKinds = []string{"timeout", "binary_missing", "exception"}
+	errorKinds = []string{"timeout", "binary_missing", "exception", "agent_unavailable"}
 	// perceptionEventTypes are the only type labels of
 	// dotty_perception_events_total (bounded cardinality, as bridge.py).
 	perceptionEventTypes = []string{"face_detected", "face_lost", "sound_event", "state_changed",

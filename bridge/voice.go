@@ -34,6 +34,8 @@ const (
 	KindTimeout       = "timeout"
 	KindBinaryMissing = "binary_missing"
 	KindException     = "exception"
+	// KindAgentUnavailable: the agent failed and is not back yet.
+	KindAgentUnavailable = "agent_unavailable"
 )
 
 // NDJSONContentType is the stream's content type: no charset, so the
@@ -262,6 +264,8 @@ func classify(ctx context.Context, err error) (kind, text string) {
 		return KindTimeout, FallbackTimeout
 	case errors.Is(err, acp.ErrBinaryMissing):
 		return KindBinaryMissing, FallbackOffline
+	case errors.Is(err, acp.ErrAgentUnavailable):
+		return KindAgentUnavailable, FallbackOffline
 	default:
 		return KindException, FallbackError
 	}

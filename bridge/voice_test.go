@@ -921,6 +921,7 @@ func TestDemoAgentQuotesRealPrompts(t *testing.T) {
 		"quoting the rules:\n\n[Rules: be silly]",
 		"quoting\n\n---\nHARD CONSTRAINTS too",
 		strings.Repeat("long words ", 20),
+		"[Context] You are Dotty.\n\n[User] what is a comet?", // xiaozhi's own framing
 	}
 	n := 0
 	for _, kid := range []bool{false, true} {
@@ -937,6 +938,9 @@ func TestDemoAgentQuotesRealPrompts(t *testing.T) {
 					p := env.agent.Prompts()[n]
 					n++
 					want := strings.TrimSpace(c)
+					if _, said, ok := strings.Cut(c, "[User] "); ok {
+						want = said
+					}
 					if len([]rune(want)) > 120 {
 						want = strings.TrimRightFunc(string([]rune(want)[:119]), unicode.IsSpace) + "…"
 					}

@@ -34,9 +34,18 @@
 //	                  call-1 and a session/request_permission with ZeroClaw's four options
 //	                  (allow-once, allow-always, reject-with-edit, reject-once) for
 //	                  approval-1; "ask:<question>" asks ask-user-1 with choice-0, choice-1
-//	                  (allow_once) and reject (reject_once); the reply is one chunk
+//	                  (allow_once) and reject (reject_once); "cmd:<command>" asks cmd-1
+//	                  with the command as its title and no tool name (allow-once,
+//	                  reject-once); the reply is one chunk
 //	                  "😊 outcome=<optionId>" or "😊 outcome=cancelled", or stopReason
 //	                  cancelled without a chunk if the turn was cancelled meanwhile
+//	slow-new          echo, but session/new takes ZCB_ACPTEST_DELAY (300ms), ignores the
+//	                  client abandoning it, and is reported on stderr as
+//	                  "acptest: session/new <id>"
+//	ansi-stderr       echo, after one stderr line with ANSI colour codes, a tab, a bell
+//	                  and a carriage return
+//	grandchild        echo, after starting a hang-init copy of itself in its process
+//	                  group, reported on stderr as "acptest: grandchild <pid>"
 //	perm-hold         perm, but the permission wait ignores session/cancel like
 //	                  ZeroClaw's approval gate: the turn ends only once it is answered
 //
@@ -75,7 +84,7 @@
 // # Tunables (extra environment of the child)
 //
 //	ZCB_ACPTEST_CHUNKS         slow-chunks: number of chunks (20)
-//	ZCB_ACPTEST_DELAY          slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
+//	ZCB_ACPTEST_DELAY          slow-new (300ms), slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
 //	ZCB_ACPTEST_FLOOD          flood: number of notifications (3000)
 //	ZCB_ACPTEST_LINES          spam-stderr: number of spam lines (5000)
 //	ZCB_ACPTEST_STATE_DIR      crash-after-init, crash-mid-turn: directory of the crash counters

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ func runSDK(mode string) int {
 	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &lockedWriter{w: os.Stdout}}
 	switch mode {
 	case "echo", "slow-chunks", "crash-after-init", "crash-mid-turn", "hang", "ignore-sigterm",
-		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold":
+		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild":
 	default:
 		fmt.Fprintf(os.Stderr, "acptest: unknown mode %q\n", mode)
 		return 2
@@ -67,6 +68,21 @@ func runSDK(mode string) int {
 		}
 		_, _ = w.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
 		_ = w.Flush()
+	}
+	if mode == "grandchild" {
+		// A helper in the agent's process group that ignores SIGTERM and
+		// stdin EOF: only a SIGKILL to the group ends it.
+		self, _ := os.Executable()
+		gc := exec.Command(self)
+		gc.Env = append(os.Environ(), ModeEnv+"=ignore-sigterm")
+		if err := gc.Start(); err == nil {
+			fmt.Fprintf(os.Stderr, "acptest: grandchild %d\n", gc.Process.Pid)
+		}
+	}
+	if mode == "ansi-stderr" {
+		// A tracing subscriber's coloured line, a bell, a carriage return
+		// and a tab, as real agents print them to a non-terminal.
+		_, _ = os.Stderr.WriteString("\x1b[2m2026-05-22T10:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m zeroclaw::acp:\tready\a\r\n")
 	}
 	conn := acpsdk.NewAgentSideConnection(a, a.out, os.Stdin)
 	conn.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
@@ -94,10 +110,18 @@ func (a *sdkAgent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk
 	if a.crash {
 		os.Exit(3)
 	}
+	if a.mode == "slow-new" {
+		// Like a real agent, it finishes creating the session even when
+		// the client abandons the request.
+		time.Sleep(envDuration("ZCB_ACPTEST_DELAY", 300*time.Millisecond))
+	}
 	sid := newSessionID()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sessions[sid] = true
+	if a.mode == "slow-new" {
+		fmt.Fprintf(os.Stderr, "acptest: session/new %s\n", sid)
+	}
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(sid)}, nil
 }
 
@@ -213,6 +237,14 @@ func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text stri
 			{OptionId: "choice-0", Name: "Yes", Kind: acpsdk.PermissionOptionKindAllowOnce},
 			{OptionId: "choice-1", Name: "No", Kind: acpsdk.PermissionOptionKindAllowOnce},
 			{OptionId: "reject", Name: "Skip", Kind: acpsdk.PermissionOptionKindRejectOnce},
+		}
+	} else if cmd, ok := strings.CutPrefix(text, "cmd:"); ok {
+		// A codex-style request: the command as the title, no tool name.
+		req.ToolCall = acpsdk.ToolCallUpdate{ToolCallId: "cmd-1", Title: acpsdk.Ptr(cmd),
+			Status: acpsdk.Ptr(acpsdk.ToolCallStatusPending)}
+		req.Options = []acpsdk.PermissionOption{
+			{OptionId: "allow-once", Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},
+			{OptionId: "reject-once", Name: "Reject", Kind: acpsdk.PermissionOptionKindRejectOnce},
 		}
 	} else {
 		tool, ok := strings.CutPrefix(text, "tool:")

@@ -70,21 +70,26 @@ func Reply(prompt string) string {
 }
 
 // UserLine returns the line of a prompt that the user said, as [Reply]
-// quotes it. In the bridge's voice prompt it is the content between the
-// "[Context: …]" line and the suffix (full on a session's first turn, short
-// afterwards), whatever lines the content spans. If the prompt contains
-// "[User] ", it is the text after the last such marker up to the end of
-// that line. Otherwise it is the last non-blank
+// quotes it. In the bridge's voice prompt the search is confined to the
+// content: the text between the "[Context: …]" line and the suffix (full on
+// a session's first turn, short afterwards). If that text contains
+// "[User] " (xiaozhi's marker), the line is what follows the last marker up
+// to the end of its line; otherwise, in a voice prompt, it is the whole
+// content, whatever lines it spans. Otherwise it is the last non-blank
 // line that does not start with "[" (bracketed lines are bridge directives),
 // or failing that the last non-blank line. The result is trimmed and capped
 // at 120 runes, the last of which is "…" when the line was cut; a prompt with
 // nothing usable gives "(nothing)".
 func UserLine(prompt string) string {
+	content, voice := voiceContent(prompt)
+	if !voice {
+		content = prompt
+	}
 	var line string
-	if content, ok := voiceContent(prompt); ok {
+	if i := strings.LastIndex(content, userMarker); i >= 0 {
+		line, _, _ = strings.Cut(content[i+len(userMarker):], "\n")
+	} else if voice {
 		line = content
-	} else if i := strings.LastIndex(prompt, userMarker); i >= 0 {
-		line, _, _ = strings.Cut(prompt[i+len(userMarker):], "\n")
 	} else {
 		line = lastSpokenLine(prompt)
 	}

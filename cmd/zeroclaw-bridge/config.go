@@ -32,23 +32,25 @@ type config struct {
 	UploadTimeout time.Duration
 	MaxConns      int
 
-	ZeroclawBin     string   // empty: look for zeroclaw, else the demo agent
-	ZeroclawArgs    []string // extra agent arguments after "acp"
-	Timeout         time.Duration
-	InitTimeout     time.Duration
-	SessionIdle     time.Duration
-	SessionMaxTurns int
-	SessionMaxAge   time.Duration
-	MaxSessions     int
-	SessionKey      acp.SessionKeyMode
-	AgentAlias      string
-	SessionCwd      string
-	CancelGrace     time.Duration
-	PermAllow       []string
-	PermDeny        []string
-	KidMode         bool
-	KidStatePath    string
-	SmartStatePath  string
+	ZeroclawBin      string   // empty: look for zeroclaw, else the demo agent
+	ZeroclawArgs     []string // extra agent arguments after "acp"
+	Timeout          time.Duration
+	InitTimeout      time.Duration
+	SessionIdle      time.Duration
+	SessionMaxTurns  int
+	SessionMaxAge    time.Duration
+	MaxSessions      int
+	SessionQueue     int
+	UnavailableGrace time.Duration
+	SessionKey       acp.SessionKeyMode
+	AgentAlias       string
+	SessionCwd       string
+	CancelGrace      time.Duration
+	PermAllow        []string
+	PermDeny         []string
+	KidMode          bool
+	KidStatePath     string
+	SmartStatePath   string
 
 	MaxSentences int
 	TZ           *time.Location
@@ -198,6 +200,10 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.SessionMaxAge, v) }},
 	{env: "ZEROCLAW_MAX_SESSIONS", def: "8", help: "most live agent sessions; the least recently used idle one is closed to make room",
 		parse: func(c *config, v string) error { return parseInt(&c.MaxSessions, v) }},
+	{env: "ZEROCLAW_SESSION_QUEUE", def: "64", help: "most voice turns waiting for a session while every session is in a turn; past it a turn answers the error fallback",
+		parse: func(c *config, v string) error { return parseInt(&c.SessionQueue, v) }},
+	{env: "ZEROCLAW_UNAVAILABLE_GRACE", def: "2", help: "seconds a turn waits for a failed agent to come back before answering the offline fallback; later turns answer it at once until the agent is ready",
+		parse: func(c *config, v string) error { return parseSeconds(&c.UnavailableGrace, v) }},
 	{env: "ZEROCLAW_SESSION_KEY", def: "session_id", help: "session_id: one agent session per caller session_id; shared: one session for every caller, as bridge.py",
 		parse: func(c *config, v string) error {
 			switch m := acp.SessionKeyMode(strings.TrimSpace(v)); m {
@@ -572,6 +578,7 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_IDLE", c.SessionIdle},
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.CancelGrace},
+		{"ZEROCLAW_UNAVAILABLE_GRACE", c.UnavailableGrace},
 		{"WEATHER_TTL_SEC", c.WeatherTTL},
 		{"CALENDAR_TTL_SEC", c.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.CalendarPoll},
@@ -609,6 +616,7 @@ func (c config) validate() error {
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.MaxConns >= 1, strconv.Itoa(c.MaxConns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
+	check("ZEROCLAW_SESSION_QUEUE", c.SessionQueue >= 1, strconv.Itoa(c.SessionQueue), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
 	check("SIDECAR_DEADLINE", c.SidecarDeadline <= 14*time.Second, formatSeconds(c.SidecarDeadline), "want at most 14 seconds (the firmware gives up at 15)")
 	check("SIDECAR_TOKEN", c.STTURL == "" || c.SidecarToken != "" || c.SidecarAllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")

@@ -289,13 +289,14 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 
 	acpLog := log.Named("acp")
 	supCfg := acp.Config{
-		Command:       command,
-		Args:          args,
-		InitTimeout:   cfg.InitTimeout,
-		CancelGrace:   cfg.CancelGrace,
-		AgentAlias:    cfg.AgentAlias,
-		SessionCwd:    cfg.SessionCwd,
-		ClientVersion: buildVersion(),
+		Command:          command,
+		Args:             args,
+		InitTimeout:      cfg.InitTimeout,
+		CancelGrace:      cfg.CancelGrace,
+		UnavailableGrace: cfg.UnavailableGrace,
+		AgentAlias:       cfg.AgentAlias,
+		SessionCwd:       cfg.SessionCwd,
+		ClientVersion:    buildVersion(),
 		Permissions: &acp.Policy{
 			Allow:     cfg.PermAllow,
 			AllowLive: safety.List,
@@ -309,6 +310,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	poolCfg := acp.PoolConfig{
 		KeyMode:         cfg.SessionKey,
 		MaxSessions:     cfg.MaxSessions,
+		SessionQueue:    cfg.SessionQueue,
 		SessionIdle:     cfg.SessionIdle,
 		SessionMaxTurns: cfg.SessionMaxTurns,
 		SessionMaxAge:   cfg.SessionMaxAge,

@@ -1,0 +1,253 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// A caller who leaves while its session is being created leaks nothing:
+// the agent's sessions are all either still recorded by the pool or closed.
+func TestCallerLeavingDuringSessionCreation(t *testing.T) {
+	h := startHarness(t, fakeChild("slow-new", "ZCB_ACPTEST_DELAY=300ms"), PoolConfig{})
+	h.waitReady()
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := h.pool.Turn(ctx, TurnRequest{Key: fmt.Sprint("impatient-", i), Prompt: func(int) string { return "hi" }})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("impatient turn %d: %v, want DeadlineExceeded", i, err)
+		}
+	}
+	accounted := func() (created, closed, live int) {
+		l := h.logs.String()
+		return strings.Count(l, "acptest: session/new "), strings.Count(l, "acptest: session/close "), h.pool.Health().Sessions
+	}
+	waitFor(t, 10*time.Second, "three sessions created and accounted for", func() bool {
+		created, closed, live := accounted()
+		return created == 3 && closed+live == created
+	})
+	// The key that left keeps its session: its next turn uses it.
+	res, _ := h.mustTurn("impatient-0", "again")
+	if created, _, _ := accounted(); created != 3 || res.TurnIndex != 0 {
+		t.Errorf("next turn created a session (%d created) or index %d", created, res.TurnIndex)
+	}
+	h.stop()
+	created, closed, _ := accounted()
+	if created != closed {
+		t.Errorf("after stop: %d sessions created, %d closed", created, closed)
+	}
+}
+
+// An agent that exits at once: a turn answers ErrAgentUnavailable within
+// the grace, and the next one at once.
+func TestBrokenAgentFailsFast(t *testing.T) {
+	cfg := fakeChild("exit-1")
+	cfg.UnavailableGrace = 500 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	waitFor(t, 10*time.Second, "the agent to fail", func() bool {
+		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed"))+
+			testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")) >= 1
+	})
+	for i, bound := range []time.Duration{3 * time.Second, 500 * time.Millisecond} {
+		start := time.Now()
+		_, _, err := h.turn(fmt.Sprint("k", i), "hi")
+		if !errors.Is(err, ErrAgentUnavailable) {
+			t.Fatalf("turn %d: %v, want ErrAgentUnavailable", i, err)
+		}
+		if el := time.Since(start); el > bound {
+			t.Errorf("turn %d answered after %v, want within %v", i, el, bound)
+		}
+	}
+	if hh := h.sup.Health(); hh.State == StateReady {
+		t.Errorf("state %q", hh.State)
+	}
+}
+
+// A recovered agent serves again: the unavailable state ends when it is
+// ready. (crash-after-init dies at session/new, so turns drive it.)
+func TestAgentUnavailableEndsWhenReady(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
+	cfg.UnavailableGrace = time.Millisecond
+	cfg.BackoffInitial = 200 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	unavailable := 0
+	waitFor(t, 20*time.Second, "a turn that succeeds after the crashes", func() bool {
+		_, _, err := h.turn("k", "hi")
+		if errors.Is(err, ErrAgentUnavailable) {
+			unavailable++
+		}
+		return err == nil
+	})
+	if unavailable == 0 {
+		t.Error("no turn failed fast while the agent was down")
+	}
+}
+
+// Child stderr lines reach the log without escape codes or control
+// characters.
+func TestChildStderrIsCleaned(t *testing.T) {
+	h := startHarness(t, fakeChild("ansi-stderr"), PoolConfig{})
+	h.waitReady()
+	waitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if !strings.Contains(line, "zeroclaw::acp:") {
+			continue
+		}
+		if strings.ContainsAny(line, "\x1b\a\r\t") || strings.Contains(line, "[2m") {
+			t.Errorf("control characters left in %q", line)
+		}
+		if !strings.Contains(line, "2026-05-22T10:00:00Z  INFO zeroclaw::acp: ready") {
+			t.Errorf("cleaned line lost its text: %q", line)
+		}
+	}
+}
+
+// The normal stop ladder reaches the agent's whole process group.
+func TestStopKillsAgentGroup(t *testing.T) {
+	h := startHarness(t, fakeChild("grandchild"), PoolConfig{})
+	h.waitReady()
+	re := regexp.MustCompile(`acptest: grandchild (\d+)`)
+	var pid int
+	waitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
+		if m := re.FindStringSubmatch(h.logs.String()); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		return pid > 0
+	})
+	h.stop()
+	waitFor(t, 2*time.Second, "the grandchild to die", func() bool { return processGone(pid) })
+}
+
+const miniBridgeEnv = "ZCB_MINIBRIDGE"
+
+// runMiniBridge is the test binary re-executed as a bridge: it supervises
+// an agent that ignores SIGTERM and stdin EOF, prints the agent's pid and
+// waits to be killed.
+func runMiniBridge() int {
+	sup := NewSupervisor(fakeChild("ignore-sigterm"))
+	go func() { _ = sup.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := sup.Acquire(ctx); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("agent", sup.Health().PID)
+	select {}
+}
+
+// A bridge killed with SIGKILL takes its agent with it, even one that
+// ignores SIGTERM and stdin EOF.
+func TestAgentDiesWithKilledBridge(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), miniBridgeEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var agent int
+	select {
+	case l := <-lines:
+		if _, err := fmt.Sscanf(l, "agent %d", &agent); err != nil || agent <= 0 {
+			t.Fatalf("mini bridge said %q", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mini bridge did not report its agent")
+	}
+	if processGone(agent) {
+		t.Fatal("agent not running before the kill")
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline := time.Now().Add(time.Second)
+	for !processGone(agent) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(agent, syscall.SIGKILL)
+			t.Fatalf("agent %d still alive 1 s after its bridge was killed", agent)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// processGone reports whether pid no longer runs (a zombie waiting for a
+// reaper that may never come, as PID 1 in a container, counts as gone).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
+}
+
+// A permission request naming no tool gets the default decision, logged
+// at Debug (not WARN) and counted.
+func TestUnnamedPermissionIsCounted(t *testing.T) {
+	cfg := fakeChild("perm")
+	cfg.Permissions = &Policy{}
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	res, _ := h.mustTurn("k", "cmd:ls -la /tmp")
+	if !strings.HasPrefix(res.Text, "😊 outcome=") {
+		t.Errorf("text %q", res.Text)
+	}
+	if got := testutil.ToFloat64(h.metrics.PermissionUnnamed); got != 1 {
+		t.Errorf("dotty_acp_permission_unnamed_total = %v, want 1", got)
+	}
+	if strings.Contains(h.logs.String(), "[WARN]  test: permission request names no tool") {
+		t.Error("unnamed permission still logged at WARN")
+	}
+}
+
+func TestCleanLine(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain line", "plain line"},
+		{"\x1b[2m2026\x1b[0m \x1b[1;31mERROR\x1b[0m boom", "2026 ERROR boom"},
+		{"a\tb\r", "a b"},
+		{"title\x1b]0;window\x07 after", "title after"},
+		{"osc\x1b]8;;http://x\x1b\\link", "osclink"},
+		{"bell\a and nul\x00", "bell and nul"},
+		{"bad \xff utf8 ✓", "bad \ufffd utf8 ✓"},
+		{"trailing escape \x1b", "trailing escape "},
+	} {
+		if got := cleanLine(tt.in); got != tt.want {
+			t.Errorf("cleanLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
