@@ -40,6 +40,9 @@ type Metrics struct {
 	// SSEEvictions is dotty_sse_evictions_total (Go only): perception feed
 	// subscribers disconnected for falling behind.
 	SSEEvictions prometheus.Counter
+	// PerceptionDevicesEvicted is dotty_perception_devices_evicted_total
+	// (Go only): devices forgotten because the device table was full.
+	PerceptionDevicesEvicted prometheus.Counter
 	// MemoryWritesDropped is dotty_memory_writes_dropped_total (Go only):
 	// voice memory writes refused with 503 because the queue was full.
 	MemoryWritesDropped prometheus.Counter
@@ -125,6 +128,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_sse_evictions_total",
 			Help: "Perception feed subscribers disconnected because they fell behind.",
 		}),
+		PerceptionDevicesEvicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dotty_perception_devices_evicted_total",
+			Help: "Perception devices forgotten (state, recent events, caches) because the device table was full.",
+		}),
 		MemoryWritesDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dotty_memory_writes_dropped_total",
 			Help: "Voice memory writes refused with 503 because the writer queue was full.",
@@ -153,7 +160,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.KidModeActive,
 		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits,
 		m.SmartModeInvocations, m.LLMTokens,
-		m.PerceptionDropped, m.SSEEvictions, m.MemoryWritesDropped, m.SidecarFailures,
+		m.PerceptionDropped, m.SSEEvictions, m.PerceptionDevicesEvicted, m.MemoryWritesDropped, m.SidecarFailures,
 	)
 	return m
 }

@@ -205,6 +205,26 @@ func (b *Bus) Recent(device string, limit int) []Event {
 	return r.newestFirst(limit)
 }
 
+// Forget drops a device's recent ring (the device was evicted).
+func (b *Bus) Forget(device string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.recent, device)
+}
+
+// Watchers reports how many feed clients are subscribed.
+func (b *Bus) Watchers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, s := range b.subs {
+		if s.evict {
+			n++
+		}
+	}
+	return n
+}
+
 // Subscribers reports how many subscriptions are open.
 func (b *Bus) Subscribers() int {
 	b.mu.Lock()

@@ -323,10 +323,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 		if last, ok := d.LastNameGreetT[key]; ok && ev.TS-last < c.cfg.NameGreetMinInterval.Seconds() {
 			return
 		}
-		if d.LastNameGreetT == nil {
-			d.LastNameGreetT = map[string]float64{}
-		}
-		d.LastNameGreetT[key] = ev.TS
+		d.NoteNameGreet(key, ev.TS)
 		greet, dancing = true, isTrue(d.DanceActive)
 	})
 	if !greet || !c.robot(FaceGreeter, "say") {

@@ -335,5 +335,6 @@ func TestPerceptionLines(t *testing.T) {
 type sensesStub struct{ vision, audio string }
 
 func (s sensesStub) Fresh(string) (string, string) { return s.vision, s.audio }
+func (sensesStub) Forget(string)                   {}
 
 var _ = filepath.Join

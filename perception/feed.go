@@ -2,9 +2,12 @@ package perception
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
 // FellBehind is the name of the last event a feed client gets when it is
@@ -20,6 +23,15 @@ func (s *Service) feed(c echo.Context) error {
 	flusher, ok := w.Writer.(http.Flusher)
 	if !ok {
 		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
+	}
+	select {
+	case s.feedSlots <- struct{}{}:
+		defer func() { <-s.feedSlots }()
+	default:
+		// Refused before any stream starts: each client holds a socket, a
+		// goroutine and a queue, and a LAN client could open thousands.
+		return httpapi.NewError(http.StatusServiceUnavailable,
+			fmt.Sprintf("too many perception feed clients (limit %d); try again later", cap(s.feedSlots)))
 	}
 	sub := s.bus.Watch(0)
 	defer sub.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -37,12 +38,20 @@ type Config struct {
 	Stopping <-chan struct{}
 	// Keepalive is the feed's idle comment interval (15 s).
 	Keepalive time.Duration
+	// MaxDevices bounds the device table (PERCEPTION_MAX_DEVICES, 256);
+	// past it the least recently seen device is forgotten with everything
+	// keyed by it.
+	MaxDevices int
+	// MaxFeedClients bounds concurrent /api/perception/feed clients
+	// (PERCEPTION_FEED_MAX_CLIENTS, 64); past it a client gets 503.
+	MaxFeedClients int
 
 	// Metrics; nil ones are not recorded.
 	Events          *prometheus.CounterVec // dotty_perception_events_total{type}
 	Dropped         *prometheus.CounterVec // dotty_perception_dropped_total{consumer}
 	Evictions       prometheus.Counter     // dotty_sse_evictions_total
 	RequestDuration prometheus.Observer    // dotty_request_duration_seconds{endpoint="perception_event"}
+	DevicesEvicted  prometheus.Counter     // dotty_perception_devices_evicted_total
 
 	Logger hclog.Logger
 }
@@ -52,6 +61,9 @@ type Senses interface {
 	// Fresh returns the vision description if at most 60 s old and the
 	// audio description if at most 120 s old ("" for none).
 	Fresh(deviceID string) (vision, audio string)
+	// Forget drops what is cached for a device evicted from the device
+	// table; its long-poll waiters get their 404.
+	Forget(deviceID string)
 }
 
 // Service is the perception feature: ingest, state, bus, routes and
@@ -67,6 +79,12 @@ type Service struct {
 
 	// order makes state updates and broadcasts one total order.
 	order sync.Mutex
+
+	feedSlots chan struct{} // one per connected feed client
+
+	evictMu     sync.Mutex
+	evictedN    int       // evictions since the last log line
+	evictLogged time.Time // when that line was written
 }
 
 // New builds the service; Run starts its consumers.
@@ -83,16 +101,55 @@ func New(cfg Config) *Service {
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = 15 * time.Second
 	}
+	if cfg.MaxDevices <= 0 {
+		cfg.MaxDevices = DefaultMaxDevices
+	}
+	if cfg.MaxFeedClients <= 0 {
+		cfg.MaxFeedClients = DefaultMaxFeedClients
+	}
 	cfg.Consumers = cfg.Consumers.withDefaults()
 	s := &Service{
 		cfg:    cfg,
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
-		states: newStates(),
+		states: newStates(cfg.MaxDevices),
 		bus:    NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions, Logger: cfg.Logger.Named("bus")}),
+
+		feedSlots: make(chan struct{}, cfg.MaxFeedClients),
 	}
+	s.states.onEvict = s.forgetDevice
 	s.consumers = newConsumers(s)
 	return s
+}
+
+// DefaultMaxFeedClients is the default bound on feed clients.
+const DefaultMaxFeedClients = 64
+
+// forgetDevice drops everything keyed by a device evicted from the table:
+// its recent ring, its pending face-lost abort, and the vision and audio
+// caches (whose long-poll waiters get their 404). It runs no I/O and is
+// logged at most once a minute.
+func (s *Service) forgetDevice(device string) {
+	s.bus.Forget(device)
+	s.consumers.cancelAbort(device)
+	if x := s.cfg.Senses; x != nil {
+		x.Forget(device)
+	}
+	if s.cfg.DevicesEvicted != nil {
+		s.cfg.DevicesEvicted.Inc()
+	}
+	s.evictMu.Lock()
+	s.evictedN++
+	now := s.clock.Now()
+	if now.Sub(s.evictLogged) < time.Minute {
+		s.evictMu.Unlock()
+		return
+	}
+	n := s.evictedN
+	s.evictedN, s.evictLogged = 0, now
+	s.evictMu.Unlock()
+	s.log.Warn("perception device table full; forgot the least recently seen devices",
+		"evicted", n, "limit", s.cfg.MaxDevices, "last", device)
 }
 
 // States is the per-device state store.
@@ -141,8 +198,8 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.GET("/api/perception/feed", s.feed)
 }
 
-// maxEventBody bounds a POSTed event.
-const maxEventBody = 1 << 20
+// maxEventBody bounds a POSTed event: real events are a few hundred bytes.
+const maxEventBody = 64 << 10
 
 // eventBody is POST /api/perception/event, fields kept raw for validation.
 type eventBody struct {
@@ -165,7 +222,7 @@ func (s *Service) postEvent(c echo.Context) error {
 		return httpapi.NewError(http.StatusBadRequest, "could not read the request body")
 	}
 	if n > maxEventBody {
-		return httpapi.NewError(http.StatusRequestEntityTooLarge, "request body over 1048576 bytes")
+		return httpapi.NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", maxEventBody))
 	}
 	ev, apiErr := s.decodeEvent(buf.Bytes())
 	if apiErr != nil {
@@ -226,6 +283,12 @@ func (s *Service) decodeEvent(b []byte) (Event, *httpapi.APIError) {
 	if ev.Data == nil {
 		ev.Data = map[string]any{}
 	}
+	if body.DeviceID != nil {
+		if item, ok := CheckDeviceID(ev.DeviceID, "body"); !ok {
+			return Event{}, httpapi.Validation(item)
+		}
+	}
+	ev.Data = capData(ev.Data, body.Data)
 	return ev, nil
 }
 
@@ -263,6 +326,11 @@ func rawValue(raw []byte) any {
 // getState is GET /api/perception/state[?device_id=].
 func (s *Service) getState(c echo.Context) error {
 	device := c.QueryParam("device_id")
+	if device != "" {
+		if item, ok := CheckDeviceID(device, "query"); !ok {
+			return httpapi.Validation(item)
+		}
+	}
 	body := s.states.snapshotJSON(device, device != "", s.clock.Now())
 	return c.JSONBlob(http.StatusOK, body)
 }
@@ -278,7 +346,13 @@ func (s *Service) getRecent(c echo.Context) error {
 		}
 		limit = n
 	}
-	events := s.bus.Recent(c.QueryParam("device_id"), limit)
+	device := c.QueryParam("device_id")
+	if device != "" {
+		if item, ok := CheckDeviceID(device, "query"); !ok {
+			return httpapi.Validation(item)
+		}
+	}
+	events := s.bus.Recent(device, limit)
 	out := make([]recentJSON, len(events))
 	for i, ev := range events {
 		out[i] = recentJSON(ev)

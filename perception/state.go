@@ -48,6 +48,30 @@ type DeviceState struct {
 	LastRoomViewCaptureT   *float64
 	LastIdlePerceptionText *string
 	LastIdlePerceptionT    *float64
+
+	seen uint64 // States.clock when the device last had an event or update
+}
+
+// MaxNameGreets bounds LastNameGreetT: the household is a few people, and
+// a stream of invented identities must not grow a device's state.
+const MaxNameGreets = 32
+
+// NoteNameGreet records a named greeting of id at t, forgetting the
+// longest-ago greeted identity when MaxNameGreets are already kept.
+func (d *DeviceState) NoteNameGreet(id string, t float64) {
+	if d.LastNameGreetT == nil {
+		d.LastNameGreetT = map[string]float64{}
+	}
+	if _, ok := d.LastNameGreetT[id]; !ok && len(d.LastNameGreetT) >= MaxNameGreets {
+		oldest, at := "", 0.0
+		for k, v := range d.LastNameGreetT {
+			if oldest == "" || v < at {
+				oldest, at = k, v
+			}
+		}
+		delete(d.LastNameGreetT, oldest)
+	}
+	d.LastNameGreetT[id] = t
 }
 
 // State returns the current state, "idle" when never set.
@@ -267,24 +291,72 @@ func sensorAge(last *float64, now time.Time) (*float64, bool) {
 	return &age, age > StaleAfter.Seconds()
 }
 
+// DefaultMaxDevices is the default bound of the device table.
+const DefaultMaxDevices = 256
+
 // States holds every device's state behind one mutex. Readers get copies.
+// It keeps at most max devices: a new one past that evicts the least
+// recently seen, and onEvict (called after the lock is released) forgets
+// everything else keyed by it.
 type States struct {
 	mu      sync.Mutex
 	devices map[string]*DeviceState
+	max     int
+	clock   uint64
+	onEvict func(device string)
 }
 
-func newStates() *States { return &States{devices: map[string]*DeviceState{}} }
+func newStates(max int) *States {
+	if max <= 0 {
+		max = DefaultMaxDevices
+	}
+	return &States{devices: map[string]*DeviceState{}, max: max}
+}
 
-// applyLocked is apply for ev's device; the caller orders it with the bus.
+// deviceLocked returns device's state, creating it (and evicting the least
+// recently seen device when the table is full; its id is returned), and
+// marks it seen.
+func (s *States) deviceLocked(device string) (d *DeviceState, evicted string) {
+	d = s.devices[device]
+	if d == nil {
+		if len(s.devices) >= s.max {
+			var victim *DeviceState
+			for id, x := range s.devices {
+				if victim == nil || x.seen < victim.seen {
+					victim, evicted = x, id
+				}
+			}
+			delete(s.devices, evicted)
+		}
+		d = &DeviceState{}
+		s.devices[device] = d
+	}
+	s.clock++
+	d.seen = s.clock
+	return d, evicted
+}
+
+func (s *States) evicted(device string) {
+	if device != "" && s.onEvict != nil {
+		s.onEvict(device)
+	}
+}
+
+// apply is DeviceState.apply for ev's device; the caller orders it with
+// the bus.
 func (s *States) apply(ev Event) {
 	s.mu.Lock()
-	d := s.devices[ev.DeviceID]
-	if d == nil {
-		d = &DeviceState{}
-		s.devices[ev.DeviceID] = d
-	}
+	d, gone := s.deviceLocked(ev.DeviceID)
 	d.apply(ev)
 	s.mu.Unlock()
+	s.evicted(gone)
+}
+
+// Len reports how many devices are kept.
+func (s *States) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.devices)
 }
 
 // Get returns a copy of a device's state; ok is false for a device never seen.
@@ -302,13 +374,10 @@ func (s *States) Get(device string) (DeviceState, bool) {
 // check-and-set gates. fn must not block.
 func (s *States) Update(device string, fn func(d *DeviceState)) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.devices[device]
-	if d == nil {
-		d = &DeviceState{}
-		s.devices[device] = d
-	}
+	d, gone := s.deviceLocked(device)
 	fn(d)
+	s.mu.Unlock()
+	s.evicted(gone)
 }
 
 // Devices returns the ids of every device seen, sorted.

@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"math"
 	"net/http"
@@ -45,9 +46,15 @@ type Config struct {
 	Location *time.Location
 	// Heartbeat is the turn feed's idle comment interval (15 s).
 	Heartbeat time.Duration
+	// MaxClients bounds concurrent /ui/events clients
+	// (DASHBOARD_MAX_CLIENTS, 64); past it a client gets 503.
+	MaxClients int
 	// Logger gets debug lines about dropped clients (nil: discard).
 	Logger hclog.Logger
 }
+
+// DefaultMaxClients is the default bound on turn-feed clients.
+const DefaultMaxClients = 64
 
 // ringSize is how many recent turns /ui/api/turns keeps.
 const ringSize = 50
@@ -80,6 +87,9 @@ func New(cfg Config) *UI {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
 	}
 	u := &UI{cfg: cfg, log: cfg.Logger, clients: map[chan []byte]struct{}{}}
 	if cfg.Turns != nil {
@@ -183,15 +193,19 @@ func (u *UI) stop() {
 	}
 }
 
-// join registers a turn-feed client; false once Run has returned.
-func (u *UI) join(ch chan []byte) bool {
+// join registers a turn-feed client; false (with the reason) once Run has
+// returned or MaxClients are connected.
+func (u *UI) join(ch chan []byte) (bool, string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.stopped {
-		return false
+		return false, "turn feed unavailable"
+	}
+	if len(u.clients) >= u.cfg.MaxClients {
+		return false, fmt.Sprintf("too many dashboard clients (limit %d); try again later", u.cfg.MaxClients)
 	}
 	u.clients[ch] = struct{}{}
-	return true
+	return true, ""
 }
 
 // leave unregisters ch unless publish or stop already did.
@@ -266,9 +280,12 @@ func (u *UI) events(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
 	}
-	ch := make(chan []byte, clientQueue)
-	if u.feed == nil || !u.join(ch) {
+	if u.feed == nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
+	}
+	ch := make(chan []byte, clientQueue)
+	if ok, why := u.join(ch); !ok {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": why})
 	}
 	defer u.leave(ch)
 	h := w.Header()

@@ -330,3 +330,27 @@ func TestUserText(t *testing.T) {
 		}
 	}
 }
+
+// At most MaxClients turn-feed clients; the next gets 503 with the reason,
+// and a client that leaves frees its slot at once.
+func TestTurnFeedClientCap(t *testing.T) {
+	e := newEnv(t, Config{MaxClients: 2})
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	stream(t, ctx1, e.url)
+	stream(t, ctx2, e.url)
+	waitFor(t, "two clients", func() bool { return e.clients() == 2 })
+	resp, body := get(t, e.url+"/ui/events", "", "")
+	if want := `{"detail":"too many dashboard clients (limit 2); try again later"}`; resp.StatusCode != 503 || strings.TrimSpace(body) != want {
+		t.Errorf("third client: %d %s", resp.StatusCode, body)
+	}
+	cancel1()
+	waitFor(t, "the slot freed", func() bool { return e.clients() == 1 })
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	defer cancel3()
+	if resp, _ := stream(t, ctx3, e.url); resp.StatusCode != 200 {
+		t.Errorf("client after one left: %d", resp.StatusCode)
+	}
+}

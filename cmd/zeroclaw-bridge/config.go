@@ -80,7 +80,12 @@ type config struct {
 	legacyGreetMin *time.Duration // FACE_GREET_COOLDOWN_SEC, used when FACE_GREET_MIN_INTERVAL_SEC is unset
 
 	DashboardUser string
-	DashboardPass string
+
+	MaxDevices       int
+	FeedMaxClients   int
+	DashboardClients int
+	VisionMaxWaiters int
+	DashboardPass    string
 
 	VoiceProvider   string
 	SmartModel      string
@@ -307,6 +312,10 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.SongAssetBase = v; return nil }},
 	{env: "HOUSEHOLD_YAML_PATH", def: "~/.zeroclaw/household.yaml", help: "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
 		parse: func(c *config, v string) error { c.Consumers.HouseholdPath = v; return nil }},
+	{env: "PERCEPTION_MAX_DEVICES", def: "256", help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
+		parse: func(c *config, v string) error { return parseInt(&c.MaxDevices, v) }},
+	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: "64", help: "most /api/perception/feed clients at once; past it a client gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.FeedMaxClients, v) }},
 	{env: "FACE_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.GreetMinInterval, v) }},
 	{env: "FACE_GREET_COOLDOWN_SEC", def: "", help: "legacy name of FACE_GREET_MIN_INTERVAL_SEC",
@@ -367,6 +376,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrCooldown, v) }},
 	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrDuration, v) }},
+	{env: "DASHBOARD_MAX_CLIENTS", def: "64", help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.DashboardClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
 		parse: func(c *config, v string) error { c.DashboardUser = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
@@ -411,6 +422,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.VisionAPIKey = v; return nil }},
 	{env: "VISION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
 		parse: func(c *config, v string) error { c.VisionAPIURL = v; return nil }},
+	{env: "VISION_MAX_WAITERS", def: "128", help: "most /api/vision/latest long-polls waiting at once; past it a poll gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.VisionMaxWaiters, v) }},
 	{env: "VISION_TIMEOUT", def: "15", help: "seconds one photo description may take",
 		parse: func(c *config, v string) error { return parseSeconds(&c.VisionTimeout, v) }},
 	{env: "VLM_MODEL", def: "", help: "overrides VISION_MODEL for /api/vision/explain",
@@ -616,6 +629,13 @@ func (c config) validate() error {
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.MaxConns >= 1, strconv.Itoa(c.MaxConns), "want at least 1")
 	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
+	for _, n := range []struct {
+		env string
+		v   int
+	}{{"PERCEPTION_MAX_DEVICES", c.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.FeedMaxClients},
+		{"DASHBOARD_MAX_CLIENTS", c.DashboardClients}, {"VISION_MAX_WAITERS", c.VisionMaxWaiters}} {
+		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
+	}
 	check("ZEROCLAW_SESSION_QUEUE", c.SessionQueue >= 1, strconv.Itoa(c.SessionQueue), "want at least 1")
 	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
 	check("SIDECAR_DEADLINE", c.SidecarDeadline <= 14*time.Second, formatSeconds(c.SidecarDeadline), "want at most 14 seconds (the firmware gives up at 15)")

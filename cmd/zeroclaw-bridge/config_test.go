@@ -45,7 +45,7 @@ func defaultConfig(t *testing.T) config {
 		Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second, UploadTimeout: time.Minute, MaxConns: 1024,
 		Timeout: 90 * time.Second, InitTimeout: 10 * time.Second,
 		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second,
-		MaxSessions: 8, SessionQueue: 64, UnavailableGrace: 2 * time.Second, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,
+		MaxSessions: 8, SessionQueue: 64, MaxDevices: 256, FeedMaxClients: 64, DashboardClients: 64, VisionMaxWaiters: 128, UnavailableGrace: 2 * time.Second, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,
 		KidMode: true, MaxSentences: 6, TZ: brisbane, ConvoLogDir: "/root/zeroclaw-bridge/logs",
 		KidStatePath: "/root/zeroclaw-bridge/state/kid-mode", SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode",
 		WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
@@ -367,8 +367,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 115 {
-		t.Errorf("%d settings, want 115 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 119 {
+		t.Errorf("%d settings, want 119 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

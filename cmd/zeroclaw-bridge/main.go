@@ -401,11 +401,16 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		Dropped:         metrics.PerceptionDropped,
 		Evictions:       metrics.SSEEvictions,
 		RequestDuration: metrics.RequestDuration.WithLabelValues("perception_event"),
+		DevicesEvicted:  metrics.PerceptionDevicesEvicted,
+		MaxDevices:      cfg.MaxDevices,
+		MaxFeedClients:  cfg.FeedMaxClients,
 		Logger:          log.Named("perception"),
 	})
 	voiceCfg.Perception = percep
 	visionKey := firstNonEmpty(cfg.VisionAPIKey, cfg.OpenRouterKey)
 	sight := vision.New(vision.Config{
+		MaxDevices: cfg.MaxDevices,
+		MaxWaiters: cfg.VisionMaxWaiters,
 		Vision: vision.Model{
 			URL:     firstNonEmpty(cfg.VLMAPIURL, cfg.VisionAPIURL),
 			Model:   firstNonEmpty(cfg.VLMModel, cfg.VisionModel),
@@ -448,12 +453,13 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	percep.Routes(srv.Echo())
 	sight.Routes(srv.Echo())
 	dash := ui.New(ui.Config{
-		Turns:    turns,
-		User:     cfg.DashboardUser,
-		Pass:     cfg.DashboardPass,
-		Stopping: srv.Stopping(),
-		Location: cfg.TZ,
-		Logger:   log.Named("ui"),
+		Turns:      turns,
+		User:       cfg.DashboardUser,
+		Pass:       cfg.DashboardPass,
+		Stopping:   srv.Stopping(),
+		Location:   cfg.TZ,
+		MaxClients: cfg.DashboardClients,
+		Logger:     log.Named("ui"),
 	})
 	dash.Routes(srv.Echo())
 	cloudKey := cfg.CloudAPIKey

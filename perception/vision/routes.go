@@ -108,11 +108,17 @@ func (s *Service) readUpload(c echo.Context) (upload, error) {
 	return u, nil
 }
 
-func deviceOf(c echo.Context) string {
-	if d := c.Request().Header.Get("device-id"); d != "" {
-		return d
+// deviceOf is the upload's device-id header ("unknown" when absent),
+// validated like every device id a caller names.
+func deviceOf(c echo.Context) (string, error) {
+	d := c.Request().Header.Get("device-id")
+	if d == "" {
+		return "unknown", nil
 	}
-	return "unknown"
+	if item, ok := perception.CheckDeviceID(d, "header"); !ok {
+		return "", httpapi.Validation(item)
+	}
+	return d, nil
 }
 
 func observe(o prometheus.Observer, start time.Time) {
@@ -124,11 +130,14 @@ func observe(o prometheus.Observer, start time.Time) {
 // explain is POST /api/vision/explain.
 func (s *Service) explain(c echo.Context) error {
 	start := time.Now()
+	device, err := deviceOf(c)
+	if err != nil {
+		return err
+	}
 	u, err := s.readUpload(c)
 	if err != nil {
 		return err
 	}
-	device := deviceOf(c)
 	question := "What do you see?"
 	if u.hasQuestion {
 		question = u.question
@@ -177,25 +186,38 @@ func (s *Service) latest(c echo.Context) error {
 	if err != nil {
 		device = c.Param("device_id")
 	}
-	w := make(chan struct{}, 1)
+	if item, ok := perception.CheckDeviceID(device, "path"); !ok {
+		return httpapi.Validation(item)
+	}
+	w := make(chan bool, 1)
 	s.mu.Lock()
+	if s.nWait >= s.cfg.MaxWaiters {
+		s.mu.Unlock()
+		return httpapi.NewError(http.StatusServiceUnavailable,
+			fmt.Sprintf("too many vision long-polls waiting (limit %d); try again later", s.cfg.MaxWaiters))
+	}
 	delete(s.images, device)
 	s.waiters[device] = append(s.waiters[device], w)
+	s.nWait++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		ws := slices.DeleteFunc(s.waiters[device], func(x chan struct{}) bool { return x == w })
+		ws := slices.DeleteFunc(s.waiters[device], func(x chan bool) bool { return x == w })
 		if len(ws) == 0 {
 			delete(s.waiters, device)
 		} else {
 			s.waiters[device] = ws
 		}
+		s.nWait--
 		s.mu.Unlock()
 	}()
 	timer := s.clock.NewTimer(s.cfg.LongPoll)
 	defer timer.Stop()
 	select {
-	case <-w:
+	case result := <-w:
+		if !result {
+			return c.JSON(http.StatusNotFound, map[string]string{"error": "no vision result in time"})
+		}
 	case <-timer.Chan():
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "no vision result in time"})
 	case <-c.Request().Context().Done():
@@ -368,11 +390,14 @@ func AudioFormat(contentType, filename string) string {
 // audioExplain is POST /api/audio/explain.
 func (s *Service) audioExplain(c echo.Context) error {
 	start := time.Now()
+	device, err := deviceOf(c)
+	if err != nil {
+		return err
+	}
 	u, err := s.readUpload(c)
 	if err != nil {
 		return err
 	}
-	device := deviceOf(c)
 	question := "Describe what you hear."
 	if u.hasQuestion {
 		question = u.question

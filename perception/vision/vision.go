@@ -70,6 +70,12 @@ type Config struct {
 	MaxUpload int64
 	// LongPoll is how long /api/vision/latest waits (15 s, below the caller's 20 s).
 	LongPoll time.Duration
+	// MaxDevices bounds the per-device caches (PERCEPTION_MAX_DEVICES, 256);
+	// a new device past it replaces the oldest entry.
+	MaxDevices int
+	// MaxWaiters bounds concurrent /api/vision/latest long-polls
+	// (VISION_MAX_WAITERS, 128); past it a poll gets 503.
+	MaxWaiters int
 	// Clock is the time source; nil is the real clock.
 	Clock clockwork.Clock
 	// VisionDuration and AudioDuration are
@@ -105,7 +111,8 @@ type Service struct {
 	mu      sync.Mutex
 	images  map[string]entry
 	sounds  map[string]entry
-	waiters map[string][]chan struct{}
+	waiters map[string][]chan bool // true: a result arrived; false: the device was forgotten
+	nWait   int
 }
 
 // New returns the service.
@@ -128,6 +135,12 @@ func New(cfg Config) *Service {
 	if cfg.LongPoll <= 0 {
 		cfg.LongPoll = 15 * time.Second
 	}
+	if cfg.MaxDevices <= 0 {
+		cfg.MaxDevices = perception.DefaultMaxDevices
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = DefaultMaxWaiters
+	}
 	if cfg.Vision.Timeout <= 0 {
 		cfg.Vision.Timeout = 15 * time.Second
 	}
@@ -137,7 +150,7 @@ func New(cfg Config) *Service {
 	return &Service{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		vision: newModelClient(cfg.Vision), audio: newModelClient(cfg.Audio),
-		images: map[string]entry{}, sounds: map[string]entry{}, waiters: map[string][]chan struct{}{},
+		images: map[string]entry{}, sounds: map[string]entry{}, waiters: map[string][]chan bool{},
 	}
 }
 
@@ -179,34 +192,64 @@ func (s *Service) Fresh(device string) (vision, audio string) {
 	return vision, audio
 }
 
+// DefaultMaxWaiters is the default bound on long-poll waiters.
+const DefaultMaxWaiters = 128
+
 // storeImage caches a description, wakes the device's waiters and purges
 // old entries.
 func (s *Service) storeImage(device string, e entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.images[device] = e
-	for _, w := range s.waiters[device] {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-	for d, old := range s.images {
-		if e.at.Sub(old.at) > VisionTTL {
-			delete(s.images, d)
-		}
-	}
+	s.storeLocked(s.images, device, e, VisionTTL)
+	s.wakeLocked(device, true)
 }
 
 func (s *Service) storeSound(device string, e entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sounds[device] = e
-	for d, old := range s.sounds {
-		if e.at.Sub(old.at) > AudioTTL {
-			delete(s.sounds, d)
+	s.storeLocked(s.sounds, device, e, AudioTTL)
+}
+
+// storeLocked caches e for device in m, dropping entries older than ttl
+// and, when a new device would pass MaxDevices, the oldest entry: uploads
+// can name devices perception never saw, so the cache keeps its own bound.
+func (s *Service) storeLocked(m map[string]entry, device string, e entry, ttl time.Duration) {
+	for d, old := range m {
+		if e.at.Sub(old.at) > ttl {
+			delete(m, d)
 		}
 	}
+	if _, ok := m[device]; !ok && len(m) >= s.cfg.MaxDevices {
+		oldest, at := "", time.Time{}
+		for d, x := range m {
+			if oldest == "" || x.at.Before(at) {
+				oldest, at = d, x.at
+			}
+		}
+		delete(m, oldest)
+	}
+	m[device] = e
+}
+
+// wakeLocked tells device's long-poll waiters a result arrived (true) or
+// the device was forgotten (false).
+func (s *Service) wakeLocked(device string, result bool) {
+	for _, w := range s.waiters[device] {
+		select {
+		case w <- result:
+		default:
+		}
+	}
+}
+
+// Forget drops a device's cached descriptions and sends its long-poll
+// waiters their 404 (the device was evicted from perception's table).
+func (s *Service) Forget(device string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.images, device)
+	delete(s.sounds, device)
+	s.wakeLocked(device, false)
 }
 
 // modelClient calls one OpenAI-compatible endpoint.

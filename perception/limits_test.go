@@ -1,0 +1,237 @@
+package perception
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// forgetRecorder is a Senses that records what it was told to forget.
+type forgetRecorder struct {
+	mu   sync.Mutex
+	gone map[string]bool
+}
+
+func (f *forgetRecorder) Fresh(string) (string, string) { return "", "" }
+func (f *forgetRecorder) Forget(d string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone[d] = true
+}
+
+// A flood of new device ids keeps the table at its bound: the newest are
+// kept, the evicted ones lose their ring, abort timer and vision entries,
+// the counter counts them and the heap does not grow with the flood.
+func TestDeviceFloodIsBounded(t *testing.T) {
+	const limit, flood = 16, 5000
+	evicted := prometheus.NewCounter(prometheus.CounterOpts{Name: "evicted"})
+	senses := &forgetRecorder{gone: map[string]bool{}}
+	e := newEnv(t, func(c *Config) { c.MaxDevices, c.DevicesEvicted, c.Senses = limit, evicted, senses })
+
+	// The first device has a pending face-lost abort when the flood starts.
+	e.s.states.Update("first", func(d *DeviceState) { d.LastFaceGreetT = ptr(at(0)) })
+	e.fire(FaceLostAborter, ev("first", "face_lost", at(1), nil))
+	e.c.abortMu.Lock()
+	pending := e.c.aborts["first"] != nil
+	e.c.abortMu.Unlock()
+	if !pending {
+		t.Fatal("no abort pending before the flood")
+	}
+
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for i := range 200 { // warm up to the bound
+		if code, body := e.post(t, fmt.Sprintf(`{"device_id":"warm-%d","name":"sound_event","data":{"direction":"left"}}`, i)); code != 204 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	before := heap()
+	for i := range flood {
+		e.s.Ingest(ev(fmt.Sprintf("flood-%d", i), "sound_event", at(2), map[string]any{"direction": "left", "pad": strings.Repeat("x", 200)}))
+	}
+	after := heap()
+	if n := e.s.states.Len(); n != limit {
+		t.Errorf("%d devices kept, want %d", n, limit)
+	}
+	if _, ok := e.s.states.Get(fmt.Sprintf("flood-%d", flood-1)); !ok {
+		t.Error("the newest device was evicted")
+	}
+	if _, ok := e.s.states.Get("first"); ok {
+		t.Error("the oldest device was kept")
+	}
+	e.s.bus.mu.Lock()
+	rings := len(e.s.bus.recent)
+	e.s.bus.mu.Unlock()
+	if rings > limit {
+		t.Errorf("%d recent rings kept, want at most %d", rings, limit)
+	}
+	e.c.abortMu.Lock()
+	pending = e.c.aborts["first"] != nil
+	e.c.abortMu.Unlock()
+	if pending {
+		t.Error("the evicted device's abort timer is still pending")
+	}
+	senses.mu.Lock()
+	forgotFirst := senses.gone["first"]
+	senses.mu.Unlock()
+	if !forgotFirst {
+		t.Error("vision was not told to forget the evicted device")
+	}
+	if got, want := testutil.ToFloat64(evicted), float64(200+flood+1-limit); got != want {
+		t.Errorf("evictions counted %v, want %v", got, want)
+	}
+	// 5 000 devices with 200-byte data kept would be well over 2 MiB.
+	if after > before+512<<10 {
+		t.Errorf("heap grew from %d to %d bytes over the flood", before, after)
+	}
+	if body := e.get(t, "/api/perception/state"); strings.Count(body, `"sensor_stale"`) != limit {
+		t.Errorf("state lists %d devices, want %d", strings.Count(body, `"sensor_stale"`), limit)
+	}
+}
+
+// Bad device ids are refused with a 422 naming the rule; nothing stored
+// changes. An absent device_id is still "unknown".
+func TestDeviceIDValidation(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tt := range []struct{ id, msg string }{
+		{`""`, "device_id must not be blank"},
+		{`"   "`, "device_id must not be blank"},
+		{`"` + strings.Repeat("a", 129) + `"`, "device_id must be at most 128 bytes"},
+		{`"bad\u0007id"`, "device_id must not contain control characters"},
+		{`"line\nbreak"`, "device_id must not contain control characters"},
+	} {
+		code, body := e.post(t, `{"device_id":`+tt.id+`,"name":"face_detected"}`)
+		want := `{"detail":[{"type":"value_error","loc":["body","device_id"],"msg":"Value error, ` + tt.msg + `","input":` + tt.id + `}]}`
+		if code != 422 || body != want {
+			t.Errorf("device_id %s: %d %s\nwant 422 %s", tt.id, code, body, want)
+		}
+	}
+	if n := e.s.states.Len(); n != 0 {
+		t.Errorf("%d devices stored after refused events", n)
+	}
+	if code, _ := e.post(t, `{"device_id":"`+strings.Repeat("a", 128)+`","name":"face_detected"}`); code != 204 {
+		t.Errorf("128-byte id: %d", code)
+	}
+	if code, _ := e.post(t, `{"name":"face_detected"}`); code != 204 {
+		t.Errorf("absent id: %d", code)
+	}
+	if _, ok := e.s.states.Get("unknown"); !ok {
+		t.Error("absent device_id is not stored as unknown")
+	}
+	resp, err := http.Get(e.url + "/api/perception/recent?device_id=%07")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 422 {
+		t.Errorf("recent with a control character: %d", resp.StatusCode)
+	}
+}
+
+// Event data over 4 KiB is summarised in state, the ring and the feed
+// frame; the body cap is 64 KiB.
+func TestLargeDataIsSummarised(t *testing.T) {
+	e := newEnv(t, nil)
+	feed := openFeed(t, e.url)
+	waitSubscribers(t, e.s.bus, len(e.c.subs)+1)
+	big := strings.Repeat("y", 40<<10)
+	code, body := e.post(t, `{"device_id":"d1","name":"sound_event","data":{"direction":"left","blob":"`+big+`","nested":{"list":[`+strings.Repeat(`1,`, 3000)+`1]}}}`)
+	if code != 204 {
+		t.Fatalf("%d %s", code, body)
+	}
+	frame := feed.next(t)
+	if len(frame) > MaxData+512 || !strings.Contains(frame, `"direction":"left"`) || !strings.Contains(frame, `"truncated":true`) || !strings.Contains(frame, `…`) {
+		t.Errorf("feed frame of %d bytes: %.300s", len(frame), frame)
+	}
+	recent := e.get(t, "/api/perception/recent?device_id=d1")
+	if len(recent) > MaxData+512 || !strings.Contains(recent, `"direction":"left"`) {
+		t.Errorf("recent of %d bytes", len(recent))
+	}
+	st, _ := e.s.states.Get("d1")
+	if st.LastSoundDir != "left" {
+		t.Errorf("direction lost: %v", st.LastSoundDir)
+	}
+	code, body = e.post(t, `{"device_id":"d1","name":"sound_event","data":{"blob":"`+strings.Repeat("z", 1<<20)+`"}}`)
+	if code != 413 || body != `{"detail":"request body over 65536 bytes"}` {
+		t.Errorf("1 MiB event: %d %s", code, body)
+	}
+	// Small data is kept exactly as sent.
+	if got := capData(map[string]any{"a": "b"}, []byte(`{"a":"b"}`)); len(got) != 1 || got["a"] != "b" {
+		t.Errorf("small data changed: %v", got)
+	}
+}
+
+// The feed takes at most MaxFeedClients; the next gets 503 with the reason
+// and a freed slot is reusable at once.
+func TestFeedClientCap(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxFeedClients = 3 })
+	base := len(e.c.subs)
+	var clients []*sseClient
+	for range 3 {
+		clients = append(clients, openFeed(t, e.url))
+	}
+	waitSubscribers(t, e.s.bus, base+3)
+	resp, err := http.Get(e.url + "/api/perception/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 200)
+	n, _ := resp.Body.Read(b)
+	resp.Body.Close()
+	if want := `{"detail":"too many perception feed clients (limit 3); try again later"}`; resp.StatusCode != 503 || string(b[:n]) != want {
+		t.Errorf("fourth client: %d %s", resp.StatusCode, b[:n])
+	}
+	clients[0].cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.s.bus.Watchers() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("closed client still holds its slot")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The slot is released when the handler returns, just after the
+	// subscription closes; a new client gets in within a moment.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(e.url + "/api/perception/feed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := resp.StatusCode
+		resp.Body.Close()
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot after a client left: %d", code)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNameGreetsBounded(t *testing.T) {
+	var d DeviceState
+	for i := range 100 {
+		d.NoteNameGreet(fmt.Sprint("person-", i), float64(i))
+	}
+	if len(d.LastNameGreetT) != MaxNameGreets {
+		t.Errorf("%d identities kept, want %d", len(d.LastNameGreetT), MaxNameGreets)
+	}
+	if _, ok := d.LastNameGreetT["person-99"]; !ok {
+		t.Error("newest identity dropped")
+	}
+	if _, ok := d.LastNameGreetT["person-0"]; ok {
+		t.Error("oldest identity kept")
+	}
+}
