@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,19 +16,22 @@ import (
 // ordinary slot (netutil.LimitListener cannot tell peers apart: it stops
 // accepting, which leaves loopback behind the LAN in the kernel backlog).
 //
-// A connection that finds no slot is parked: it waits, FIFO with the others,
-// for a slot to free, at most wait, then is closed. At most max connections
-// are parked; past that a newcomer is closed at once. A parked connection
-// costs a file descriptor and a small goroutine, none of the server's
-// per-connection buffers.
+// A connection that finds no slot is parked: it waits, first come first
+// served, for an ordinary slot to free, at most wait, then is closed. At
+// most max connections are parked; past that a newcomer is closed at once.
+// A parked connection costs its file descriptor and a list entry — no
+// goroutine and none of the server's per-connection buffers.
 type limitListener struct {
 	net.Listener
-	slots   chan struct{}
-	reserve chan struct{}
-	parked  chan struct{}
-	wait    time.Duration
+	wait time.Duration
 
-	conns     chan net.Conn
+	mu          sync.Mutex
+	free        int // ordinary slots free
+	reserveFree int // loopback-only slots free
+	maxParked   int
+	parked      []parkedConn // oldest first
+
+	conns     chan net.Conn // connections holding a slot, for Accept
 	errs      chan error
 	done      chan struct{}
 	closeOnce sync.Once
@@ -37,22 +41,30 @@ type limitListener struct {
 	report   func(n int64)
 }
 
+type parkedConn struct {
+	c  net.Conn
+	at time.Time
+}
+
 // reportEvery spaces the connection-limit log lines.
 const reportEvery = time.Minute
 
 func newLimitListener(ln net.Listener, max, reserve int, wait time.Duration, report func(int64)) *limitListener {
 	l := &limitListener{
-		Listener: ln,
-		slots:    make(chan struct{}, max),
-		reserve:  make(chan struct{}, reserve),
-		parked:   make(chan struct{}, max),
-		wait:     wait,
-		conns:    make(chan net.Conn),
-		errs:     make(chan error),
-		done:     make(chan struct{}),
-		report:   report,
+		Listener:    ln,
+		wait:        wait,
+		free:        max,
+		reserveFree: reserve,
+		maxParked:   max,
+		// Every connection in the channel holds a slot, so it never holds
+		// more than max+reserve and a release never blocks.
+		conns:  make(chan net.Conn, max+reserve),
+		errs:   make(chan error),
+		done:   make(chan struct{}),
+		report: report,
 	}
 	go l.acceptLoop()
+	go l.expireLoop()
 	return l
 }
 
@@ -70,7 +82,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // Close stops accepting; parked connections are closed.
 func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
+	l.closeOnce.Do(func() {
+		close(l.done)
+		l.mu.Lock()
+		parked := l.parked
+		l.parked = nil
+		l.mu.Unlock()
+		for _, p := range parked {
+			_ = p.c.Close()
+		}
+	})
 	return l.Listener.Close()
 }
 
@@ -91,57 +112,73 @@ func (l *limitListener) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if release, ok := l.tryAcquire(c); ok {
-			l.deliver(&limitedConn{Conn: c, release: release})
-			continue
-		}
-		select {
-		case l.parked <- struct{}{}:
-			go l.park(c)
-		default:
-			l.turnAway(c)
-		}
+		l.admit(c)
 	}
 }
 
-// tryAcquire takes an ordinary slot, or a reserved one for a loopback peer.
-func (l *limitListener) tryAcquire(c net.Conn) (func(), bool) {
-	select {
-	case l.slots <- struct{}{}:
-		return func() { <-l.slots }, true
+// admit gives c a slot, parks it, or turns it away.
+func (l *limitListener) admit(c net.Conn) {
+	l.mu.Lock()
+	switch {
+	case l.free > 0 && len(l.parked) == 0:
+		l.free--
+		l.mu.Unlock()
+		l.conns <- &limitedConn{Conn: c, release: l.releaseOrdinary}
+	case l.reserveFree > 0 && isLoopback(c.RemoteAddr()):
+		l.reserveFree--
+		l.mu.Unlock()
+		l.conns <- &limitedConn{Conn: c, release: l.releaseReserve}
+	case len(l.parked) < l.maxParked:
+		l.parked = append(l.parked, parkedConn{c, time.Now()})
+		l.mu.Unlock()
 	default:
-	}
-	if isLoopback(c.RemoteAddr()) {
-		select {
-		case l.reserve <- struct{}{}:
-			return func() { <-l.reserve }, true
-		default:
-		}
-	}
-	return nil, false
-}
-
-// park waits for an ordinary slot for c.
-func (l *limitListener) park(c net.Conn) {
-	defer func() { <-l.parked }()
-	t := time.NewTimer(l.wait)
-	defer t.Stop()
-	select {
-	case l.slots <- struct{}{}:
-		l.deliver(&limitedConn{Conn: c, release: func() { <-l.slots }})
-	case <-t.C:
+		l.mu.Unlock()
 		l.turnAway(c)
-	case <-l.done:
-		_ = c.Close()
 	}
 }
 
-// deliver hands c to Accept, or closes it when the listener is closing.
-func (l *limitListener) deliver(c *limitedConn) {
-	select {
-	case l.conns <- c:
-	case <-l.done:
-		_ = c.Close()
+// releaseOrdinary hands a freed ordinary slot to the oldest parked
+// connection, or marks it free.
+func (l *limitListener) releaseOrdinary() {
+	l.mu.Lock()
+	if len(l.parked) == 0 {
+		l.free++
+		l.mu.Unlock()
+		return
+	}
+	p := l.parked[0]
+	l.parked = l.parked[1:]
+	l.mu.Unlock()
+	l.conns <- &limitedConn{Conn: p.c, release: l.releaseOrdinary}
+}
+
+func (l *limitListener) releaseReserve() {
+	l.mu.Lock()
+	l.reserveFree++
+	l.mu.Unlock()
+}
+
+// expireLoop closes connections parked for longer than wait.
+func (l *limitListener) expireLoop() {
+	t := time.NewTicker(max(l.wait/10, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case now := <-t.C:
+			l.mu.Lock()
+			n := 0
+			for n < len(l.parked) && now.Sub(l.parked[n].at) >= l.wait {
+				n++
+			}
+			expired := slices.Clone(l.parked[:n])
+			l.parked = slices.Delete(l.parked, 0, n)
+			l.mu.Unlock()
+			for _, p := range expired {
+				l.turnAway(p.c)
+			}
+		}
 	}
 }
 

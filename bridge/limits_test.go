@@ -183,26 +183,27 @@ type lanConn struct{ net.Conn }
 
 func (lanConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(192, 168, 1, 20), Port: 4000} }
 
-// The reserve is for loopback peers only: a LAN peer gets an ordinary slot
-// or none.
+// The reserve is for loopback peers only: a LAN peer past the ordinary
+// slots is parked, and gets the first slot that frees.
 func TestLoopbackReserve(t *testing.T) {
-	l := &limitListener{slots: make(chan struct{}, 1), reserve: make(chan struct{}, 1)}
+	l := &limitListener{free: 1, reserveFree: 1, maxParked: 1, conns: make(chan net.Conn, 2)}
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	relLAN, ok := l.tryAcquire(lanConn{a})
-	if !ok {
-		t.Fatal("first LAN connection got no slot")
+	l.admit(lanConn{a})
+	first := <-l.conns
+	l.admit(lanConn{a})
+	if len(l.parked) != 1 || len(l.conns) != 0 {
+		t.Fatalf("second LAN connection: %d parked, %d admitted; want it parked", len(l.parked), len(l.conns))
 	}
-	if _, ok := l.tryAcquire(lanConn{a}); ok {
-		t.Fatal("second LAN connection took the loopback reserve")
-	}
-	if _, ok := l.tryAcquire(loopConn{a}); !ok {
+	l.admit(loopConn{a})
+	if len(l.conns) != 1 {
 		t.Fatal("loopback connection did not get the reserve")
 	}
-	relLAN()
-	if _, ok := l.tryAcquire(lanConn{a}); !ok {
-		t.Fatal("a freed slot was not reusable")
+	<-l.conns
+	first.(*limitedConn).release()
+	if len(l.parked) != 0 || len(l.conns) != 1 {
+		t.Fatal("the freed slot did not go to the parked connection")
 	}
 }
 

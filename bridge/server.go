@@ -54,7 +54,7 @@ const (
 	DefaultIdleTimeout   = 90 * time.Second
 	DefaultBodyTimeout   = 10 * time.Second
 	DefaultUploadTimeout = 60 * time.Second
-	DefaultMaxConns      = 1024
+	DefaultMaxConns      = 512
 	// loopbackReserve is how many connections beyond MaxConns only
 	// loopback peers may open, so an operator's curl and a local scraper
 	// still get in while LAN clients hold every ordinary slot.
@@ -107,7 +107,7 @@ type Config struct {
 	// UploadTimeout is BodyTimeout for uploads: photos, audio clips and the
 	// firmware's recordings (BRIDGE_UPLOAD_TIMEOUT, default 60 s).
 	UploadTimeout time.Duration
-	// MaxConns bounds open connections (BRIDGE_MAX_CONNS, default 1024);
+	// MaxConns bounds open connections (BRIDGE_MAX_CONNS, default 512);
 	// loopback peers get a few more. Past it a new connection waits for a
 	// free slot, at most readHeaderTimeout, then is closed.
 	MaxConns int

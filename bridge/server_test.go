@@ -189,6 +189,7 @@ var wantSeries = []seriesSpec{
 	{"dotty_llm_tokens_total", "counter", "LLM token counts emitted/consumed, partitioned by direction and model.", []string{"kind", "model"}},
 	{"dotty_perception_dropped_total", "counter", "", []string{"consumer"}},
 	{"dotty_sse_evictions_total", "counter", "", nil},
+	{"dotty_perception_devices_evicted_total", "counter", "", nil},
 	{"dotty_memory_writes_dropped_total", "counter", "", nil},
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -131,7 +132,7 @@ func runHostile(o options) (string, error) {
 	}
 	defer cleanup()
 	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 2ms", "ZEROCLAW_TIMEOUT=60",
-		fmt.Sprintf("ZEROCLAW_MAX_SESSIONS=%d", hostileSessions))
+		fmt.Sprintf("ZEROCLAW_MAX_SESSIONS=%d", hostileSessions), os.Getenv("SOAK_BRIDGE_ENV"))
 	if err != nil {
 		return "", err
 	}
@@ -251,33 +252,81 @@ func raiseFileLimit() uint64 {
 	return l.Cur
 }
 
-// healthProbe asks /health every 50 ms on a kept-alive connection and
-// records each answer's latency.
-func healthProbe(ctx context.Context, c *http.Client, base string, st *hostileStats) {
+// healthProbe runs the soak binary again as a probe process that asks
+// /health every 50 ms on a kept-alive connection, as an operator's scraper
+// would from outside: measured from this process, the latency would also
+// count the scheduling delays of the thousands of abuser goroutines here.
+func healthProbe(ctx context.Context, _ *http.Client, base string, st *hostileStats) {
+	self, err := os.Executable()
+	if err != nil {
+		st.problem("probe: %v", err)
+		return
+	}
+	cmd := exec.Command(self, "-probe", base+"/health")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		st.problem("probe: %v", err)
+		return
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		st.problem("probe: %v", err)
+		return
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		st.problem("probe: %v", err)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { _ = stdin.Close() })
+	defer stop()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if d, err := time.ParseDuration(line); err == nil {
+			st.healthCount.Add(1)
+			st.mu.Lock()
+			st.healthLat = append(st.healthLat, d)
+			st.mu.Unlock()
+			continue
+		}
+		st.problem("/health: %s", line)
+	}
+	_ = cmd.Wait()
+}
+
+// runProbe is the probe process: one request to url every 50 ms, each
+// latency printed as a Go duration (or the failure as text), until stdin
+// closes.
+func runProbe(url string) int {
+	c := &http.Client{Timeout: 10 * time.Second}
+	closed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(closed)
+	}()
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return
+		case <-closed:
+			return 0
 		case <-t.C:
 		}
 		start := time.Now()
-		resp, err := c.Get(base + "/health")
+		resp, err := c.Get(url)
 		if err != nil {
-			st.problem("/health: %v", err)
+			fmt.Println("error:", err)
 			continue
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		d := time.Since(start)
 		if resp.StatusCode != http.StatusOK {
-			st.problem("/health answered %d", resp.StatusCode)
+			fmt.Println("status", resp.StatusCode)
+			continue
 		}
-		st.healthCount.Add(1)
-		st.mu.Lock()
-		st.healthLat = append(st.healthLat, d)
-		st.mu.Unlock()
+		fmt.Println(d)
 	}
 }
 
@@ -336,6 +385,9 @@ func conversation(ctx context.Context, c *http.Client, base string, i int, st *h
 		default:
 			st.turnsOK.Add(1)
 		}
+		// A person takes a breath between turns; without it 32 instant
+		// conversations are a load test of their own on a 2-core machine.
+		sleepCtx(ctx, 100*time.Millisecond)
 	}
 }
 
@@ -431,8 +483,14 @@ func sseChurner(ctx context.Context, base string, i int, st *hostileStats) {
 	c := &http.Client{Transport: tr}
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(ctx, time.Duration(100+r.IntN(400))*time.Millisecond)
-		st.sseChurn.add(openStream(rctx, c, base+path))
+		code := openStream(rctx, c, base+path)
 		cancel()
+		st.sseChurn.add(code)
+		if code != http.StatusOK {
+			// Refused or still waiting for a connection slot: come back
+			// shortly, as EventSource does, rather than spin.
+			sleepCtx(ctx, 200*time.Millisecond)
+		}
 	}
 }
 
@@ -481,10 +539,16 @@ func idleConn(ctx context.Context, host string, st *hostileStats) {
 			continue
 		}
 		st.idleOpened.Add(1)
+		opened := time.Now()
 		if waitClosed(ctx, conn) {
 			st.idleClosed.Add(1)
 		}
 		conn.Close()
+		if time.Since(opened) < time.Second {
+			// Turned away at the connection limit: the soak shares the
+			// machine's cores with the bridge, so do not spin.
+			sleepCtx(ctx, 250*time.Millisecond)
+		}
 	}
 }
 
@@ -523,6 +587,7 @@ func longPoller(ctx context.Context, base string, i int, st *hostileStats) {
 			if ctx.Err() == nil {
 				st.pollers.add(0)
 			}
+			sleepCtx(ctx, 200*time.Millisecond)
 			continue
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)

@@ -75,7 +75,11 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 8, "concurrent clients")
 	flag.IntVar(&o.sessions, "sessions", 32, "distinct voice sessions")
 	flag.DurationVar(&o.faultGap, "fault-every", 2*time.Second, "mean time between injected faults")
+	probe := flag.String("probe", "", "internal: probe this /health URL every 50 ms, printing each latency, until stdin closes")
 	flag.Parse()
+	if *probe != "" {
+		os.Exit(runProbe(*probe))
+	}
 	if *short {
 		o.duration = 30 * time.Second
 	}

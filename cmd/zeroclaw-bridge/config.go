@@ -180,7 +180,7 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.BodyTimeout, v) }},
 	{env: "BRIDGE_UPLOAD_TIMEOUT", def: "60", help: "seconds a client has to send a photo, audio clip or firmware recording in full",
 		parse: func(c *config, v string) error { return parseSeconds(&c.UploadTimeout, v) }},
-	{env: "BRIDGE_MAX_CONNS", def: "1024", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
+	{env: "BRIDGE_MAX_CONNS", def: "512", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
 		parse: func(c *config, v string) error { return parseInt(&c.MaxConns, v) }},
 	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then " + fallbackZeroclaw + ", else the built-in demo agent",
 		parse: func(c *config, v string) error { c.ZeroclawBin = v; return nil }},

@@ -42,7 +42,7 @@ func defaultConfig(t *testing.T) config {
 		t.Fatal(err)
 	}
 	return config{
-		Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second, UploadTimeout: time.Minute, MaxConns: 1024,
+		Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second, UploadTimeout: time.Minute, MaxConns: 512,
 		Timeout: 90 * time.Second, InitTimeout: 10 * time.Second,
 		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second,
 		MaxSessions: 8, SessionQueue: 64, MaxDevices: 256, FeedMaxClients: 64, DashboardClients: 64, VisionMaxWaiters: 128, UnavailableGrace: 2 * time.Second, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,

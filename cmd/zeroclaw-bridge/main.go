@@ -63,7 +63,16 @@ const fallbackZeroclaw = "/root/.cargo/bin/zeroclaw"
 // defaultChunkDelay is the demo agent's pause between reply chunks.
 const defaultChunkDelay = 40 * time.Millisecond
 
+// defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
+// is set: the collector works harder as the heap nears it, so a burst of
+// connections or uploads costs CPU time rather than tens of MiB of RSS on a
+// small host. It is soft: a live heap above it is never refused.
+const defaultMemoryLimit = 48 << 20
+
 func main() {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
 }
