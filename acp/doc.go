@@ -10,7 +10,11 @@
 //     (rate-capped, panics raised to Error), death noticed the moment Wait
 //     returns or the connection closes, restarts with exponential backoff
 //     that never gives up, and a stop ladder on shutdown (retire sessions,
-//     close stdin, SIGTERM the group, SIGKILL).
+//     close stdin, SIGTERM the group, SIGKILL the group). Children are
+//     started from one locked OS thread with a parent-death signal, so a
+//     bridge killed outright takes its agent with it. After a failure,
+//     Acquire waits at most UnavailableGrace for the restart, then fails
+//     fast with ErrAgentUnavailable until the agent is ready again.
 //   - Client is one initialised connection (one child generation). A stdout
 //     guard sits in front of the SDK: it drops non-JSON noise, keeps frames
 //     over 8 MiB away from the SDK (its limit is 10 MiB), answers requests
@@ -59,6 +63,17 @@
 //   - A session the agent says it lost (-32000) is replaced and the prompt
 //     rebuilt at turn index 0 and sent once more. Any other failure retires
 //     the session, so the next turn starts fresh.
+//   - Session slots are counted exactly: a slot is reserved under the pool
+//     lock before session/new is sent and held until the agent has answered
+//     the session's close, so the agent never holds more than the limit.
+//     When every session is in a turn, a turn that needs a new one waits in
+//     one FIFO queue (bounded by SessionQueue) within its own ctx; an idle
+//     session is closed, least recently used first, to make room.
+//   - session/new runs to its end (bounded by InitTimeout) whatever the
+//     caller does; if the caller has gone, the session is still recorded
+//     for its key, so no session is ever left open unaccounted for.
+//   - The key table is bounded (MaxKeys): keys without a session or a turn
+//     are forgotten, least recently used first.
 //   - Health snapshots never block on a turn or on the agent.
 //
 // # Lifecycle
