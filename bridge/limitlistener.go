@@ -91,6 +91,16 @@ func (l *limitListener) Close() error {
 		for _, p := range parked {
 			_ = p.c.Close()
 		}
+		// Connections handed over but never accepted.
+		for {
+			select {
+			case c := <-l.conns:
+				_ = c.Close()
+				continue
+			default:
+			}
+			break
+		}
 	})
 	return l.Listener.Close()
 }
