@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +104,11 @@ func NewHandler(cfg Config) *Handler {
 			}()
 		}
 	}
+	if cfg.Workspace != "" {
+		if n := removeStaleTemps(cfg.Workspace); n > 0 {
+			cfg.Logger.Info("removed temporary persona files a crash left behind", "count", n)
+		}
+	}
 	return &Handler{cfg: cfg, log: cfg.Logger}
 }
 
@@ -117,17 +124,36 @@ func (h *Handler) Routes(e *echo.Echo) {
 	e.POST("/admin/safety", h.safety, LoopbackOnly)
 }
 
-// errNotLocal is the refusal of every non-local caller.
-var errNotLocal = httpapi.NewError(http.StatusForbidden, "admin endpoints are localhost-only")
+// Refusals of the admin guard.
+var (
+	errNotLocal   = httpapi.NewError(http.StatusForbidden, "admin endpoints are localhost-only")
+	errForeignReq = httpapi.NewError(http.StatusForbidden, "admin requests must come from this host, not a web page or another name")
+	errNotJSON    = httpapi.NewError(http.StatusUnsupportedMediaType, "admin requests must be application/json")
+)
 
 // LoopbackOnly admits a request only when its TCP peer is a loopback
 // address and no forwarding header names anything else: a reverse proxy
-// on the same host cannot make LAN callers look local. It answers before
-// the body is read.
+// on the same host cannot make LAN callers look local. A loopback peer is
+// not enough on its own: a web page open in a browser on the bridge's host
+// is one too, so the Host must name this machine (DNS rebinding points a
+// foreign name at 127.0.0.1), an Origin, when sent, must be this machine
+// too, and the body must be declared application/json (a cross-site form
+// or text/plain fetch cannot send that without a preflight, which the
+// bridge never answers). It answers before the body is read.
 func LoopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !localRequest(c.Request()) {
+		r := c.Request()
+		if !localRequest(r) {
 			return errNotLocal
+		}
+		if !localHost(r.Host) {
+			return errForeignReq
+		}
+		if o := r.Header.Values("Origin"); len(o) > 0 && !localOrigin(o) {
+			return errForeignReq
+		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
+			return errNotJSON
 		}
 		return next(c)
 	}
@@ -138,21 +164,56 @@ func localRequest(r *http.Request) bool {
 	if err != nil || !isLoopback(host) {
 		return false
 	}
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for _, part := range strings.Split(v, ",") {
-			if !isLoopback(part) {
-				return false
+	for _, name := range []string{"X-Forwarded-For", "X-Real-IP"} {
+		for _, v := range r.Header.Values(name) {
+			for _, part := range strings.Split(v, ",") {
+				if !isLoopback(part) {
+					return false
+				}
 			}
 		}
 	}
 	for _, v := range r.Header.Values("Forwarded") {
 		for _, elem := range strings.Split(v, ",") {
 			for _, pair := range strings.Split(elem, ";") {
-				k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if ok && strings.EqualFold(k, "for") && !isLoopback(val) {
+				k, val, ok := strings.Cut(pair, "=")
+				if ok && strings.EqualFold(strings.TrimSpace(k), "for") && !isLoopback(val) {
 					return false
 				}
 			}
+		}
+	}
+	return true
+}
+
+// localHost reports whether a Host header names this machine: localhost,
+// a loopback address, or the machine's own host name, with any port. An
+// empty Host (HTTP/1.0) is allowed: no browser sends one.
+func localHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || isLoopback(host) {
+		return true
+	}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		name = strings.ToLower(name)
+		return host == name || host == name+".local"
+	}
+	return false
+}
+
+// localOrigin reports whether every Origin value is an http(s) origin on
+// this machine. "null" (sandboxed pages, file: URLs) is refused.
+func localOrigin(values []string) bool {
+	for _, v := range values {
+		u, err := url.Parse(strings.TrimSpace(v))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !localHost(u.Host) {
+			return false
 		}
 	}
 	return true
@@ -407,12 +468,12 @@ func (h *Handler) persona(c echo.Context) error {
 		return httpapi.NewError(http.StatusBadRequest, "file must be one of ['AGENTS.md', 'BOOTSTRAP.md', 'HEARTBEAT.md', 'IDENTITY.md', 'MEMORY.md', 'SOUL.md', 'TOOLS.md', 'USER.md']")
 	}
 	path := filepath.Join(h.cfg.Workspace, file)
-	real, err := h.insideWorkspace(path)
-	if err != nil {
+	real, err := h.writePersona(file, []byte(content))
+	if errors.Is(err, errOutside) {
 		h.log.Warn("persona write refused", "file", file, "error", err)
 		return httpapi.NewError(http.StatusBadRequest, err.Error())
 	}
-	if err := writeAtomic(real, []byte(content), 0o644); err != nil {
+	if err != nil {
 		h.log.Error("persona write failed", "file", file, "error", err)
 		return httpapi.NewError(http.StatusInternalServerError, "could not write "+file+": "+err.Error())
 	}
@@ -431,39 +492,53 @@ func (h *Handler) persona(c echo.Context) error {
 // errOutside refuses a persona path that leaves the workspace.
 var errOutside = errors.New("persona file resolves outside ZEROCLAW_WORKSPACE")
 
-// insideWorkspace resolves path (following a symlink at the file itself)
-// and refuses any result outside the workspace's real path.
-func (h *Handler) insideWorkspace(path string) (string, error) {
+// writePersona writes a persona file inside the workspace and returns the
+// path written. A persona file that is a symlink is followed (a workspace
+// may link SOUL.md to a shared copy) as long as its target is inside the
+// workspace; the write itself goes through an os.Root, so no link in any
+// directory on the way can carry it outside.
+func (h *Handler) writePersona(file string, data []byte) (string, error) {
 	if h.cfg.Workspace == "" {
 		return "", errors.New("ZEROCLAW_WORKSPACE is not set")
 	}
 	if err := os.MkdirAll(h.cfg.Workspace, 0o700); err != nil {
 		return "", fmt.Errorf("create workspace: %w", err)
 	}
-	root, err := filepath.EvalSymlinks(h.cfg.Workspace)
+	ws, err := filepath.EvalSymlinks(h.cfg.Workspace)
 	if err != nil {
 		return "", fmt.Errorf("resolve workspace: %w", err)
 	}
-	real := filepath.Join(root, filepath.Base(path))
-	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := filepath.EvalSymlinks(real)
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return "", fmt.Errorf("open workspace: %w", err)
+	}
+	defer root.Close()
+	name := file
+	if fi, err := root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := root.Readlink(name)
 		if err != nil {
-			// A dangling link: resolve its text, relative to the workspace.
-			link, lerr := os.Readlink(real)
-			if lerr != nil {
+			return "", errOutside
+		}
+		if filepath.IsAbs(target) {
+			rel, err := filepath.Rel(ws, target)
+			if err != nil || !filepath.IsLocal(rel) {
 				return "", errOutside
 			}
-			if !filepath.IsAbs(link) {
-				link = filepath.Join(root, link)
-			}
-			target = filepath.Clean(link)
+			target = rel
 		}
-		real = target
+		if !filepath.IsLocal(target) {
+			return "", errOutside
+		}
+		name = filepath.Clean(target)
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", errOutside
+	if err := writeIn(root, name, data, 0o644); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes") {
+			return "", fmt.Errorf("%w (%v)", errOutside, err)
+		}
+		return "", err
 	}
-	return real, nil
+	return filepath.Join(ws, name), nil
 }
 
 // PushTier1Slim sends xiaozhi the Tier1Slim model of smart mode's current

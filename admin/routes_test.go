@@ -89,9 +89,17 @@ func newAdminEnv(t *testing.T, edit func(*Config)) *adminEnv {
 func (a *adminEnv) do(path, body, peer string, headers ...string) (int, string) {
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 	req.RemoteAddr = peer
+	req.Host = "127.0.0.1:8080"
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Add(headers[i], headers[i+1])
+		switch headers[i] {
+		case "Host":
+			req.Host = headers[i+1]
+		case "Content-Type":
+			req.Header.Set("Content-Type", headers[i+1])
+		default:
+			req.Header.Add(headers[i], headers[i+1])
+		}
 	}
 	rec := httptest.NewRecorder()
 	a.e.ServeHTTP(rec, req)
@@ -123,11 +131,13 @@ func TestLoopbackOnly(t *testing.T) {
 		{"loopback proxy, LAN client last", "127.0.0.1:5555", []string{"X-Forwarded-For", "127.0.0.1, 10.0.0.3"}, false},
 		{"Forwarded header", "127.0.0.1:5555", []string{"Forwarded", `for="[2001:db8::1]:4711";proto=http`}, false},
 		{"garbage forwarded", "127.0.0.1:5555", []string{"X-Forwarded-For", "unknown"}, false},
+		{"X-Real-IP of a LAN client", "127.0.0.1:5555", []string{"X-Real-IP", "192.168.1.20"}, false},
+		{"Forwarded with spaces", "127.0.0.1:5555", []string{"Forwarded", `For = 192.168.1.20 ; proto=http`}, false},
 		{"public IPv6 peer", "[2001:db8::5]:80", nil, false},
 		{"loopback", "127.0.0.1:5555", nil, true},
 		{"other loopback", "127.8.9.10:5555", nil, true},
 		{"IPv6 loopback", "[::1]:5555", nil, true},
-		{"loopback chain", "[::1]:5555", []string{"X-Forwarded-For", "127.0.0.1, ::1", "Forwarded", "for=127.0.0.1"}, true},
+		{"loopback chain", "[::1]:5555", []string{"X-Forwarded-For", "127.0.0.1, ::1", "Forwarded", "for=127.0.0.1", "X-Real-IP", "::1"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// A malformed body still gets 403 first: the body is not read.
@@ -296,8 +306,30 @@ func TestPersona(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.dir, "outside-dangling.md")); err == nil {
 		t.Error("dangling link target created")
 	}
+	// A link through a symlinked directory: the path reads as inside, the
+	// directory leads out.
+	outDir := filepath.Join(a.dir, "outside-dir")
+	os.MkdirAll(outDir, 0o700)
+	os.Symlink(outDir, filepath.Join(a.cfg.Workspace, "sub"))
+	os.Symlink("sub/escaped.md", filepath.Join(a.cfg.Workspace, "IDENTITY.md"))
+	if code, body := a.post("/admin/persona", `{"file":"IDENTITY.md","content":"x"}`); code != 400 || !strings.Contains(body, "persona file resolves outside ZEROCLAW_WORKSPACE") {
+		t.Errorf("link through a symlinked directory: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(outDir, "escaped.md")); err == nil {
+		t.Error("a write escaped the workspace through a symlinked directory")
+	}
 	if code, _ := a.post("/admin/persona", `{"file":"SOUL.md"}`); code != 422 {
 		t.Errorf("missing content: %d", code)
+	}
+	// Temporary files a crash left behind are removed at start.
+	stale := filepath.Join(a.cfg.Workspace, ".SOUL.md.0a1b2c3d4e5f.new")
+	os.WriteFile(stale, []byte("half"), 0o600)
+	NewHandler(a.cfg)
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("stale temporary file kept")
+	}
+	if entries, _ := os.ReadDir(a.cfg.Workspace); len(entries) == 0 {
+		t.Error("workspace emptied")
 	}
 }
 
@@ -468,5 +500,43 @@ func TestReconcileProfiles(t *testing.T) {
 	h.ReconcileAgentModel(false)
 	if b, _ := os.ReadFile(a.cfg.VoiceConfig); !strings.Contains(string(b), `fallback = "local"`) {
 		t.Errorf("fallback not switched to the local profile:\n%s", b)
+	}
+}
+
+// A web page on the bridge's host reaches it from a loopback peer; the
+// guard still refuses its forged origin, a rebinding Host and a body that
+// is not declared JSON, and nothing changes.
+func TestAdminRefusesBrowserRequests(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	const foreign = `{"detail":"admin requests must come from this host, not a web page or another name"}`
+	for _, tt := range []struct {
+		name    string
+		headers []string
+		code    int
+		body    string
+	}{
+		{"forged origin", []string{"Origin", "http://evil.example"}, 403, foreign},
+		{"null origin", []string{"Origin", "null"}, 403, foreign},
+		{"rebinding host", []string{"Host", "evil.example:8080"}, 403, foreign},
+		{"rebinding host and origin", []string{"Host", "evil.example:8080", "Origin", "http://evil.example:8080"}, 403, foreign},
+		{"text/plain", []string{"Content-Type", "text/plain"}, 415, `{"detail":"admin requests must be application/json"}`},
+		{"form", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, `{"detail":"admin requests must be application/json"}`},
+		{"no content type", []string{"Content-Type", ""}, 415, `{"detail":"admin requests must be application/json"}`},
+	} {
+		code, body := a.do("/admin/kid-mode", `{"enabled":false}`, "127.0.0.1:5555", tt.headers...)
+		if code != tt.code || body != tt.body {
+			t.Errorf("%s: %d %s", tt.name, code, body)
+		}
+	}
+	if !a.modes.KidMode() {
+		t.Fatal("a refused request changed kid mode")
+	}
+	for _, ok := range [][]string{
+		{"Host", "localhost:8080", "Origin", "http://localhost:8080"},
+		{"Host", "[::1]:8080", "Content-Type", "application/json; charset=utf-8"},
+	} {
+		if code, body := a.do("/admin/kid-mode", `{"enabled":true}`, "127.0.0.1:5555", ok...); code != 200 {
+			t.Errorf("%v: %d %s", ok, code, body)
+		}
 	}
 }
