@@ -21,6 +21,9 @@ type Config struct {
 	// Env is added to the bridge's own environment for the child
 	// (after RUST_LOG=error, so an entry here wins).
 	Env []string
+	// DropEnv names variables of the bridge's environment the child does
+	// not get (the bridge's own settings and secrets).
+	DropEnv []string
 	// Dir is the child's working directory; empty means the bridge's.
 	Dir string
 

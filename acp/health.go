@@ -2,7 +2,7 @@ package acp
 
 // AgentHealth is a snapshot of the supervised agent process for /health.
 type AgentHealth struct {
-	// Command is the agent command line as configured.
+	// Command is the agent binary's file name (no path, no arguments).
 	Command string `json:"command"`
 	// PID is the running child's process id, 0 when none runs.
 	PID int `json:"pid"`

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,7 +166,9 @@ func (s *Supervisor) Health() AgentHealth {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := AgentHealth{
-		Command:       strings.Join(append([]string{s.cfg.Command}, s.cfg.Args...), " "),
+		// The binary's name only: /health is unauthenticated, and the
+		// arguments (ZEROCLAW_ARGS) and the path are not its business.
+		Command:       filepath.Base(s.cfg.Command),
 		PID:           s.pid,
 		Dialect:       string(s.caps.Dialect),
 		AgentName:     s.caps.AgentName,
@@ -424,7 +428,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	cmd := exec.CommandContext(childCtx, path, s.cfg.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.Dir = s.cfg.Dir
-	cmd.Env = append(append(os.Environ(), "RUST_LOG=error"), s.cfg.Env...)
+	cmd.Env = append(append(childEnv(os.Environ(), s.cfg.DropEnv), "RUST_LOG=error"), s.cfg.Env...)
 	cmd.SysProcAttr = childProcAttr()
 	cmd.Cancel = func() error {
 		// Polite first: SIGTERM to the whole group; stop escalates to a
@@ -594,6 +598,23 @@ func resolveCommand(cmd string) (string, error) {
 		return "", fmt.Errorf("%w: %s not found on PATH", ErrBinaryMissing, cmd)
 	}
 	return p, nil
+}
+
+// childEnv is env without the variables named in drop: the bridge's own
+// secrets (dashboard password, admin and sidecar tokens, its model keys)
+// must not be readable by an agent that can run shell commands.
+func childEnv(env, drop []string) []string {
+	if len(drop) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func ignoreESRCH(err error) error {

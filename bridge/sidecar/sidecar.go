@@ -145,6 +145,7 @@ var (
 	failChannels    = failure{415, "audio_channels_unsupported", "audio", "need mono audio", "neutral"}
 	failEmpty       = failure{400, "audio_empty", "audio", "no audio received", "neutral"}
 	failSmall       = failure{400, "audio_too_small", "audio", "audio too short", "neutral"}
+	failOddLength   = failure{400, "audio_odd_length", "audio", "audio is not whole 16-bit samples", "neutral"}
 	failLarge       = failure{413, "audio_too_large", "audio", "audio too long", "neutral"}
 	failPersonaName = failure{400, "persona_name_invalid", "system", "invalid persona name", "neutral"}
 	failPersona404  = failure{404, "persona_missing", "system", "persona missing", "neutral"}
@@ -189,6 +190,10 @@ func (h *Handler) listen(c echo.Context) error {
 		return h.fail(c, rid, failEmpty, start)
 	case len(pcm) < MinBody:
 		return h.fail(c, rid, failSmall, start)
+	case len(pcm)%2 != 0:
+		// 16-bit samples come in byte pairs; an odd count is a truncated
+		// or foreign body, and would shift every sample after it.
+		return h.fail(c, rid, failOddLength, start)
 	}
 	persona, slug, f, ok := h.persona(req.Header.Get("X-Persona-Name"))
 	if !ok {
@@ -256,7 +261,8 @@ func checkContentType(v string) (failure, bool) {
 			}
 		}
 	}
-	if !strings.HasPrefix(strings.ToLower(mt), "audio/l16") {
+	// The media type itself, not a prefix: "audio/L16x" is another format.
+	if strings.ToLower(mt) != "audio/l16" {
 		return failBadType, false
 	}
 	if r, ok := params["rate"]; ok && r != "16000" {

@@ -264,6 +264,8 @@ func TestListenValidation(t *testing.T) {
 		{"no token", pcm3s, []string{"Authorization", ""}, 401, "unauthorized"},
 		{"wrong token", pcm3s, []string{"Authorization", "Bearer nope"}, 401, "unauthorized"},
 		{"wrong type", pcm3s, []string{"Content-Type", "audio/wav"}, 415, "bad_content_type"},
+		{"type with a longer name", pcm3s, []string{"Content-Type", "audio/L16x;rate=16000;channels=1"}, 415, "bad_content_type"},
+		{"odd length", append(append([]byte{}, pcm3s...), 0), nil, 400, "audio_odd_length"},
 		{"wrong rate", pcm3s, []string{"Content-Type", "audio/L16;rate=8000;channels=1"}, 415, "audio_rate_unsupported"},
 		{"stereo", pcm3s, []string{"Content-Type", "audio/l16; rate=16000; channels=2"}, 415, "audio_channels_unsupported"},
 		{"empty", nil, nil, 400, "audio_empty"},

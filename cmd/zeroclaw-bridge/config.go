@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,6 +156,24 @@ type setting struct {
 	// instead of "unset" (FACE_GREET_TEXT="" greets with the mic only).
 	emptyOK bool
 	parse   func(c *config, v string) error
+}
+
+// agentKeeps are the bridge settings the agent reads too, so its child
+// keeps them: ZeroClaw's provider key fallback, its workspace, the zone.
+var agentKeeps = []string{"OPENROUTER_API_KEY", "ZEROCLAW_WORKSPACE", "TZ"}
+
+// agentDropEnv is every bridge setting's variable except agentKeeps: the
+// agent child does not see the bridge's tokens, passwords and model keys,
+// which an agent with shell tools could otherwise read from its
+// environment.
+func agentDropEnv() []string {
+	var out []string
+	for _, s := range settings {
+		if !slices.Contains(agentKeeps, s.env) {
+			out = append(out, s.env)
+		}
+	}
+	return out
 }
 
 // flagName is the kebab-case flag of the setting: PORT → port.

@@ -237,8 +237,8 @@ func TestBridgeRunsDemoAgentAndStopsCleanly(t *testing.T) {
 			if agent["dialect"] != "v1" {
 				t.Errorf("agent.dialect = %v, want v1 (agent %v)", agent["dialect"], agent)
 			}
-			if args := fmt.Sprint(agent["command"]); !strings.HasSuffix(args, " demo-agent") {
-				t.Errorf("agent.command = %q, want this binary's demo-agent", args)
+			if cmd := fmt.Sprint(agent["command"]); cmd != "zeroclaw-bridge" {
+				t.Errorf("agent.command = %q, want the binary's name only (this binary, as the demo agent)", cmd)
 			}
 			if n := strings.Count(p.log(), "running the built-in demo agent"); n != 1 {
 				t.Errorf("%d demo-agent WARN lines, want exactly 1", n)

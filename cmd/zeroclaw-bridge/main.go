@@ -300,6 +300,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	supCfg := acp.Config{
 		Command:          command,
 		Args:             args,
+		DropEnv:          agentDropEnv(),
 		InitTimeout:      cfg.InitTimeout,
 		CancelGrace:      cfg.CancelGrace,
 		UnavailableGrace: cfg.UnavailableGrace,

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The agent child does not get the bridge's own secrets; it keeps what it
+// needs (its provider key, its workspace). Read from /proc, as an agent
+// with a shell tool would.
+func TestAgentEnvironmentHoldsNoBridgeSecrets(t *testing.T) {
+	if _, err := os.Stat(fallbackZeroclaw); err == nil {
+		t.Skip("a real zeroclaw is installed at " + fallbackZeroclaw)
+	}
+	p := startBridge(t, "SIDECAR_TOKEN=sidecar-secret", "DOTTY_DASHBOARD_PASS=dash-secret", "DOTTY_ADMIN_TOKEN=admin-secret",
+		"STT_API_KEY=stt-secret", "STT_URL=http://127.0.0.1:9/v1/audio/transcriptions", "OPENROUTER_API_KEY=provider-key")
+	_, h := p.health("agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
+	pid, _ := agentOf(h)["pid"].(float64)
+	if pid <= 0 {
+		t.Fatalf("no agent pid in %v", h)
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok {
+			vars[k] = v
+		}
+	}
+	for _, secret := range []string{"SIDECAR_TOKEN", "DOTTY_DASHBOARD_PASS", "DOTTY_ADMIN_TOKEN", "STT_API_KEY", "STT_URL", "CONVO_LOG_DIR"} {
+		if v, ok := vars[secret]; ok {
+			t.Errorf("agent environment has %s=%q", secret, v)
+		}
+	}
+	for _, keep := range []string{"OPENROUTER_API_KEY", "ZEROCLAW_WORKSPACE", "PATH"} {
+		if _, ok := vars[keep]; !ok {
+			t.Errorf("agent environment lacks %s", keep)
+		}
+	}
+	if strings.Contains(string(env), "-secret") {
+		t.Error("a secret value reached the agent under another name")
+	}
+}
+
+// On the binary: a page on the bridge's host (loopback peer) cannot turn
+// kid mode off with a forged origin, a rebinding Host or a text/plain body.
+func TestAdminRefusesCrossSiteOnTheBinary(t *testing.T) {
+	p := startBridge(t)
+	post := func(host, origin, ctype string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/admin/kid-mode", strings.NewReader(`{"enabled":false}`))
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set("Content-Type", ctype)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tt := range []struct {
+		host, origin, ctype string
+		want                int
+	}{
+		{"", "http://evil.example", "application/json", 403},
+		{"evil.example:8080", "", "application/json", 403},
+		{"", "", "text/plain", 415},
+	} {
+		if got := post(tt.host, tt.origin, tt.ctype); got != tt.want {
+			t.Errorf("host %q origin %q type %q: %d, want %d", tt.host, tt.origin, tt.ctype, got, tt.want)
+		}
+	}
+	if b, err := os.ReadFile(p.stateDir + "/kid-mode"); err == nil && strings.TrimSpace(string(b)) == "false" {
+		t.Error("a refused request turned kid mode off")
+	}
+	if got := post("", "", "application/json"); got != 200 {
+		t.Errorf("a plain local request: %d", got)
+	}
+}
