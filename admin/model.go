@@ -59,6 +59,10 @@ func (h *Handler) model(c echo.Context) error {
 // are *httpapi.APIError with the spec's statuses; nothing is written unless
 // every edit succeeds.
 func (h *Handler) setModel(daemon, model string, restart bool) (path, unit string, err error) {
+	// Read, edit, write: two edits at once would each start from the same
+	// old file and the second would undo the first.
+	h.modelMu.Lock()
+	defer h.modelMu.Unlock()
 	if !modelName.MatchString(model) {
 		return "", "", httpapi.NewError(http.StatusBadRequest, "model id has invalid chars")
 	}

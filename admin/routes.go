@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -85,6 +86,8 @@ type Config struct {
 type Handler struct {
 	cfg Config
 	log hclog.Logger
+
+	modelMu sync.Mutex // serialises config.toml edits
 }
 
 // NewHandler returns the /admin routes.

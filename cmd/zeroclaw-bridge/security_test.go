@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
 
 // The agent child does not get the bridge's own secrets; it keeps what it
@@ -86,4 +93,53 @@ func TestAdminRefusesCrossSiteOnTheBinary(t *testing.T) {
 	if got := post("", "", "application/json"); got != 200 {
 		t.Errorf("a plain local request: %d", got)
 	}
+}
+
+// kill -9 of the bridge while 8 writers store memories: every write it
+// answered 204 is in brain.db once the bridge has started again.
+func TestAcknowledgedMemoriesSurviveKill9(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "memory", "brain.db")
+	p := startBridge(t, "VOICE_MEMORY_DB="+db)
+	p.health("ready", func(map[string]any) bool { return true })
+	var acked atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`{"fact":"writer %d fact %d"}`, w, i)
+				resp, err := httpClient.Post("http://"+p.addr+"/api/voice/remember", "application/json", strings.NewReader(body))
+				if err != nil {
+					return // the bridge is gone
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNoContent {
+					acked.Add(1)
+				}
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "some acknowledged writes", func() bool { return acked.Load() >= 200 })
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	n := acked.Load()
+
+	startBridge(t, "VOICE_MEMORY_DB="+db)
+	var rows int
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d rows", n), func() bool {
+		r, err := memstoretest.TryRows(db)
+		rows = len(r)
+		return err == nil && int64(rows) >= n
+	})
+	t.Logf("%d writes acknowledged before kill -9, %d rows after restart", n, rows)
 }

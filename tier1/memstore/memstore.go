@@ -11,17 +11,22 @@
 //
 // # Concurrency
 //
-// Enqueue never blocks: it hands the write to one bounded queue and one
-// writer goroutine (Run) that owns the read-write connection, retries
-// while the database is busy, and drains the queue when Run's ctx ends,
-// so an accepted write is not lost on a clean stop. Enqueue answers
-// ErrQueueFull instead of dropping a write silently. Search uses a
+// Enqueue appends the write to an fsynced journal beside the database,
+// then hands it to one bounded queue and one writer goroutine (Run) that
+// owns the read-write connection, retries while the database is busy, and
+// drains the queue when Run's ctx ends. An accepted write therefore
+// survives a crash or a power loss as well as a clean stop: Run replays the
+// journal at start, and a row's id is fixed at Enqueue, so a replay never
+// duplicates one. The journal is emptied whenever the queue is. Enqueue
+// answers ErrQueueFull instead of dropping a write silently. Search uses a
 // separate read-only connection and may run concurrently with writes.
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,6 +65,9 @@ type Config struct {
 	ReadBusyTimeout time.Duration
 	// DrainTimeout bounds the final drain at shutdown (30 s).
 	DrainTimeout time.Duration
+	// Journal is the file accepted writes are appended to before Enqueue
+	// returns (Path + ".voice-journal").
+	Journal string
 	// Logger receives failures. Nil discards.
 	Logger hclog.Logger
 
@@ -81,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
+	}
+	if c.Journal == "" && c.Path != "" {
+		c.Journal = c.Path + ".voice-journal"
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -109,6 +120,17 @@ type Write struct {
 	HasSession bool
 }
 
+// entry is an accepted write with the identity it keeps through replays.
+type entry struct {
+	ID         string  `json:"id"`
+	TS         string  `json:"ts"`
+	Content    string  `json:"content"`
+	Category   string  `json:"category"`
+	Importance float64 `json:"importance"`
+	SessionID  string  `json:"session_id,omitempty"`
+	HasSession bool    `json:"has_session,omitempty"`
+}
+
 // Row is one search hit.
 type Row struct {
 	Key, Content, Category, Namespace, CreatedAt string
@@ -118,32 +140,124 @@ type Row struct {
 type Store struct {
 	cfg   Config
 	log   hclog.Logger
-	queue chan Write
+	queue chan entry
 
 	mu       sync.Mutex
-	closed   bool    // no more writes accepted
-	ro       *sql.DB // cached read-only handle, opened lazily
-	finished bool    // Run has returned: searches use one-off handles
+	journal  *os.File // opened by the first Enqueue
+	closed   bool     // no more writes accepted
+	ro       *sql.DB  // cached read-only handle, opened lazily
+	finished bool     // Run has returned: searches use one-off handles
 }
 
 // New returns a store; Run starts its writer.
 func New(cfg Config) *Store {
 	cfg = cfg.withDefaults()
-	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan Write, cfg.QueueSize)}
+	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan entry, cfg.QueueSize)}
 }
 
-// Enqueue accepts w for the writer without blocking.
+// tsLayout is the created_at format of ZeroClaw's rows.
+const tsLayout = "2006-01-02T15:04:05.000000+00:00"
+
+// Enqueue accepts w for the writer: once it returns nil, w is in the
+// fsynced journal and will reach the database even if the process dies
+// first. It waits only for that fsync, never for the database.
 func (s *Store) Enqueue(w Write) error {
+	e := entry{ID: uuid.NewString(), TS: s.cfg.now().UTC().Format(tsLayout), Content: w.Content, Category: w.Category,
+		Importance: w.Importance, SessionID: w.SessionID, HasSession: w.HasSession}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode memory write: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	select {
-	case s.queue <- w:
-		return nil
-	default:
+	if len(s.queue) == cap(s.queue) {
 		return ErrQueueFull
+	}
+	if err := s.appendLocked(append(line, '\n')); err != nil {
+		s.log.Error("voice memory journal write failed; write not accepted", "path", s.cfg.Journal, "error", err)
+		return err
+	}
+	s.queue <- e // room was checked under s.mu, and only Enqueue sends
+	return nil
+}
+
+// appendLocked appends line to the journal and fsyncs it.
+func (s *Store) appendLocked(line []byte) error {
+	if s.journal == nil {
+		dir := filepath.Dir(s.cfg.Journal)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("memory journal: %w", err)
+		}
+		f, err := os.OpenFile(s.cfg.Journal, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("memory journal: %w", err)
+		}
+		syncDir(dir) // the new file's name must survive a power loss too
+		s.journal = f
+	}
+	if _, err := s.journal.Write(line); err != nil {
+		return fmt.Errorf("memory journal: %w", err)
+	}
+	if err := s.journal.Sync(); err != nil {
+		return fmt.Errorf("memory journal: %w", err)
+	}
+	return nil
+}
+
+// compact empties the journal when nothing is queued: every journaled
+// write has then reached the database (or been dropped as unwritable).
+func (s *Store) compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 {
+		return
+	}
+	if s.journal == nil { // nothing accepted yet in this process: a replayed file
+		if err := os.Truncate(s.cfg.Journal, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("voice memory journal not emptied", "error", err)
+		}
+		return
+	}
+	if err := s.journal.Truncate(0); err != nil {
+		s.log.Warn("voice memory journal not emptied", "error", err)
+		return
+	}
+	_ = s.journal.Sync()
+}
+
+// replay writes what a crash left in the journal.
+func (s *Store) replay(ctx context.Context, w *writer) {
+	b, err := os.ReadFile(s.cfg.Journal)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	n, torn := 0, 0
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e entry
+		if json.Unmarshal(line, &e) != nil || e.ID == "" {
+			torn++ // a line cut by the crash was never acknowledged
+			continue
+		}
+		if w.write(ctx, e) {
+			n++
+		}
+	}
+	s.log.Info("replayed the voice memory journal after an unclean stop", "rows", n, "unreadable_lines", torn)
+	s.compact()
+}
+
+// syncDir fsyncs a directory, so a file created or renamed in it survives
+// a power loss.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
 	}
 }
 
@@ -185,13 +299,25 @@ func (s *Store) Run(ctx context.Context) error {
 	}()
 	w := &writer{cfg: s.cfg, log: s.log}
 	defer w.close()
+	defer s.closeJournal()
+	s.replay(wctx, w)
 	for {
 		select {
 		case item := <-s.queue:
 			w.write(wctx, item)
+			s.compact()
 		case <-ctx.Done():
 			return s.drain(wctx, w)
 		}
+	}
+}
+
+func (s *Store) closeJournal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal != nil {
+		_ = s.journal.Close()
+		s.journal = nil
 	}
 }
 
@@ -207,11 +333,13 @@ func (s *Store) drain(wctx context.Context, w *writer) error {
 		select {
 		case item := <-s.queue:
 			if !w.write(wctx, item) && wctx.Err() != nil {
-				lost := len(s.queue) + 1
-				s.log.Error("voice memories lost at shutdown: database busy for too long", "lost", lost, "waited", s.cfg.DrainTimeout)
-				return fmt.Errorf("drain memory queue: %d writes lost: %w", lost, wctx.Err())
+				left := len(s.queue) + 1
+				s.log.Error("voice memories not written at shutdown: database busy for too long; they stay in the journal for the next start",
+					"pending", left, "waited", s.cfg.DrainTimeout, "journal", s.cfg.Journal)
+				return fmt.Errorf("drain memory queue: %d writes left in the journal: %w", left, wctx.Err())
 			}
 		default:
+			s.compact()
 			return nil
 		}
 	}
@@ -227,7 +355,14 @@ func (s *Store) ensure() error {
 	if err := os.MkdirAll(filepath.Dir(s.cfg.Path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(s.cfg.Path), err)
 	}
-	db, err := sql.Open("sqlite", dsn(s.cfg.Path, "rwc", s.cfg.WriteBusyTimeout))
+	// Created here, not by SQLite, so it is private (0600) like the logs:
+	// it holds what the family told the robot.
+	f, err := os.OpenFile(s.cfg.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+	}
+	_ = f.Close()
+	db, err := sql.Open("sqlite", dsn(s.cfg.Path, "rw", s.cfg.WriteBusyTimeout))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
 	}
@@ -414,7 +549,7 @@ func (w *writer) reset() {
 
 // write inserts item, retrying while the database is busy or missing until
 // ctx ends. It reports whether the row was written.
-func (w *writer) write(ctx context.Context, item Write) bool {
+func (w *writer) write(ctx context.Context, item entry) bool {
 	delay := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := w.insert(ctx, item)
@@ -443,7 +578,7 @@ func (w *writer) write(ctx context.Context, item Write) bool {
 }
 
 // insert writes one row (spec http-api.md §10.4).
-func (w *writer) insert(ctx context.Context, item Write) error {
+func (w *writer) insert(ctx context.Context, item entry) error {
 	if err := w.open(); err != nil {
 		return err
 	}
@@ -454,8 +589,7 @@ func (w *writer) insert(ctx context.Context, item Write) error {
 		}
 		w.agentCol, w.schemaKnown = has, true
 	}
-	id := uuid.NewString()
-	ts := w.cfg.now().UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	id, ts := item.ID, item.TS
 	key := "voice_" + item.Category + "_" + ts + "_" + id[:8]
 	var session any
 	if item.HasSession {
@@ -473,7 +607,9 @@ func (w *writer) insert(ctx context.Context, item Write) error {
 		vals += ", ?"
 		args = append(args, agent)
 	}
-	_, err := w.db.ExecContext(ctx, "INSERT INTO memories ("+cols+") VALUES ("+vals+")", args...)
+	// A replayed row that reached the database before the crash is
+	// already there under the same id.
+	_, err := w.db.ExecContext(ctx, "INSERT INTO memories ("+cols+") VALUES ("+vals+") ON CONFLICT(id) DO NOTHING", args...)
 	if err != nil && !isBusy(err) {
 		// The schema may have changed under us (ZeroClaw migrates on start).
 		w.schemaKnown = false

@@ -249,7 +249,7 @@ func TestDatabaseAppearsLater(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := memstore.New(memstore.Config{Path: filepath.Join(blocker, "brain.db")})
+	s := memstore.New(memstore.Config{Path: filepath.Join(blocker, "brain.db"), Journal: filepath.Join(t.TempDir(), "journal")})
 	run(t, s)
 	if err := s.Enqueue(memstore.Write{Content: "kept", Category: "core"}); err != nil {
 		t.Fatal(err)
