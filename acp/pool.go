@@ -390,7 +390,10 @@ func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) 
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
+	// Deliberately detached from the caller: a session the agent creates
+	// must be recorded even if the caller has gone; NewSession bounds
+	// itself by InitTimeout.
+	go func() { // #nosec G118 -- see above
 		sid, err := c.NewSession(context.Background())
 		if errors.Is(err, ErrSessionLimit) {
 			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)

@@ -425,7 +425,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	}
 
 	childCtx, kill := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(childCtx, path, s.cfg.Args...)
+	cmd := exec.CommandContext(childCtx, path, s.cfg.Args...) // #nosec G204 -- the agent command is the operator's ZEROCLAW_BIN/ZEROCLAW_ARGS
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.Dir = s.cfg.Dir
 	cmd.Env = append(append(childEnv(os.Environ(), s.cfg.DropEnv), "RUST_LOG=error"), s.cfg.Env...)

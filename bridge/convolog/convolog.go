@@ -124,7 +124,7 @@ func (l *Log) Write(r Record) {
 		return
 	}
 	path := l.Path(r.TS)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- CONVO_LOG_DIR plus a date we format
 	if err != nil {
 		l.warnLocked("cannot open the conversation log", err)
 		return

@@ -18,7 +18,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -304,7 +303,9 @@ func (h *Handler) persona(header string) (text, slug string, f failure, ok bool)
 		}
 		return "", "", failPersona500, false
 	}
-	b, err := os.ReadFile(filepath.Join(h.cfg.PersonasDir, slug+".md"))
+	// The slug comes from the firmware's header: read through an os.Root so
+	// no symlink in the personas directory can lead the read outside it.
+	b, err := readIn(h.cfg.PersonasDir, slug+".md")
 	if err != nil {
 		if fromHeader {
 			return "", "", failPersona404, false
@@ -372,7 +373,7 @@ func (h *Handler) transcribe(ctx context.Context, pcm []byte) (string, failure, 
 func WAV(pcm []byte) []byte {
 	out := make([]byte, 44+len(pcm))
 	copy(out[0:], "RIFF")
-	binary.LittleEndian.PutUint32(out[4:], uint32(36+len(pcm)))
+	binary.LittleEndian.PutUint32(out[4:], uint32(36+len(pcm))) // #nosec G115 -- len(pcm) ≤ MaxBody (under 1 MiB)
 	copy(out[8:], "WAVEfmt ")
 	binary.LittleEndian.PutUint32(out[16:], 16)
 	binary.LittleEndian.PutUint16(out[20:], 1)
@@ -382,7 +383,7 @@ func WAV(pcm []byte) []byte {
 	binary.LittleEndian.PutUint16(out[32:], 2)
 	binary.LittleEndian.PutUint16(out[34:], 16)
 	copy(out[36:], "data")
-	binary.LittleEndian.PutUint32(out[40:], uint32(len(pcm)))
+	binary.LittleEndian.PutUint32(out[40:], uint32(len(pcm))) // #nosec G115 -- len(pcm) ≤ MaxBody (under 1 MiB)
 	copy(out[44:], pcm)
 	return out
 }
@@ -463,4 +464,14 @@ func write(c echo.Context, status int, text, emotion string, f *failure) error {
 	c.Response().WriteHeader(status)
 	_, err := c.Response().Write(b.Bytes())
 	return err
+}
+
+// readIn reads name inside dir, refusing any path that leaves it.
+func readIn(dir, name string) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(name)
 }

@@ -110,7 +110,7 @@ func (n *notifier) healthy(ctx context.Context, client *http.Client) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("/health answered %d", resp.StatusCode)
 	}
