@@ -143,3 +143,48 @@ func TestAcknowledgedMemoriesSurviveKill9(t *testing.T) {
 	})
 	t.Logf("%d writes acknowledged before kill -9, %d rows after restart", n, rows)
 }
+
+// On the binary: a persona write cannot leave the workspace through a
+// symlinked directory, and a local proxy's X-Real-IP or spaced Forwarded
+// header naming a LAN client is refused like X-Forwarded-For.
+func TestAdminWritesAndHeadersOnTheBinary(t *testing.T) {
+	p := startBridge(t)
+	ws := filepath.Join(p.stateDir, "workspace")
+	outside := t.TempDir()
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub/escaped.md", filepath.Join(ws, "USER.md")); err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string, headers ...string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("/admin/persona", `{"file":"USER.md","content":"pwned"}`); code != 400 {
+		t.Errorf("persona write through a symlinked directory: %d, want 400", code)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped.md")); err == nil {
+		t.Error("the write escaped the workspace")
+	}
+	if code := post("/admin/persona", `{"file":"SOUL.md","content":"You are Dotty."}`); code != 200 {
+		t.Errorf("plain persona write: %d", code)
+	}
+	for _, h := range [][]string{{"X-Real-IP", "192.168.1.20"}, {"Forwarded", "For = 192.168.1.20"}} {
+		if code := post("/admin/state", `{"state":"idle"}`, h...); code != 403 {
+			t.Errorf("%s: %s → %d, want 403", h[0], h[1], code)
+		}
+	}
+}
