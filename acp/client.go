@@ -366,13 +366,6 @@ func (c *Client) retireAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// liveSessions returns how many sessions this client created and has not retired.
-func (c *Client) liveSessions() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.sessions)
-}
-
 // turn is the mailbox of one running prompt turn. The dispatcher appends
 // text without blocking; the turn's owner drains it.
 type turn struct {

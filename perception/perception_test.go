@@ -252,7 +252,7 @@ func TestSensorAge(t *testing.T) {
 				Age   *float64 `json:"sensor_age_s"`
 				Stale bool     `json:"sensor_stale"`
 			}
-			if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+			if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
 			if got.Stale != tt.stale || (tt.age == "null") != (got.Age == nil) {
