@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // fakeAgent is an in-process ACP v1 agent. Hooks left nil fall back to an
@@ -181,7 +182,7 @@ func (a *fakeAgent) snapshot() (cancels, closed, prompts []string, newCount int)
 // "connection closed" late), so it never writes to t directly.
 func testLogger(t testing.TB) hclog.Logger {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &testkit.LogBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("log output:\n" + buf.String())
@@ -193,24 +194,6 @@ func testLogger(t testing.TB) hclog.Logger {
 // hclogFor returns a trace-level logger writing to w.
 func hclogFor(w io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: w})
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // dialFake connects a Client to a in-process fake agent; cleanup closes the
@@ -274,18 +257,6 @@ func runPool(t testing.TB, p *Pool) {
 			t.Error("pool.Run did not return")
 		}
 	})
-}
-
-// waitFor polls cond every 5 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // fakeClock is a manually advanced clock; After fires when Advance passes it.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // runGuard feeds input through a guard and returns what reached the SDK
@@ -135,7 +137,7 @@ func TestGuardPacesNotifications(t *testing.T) {
 
 func TestLineLimiter(t *testing.T) {
 	clk := newFakeClock()
-	var buf syncBuffer
+	var buf testkit.LogBuffer
 	l := newLineLimiter(hclogFor(&buf), 3, clk)
 	for i := 0; i < 10; i++ {
 		l.emit(hclog.Info, fmt.Sprintf("line %d", i))
@@ -151,7 +153,7 @@ func TestLineLimiter(t *testing.T) {
 }
 
 func TestStderrPumpTailAndLevels(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.LogBuffer
 	p := newStderrPump(hclogFor(&buf), 200, realClock{})
 	var in strings.Builder
 	for i := 0; i < 30; i++ {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // A caller who leaves while its session is being created leaks nothing:
@@ -34,7 +36,7 @@ func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 		l := h.logs.String()
 		return strings.Count(l, "acptest: session/new "), strings.Count(l, "acptest: session/close "), h.pool.Health().Sessions
 	}
-	waitFor(t, 10*time.Second, "three sessions created and accounted for", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "three sessions created and accounted for", func() bool {
 		created, closed, live := accounted()
 		return created == 3 && closed+live == created
 	})
@@ -56,7 +58,7 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 	cfg := fakeChild("exit-1")
 	cfg.UnavailableGrace = 500 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
-	waitFor(t, 10*time.Second, "the agent to fail", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the agent to fail", func() bool {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed"))+
 			testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")) >= 1
 	})
@@ -86,7 +88,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 	cfg.BackoffInitial = 200 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
 	unavailable := 0
-	waitFor(t, 20*time.Second, "a turn that succeeds after the crashes", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a turn that succeeds after the crashes", func() bool {
 		_, _, err := h.turn("k", "hi")
 		if errors.Is(err, ErrAgentUnavailable) {
 			unavailable++
@@ -103,7 +105,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 func TestChildStderrIsCleaned(t *testing.T) {
 	h := startHarness(t, fakeChild("ansi-stderr"), PoolConfig{})
 	h.waitReady()
-	waitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
+	testkit.WaitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
 	for _, line := range strings.Split(h.logs.String(), "\n") {
 		if !strings.Contains(line, "zeroclaw::acp:") {
 			continue
@@ -123,14 +125,14 @@ func TestStopKillsAgentGroup(t *testing.T) {
 	h.waitReady()
 	re := regexp.MustCompile(`acptest: grandchild (\d+)`)
 	var pid int
-	waitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
 		if m := re.FindStringSubmatch(h.logs.String()); m != nil {
 			pid, _ = strconv.Atoi(m[1])
 		}
 		return pid > 0
 	})
 	h.stop()
-	waitFor(t, 2*time.Second, "the grandchild to die", func() bool { return processGone(pid) })
+	testkit.WaitFor(t, 2*time.Second, "the grandchild to die", func() bool { return processGone(pid) })
 }
 
 const miniBridgeEnv = "ZCB_MINIBRIDGE"

@@ -11,6 +11,8 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // turnText runs one turn and returns its text, failing the test on error.
@@ -125,7 +127,7 @@ func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 		}()
 	}
 	// Three keys → three prompts in flight at once, never two on one session.
-	waitFor(t, 5*time.Second, "three concurrent prompts", func() bool { return a.maxTotal.Load() >= 3 })
+	testkit.WaitFor(t, 5*time.Second, "three concurrent prompts", func() bool { return a.maxTotal.Load() >= 3 })
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -182,7 +184,7 @@ func TestPoolRotation(t *testing.T) {
 				t.Errorf("turn index after rotation = %d, want 0", last.TurnIndex)
 			}
 			if tt.rotate {
-				waitFor(t, 2*time.Second, "old session closed", func() bool {
+				testkit.WaitFor(t, 2*time.Second, "old session closed", func() bool {
 					_, closed, _, _ := a.snapshot()
 					return len(closed) == 1 && closed[0] == first.SessionID
 				})
@@ -300,7 +302,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		}})
 		errc <- err
 	}()
-	waitFor(t, 5*time.Second, "first chunk", func() bool { mu.Lock(); defer mu.Unlock(); return got > 0 })
+	testkit.WaitFor(t, 5*time.Second, "first chunk", func() bool { mu.Lock(); defer mu.Unlock(); return got > 0 })
 	start := time.Now()
 	cancel()
 	select {
@@ -314,7 +316,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Turn did not return after cancel")
 	}
-	waitFor(t, 2*time.Second, "session/cancel at the agent", func() bool {
+	testkit.WaitFor(t, 2*time.Second, "session/cancel at the agent", func() bool {
 		cancels, _, _, _ := a.snapshot()
 		return len(cancels) >= 1 && cancels[0] == warm.SessionID
 	})
@@ -351,7 +353,7 @@ func TestPoolCancelWithoutAnswerRetiresSession(t *testing.T) {
 	if next.SessionID == warm.SessionID || next.TurnIndex != 0 {
 		t.Errorf("next turn %+v: want a new session at index 0", next)
 	}
-	waitFor(t, 3*time.Second, "unresponsive session closed", func() bool {
+	testkit.WaitFor(t, 3*time.Second, "unresponsive session closed", func() bool {
 		cancels, closed, _, _ := a.snapshot()
 		return len(cancels) >= 2 && len(closed) >= 1 && closed[0] == warm.SessionID // cancel is re-sent once
 	})
@@ -497,7 +499,7 @@ func TestPoolSessionLimit(t *testing.T) {
 	r1 := turnText(t, p, "a", "quick a", nil)
 	turnText(t, p, "b", "quick b", nil)
 	turnText(t, p, "c", "quick c", nil) // evicts a, the least recently used
-	waitFor(t, 2*time.Second, "LRU session closed", func() bool {
+	testkit.WaitFor(t, 2*time.Second, "LRU session closed", func() bool {
 		_, closed, _, _ := a.snapshot()
 		return len(closed) == 1 && closed[0] == r1.SessionID
 	})
@@ -516,13 +518,13 @@ func TestPoolSessionLimit(t *testing.T) {
 			_, _ = p.Turn(ctx, TurnRequest{Key: k, Prompt: func(int) string { return "long" }})
 		}()
 	}
-	waitFor(t, 5*time.Second, "two busy sessions", func() bool { return a.maxTotal.Load() >= 2 })
+	testkit.WaitFor(t, 5*time.Second, "two busy sessions", func() bool { return a.maxTotal.Load() >= 2 })
 	got := make(chan error, 1)
 	go func() {
 		_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
 		got <- err
 	}()
-	waitFor(t, 5*time.Second, "d queued", func() bool { return p.queued() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "d queued", func() bool { return p.queued() == 1 })
 	if h := p.Health(); h.Sessions != 2 {
 		t.Errorf("live sessions %d while d waits, want 2", h.Sessions)
 	}
@@ -548,7 +550,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 	r := turnText(t, p, "k", "hi", nil)
 	clk.Advance(301 * time.Second)
 	p.reap()
-	waitFor(t, 2*time.Second, "idle session closed", func() bool {
+	testkit.WaitFor(t, 2*time.Second, "idle session closed", func() bool {
 		_, closed, _, _ := a.snapshot()
 		return len(closed) == 1 && closed[0] == r.SessionID
 	})
@@ -572,7 +574,7 @@ func TestPoolTurnWaitsForLeaseWithinCtx(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "long" }}) }()
-	waitFor(t, 5*time.Second, "first turn running", func() bool { return a.maxTotal.Load() >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "first turn running", func() bool { return a.maxTotal.Load() >= 1 })
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
 	calls := 0

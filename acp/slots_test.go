@@ -12,6 +12,8 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // 32 conversations over 8 session slots with an instant agent: every turn
@@ -107,7 +109,7 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 	hold, release := context.WithCancel(context.Background())
 	defer release()
 	go func() { _, _ = p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }}) }()
-	waitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
 
 	var mu sync.Mutex
 	var order []string
@@ -124,12 +126,12 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 		}()
 	}
 	queue("first", context.Background())
-	waitFor(t, 5*time.Second, "first queued", func() bool { return p.queued() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "first queued", func() bool { return p.queued() == 1 })
 	leaver, leave := context.WithCancel(context.Background())
 	queue("leaver", leaver)
-	waitFor(t, 5*time.Second, "leaver queued", func() bool { return p.queued() == 2 })
+	testkit.WaitFor(t, 5*time.Second, "leaver queued", func() bool { return p.queued() == 2 })
 	queue("second", context.Background())
-	waitFor(t, 5*time.Second, "second queued", func() bool { return p.queued() == 3 })
+	testkit.WaitFor(t, 5*time.Second, "second queued", func() bool { return p.queued() == 3 })
 
 	// The queue is full: the next turn fails at once.
 	_, err := p.Turn(context.Background(), TurnRequest{Key: "overflow", Prompt: func(int) string { return "quick" }})
@@ -137,7 +139,7 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 		t.Errorf("overflow turn: %v, want ErrSessionLimit", err)
 	}
 	leave()
-	waitFor(t, 5*time.Second, "leaver gone", func() bool { return p.queued() == 2 })
+	testkit.WaitFor(t, 5*time.Second, "leaver gone", func() bool { return p.queued() == 2 })
 	release()
 	for range 3 {
 		select {

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +47,7 @@ type harness struct {
 	sup     *Supervisor
 	pool    *Pool
 	metrics *Metrics
-	logs    *syncBuffer
+	logs    *testkit.LogBuffer
 	stop    func() time.Duration // stops both; returns how long Run took to return
 }
 
@@ -61,7 +63,7 @@ func fakeChild(mode string, env ...string) Config {
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	h := &harness{t: t, logs: &syncBuffer{}}
+	h := &harness{t: t, logs: &testkit.LogBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log("log output:\n" + h.logs.String())
@@ -223,7 +225,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	}()
 	var delays []time.Duration
 	for len(delays) < 3 {
-		waitFor(t, 10*time.Second, "a pending backoff", func() bool { return clk.Pending() > 0 })
+		testkit.WaitFor(t, 10*time.Second, "a pending backoff", func() bool { return clk.Pending() > 0 })
 		req := clk.Requested()
 		delays = append(delays, req[len(req)-1])
 		clk.Advance(req[len(req)-1])
@@ -242,7 +244,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return clk.Pending() > 0 })
+	testkit.WaitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return clk.Pending() > 0 })
 	req := clk.Requested()
 	if d := req[len(req)-1]; d > 240*time.Millisecond {
 		t.Errorf("delay after a healthy minute = %s, want a reset to ~200ms", d)
@@ -256,7 +258,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 
 func TestSupervisorMissingBinary(t *testing.T) {
 	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw")}, PoolConfig{})
-	waitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
+	testkit.WaitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
 	start := time.Now()
 	_, _, err := h.turn("k", "hello")
 	if !errors.Is(err, ErrBinaryMissing) {
@@ -275,7 +277,7 @@ func TestSupervisorInitTimeout(t *testing.T) {
 	cfg := fakeChild("hang-init")
 	cfg.InitTimeout = 300 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
-	waitFor(t, 10*time.Second, "init failure restart", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "init failure restart", func() bool {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed")) >= 1
 	})
 	if hh := h.sup.Health(); !strings.Contains(hh.LastError, "initialize") {
@@ -285,7 +287,7 @@ func TestSupervisorInitTimeout(t *testing.T) {
 
 func TestSupervisorExitOneReportsStderr(t *testing.T) {
 	h := startHarness(t, fakeChild("exit-1"), PoolConfig{})
-	waitFor(t, 10*time.Second, "exit reported", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "exit reported", func() bool {
 		return strings.Contains(h.logs.String(), "config file missing") && strings.Contains(h.logs.String(), "exit status 1")
 	})
 }
@@ -312,7 +314,7 @@ func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 	if res.Text != "😊 echo: still fine" {
 		t.Errorf("text %q", res.Text)
 	}
-	waitFor(t, 5*time.Second, "panic line and drop summary", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "panic line and drop summary", func() bool {
 		l := h.logs.String()
 		return strings.Contains(l, "[ERROR]") && strings.Contains(l, "panicked") && strings.Contains(l, "dropped")
 	})
@@ -556,7 +558,7 @@ func TestSupervisorRestartOnRequest(t *testing.T) {
 	if !h.sup.Restart("model changed") {
 		t.Fatal("Restart found no ready agent")
 	}
-	waitFor(t, 5*time.Second, "a new child", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "a new child", func() bool {
 		hh := h.sup.Health()
 		return hh.PID != first.PID && hh.State == StateReady
 	})

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 type agentStub struct{ h acp.AgentHealth }
@@ -31,24 +32,6 @@ func (a agentStub) Health() acp.AgentHealth { return a.h }
 type poolStub struct{ h acp.PoolHealth }
 
 func (p poolStub) Health() acp.PoolHealth { return p.h }
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func testLogger(w io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "bridge", Output: w, Level: hclog.Trace})
@@ -80,22 +63,6 @@ func serve(t *testing.T, h http.Handler, method, path string) *httptest.Response
 	return rec
 }
 
-// waitFor polls cond every few milliseconds until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		case <-tick.C:
-		}
-	}
-}
-
 // startRun runs s.Run in the background and waits until it listens. The
 // returned stop cancels Run and waits (bounded) for its result.
 func startRun(t *testing.T, s *Server) (stop func() error) {
@@ -103,7 +70,7 @@ func startRun(t *testing.T, s *Server) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	waitFor(t, 5*time.Second, "the server to listen", func() bool { return s.Addr() != "" })
+	testkit.WaitFor(t, 5*time.Second, "the server to listen", func() bool { return s.Addr() != "" })
 	var once sync.Once
 	var err error
 	stop = func() error {
@@ -319,7 +286,7 @@ func TestMetricLabelNamesAndBuckets(t *testing.T) {
 }
 
 func TestErrorResponses(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
 	s.Echo().GET("/panics", func(echo.Context) error { panic("boom") })
 	tests := []struct {
@@ -359,7 +326,7 @@ func TestRequestLogLevels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testkit.LogBuffer
 			s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
 			serve(t, s.Echo(), http.MethodGet, tt.path)
 			re := regexp.MustCompile(`\[` + tt.level + `\] *bridge: request: method=GET path=` + regexp.QuoteMeta(tt.path) + ` status=\d+ elapsed=`)
@@ -418,7 +385,7 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestRunServesAndStops(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), Agent: agentStub{acp.AgentHealth{Running: true}}})
 	stop := startRun(t, s)
 
@@ -496,7 +463,7 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 // closed.
 func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownTimeout: 100 * time.Millisecond})
 	entered, release := make(chan struct{}), make(chan struct{})
 	handlerDone := make(chan struct{})

@@ -12,6 +12,8 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestPurrPlayer(t *testing.T) {
@@ -234,21 +236,10 @@ func TestFaceLostAborter(t *testing.T) {
 	e.clock.Advance(3 * time.Second)
 	e.fire(FaceLostAborter, ev("d", "face_lost", at(30), nil)) // beyond the 12 s window: ignored
 	e.clock.Advance(1 * time.Second)
-	waitFor(t, "the abort", func() bool { return len(e.xz.CallsTo("/xiaozhi/admin/abort")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the abort", func() bool { return len(e.xz.CallsTo("/xiaozhi/admin/abort")) == 1 })
 	e.clock.Advance(10 * time.Second)
 	e.c.inflight.Wait()
 	wantCalls(t, e, `inject-text {"device_id":"d","text":"Hi!"}`, `abort {"device_id":"d"}`)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestIdentityRefresher(t *testing.T) {
@@ -280,16 +271,16 @@ func TestConsumersRun(t *testing.T) {
 	e.post(t, `{"device_id":"d","name":"head_pet_started","ts":`+formatSeconds(at(1))+`}`)
 	e.post(t, `{"device_id":"d","name":"face_lost","ts":`+formatSeconds(at(1.5))+`}`)
 	e.post(t, `{"device_id":"d","name":"wake_word_detected","ts":`+formatSeconds(at(2))+`,"data":{"direction":"left"}}`)
-	waitFor(t, "three robot calls", func() bool { return len(e.xz.Calls()) == 3 })
+	testkit.WaitFor(t, 5*time.Second, "three robot calls", func() bool { return len(e.xz.Calls()) == 3 })
 	e.post(t, `{"device_id":"d","name":"face_detected","ts":`+formatSeconds(at(3))+`}`)
 	e.post(t, `{"device_id":"d","name":"face_recognized","ts":`+formatSeconds(at(3))+`,"data":{"identity":"alex"}}`)
 	// The refresher ticks on the fake clock once the events are applied.
-	waitFor(t, "the recognition applied", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the recognition applied", func() bool {
 		st, _ := e.s.states.Get("d")
 		return st.LastFaceID != nil
 	})
 	e.clock.Advance(3 * time.Second)
-	waitFor(t, "the refresher's call", func() bool { return len(e.xz.CallsTo("/xiaozhi/admin/set-face-identified")) > 0 })
+	testkit.WaitFor(t, 5*time.Second, "the refresher's call", func() bool { return len(e.xz.CallsTo("/xiaozhi/admin/set-face-identified")) > 0 })
 	cancel()
 	select {
 	case err := <-done:

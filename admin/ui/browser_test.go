@@ -17,6 +17,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // chromiumPath is Debian's Chromium, installed by .ci/run.
@@ -103,7 +105,7 @@ func TestPageInBrowser(t *testing.T) {
 	ts := time.Now()
 	bus.Publish(turnbus.Turn{TS: ts.Add(-time.Minute), Channel: "dotty", RequestText: "[User] what's a comet?",
 		ResponseText: "🤔 A dusty snowball.", EmojiUsed: "🤔", Emotion: "thinking", Latency: 900 * time.Millisecond})
-	waitFor(t, "the first turn in the ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the first turn in the ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

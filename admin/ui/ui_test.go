@@ -15,6 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,18 +33,6 @@ func (e *env) clients() int {
 	e.ui.mu.Lock()
 	defer e.ui.mu.Unlock()
 	return len(e.ui.clients)
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // drained reads body to its end, failing after 5 s, and returns what it read.
@@ -222,7 +212,7 @@ func TestTurnFeed(t *testing.T) {
 	}
 	close(stopping) // server shutdown ends the stream
 	drained(t, resp.Body)
-	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the client to leave", func() bool { return e.clients() == 0 })
 }
 
 func TestStreamEnds(t *testing.T) {
@@ -236,17 +226,17 @@ func TestStreamEnds(t *testing.T) {
 	if f := next(); f != "retry: 5000\n" {
 		t.Fatalf("first frame %q", f)
 	}
-	waitFor(t, "the client to join", func() bool { return e.clients() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the client to join", func() bool { return e.clients() == 1 })
 	hangUp()
-	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the client to leave", func() bool { return e.clients() == 0 })
 
 	// Run ending ends open streams and refuses new ones.
 	resp, next := stream(t, ctx, e.url)
 	next()
-	waitFor(t, "the client to join", func() bool { return e.clients() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the client to join", func() bool { return e.clients() == 1 })
 	e.cancel()
 	drained(t, resp.Body)
-	waitFor(t, "the client to leave", func() bool { return e.clients() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the client to leave", func() bool { return e.clients() == 0 })
 	if resp, _ := get(t, e.url+"/ui/events", "", ""); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("after Run: %d, want 503", resp.StatusCode)
 	}
@@ -341,13 +331,13 @@ func TestTurnFeedClientCap(t *testing.T) {
 	defer cancel2()
 	stream(t, ctx1, e.url)
 	stream(t, ctx2, e.url)
-	waitFor(t, "two clients", func() bool { return e.clients() == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two clients", func() bool { return e.clients() == 2 })
 	resp, body := get(t, e.url+"/ui/events", "", "")
 	if want := `{"detail":"too many dashboard clients (limit 2); try again later"}`; resp.StatusCode != 503 || strings.TrimSpace(body) != want {
 		t.Errorf("third client: %d %s", resp.StatusCode, body)
 	}
 	cancel1()
-	waitFor(t, "the slot freed", func() bool { return e.clients() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the slot freed", func() bool { return e.clients() == 1 })
 	ctx3, cancel3 := context.WithCancel(context.Background())
 	defer cancel3()
 	if resp, _ := stream(t, ctx3, e.url); resp.StatusCode != 200 {

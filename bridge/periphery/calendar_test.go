@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // calFixture is a calendar-only Periphery wired to the fake gws.
@@ -24,7 +26,7 @@ type calFixture struct {
 	metric  *prometheus.CounterVec
 	reg     *prometheus.Registry
 	sleeper *fakeSleeper
-	logs    *lockedBuffer
+	logs    *testkit.LogBuffer
 }
 
 // morning is 2026-05-17 08:00 AEST.
@@ -41,7 +43,7 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 		sa:      filepath.Join(t.TempDir(), "sa.json"),
 		reg:     prometheus.NewRegistry(),
 		sleeper: newFakeSleeper(),
-		logs:    &lockedBuffer{},
+		logs:    &testkit.LogBuffer{},
 	}
 	if err := os.WriteFile(f.sa, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
@@ -364,7 +366,7 @@ func TestRunCalendarShutdown(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	f := newCalFixture(t, nil, "slow")
 	stop := runPeriphery(t, f.p)
-	waitFor(t, "gws to start", 5*time.Second, func() bool { return len(readCalls(t, f.sa)) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "gws to start", func() bool { return len(readCalls(t, f.sa)) == 1 })
 	start := time.Now()
 	stop()
 	if elapsed := time.Since(start); elapsed > 3*time.Second {

@@ -217,18 +217,6 @@ func (s *fakeSleeper) wake(t testing.TB) {
 	}
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // runPeriphery starts p.Run and returns a stop func that cancels and waits
 // (bounded) for Run to return nil.
 func runPeriphery(t testing.TB, p *Periphery) (stop func()) {
@@ -251,22 +239,4 @@ func runPeriphery(t testing.TB, p *Periphery) (stop func()) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -123,7 +125,7 @@ func TestRunBoth(t *testing.T) {
 	stop := runPeriphery(t, f.p)
 	defer stop()
 	want := []string{"Brisbane: " + brisbaneWeather, "Today: all-day Bin night; 09:30 [Alex] Swimming"}
-	waitFor(t, "both caches", 5*time.Second, func() bool { return cmp.Equal(f.p.ContextParts(), want) })
+	testkit.WaitFor(t, 5*time.Second, "both caches", func() bool { return cmp.Equal(f.p.ContextParts(), want) })
 	stop()
 }
 

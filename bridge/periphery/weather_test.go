@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 const brisbaneWeather = "Partly cloudy +24°C 61% ↗11km/h"
@@ -227,7 +229,7 @@ func TestRunWeather(t *testing.T) {
 	defer ws.Close()
 	setMode := func(m string) { mu.Lock(); mode = m; mu.Unlock() }
 
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
 	sl := newFakeSleeper()
 	p := New(Config{
@@ -238,7 +240,7 @@ func TestRunWeather(t *testing.T) {
 	stop := runPeriphery(t, p)
 	defer stop()
 
-	waitFor(t, "the first weather request", 5*time.Second, func() bool { return ws.requestCount() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the first weather request", func() bool { return ws.requestCount() == 1 })
 	readersDone := make(chan struct{})
 	go func() {
 		defer close(readersDone)
@@ -301,7 +303,7 @@ func TestRunTwice(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p := New(Config{})
 	stop := runPeriphery(t, p)
-	waitFor(t, "Run to start", 5*time.Second, p.running.Load)
+	testkit.WaitFor(t, 5*time.Second, "Run to start", p.running.Load)
 	if err := p.Run(context.Background()); !errors.Is(err, errRunning) {
 		t.Errorf("second Run = %v, want errRunning", err)
 	}

@@ -1,7 +1,8 @@
 // Package testkit holds the helpers every package's tests share: a log
 // sink safe to write from background goroutines and a bounded polling
-// wait. It lives under bridge/ with the rest of the shared plumbing and is
-// imported only by tests.
+// wait. It lives under bridge/ with the rest of the shared plumbing, is
+// imported only by tests, and imports nothing but the standard library, so
+// any package's tests (acp's included) may use it without a cycle.
 package testkit
 
 import (

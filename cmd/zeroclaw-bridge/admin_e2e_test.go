@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestBridgeAdminEndToEnd: the admin routes on the real binary, from a
@@ -67,7 +69,7 @@ func TestBridgeTier1SlimStartupPush(t *testing.T) {
 	host, port := xz.HostPort()
 	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "DOTTY_VOICE_PROVIDER=tier1slim",
 		"TIER1SLIM_LOCAL_MODEL=qwen-local", "TIER1SLIM_LOCAL_API_KEY=", "OPENROUTER_API_KEY=sk-or-e2e")
-	waitFor(t, 5*time.Second, "the start-up push", func() bool { return len(xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the start-up push", func() bool { return len(xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")) == 1 })
 	if c := xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")[0]; c.Body["model"] != "qwen-local" || c.Body["url"] != "http://localhost:8080/v1" {
 		t.Errorf("start-up push %s", c.Raw)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestBadInputMatrix sends every route malformed, mistyped, oversized and
@@ -112,7 +114,7 @@ func TestBadInputMatrix(t *testing.T) {
 		t.Error("a panic was logged")
 	}
 	db := filepath.Join(p.stateDir, "memory", "brain.db")
-	waitFor(t, 5*time.Second, "the memory written before the matrix", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the memory written before the matrix", func() bool {
 		rows, err := memstoretest.TryRows(db)
 		return err == nil && len(rows) >= 1 && rows[0].Content == "the matrix keeps this"
 	})

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 var (
@@ -55,22 +57,6 @@ func bridgeBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		case <-tick.C:
-		}
-	}
 }
 
 // bridgeProc is a running bridge binary.
@@ -177,7 +163,7 @@ func (p *bridgeProc) health(what string, ready func(h map[string]any) bool) (str
 	p.t.Helper()
 	var body string
 	var h map[string]any
-	waitFor(p.t, 10*time.Second, what+" on /health", func() bool {
+	testkit.WaitFor(p.t, 10*time.Second, what+" on /health", func() bool {
 		var code int
 		code, body = p.get("/health")
 		h = nil
@@ -269,7 +255,7 @@ func TestBridgeRunsDemoAgentAndStopsCleanly(t *testing.T) {
 			if took > 5*time.Second {
 				t.Errorf("shutdown took %s, want under 5 s", took)
 			}
-			waitFor(t, 5*time.Second, fmt.Sprintf("agent pid %d to be gone", int(pid)), func() bool {
+			testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("agent pid %d to be gone", int(pid)), func() bool {
 				return errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
 			})
 			for _, want := range []string{"shutting down: reason=\"received signal", "http server stopped", "stopped: shutdown="} {
@@ -352,7 +338,7 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 // hand: initialize, session/new, one prompt with streamed chunks, then EOF.
 func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
 	cmd := exec.Command(bridgeBinary(t), "demo-agent", "-chunk-delay", "0")
-	var stderr lockedBuffer
+	var stderr testkit.LogBuffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
@@ -485,7 +471,7 @@ func TestBridgeVoiceTurnsWithDemoAgent(t *testing.T) {
 		t.Errorf("buffered reply %v", out)
 	}
 
-	waitFor(t, 5*time.Second, "two conversation records", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "two conversation records", func() bool {
 		files, _ := filepath.Glob(filepath.Join(p.stateDir, "logs", "convo-*.ndjson"))
 		if len(files) != 1 {
 			return false

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestBridgePerceptionEndToEnd runs the binary against a recording fake
@@ -28,7 +30,7 @@ func TestBridgePerceptionEndToEnd(t *testing.T) {
 			t.Fatalf("event: %d %q", code, out)
 		}
 	}
-	waitFor(t, 5*time.Second, "the purr", func() bool { return len(xz.CallsTo("/xiaozhi/admin/play-asset")) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the purr", func() bool { return len(xz.CallsTo("/xiaozhi/admin/play-asset")) == 1 })
 	if c := xz.CallsTo("/xiaozhi/admin/play-asset")[0]; c.Body["asset"] != "/srv/purr.opus" || c.Body["device_id"] != "dotty-e2e" {
 		t.Errorf("purr call %+v", c)
 	}

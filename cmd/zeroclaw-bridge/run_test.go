@@ -7,30 +7,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
-
-// lockedBuffer is an io.Writer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRunInProcess runs the whole wiring in-process with an agent binary
 // that does not exist: the bridge serves /health and /metrics, reports the
@@ -44,7 +27,7 @@ func TestRunInProcess(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.LogBuffer
 	getenv := isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
 		"LOG_LEVEL", "debug", "LOG_FORMAT", "text")
 	done := make(chan error, 1)
@@ -52,7 +35,7 @@ func TestRunInProcess(t *testing.T) {
 
 	listening := regexp.MustCompile(`http server listening: addr=(\S+)`)
 	var addr string
-	waitFor(t, 10*time.Second, "the listening line", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the listening line", func() bool {
 		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
 			addr = m[1]
 		}
@@ -72,7 +55,7 @@ func TestRunInProcess(t *testing.T) {
 		}
 		return string(b)
 	}
-	waitFor(t, 10*time.Second, "binary_missing on /health", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "binary_missing on /health", func() bool {
 		return strings.Contains(get("/health"), `"binary_missing":true`)
 	})
 	body := get("/health")
@@ -111,7 +94,7 @@ func TestRunInProcess(t *testing.T) {
 // TestRunReportsListenFailure checks that a port already in use ends run
 // with an error (exit status 1) instead of hanging.
 func TestRunReportsListenFailure(t *testing.T) {
-	var first lockedBuffer
+	var first testkit.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -119,14 +102,14 @@ func TestRunReportsListenFailure(t *testing.T) {
 	go func() { done <- run(ctx, nil, getenv, io.Discard, &first) }()
 	listening := regexp.MustCompile(`http server listening: addr=127\.0\.0\.1:(\d+)`)
 	var port string
-	waitFor(t, 10*time.Second, "the first bridge to listen", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the first bridge to listen", func() bool {
 		if m := listening.FindStringSubmatch(first.String()); m != nil {
 			port = m[1]
 		}
 		return port != ""
 	})
 
-	var second lockedBuffer
+	var second testkit.LogBuffer
 	err := run(context.Background(), nil, isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
 	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) {
 		t.Errorf("second run = %v, want a listen error", err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // The agent child does not get the bridge's own secrets; it keeps what it
@@ -126,7 +128,7 @@ func TestAcknowledgedMemoriesSurviveKill9(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 10*time.Second, "some acknowledged writes", func() bool { return acked.Load() >= 200 })
+	testkit.WaitFor(t, 10*time.Second, "some acknowledged writes", func() bool { return acked.Load() >= 200 })
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestAcknowledgedMemoriesSurviveKill9(t *testing.T) {
 
 	startBridge(t, "VOICE_MEMORY_DB="+db)
 	var rows int
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d rows", n), func() bool {
+	testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%d rows", n), func() bool {
 		r, err := memstoretest.TryRows(db)
 		rows = len(r)
 		return err == nil && int64(rows) >= n

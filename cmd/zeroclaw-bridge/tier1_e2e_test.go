@@ -16,6 +16,8 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // post sends a JSON body and returns the status and body.
@@ -72,7 +74,7 @@ func TestBridgeTier1EndToEnd(t *testing.T) {
 	db := filepath.Join(p.stateDir, "memory", "brain.db")
 
 	// The database did not exist: the bridge creates it with ZeroClaw's schema.
-	waitFor(t, 5*time.Second, "brain.db created", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "brain.db created", func() bool {
 		_, err := memstoretest.TryRows(db)
 		return err == nil
 	})
@@ -86,7 +88,7 @@ func TestBridgeTier1EndToEnd(t *testing.T) {
 	if code, _ := p.post("/api/voice/memory_log", `{"user":"what is big?","assistant":"Jupiter","session_id":null}`); code != http.StatusNoContent {
 		t.Fatalf("memory_log: %d", code)
 	}
-	waitFor(t, 5*time.Second, "two memories written", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "two memories written", func() bool {
 		rows, err := memstoretest.TryRows(db)
 		return err == nil && len(rows) == 2
 	})
@@ -135,7 +137,7 @@ func TestBridgeTier1EndToEnd(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "shutdown under way", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "shutdown under way", func() bool {
 		return strings.Contains(p.log(), "shutting down")
 	})
 	release()
