@@ -272,7 +272,8 @@ type promptResult struct {
 }
 
 // prompt sends session/prompt and waits for its result. ctx should outlive
-// a barge-in: ending it abandons the result (hazard H3).
+// a barge-in: ending it abandons the result, and the SDK then drops the
+// agent's late reply, so the cancelled turn could never be settled.
 func (c *Client) prompt(ctx context.Context, sid, text string) (promptResult, error) {
 	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
 	if err != nil {
@@ -513,7 +514,8 @@ func (c *Client) route(sid string, ev event) {
 
 var approveTitle = regexp.MustCompile(`^(?i:approve)\s+(.+?)\s*\?*$`)
 
-// handlePermission answers session/request_permission by policy (spec/acp.md §3.5).
+// handlePermission answers session/request_permission by policy, choosing
+// the option by its kind (display names differ between agents).
 func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) any {
 	var p struct {
 		SessionID  string `json:"sessionId"`
@@ -577,7 +579,8 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 }
 
 // decide runs the policy; a cancelled turn (or an ended request) answers
-// Cancel, also while the policy is still deciding (hazard H4).
+// Cancel, also while the policy is still deciding: an agent waiting on an
+// unanswered permission would otherwise hold the session for ever.
 func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
 	t := c.activeTurn(req.SessionID)
 	if t != nil && t.isCancelled() {

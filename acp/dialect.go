@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Dialect is the ACP flavour an agent speaks (spec/acp.md §1).
+// Dialect is the ACP flavour an agent speaks: ACP v1, or one of the three
+// pre-v1 ZeroClaw dialects the bridge still serves.
 type Dialect string
 
 const (
@@ -57,7 +58,8 @@ type errUnsupported struct{ reason string }
 
 func (e *errUnsupported) Error() string { return "unsupported agent: " + e.reason }
 
-// detectDialect classifies a raw initialize result (spec/acp.md §2).
+// detectDialect classifies a raw initialize result, before the SDK's typed
+// decode could reject a legacy shape.
 func detectDialect(raw json.RawMessage) (Caps, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
@@ -247,7 +249,7 @@ func (v1Adapter) decode(method string, params json.RawMessage) (string, event, b
 }
 
 // decodeSessionUpdate reads a session/update notification by its raw tag
-// (hazard H11: the SDK's typed decode misfiles unknown kinds).
+// (the SDK's typed decode misfiles kinds it does not know).
 func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
 	var n struct {
 		SessionID  string          `json:"sessionId"`

@@ -17,13 +17,14 @@ import (
 
 const (
 	// sdkSafeLine is the largest line handed to the SDK, comfortably below
-	// its 10 MiB scanner limit (hazard H2).
+	// its 10 MiB scanner limit: one longer line ends the SDK's connection.
 	sdkSafeLine = 8 << 20
 	// guardMaxLine is the largest line the guard buffers at all; longer lines
 	// are discarded unread.
 	guardMaxLine = 64 << 20
 	// paceHigh is how many notifications may wait in the SDK's 1024-slot
-	// queue before the guard stops reading the child (hazard H1).
+	// queue before the guard stops reading the child, so that queue never
+	// overflows however fast the child writes.
 	paceHigh = 512
 )
 
@@ -280,7 +281,7 @@ func truncateBytes(b []byte, n int) []byte {
 
 // lockedWriter serialises whole frames onto the child's stdin and bounds each
 // write, so a child that stops reading cannot block the bridge forever
-// (hazard H7). A timed-out write calls onTimeout.
+// (the pipe buffer is only 64 KiB). A timed-out write calls onTimeout.
 type lockedWriter struct {
 	mu        sync.Mutex
 	w         io.Writer

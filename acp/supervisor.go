@@ -30,7 +30,8 @@ const (
 )
 
 // drainWindow is how long the pipe readers may keep reading after the child
-// exited, before their read ends are closed under them (hazard H6).
+// exited, before their read ends are closed under them: a grandchild may
+// hold the pipes open, and the readers must not wait for it for ever.
 const drainWindow = time.Second
 
 // exitReapWindow is how long a closed connection waits for the child's exit
@@ -476,7 +477,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	pr, pw := io.Pipe()
 	c.conn = acpsdk.NewConnection(c.handle, w, pr)
 	sl, cause := newSlogLogger(log.Named("rpc"))
-	c.conn.SetLogger(sl) // before the guard feeds the connection (hazard H8)
+	c.conn.SetLogger(sl) // before the guard feeds the connection: setting it later races the SDK's reader
 	p.cause = cause
 	p.client = c
 	g := newStdoutGuard(outR, pw, w, log.Named("child"), c.dropped, c.done)

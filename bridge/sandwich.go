@@ -7,7 +7,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
-// Sandwich literals (spec http-api.md §5).
+// Sandwich literals, bridge.py's byte for byte.
 const (
 	promptPrefix     = "[channel=dotty voice-TTS]\n"
 	roomViewCap      = 240

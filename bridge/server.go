@@ -1,9 +1,12 @@
-// Package bridge is the HTTP face of zeroclaw-bridge: the echo server with
-// its FastAPI-shaped error handling, recovery and request-logging
-// middleware, GET /health and GET /metrics (also /metrics/), and the
-// dotty_* metric series bridge.py exported. The voice routes /api/message
-// and /api/message/stream arrive in a later issue; other feature packages
-// mount their routes on the same echo instance through Server.Echo.
+// Package bridge is the HTTP face of zeroclaw-bridge and the home of the
+// plumbing every feature shares. It owns the echo server (FastAPI-shaped
+// errors, recovery, request logging, body deadlines, the connection
+// limit), GET /health and GET /metrics (also /metrics/), the dotty_* metric
+// series bridge.py exported, and the voice routes /api/message and
+// /api/message/stream with their prompt sandwich. Its sub-packages are the
+// shared kit: httpapi (errors and binding), convolog, turnbus, llm,
+// periphery, sidecar, and testkit for tests. Other feature packages mount
+// their routes on the same echo instance through Server.Echo.
 //
 // # Lifecycle
 //

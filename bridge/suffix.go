@@ -1,6 +1,6 @@
 package bridge
 
-// The prompt suffixes of bridge.py, byte for byte (spec http-api.md §5.8);
+// The prompt suffixes of bridge.py, byte for byte (the voice prompts were tuned against them);
 // sandwich_test.go pins their SHA-256.
 
 // suffixBase opens the full suffix: two newlines, then the hard constraints.

@@ -22,7 +22,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
-// The three voice fallback replies (spec http-api.md §4.3), spoken verbatim.
+// The three voice fallback replies, bridge.py's, spoken verbatim.
 const (
 	FallbackTimeout = "😐 I'm thinking too slowly right now, try again."
 	FallbackOffline = "😐 My AI brain is offline."
@@ -39,7 +39,7 @@ const (
 )
 
 // NDJSONContentType is the stream's content type: no charset, so the
-// Python client splits lines on \n and \r only (spec §4.4).
+// Python client splits lines on \n and \r only.
 const NDJSONContentType = "application/x-ndjson"
 
 // Turner runs agent turns (acp.Pool).

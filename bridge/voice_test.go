@@ -38,7 +38,7 @@ import (
 
 var brisbane, _ = time.LoadLocation("Australia/Brisbane")
 
-// fixedNow is 21:37 on Sunday 17 May 2026 in Brisbane (spec §5.9).
+// fixedNow is 21:37 on Sunday 17 May 2026 in Brisbane, the time of the worked sandwich example.
 var fixedNow = time.Date(2026, 5, 17, 11, 37, 0, 0, time.UTC)
 
 type kidSwitch struct{ on atomic.Bool }
@@ -87,7 +87,7 @@ func body(v map[string]any) io.Reader {
 	return bytes.NewReader(b)
 }
 
-// spoken emulates ZeroClawLLM's stream reader (callers.md §1.3) on a
+// spoken emulates ZeroClawLLM's stream reader on a
 // response without a charset: it returns what xiaozhi would speak and the
 // parsed frames.
 func spoken(t *testing.T, r io.Reader) (speech []string, frames []map[string]any, blanks int) {
@@ -584,7 +584,7 @@ func histogramCount(t *testing.T, m *Metrics, endpoint string) uint64 {
 	return 0
 }
 
-// Buffered barge-in: a caller that leaves cancels the turn too (Q16).
+// Buffered barge-in: a caller that leaves cancels the turn too.
 func TestBufferedCallerLeavesCancelsTurn(t *testing.T) {
 	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply { return agenttest.Reply{Hang: true} }}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
@@ -754,7 +754,7 @@ func TestSuffixHashes(t *testing.T) {
 	}
 }
 
-// The worked example of spec §5.9, then the first-turn suffix and kid mode.
+// The worked sandwich example, then the first-turn suffix and kid mode.
 func TestSandwich(t *testing.T) {
 	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
 	env.kid.on.Store(true)

@@ -4,7 +4,7 @@
 // the sentence cap, the three-tier content filter and the emoji→emotion
 // maps.
 //
-// Two orders apply (spec http-api.md §6.6). A buffered reply runs
+// Two orders apply, as in bridge.py. A buffered reply runs
 // filter → prefix → clean → strip → cap (Pipeline.Buffered). A streamed
 // reply runs, per agent delta, clean → filter (a hit sends the replacement
 // once and blocks the rest) → prefix on the first non-blank delta →

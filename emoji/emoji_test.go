@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// §6.7: the buffered path with MAX_SENTENCES=6.
+// The buffered path with MAX_SENTENCES=6, bridge.py's worked examples.
 func TestBufferedVectors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "😐 (no response)"},
@@ -49,7 +49,7 @@ func TestBufferedVectors(t *testing.T) {
 	}
 }
 
-// §6.8: the stream path with MAX_SENTENCES=6.
+// The stream path with MAX_SENTENCES=6, bridge.py's worked examples.
 func TestStreamVectors(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Queue sizes of §11.5/§11.6: consumers drop, feed clients are evicted.
+// Queue sizes: consumers drop and count, feed clients are evicted; a
+// publisher never waits for either.
 const (
 	ConsumerQueue = 200
 	FeedQueue     = 128

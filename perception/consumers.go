@@ -26,8 +26,8 @@ type Robot interface {
 	PlayAsset(ctx context.Context, deviceID, asset string) (xiaozhi.Response, error)
 }
 
-// Consumers are the robot-behaviour consumers' settings (http-api.md
-// §12.1, §17.5). The zero value means DefaultConsumers.
+// Consumers are the robot-behaviour consumers' settings, with bridge.py's
+// names and defaults. The zero value means DefaultConsumers.
 type Consumers struct {
 	GreetMinInterval time.Duration // FACE_GREET_MIN_INTERVAL_SEC
 	GreetText        string        // FACE_GREET_TEXT; "" greets with the mic only
@@ -314,7 +314,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 	if !ok {
 		return
 	}
-	key := strings.ToLower(pyStrip(raw)) // Q35: one cooldown per person however the id is spelled
+	key := strings.ToLower(pyStrip(raw)) // one cooldown per person however the id is spelled
 	greet, dancing := false, false
 	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
 		if since(ev.TS, d.LastChatT) < c.cfg.NameGreetQuiet.Seconds() {
@@ -515,7 +515,7 @@ func (c *consumers) refreshOnce() {
 	now := c.clock.Now()
 	wall := epochSeconds(now)
 	for _, dev := range c.s.states.Devices() {
-		if dev == "" || dev == "unknown" { // Q36
+		if dev == "" || dev == "unknown" { // events without a device id: no robot to refresh
 			continue
 		}
 		st, _ := c.s.states.Get(dev)

@@ -124,7 +124,7 @@ func TestNamedAcknowledger(t *testing.T) {
 	rec(0, "Alex") // no roster yet
 	writeFile(t, e.c.cfg.HouseholdPath, "people:\n  Alex:\n    display_name: Alex the Great\n  _household:\n    display_name: everyone\n  sam: {}\n")
 	rec(1, "alex")
-	rec(10, " ALEX ") // same person, within 30 s (Q35)
+	rec(10, " ALEX ") // same person however spelled, within 30 s
 	rec(11, "sam")
 	rec(12, "nobody")
 	rec(13, "")

@@ -13,7 +13,7 @@ const StoryTimeLine = "You are inside the story you're telling — not narrating
 const identityLineTTL = 30 * time.Second
 
 // PerceptionLines returns the voice prompt's perception lines for a device
-// (http-api.md §5.6): the story-time line, the face line, then the fresh
+// (bridge.py's order): the story-time line, the face line, then the fresh
 // vision and audio descriptions. A panic while building them is logged and
 // yields none, so the turn goes on.
 func (s *Service) PerceptionLines(deviceID string) (lines []string) {

@@ -117,7 +117,7 @@ func orZero(p *float64) float64 {
 
 func isTrue(p *bool) bool { return p != nil && *p }
 
-// apply writes ev into d (http-api.md §11.3).
+// apply writes ev into d: the fields each event name sets, as bridge.py.
 func (d *DeviceState) apply(ev Event) {
 	ts := ev.TS
 	d.LastEventT, d.LastEventName = ptr(ts), ptr(ev.Name)
@@ -281,7 +281,7 @@ func (d *DeviceState) appendJSON(b *bytes.Buffer, now time.Time) {
 	b.WriteByte('}')
 }
 
-// sensorAge is the annotation of §11.3: max(0, now − last_event_t), nil
+// sensorAge is /api/perception/state's annotation: max(0, now − last_event_t), nil
 // when there is no event time; stale when the age is over 30 s or unknown.
 func sensorAge(last *float64, now time.Time) (*float64, bool) {
 	if last == nil {

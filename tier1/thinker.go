@@ -62,7 +62,7 @@ func newThinker(cfg ThinkerConfig) *thinker {
 	return &thinker{cfg: cfg, client: llm.NewClient(cfg.URL, "", cfg.HTTPClient)}
 }
 
-// thinkHard asks the thinker model (spec http-api.md §10.2).
+// thinkHard asks the thinker model, within the caller's 30 s wait.
 func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage) (string, error) {
 	q, err := strArg(args, "question")
 	if err != nil {

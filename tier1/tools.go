@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Tool result strings (spec http-api.md §10.2), exact.
+// Tool result strings, bridge.py's exactly: Tier1Slim's model reads them.
 const (
 	EmptyQuery       = "(empty query)"
 	NoMemories       = "(no memories found)"

@@ -50,7 +50,7 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("xiaozhi %s: HTTP %d: %s", e.Path, e.Status, e.Body)
 }
 
-// Default timeouts (spec http-api.md §13.1).
+// Default timeouts, bridge.py's: short, because a robot call must never hold up a voice turn.
 const (
 	PostTimeout = 3 * time.Second
 	GetTimeout  = 2 * time.Second

@@ -1,7 +1,7 @@
 // Package httpapi holds the HTTP conventions every route of the bridge
 // shares: one error type with FastAPI-shaped bodies, the echo error handler
 // that writes them, JSON output with raw UTF-8, and the pydantic-v2 style
-// 422 validation items (spec http-api.md §1.3–1.4).
+// 422 validation items, which callers parse.
 //
 // It is a leaf package: it imports no other package of this module, so every
 // feature package (bridge, perception, tier1, admin) can use it without

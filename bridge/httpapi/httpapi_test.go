@@ -127,7 +127,7 @@ func TestAPIErrorMessage(t *testing.T) {
 }
 
 // TestValidationItemsJSON pins every constructor to the exact bytes of
-// spec http-api.md §1.3, including the key order type, loc, msg, input, ctx.
+// FastAPI's shape, including the key order type, loc, msg, input, ctx.
 func TestValidationItemsJSON(t *testing.T) {
 	tests := []struct {
 		name string

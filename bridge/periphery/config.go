@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Defaults (bridge.py's, spec §17.6).
+// Defaults, bridge.py's.
 const (
 	DefaultWeatherURL      = "https://wttr.in"
 	DefaultWeatherTTL      = 1800 * time.Second
@@ -26,7 +26,7 @@ const (
 	DefaultPersonPrefix = `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`
 )
 
-// Fixed bounds (spec §15.4, §15.5).
+// Fixed bounds: what a prompt line may cost, and how long a fetch may take.
 const (
 	weatherRequestTimeout = 10 * time.Second
 	weatherOverallTimeout = 15 * time.Second

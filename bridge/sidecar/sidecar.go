@@ -33,7 +33,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
-// Limits of the firmware protocol (firmware-sidecar.md §3, §5.2).
+// Limits of the firmware protocol: 16 kHz mono 16-bit PCM, 20 ms to 30 s.
 const (
 	MaxBody  = 30*16000*2 + 1024 // 961 024 bytes
 	MinBody  = 640               // one 20 ms frame
@@ -130,7 +130,8 @@ func (h *Handler) Routes(e *echo.Echo) {
 	})
 }
 
-// failure is a canned reply (firmware-sidecar.md §5.4).
+// failure is a canned reply: the firmware speaks text and shows emotion
+// even for an error, so every failure has both.
 type failure struct {
 	status        int
 	code, stage   string
@@ -248,7 +249,7 @@ func (h *Handler) authorised(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) == 1
 }
 
-// checkContentType applies §5.2 step 1.
+// checkContentType checks the declared audio format before the body is read.
 func checkContentType(v string) (failure, bool) {
 	mt, params, err := mime.ParseMediaType(v)
 	if err != nil {
@@ -273,7 +274,8 @@ func checkContentType(v string) (failure, bool) {
 	return failure{}, true
 }
 
-// ValidSlug applies the firmware's persona-name rules (§5.3).
+// ValidSlug applies the firmware's persona-name rules: the name becomes a
+// file name, so nothing that could leave the personas directory.
 func ValidSlug(s string) bool {
 	if s == "" || len(s) > 64 || strings.ContainsAny(s, `/\`) || strings.Contains(s, "..") {
 		return false

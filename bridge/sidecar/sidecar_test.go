@@ -163,7 +163,7 @@ func (e *env) post(t *testing.T, body []byte, headers ...string) []byte {
 	return raw
 }
 
-// firmware parses a response exactly as the firmware does (§4.2–§4.3):
+// firmware parses a response exactly as the firmware does:
 // ok is false wherever the robot would show "post failed".
 type reply struct {
 	status        int

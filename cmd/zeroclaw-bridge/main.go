@@ -240,7 +240,7 @@ func systemLookups() lookups {
 	return lookups{lookPath: exec.LookPath, executable: os.Executable}
 }
 
-// agentCommand chooses the agent (design.md §5): ZEROCLAW_BIN when set,
+// agentCommand chooses the agent: ZEROCLAW_BIN when set,
 // even if it does not exist (the supervisor reports that on /health); else
 // zeroclaw on PATH or at the cargo install path; else this binary's
 // demo-agent subcommand, announced by one WARN line.

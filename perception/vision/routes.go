@@ -24,7 +24,8 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
-// Model-visible and caller-visible strings (http-api.md §15).
+// Model-visible and caller-visible strings, bridge.py's byte for byte:
+// callers match on them.
 const (
 	RoomViewSentinel = "__ROOM_VIEW_V1__"
 	NoOneInView      = "no one in view"

@@ -84,7 +84,8 @@ type Config struct {
 	Logger                        hclog.Logger
 }
 
-// Cache lifetimes (http-api.md §17.6).
+// Cache lifetimes, bridge.py's: a photo is current for a minute, a sound
+// for two.
 const (
 	VisionTTL   = 60 * time.Second
 	AudioTTL    = 120 * time.Second

@@ -577,7 +577,8 @@ func (w *writer) write(ctx context.Context, item entry) bool {
 	}
 }
 
-// insert writes one row (spec http-api.md §10.4).
+// insert writes one row in ZeroClaw's shape with bridge.py's key format
+// and namespace "voice".
 func (w *writer) insert(ctx context.Context, item entry) error {
 	if err := w.open(); err != nil {
 		return err
