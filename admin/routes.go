@@ -471,7 +471,7 @@ func (h *Handler) persona(c echo.Context) error {
 		return httpapi.NewError(http.StatusBadRequest, "file must be one of ['AGENTS.md', 'BOOTSTRAP.md', 'HEARTBEAT.md', 'IDENTITY.md', 'MEMORY.md', 'SOUL.md', 'TOOLS.md', 'USER.md']")
 	}
 	path := filepath.Join(h.cfg.Workspace, file)
-	real, err := h.writePersona(file, []byte(content))
+	written, err := h.writePersona(file, []byte(content))
 	if errors.Is(err, errOutside) {
 		h.log.Warn("persona write refused", "file", file, "error", err)
 		return httpapi.NewError(http.StatusBadRequest, err.Error())
@@ -480,7 +480,7 @@ func (h *Handler) persona(c echo.Context) error {
 		h.log.Error("persona write failed", "file", file, "error", err)
 		return httpapi.NewError(http.StatusInternalServerError, "could not write "+file+": "+err.Error())
 	}
-	h.log.Info("persona file written; agent sessions rotate before their next turn", "file", real, "bytes", len(content))
+	h.log.Info("persona file written; agent sessions rotate before their next turn", "file", written, "bytes", len(content))
 	if h.cfg.Sessions != nil {
 		h.cfg.Sessions.RotateAll()
 	}
@@ -489,7 +489,7 @@ func (h *Handler) persona(c echo.Context) error {
 		File     string `json:"file"`
 		Resolved string `json:"resolved"`
 		Bytes    int    `json:"bytes"`
-	}{true, path, real, utf8.RuneCountInString(content)})
+	}{true, path, written, utf8.RuneCountInString(content)})
 }
 
 // errOutside refuses a persona path that leaves the workspace.

@@ -261,6 +261,14 @@ func syncDir(dir string) {
 	}
 }
 
+// Accepting reports whether Enqueue still takes writes (false once
+// shutdown has begun).
+func (s *Store) Accepting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed
+}
+
 // Pending reports how many accepted writes wait for the writer.
 func (s *Store) Pending() int { return len(s.queue) }
 

@@ -210,7 +210,7 @@ func TestShutdownDrainsQueue(t *testing.T) {
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	time.Sleep(200 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "shutdown to begin", func() bool { return !s.Accepting() })
 	if err := s.Enqueue(memstore.Write{Content: "too late", Category: "core"}); !errors.Is(err, memstore.ErrClosed) {
 		t.Errorf("enqueue during shutdown: %v", err)
 	}
