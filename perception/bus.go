@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
 // Queue sizes: consumers drop and count, feed clients are evicted; a
@@ -30,7 +32,7 @@ type Bus struct {
 
 	mu     sync.Mutex
 	subs   []*Subscription
-	recent map[string]*ring
+	recent *lru.Cache[string, *ring]
 }
 
 // BusConfig configures a Bus; nil metrics are not recorded.
@@ -38,12 +40,21 @@ type BusConfig struct {
 	Events    *prometheus.CounterVec // dotty_perception_events_total{type}
 	Dropped   *prometheus.CounterVec // dotty_perception_dropped_total{consumer}
 	Evictions prometheus.Counter     // dotty_sse_evictions_total
-	Logger    hclog.Logger
+	// MaxRings bounds the recent rings (DefaultMaxDevices when 0): the
+	// device table forgets its evicted devices' rings, but a broadcast
+	// (an audio caption) can name a device the table never saw, so the
+	// rings keep the same bound themselves, the least recently written
+	// ring making room.
+	MaxRings int
+	Logger   hclog.Logger
 }
 
 // NewBus returns a bus with no subscribers.
 func NewBus(cfg BusConfig) *Bus {
-	b := &Bus{log: cfg.Logger, dropped: cfg.Dropped, evicted: cfg.Evictions, recent: map[string]*ring{}}
+	if cfg.MaxRings <= 0 {
+		cfg.MaxRings = DefaultMaxDevices
+	}
+	b := &Bus{log: cfg.Logger, dropped: cfg.Dropped, evicted: cfg.Evictions, recent: lru.New[string, *ring](cfg.MaxRings)}
 	if b.log == nil {
 		b.log = hclog.NewNullLogger()
 	}
@@ -156,11 +167,7 @@ func (b *Bus) publishLocked(ev Event) {
 		c.Inc()
 	}
 	if ev.DeviceID != "" && ev.DeviceID != "unknown" {
-		r := b.recent[ev.DeviceID]
-		if r == nil {
-			r = &ring{}
-			b.recent[ev.DeviceID] = r
-		}
+		r, _, _ := b.recent.Use(ev.DeviceID, newRing)
 		r.add(ev)
 	}
 	for i := 0; i < len(b.subs); i++ {
@@ -199,8 +206,8 @@ func (b *Bus) publishLocked(ev Event) {
 func (b *Bus) Recent(device string, limit int) []Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r := b.recent[device]
-	if r == nil {
+	r, ok := b.recent.Get(device)
+	if !ok {
 		return []Event{}
 	}
 	return r.newestFirst(limit)
@@ -210,7 +217,14 @@ func (b *Bus) Recent(device string, limit int) []Event {
 func (b *Bus) Forget(device string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.recent, device)
+	b.recent.Remove(device)
+}
+
+// Rings reports how many devices have a recent ring.
+func (b *Bus) Rings() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.recent.Len()
 }
 
 // Watchers reports how many feed clients are subscribed.
@@ -239,6 +253,8 @@ type ring struct {
 	next int
 	n    int
 }
+
+func newRing() *ring { return &ring{} }
 
 func (r *ring) add(ev Event) {
 	r.buf[r.next] = ev

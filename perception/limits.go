@@ -40,15 +40,20 @@ func CheckDeviceID(id, loc string) (httpapi.ValidationItem, bool) {
 	return httpapi.ValidationItem{Type: "value_error", Loc: []any{loc, "device_id"}, Msg: "Value error, " + msg, Input: id}, false
 }
 
-// capData bounds an event's data to about MaxData bytes of JSON. Data whose
-// encoding (raw) is within it is kept as sent. Otherwise each value is kept
-// if small, a long string is cut to 256 bytes ending in "…", and a large
-// object or array becomes {"truncated": true, "bytes": <its size>}; keys
-// are taken in sorted order while they fit, and "truncated_keys" counts
-// any left out. The small fields consumers read (direction, state,
-// identity …) always survive.
-func capData(d map[string]any, raw json.RawMessage) map[string]any {
-	if len(raw) <= MaxData {
+// capData bounds an event's data to about MaxData bytes of JSON (nil
+// becomes {}). Data whose encoding is within it is kept as sent.
+// Otherwise each value is kept if small, a long string is cut to 256 bytes
+// ending in "…", and a large object or array becomes {"truncated": true,
+// "bytes": <its size>}; keys are taken in sorted order while they fit, and
+// "truncated_keys" counts any left out. The small fields consumers read
+// (direction, state, identity …) always survive. Every event goes through
+// it, synthetic ones included, so nothing retained (state, recent ring,
+// feed frame) holds more than this per event.
+func capData(d map[string]any) map[string]any {
+	if d == nil {
+		return map[string]any{}
+	}
+	if jsonSize(d, MaxData) <= MaxData {
 		return d
 	}
 	keys := make([]string, 0, len(d))
@@ -77,6 +82,62 @@ func capData(d map[string]any, raw json.RawMessage) map[string]any {
 		out["truncated_keys"] = dropped
 	}
 	return out
+}
+
+// jsonSize is about the length of v's JSON encoding, never less (escapes
+// are counted at their longest); past budget it stops early and returns
+// some value over budget. It allocates nothing, so the common small event
+// costs a short walk.
+func jsonSize(v any, budget int) int {
+	switch x := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		return 5
+	case float64:
+		return 24
+	case string:
+		return quotedSize(x)
+	case map[string]any:
+		n := 2
+		for k, e := range x {
+			n += quotedSize(k) + 2 + jsonSize(e, budget-n)
+			if n > budget {
+				return n
+			}
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range x {
+			n += 1 + jsonSize(e, budget-n)
+			if n > budget {
+				return n
+			}
+		}
+		return n
+	}
+	enc, err := json.Marshal(v) // other types come only from Go callers' synthetic events
+	if err != nil {
+		return budget + 1
+	}
+	return len(enc)
+}
+
+// quotedSize is a bound on the length of valid UTF-8 s as a JSON string:
+// a byte encoding/json may escape counts as a six-byte \u escape, and a
+// non-ASCII byte as two (U+2028 and U+2029, three bytes, become six).
+func quotedSize(s string) int {
+	n := 2 + len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
+			n += 5
+		case c >= 0x80:
+			n++
+		}
+	}
+	return n
 }
 
 // summarise returns v, or a bounded stand-in when it is large.

@@ -113,11 +113,15 @@ func New(cfg Config) *Service {
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
 		states: newStates(cfg.MaxDevices),
-		bus:    NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions, Logger: cfg.Logger.Named("bus")}),
+		bus: NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions,
+			MaxRings: cfg.MaxDevices, Logger: cfg.Logger.Named("bus")}),
 
 		feedSlots: make(chan struct{}, cfg.MaxFeedClients),
 	}
-	s.states.onEvict = s.forgetDevice
+	s.states.onEvict = func(device string) {
+		s.forgetDevice(device)
+		s.logEviction(device)
+	}
 	s.consumers = newConsumers(s)
 	return s
 }
@@ -127,8 +131,8 @@ const DefaultMaxFeedClients = 64
 
 // forgetDevice drops everything keyed by a device evicted from the table:
 // its recent ring, its pending face-lost abort, and the vision and audio
-// caches (whose long-poll waiters get their 404). It runs no I/O and is
-// logged at most once a minute.
+// caches (whose long-poll waiters get their 404). It does no I/O, so
+// Ingest runs it in order with its broadcasts.
 func (s *Service) forgetDevice(device string) {
 	s.bus.Forget(device)
 	s.consumers.cancelAbort(device)
@@ -138,6 +142,12 @@ func (s *Service) forgetDevice(device string) {
 	if s.cfg.DevicesEvicted != nil {
 		s.cfg.DevicesEvicted.Inc()
 	}
+}
+
+// logEviction logs evictions at most once a minute, with how many there
+// were since the last line: a flood evicts thousands a second. It writes
+// the log, so it runs with no lock held.
+func (s *Service) logEviction(device string) {
 	s.evictMu.Lock()
 	s.evictedN++
 	now := s.clock.Now()
@@ -168,23 +178,28 @@ func (s *Service) Bus() *Bus { return s.bus }
 // Ingest applies ev to its device's state, then broadcasts it; the two
 // happen in one total order across callers, so every subscriber sees state
 // at least as new as the event. POSTed events, synthetic head_turns and
-// face_recognized events from any source all come through here.
+// face_recognized events from any source all come through here. Data over
+// MaxData is summarised first (see capData). A new device past
+// MaxDevices evicts the least recently seen one, which is forgotten in the
+// same order.
 func (s *Service) Ingest(ev Event) {
-	if ev.Data == nil {
-		ev.Data = map[string]any{}
-	}
+	ev.Data = capData(ev.Data)
 	s.order.Lock()
-	s.states.apply(ev)
+	gone, evicted := s.states.apply(ev)
+	if evicted {
+		s.forgetDevice(gone)
+	}
 	s.bus.Publish(ev)
 	s.order.Unlock()
+	if evicted {
+		s.logEviction(gone)
+	}
 }
 
 // Broadcast publishes ev without touching state (audio_captioned,
-// scene_synthesised).
+// scene_synthesised); its data is capped like Ingest's.
 func (s *Service) Broadcast(ev Event) {
-	if ev.Data == nil {
-		ev.Data = map[string]any{}
-	}
+	ev.Data = capData(ev.Data)
 	s.order.Lock()
 	s.bus.Publish(ev)
 	s.order.Unlock()
@@ -280,15 +295,11 @@ func (s *Service) decodeEvent(b []byte) (Event, *httpapi.APIError) {
 	if len(items) > 0 {
 		return Event{}, httpapi.Validation(items...)
 	}
-	if ev.Data == nil {
-		ev.Data = map[string]any{}
-	}
 	if body.DeviceID != nil {
 		if item, ok := CheckDeviceID(ev.DeviceID, "body"); !ok {
 			return Event{}, httpapi.Validation(item)
 		}
 	}
-	ev.Data = capData(ev.Data, body.Data)
 	return ev, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
 // DeviceState is what the bridge knows about one robot, written from event
@@ -48,8 +49,6 @@ type DeviceState struct {
 	LastRoomViewCaptureT   *float64
 	LastIdlePerceptionText *string
 	LastIdlePerceptionT    *float64
-
-	seen uint64 // States.clock when the device last had an event or update
 }
 
 // MaxNameGreets bounds LastNameGreetT: the household is a few people, and
@@ -300,9 +299,7 @@ const DefaultMaxDevices = 256
 // everything else keyed by it.
 type States struct {
 	mu      sync.Mutex
-	devices map[string]*DeviceState
-	max     int
-	clock   uint64
+	devices *lru.Cache[string, *DeviceState]
 	onEvict func(device string)
 }
 
@@ -310,81 +307,59 @@ func newStates(max int) *States {
 	if max <= 0 {
 		max = DefaultMaxDevices
 	}
-	return &States{devices: map[string]*DeviceState{}, max: max}
+	return &States{devices: lru.New[string, *DeviceState](max)}
 }
 
-// deviceLocked returns device's state, creating it (and evicting the least
-// recently seen device when the table is full; its id is returned), and
-// marks it seen.
-func (s *States) deviceLocked(device string) (d *DeviceState, evicted string) {
-	d = s.devices[device]
-	if d == nil {
-		if len(s.devices) >= s.max {
-			var victim *DeviceState
-			for id, x := range s.devices {
-				if victim == nil || x.seen < victim.seen {
-					victim, evicted = x, id
-				}
-			}
-			delete(s.devices, evicted)
-		}
-		d = &DeviceState{}
-		s.devices[device] = d
-	}
-	s.clock++
-	d.seen = s.clock
-	return d, evicted
-}
+func newDeviceState() *DeviceState { return &DeviceState{} }
 
-func (s *States) evicted(device string) {
-	if device != "" && s.onEvict != nil {
-		s.onEvict(device)
-	}
-}
-
-// apply is DeviceState.apply for ev's device; the caller orders it with
-// the bus.
-func (s *States) apply(ev Event) {
+// apply is DeviceState.apply for ev's device, returning the device
+// evicted to make room, if any; the caller (Ingest) forgets it, so that
+// the forgetting is ordered with its broadcasts.
+func (s *States) apply(ev Event) (gone string, evicted bool) {
 	s.mu.Lock()
-	d, gone := s.deviceLocked(ev.DeviceID)
+	d, gone, evicted := s.devices.Use(ev.DeviceID, newDeviceState)
 	d.apply(ev)
 	s.mu.Unlock()
-	s.evicted(gone)
+	return gone, evicted
 }
 
 // Len reports how many devices are kept.
 func (s *States) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.devices)
+	return s.devices.Len()
 }
 
-// Get returns a copy of a device's state; ok is false for a device never seen.
+// Get returns a copy of a device's state; ok is false for a device never
+// seen or forgotten.
 func (s *States) Get(device string) (DeviceState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.devices[device]
-	if d == nil {
+	d, ok := s.devices.Get(device)
+	if !ok {
 		return DeviceState{}, false
 	}
 	return d.clone(), true
 }
 
-// Update runs fn on a device's state under the lock (creating it), for
-// check-and-set gates. fn must not block.
+// Update runs fn on a device's state under the lock (creating it, which
+// may evict the least recently seen device), for check-and-set gates. fn
+// must not block.
 func (s *States) Update(device string, fn func(d *DeviceState)) {
 	s.mu.Lock()
-	d, gone := s.deviceLocked(device)
+	d, gone, evicted := s.devices.Use(device, newDeviceState)
 	fn(d)
 	s.mu.Unlock()
-	s.evicted(gone)
+	if evicted && s.onEvict != nil {
+		s.onEvict(gone)
+	}
 }
 
-// Devices returns the ids of every device seen, sorted.
+// Devices returns the ids of every device kept, sorted.
 func (s *States) Devices() []string {
 	s.mu.Lock()
-	ids := make([]string, 0, len(s.devices))
-	for id := range s.devices {
+	ids := make([]string, 0, s.devices.Len())
+	for id := range s.devices.All() {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
