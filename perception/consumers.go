@@ -433,9 +433,9 @@ func (c *consumers) faceLostAborter(ev Event) {
 	case "face_detected":
 		c.cancelAbort(ev.DeviceID)
 	case "face_lost":
-		st, _ := c.s.states.Get(ev.DeviceID)
-		if since(ev.TS, st.LastFaceGreetT) > c.cfg.AbortWindow.Seconds() {
-			return
+		st, ok := c.s.states.Get(ev.DeviceID)
+		if !ok || since(ev.TS, st.LastFaceGreetT) > c.cfg.AbortWindow.Seconds() {
+			return // a forgotten device has no conversation to abort
 		}
 		device := ev.DeviceID
 		c.abortMu.Lock()
@@ -460,6 +460,13 @@ func (c *consumers) faceLostAborter(ev Event) {
 		})
 		c.aborts[device] = t
 		c.abortMu.Unlock()
+		// The device may have been evicted since the Get above, its
+		// eviction cancelling nothing; checking again after arming keeps
+		// the timers to devices in the table, so a flood of face_lost
+		// events cannot pile them up.
+		if _, ok := c.s.states.Get(device); !ok {
+			c.cancelAbort(device)
+		}
 	}
 }
 

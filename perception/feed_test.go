@@ -3,6 +3,7 @@ package perception
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // sseClient reads an SSE stream frame by frame on a background goroutine.
@@ -81,13 +84,7 @@ func (c *sseClient) within(d time.Duration) (string, bool) {
 // waitSubscribers waits (≤ 5 s) until the bus has n subscribers.
 func waitSubscribers(t *testing.T, b *Bus, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Subscribers() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribers, want %d", b.Subscribers(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("%d subscribers", n), func() bool { return b.Subscribers() == n })
 }
 
 func TestFeed(t *testing.T) {

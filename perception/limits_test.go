@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // forgetRecorder is a Senses that records what it was told to forget.
@@ -45,12 +48,6 @@ func TestDeviceFloodIsBounded(t *testing.T) {
 		t.Fatal("no abort pending before the flood")
 	}
 
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	for i := range 200 { // warm up to the bound
 		if code, body := e.post(t, fmt.Sprintf(`{"device_id":"warm-%d","name":"sound_event","data":{"direction":"left"}}`, i)); code != 204 {
 			t.Fatalf("%d %s", code, body)
@@ -193,30 +190,11 @@ func TestFeedClientCap(t *testing.T) {
 		t.Errorf("fourth client: %d %s", resp.StatusCode, b[:n])
 	}
 	clients[0].cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.s.bus.Watchers() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("closed client still holds its slot")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// The slot is released when the handler returns, just after the
-	// subscription closes; a new client gets in within a moment.
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		resp, err := http.Get(e.url + "/api/perception/feed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		code := resp.StatusCode
-		resp.Body.Close()
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot after a client left: %d", code)
-		}
-		time.Sleep(5 * time.Millisecond)
+	// The slot is freed when the handler returns, which the test sees as
+	// the slot count dropping; then a new client is let in.
+	testkit.WaitFor(t, 5*time.Second, "the closed client's slot", func() bool { return len(e.s.feedSlots) == 2 })
+	if c := openFeed(t, e.url); c.resp.StatusCode != 200 {
+		t.Errorf("client after one left: %d", c.resp.StatusCode)
 	}
 }
 
@@ -233,5 +211,118 @@ func TestNameGreetsBounded(t *testing.T) {
 	}
 	if _, ok := d.LastNameGreetT["person-0"]; ok {
 		t.Error("oldest identity kept")
+	}
+}
+
+// heap is the live heap after a collection.
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Broadcasts (audio captions) can name devices the table never saw; the
+// recent rings keep the same bound, the newest written kept.
+func TestBroadcastRingsBounded(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxDevices = 16 })
+	for i := range 5000 {
+		e.s.Broadcast(ev(fmt.Sprint("cam-", i), "audio_captioned", at(0), map[string]any{"preview": "a dog barks"}))
+	}
+	if n := e.s.bus.Rings(); n != 16 {
+		t.Errorf("%d recent rings kept, want 16", n)
+	}
+	if got := e.s.bus.Recent("cam-4999", 0); len(got) != 1 {
+		t.Errorf("newest device's ring holds %d events", len(got))
+	}
+	if got := e.s.bus.Recent("cam-0", 0); len(got) != 0 {
+		t.Errorf("oldest device's ring kept %d events", len(got))
+	}
+	if n := e.s.states.Len(); n != 0 {
+		t.Errorf("broadcasts created %d devices", n)
+	}
+}
+
+// A face_lost handled after its device was evicted arms no abort: timers
+// are kept only for devices in the table.
+func TestNoAbortForEvictedDevice(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxDevices = 2 })
+	e.s.states.Update("gone", func(d *DeviceState) { d.LastFaceGreetT = ptr(at(0)) })
+	lost := ev("gone", "face_lost", at(1), nil)
+	e.s.Ingest(lost)
+	e.s.Ingest(ev("b", "sound_event", at(1), nil))
+	e.s.Ingest(ev("c", "sound_event", at(1), nil)) // evicts "gone" before the aborter gets to it
+	e.c.handler(FaceLostAborter)(lost)
+	// A ts near the epoch passes the window check on a missing greeting
+	// time, so a never-seen device must be refused for not being kept.
+	e.c.handler(FaceLostAborter)(ev("never", "face_lost", 1, nil))
+	e.c.abortMu.Lock()
+	n := len(e.c.aborts)
+	e.c.abortMu.Unlock()
+	if n != 0 {
+		t.Errorf("%d abort timers armed for devices not in the table", n)
+	}
+	e.clock.Advance(time.Minute)
+	e.c.inflight.Wait()
+	wantCalls(t, e)
+}
+
+// Event data of 1 MiB (a synthetic event, which no body cap limits) is
+// retained as about 4 KiB: in the state, the recent ring and the feed
+// frame; twenty such devices do not grow the heap by their size.
+func TestMiBDataRetainedSmall(t *testing.T) {
+	e := newEnv(t, nil)
+	feed := openFeed(t, e.url)
+	waitSubscribers(t, e.s.bus, len(e.c.subs)+1)
+	bigEvent := func(device string) Event {
+		return ev(device, "sound_event", at(0), map[string]any{
+			"direction": strings.Repeat("l", 1<<20),
+			"energy":    0.5,
+			"nested":    map[string]any{"list": make([]any, 1<<17)},
+		})
+	}
+	e.s.Ingest(bigEvent("d1"))
+	frame := feed.next(t)
+	if len(frame) > MaxData+256 || !strings.Contains(frame, `"truncated":true`) || !strings.Contains(frame, `"energy":0.5`) {
+		t.Errorf("feed frame of %d bytes: %.300s", len(frame), frame)
+	}
+	if recent := e.get(t, "/api/perception/recent?device_id=d1"); len(recent) > MaxData+256 {
+		t.Errorf("recent of %d bytes", len(recent))
+	}
+	st, _ := e.s.states.Get("d1")
+	if dir, _ := st.LastSoundDir.(string); len(dir) > 256 || !strings.HasSuffix(dir, "…") {
+		t.Errorf("last_sound_dir kept %d bytes", len(dir))
+	}
+	if body := e.get(t, "/api/perception/state?device_id=d1"); len(body) > 2048 {
+		t.Errorf("state of %d bytes", len(body))
+	}
+
+	before := heap()
+	for i := range 20 {
+		e.s.Ingest(bigEvent(fmt.Sprint("dev-", i)))
+		feed.next(t)
+	}
+	// Kept whole, twenty events would hold 20 MiB.
+	if after := heap(); after > before+1<<20 {
+		t.Errorf("heap grew from %d to %d bytes over twenty 1 MiB events", before, after)
+	}
+}
+
+// Evictions are logged at most once a minute, with how many there were
+// since the last line.
+func TestEvictionLogRateLimited(t *testing.T) {
+	var logs testkit.LogBuffer
+	e := newEnv(t, func(c *Config) {
+		c.MaxDevices = 2
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	})
+	for i := range 10 { // 8 evictions: the first is logged at once
+		e.s.Ingest(ev(fmt.Sprint("d", i), "sound_event", at(0), nil))
+	}
+	e.clock.Advance(61 * time.Second)
+	e.s.Ingest(ev("late", "sound_event", at(61), nil)) // the 7 since, plus this one
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "evicted=1 ") || !strings.Contains(lines[1], "evicted=8 ") {
+		t.Errorf("eviction log lines:\n%s", logs.String())
 	}
 }
