@@ -39,8 +39,8 @@ func TestCachesBounded(t *testing.T) {
 		}
 	}
 	e.s.mu.Lock()
-	n := len(e.s.images)
-	_, newest := e.s.images["cam-19"]
+	n := e.s.images.Len()
+	_, newest := e.s.images.Get("cam-19")
 	e.s.mu.Unlock()
 	if n > 4 || !newest {
 		t.Errorf("%d cached images (bound 4), newest kept %v", n, newest)
@@ -67,5 +67,65 @@ func TestLongPollCapAndValidation(t *testing.T) {
 	}
 	if code, _ := e.upload(t, "/api/vision/explain", strings.Repeat("d", 129), "", jpeg, "image/jpeg"); code != 422 {
 		t.Errorf("129-byte device-id header: %d", code)
+	}
+}
+
+// A flood of devices through perception, with vision as its senses,
+// leaves vision nothing of the evicted devices and answers their
+// long-polls; audio uploads naming devices perception never saw keep
+// both vision's cache and perception's recent rings at the bound.
+func TestDeviceFloodAcrossPerceptionAndVision(t *testing.T) {
+	const limit = 16
+	e := newEnv(t, func(c *Config) { c.MaxDevices = limit })
+	cons := perception.DefaultConsumers()
+	cons.HouseholdPath = e.house
+	p := perception.New(perception.Config{MaxDevices: limit, Clock: e.clock, Consumers: cons, Logger: hclog.NewNullLogger()})
+	p.UseSenses(e.s)
+	e.s.UsePerception(p)
+
+	var polls []<-chan [2]string
+	for i := range 4 {
+		cam := fmt.Sprint("cam-", i)
+		p.Ingest(perception.Event{DeviceID: cam, Name: "face_detected"})
+		if code, body := e.upload(t, "/api/audio/explain", cam, "", []byte("RIFF"), "audio/wav"); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+		polls = append(polls, e.poll(t, cam))
+		waitWaiters(t, e.s, cam, 1)
+	}
+	for i := range 5000 {
+		p.Ingest(perception.Event{DeviceID: fmt.Sprint("flood-", i), Name: "sound_event"})
+	}
+	for i, poll := range polls {
+		if got := recv(t, poll); got[0] != "404" {
+			t.Errorf("cam-%d's long-poll after its eviction: %v", i, got)
+		}
+	}
+	e.s.mu.Lock()
+	sounds, waiting := e.s.sounds.Len(), e.s.nWait
+	e.s.mu.Unlock()
+	if sounds != 0 || waiting != 0 {
+		t.Errorf("after the flood vision keeps %d audio entries and %d waiters", sounds, waiting)
+	}
+	if n := p.States().Len(); n != limit {
+		t.Errorf("perception keeps %d devices", n)
+	}
+
+	for i := range 3 * limit {
+		if code, body := e.upload(t, "/api/audio/explain", fmt.Sprint("ear-", i), "", []byte("RIFF"), "audio/wav"); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	e.s.mu.Lock()
+	sounds = e.s.sounds.Len()
+	e.s.mu.Unlock()
+	if sounds != limit {
+		t.Errorf("%d audio entries for devices perception never saw, want %d", sounds, limit)
+	}
+	if n := p.Bus().Rings(); n != limit {
+		t.Errorf("%d recent rings, want %d", n, limit)
+	}
+	if got := p.Bus().Recent(fmt.Sprint("ear-", 3*limit-1), 0); len(got) != 1 || got[0].Name != "audio_captioned" {
+		t.Errorf("newest caption's ring: %v", got)
 	}
 }

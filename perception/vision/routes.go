@@ -197,7 +197,7 @@ func (s *Service) latest(c echo.Context) error {
 		return httpapi.NewError(http.StatusServiceUnavailable,
 			fmt.Sprintf("too many vision long-polls waiting (limit %d); try again later", s.cfg.MaxWaiters))
 	}
-	delete(s.images, device)
+	s.images.Remove(device)
 	s.waiters[device] = append(s.waiters[device], w)
 	s.nWait++
 	s.mu.Unlock()
@@ -225,7 +225,7 @@ func (s *Service) latest(c echo.Context) error {
 		return nil
 	}
 	s.mu.Lock()
-	e, ok := s.images[device]
+	e, ok := s.images.Get(device)
 	s.mu.Unlock()
 	if !ok {
 		return c.JSON(http.StatusInternalServerError, map[string]string{"error": "vision processing failed"})

@@ -26,6 +26,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
 // Model is an OpenAI-compatible chat completions endpoint.
@@ -110,8 +111,8 @@ type Service struct {
 	audio  *modelClient
 
 	mu      sync.Mutex
-	images  map[string]entry
-	sounds  map[string]entry
+	images  *lru.Cache[string, entry]
+	sounds  *lru.Cache[string, entry]
 	waiters map[string][]chan bool // true: a result arrived; false: the device was forgotten
 	nWait   int
 }
@@ -151,7 +152,9 @@ func New(cfg Config) *Service {
 	return &Service{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		vision: newModelClient(cfg.Vision), audio: newModelClient(cfg.Audio),
-		images: map[string]entry{}, sounds: map[string]entry{}, waiters: map[string][]chan bool{},
+		images:  lru.New[string, entry](cfg.MaxDevices),
+		sounds:  lru.New[string, entry](cfg.MaxDevices),
+		waiters: map[string][]chan bool{},
 	}
 }
 
@@ -167,7 +170,7 @@ func (s *Service) Freshest() (string, time.Duration, bool) {
 	now := s.clock.Now()
 	var best entry
 	found := false
-	for _, e := range s.images {
+	for _, e := range s.images.All() {
 		if e.desc != "" && (!found || e.at.After(best.at)) {
 			best, found = e, true
 		}
@@ -184,10 +187,10 @@ func (s *Service) Fresh(device string) (vision, audio string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	if e, ok := s.images[device]; ok && now.Sub(e.at) <= VisionTTL {
+	if e, ok := s.images.Get(device); ok && now.Sub(e.at) <= VisionTTL {
 		vision = e.desc
 	}
-	if e, ok := s.sounds[device]; ok && now.Sub(e.at) <= AudioTTL {
+	if e, ok := s.sounds.Get(device); ok && now.Sub(e.at) <= AudioTTL {
 		audio = e.desc
 	}
 	return vision, audio
@@ -211,25 +214,19 @@ func (s *Service) storeSound(device string, e entry) {
 	s.storeLocked(s.sounds, device, e, AudioTTL)
 }
 
-// storeLocked caches e for device in m, dropping entries older than ttl
-// and, when a new device would pass MaxDevices, the oldest entry: uploads
+// storeLocked caches e for device in m, first dropping entries older than
+// ttl (the cache is in store order, so they are at its old end). A new
+// device past MaxDevices replaces the least recently stored one: uploads
 // can name devices perception never saw, so the cache keeps its own bound.
-func (s *Service) storeLocked(m map[string]entry, device string, e entry, ttl time.Duration) {
-	for d, old := range m {
-		if e.at.Sub(old.at) > ttl {
-			delete(m, d)
+func (s *Service) storeLocked(m *lru.Cache[string, entry], device string, e entry, ttl time.Duration) {
+	for {
+		d, old, ok := m.Oldest()
+		if !ok || e.at.Sub(old.at) <= ttl {
+			break
 		}
+		m.Remove(d)
 	}
-	if _, ok := m[device]; !ok && len(m) >= s.cfg.MaxDevices {
-		oldest, at := "", time.Time{}
-		for d, x := range m {
-			if oldest == "" || x.at.Before(at) {
-				oldest, at = d, x.at
-			}
-		}
-		delete(m, oldest)
-	}
-	m[device] = e
+	m.Put(device, e)
 }
 
 // wakeLocked tells device's long-poll waiters a result arrived (true) or
@@ -248,8 +245,8 @@ func (s *Service) wakeLocked(device string, result bool) {
 func (s *Service) Forget(device string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.images, device)
-	delete(s.sounds, device)
+	s.images.Remove(device)
+	s.sounds.Remove(device)
 	s.wakeLocked(device, false)
 }
 

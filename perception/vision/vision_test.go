@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -231,13 +232,7 @@ func (e *env) poll(t *testing.T, device string) <-chan [2]string {
 
 func waitWaiters(t *testing.T, s *Service, device string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Waiters(device) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters for %s, want %d", s.Waiters(device), device, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("%d waiters for %s", n, device), func() bool { return s.Waiters(device) == n })
 }
 
 func recv(t *testing.T, ch <-chan [2]string) [2]string {
