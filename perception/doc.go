@@ -41,6 +41,16 @@
 // A slow subscriber is a bug in that subscriber; it never slows ingest or
 // anyone else.
 //
+// # Bounds
+//
+// Device ids come from unauthenticated LAN callers, so everything kept
+// per device is bounded: the device table holds at most MaxDevices
+// (least recently seen evicted, in constant time, together with its ring,
+// its pending abort and — through Senses.Forget — its vision and audio
+// entries and long-poll waiters); the rings keep the same bound on their
+// own; every event's data is cut to about MaxData bytes before it is
+// stored or broadcast; feed clients are capped at MaxFeedClients.
+//
 // # Consumers
 //
 // Each consumer (face_greeter with the named acknowledger, wake_word_turner,
