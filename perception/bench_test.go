@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,4 +61,21 @@ func BenchmarkPostEventHTTP(b *testing.B) {
 	b.StopTimer()
 	cancel()
 	<-done
+}
+
+// BenchmarkIngestNewDevices is the flood path: every event names a new
+// device, so each one evicts the least recently seen of a full table
+// (DefaultMaxDevices) with its ring.
+func BenchmarkIngestNewDevices(b *testing.B) {
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	ids := make([]string, 1<<16)
+	for i := range ids {
+		ids[i] = "dotty-" + strconv.Itoa(i)
+	}
+	data := map[string]any{"direction": "left", "energy": 0.4}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s.Ingest(Event{DeviceID: ids[i%len(ids)], TS: float64(i), Name: "sound_event", Data: data})
+	}
 }
