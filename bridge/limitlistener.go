@@ -25,7 +25,10 @@ type limitListener struct {
 	net.Listener
 	wait time.Duration
 
+	// mu also covers every send on conns, so once Close has drained
+	// conns under it no connection can be handed over and then forgotten.
 	mu          sync.Mutex
+	closed      bool
 	free        int // ordinary slots free
 	reserveFree int // loopback-only slots free
 	maxParked   int
@@ -85,21 +88,19 @@ func (l *limitListener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		l.mu.Lock()
+		l.closed = true
 		parked := l.parked
 		l.parked = nil
+		var unaccepted []net.Conn // handed over but never accepted
+		for len(l.conns) > 0 {
+			unaccepted = append(unaccepted, <-l.conns)
+		}
 		l.mu.Unlock()
 		for _, p := range parked {
 			_ = p.c.Close()
 		}
-		// Connections handed over but never accepted.
-		for {
-			select {
-			case c := <-l.conns:
-				_ = c.Close()
-				continue
-			default:
-			}
-			break
+		for _, c := range unaccepted {
+			_ = c.Close()
 		}
 	})
 	return l.Listener.Close()
@@ -126,18 +127,24 @@ func (l *limitListener) acceptLoop() {
 	}
 }
 
-// admit gives c a slot, parks it, or turns it away.
+// admit gives c a slot, parks it, or turns it away. A connection that
+// arrives while the listener closes is closed, not parked or handed over.
+// The sends on conns happen under mu and never block: conns has room for
+// every slot.
 func (l *limitListener) admit(c net.Conn) {
 	l.mu.Lock()
 	switch {
+	case l.closed:
+		l.mu.Unlock()
+		_ = c.Close()
 	case l.free > 0 && len(l.parked) == 0:
 		l.free--
-		l.mu.Unlock()
 		l.conns <- &limitedConn{Conn: c, release: l.releaseOrdinary}
+		l.mu.Unlock()
 	case l.reserveFree > 0 && isLoopback(c.RemoteAddr()):
 		l.reserveFree--
-		l.mu.Unlock()
 		l.conns <- &limitedConn{Conn: c, release: l.releaseReserve}
+		l.mu.Unlock()
 	case len(l.parked) < l.maxParked:
 		l.parked = append(l.parked, parkedConn{c, time.Now()})
 		l.mu.Unlock()
@@ -151,14 +158,13 @@ func (l *limitListener) admit(c net.Conn) {
 // connection, or marks it free.
 func (l *limitListener) releaseOrdinary() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.parked) == 0 {
 		l.free++
-		l.mu.Unlock()
 		return
 	}
 	p := l.parked[0]
 	l.parked = l.parked[1:]
-	l.mu.Unlock()
 	l.conns <- &limitedConn{Conn: p.c, release: l.releaseOrdinary}
 }
 

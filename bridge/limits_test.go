@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,75 @@ func TestConnectionLimit(t *testing.T) {
 	}
 }
 
+// lanAddr returns one of this machine's non-loopback IPv4 addresses, so a
+// test can connect as a LAN peer would (the server sees that address, not
+// 127.0.0.1); the test is skipped on a machine without one.
+func lanAddr(t *testing.T) net.IP {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("no interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP
+		}
+	}
+	t.Skip("no non-loopback IPv4 address to connect from")
+	return nil
+}
+
+// On a real server: LAN peers holding every ordinary slot park the next LAN
+// connection, while an operator on loopback still gets /health through the
+// reserve; the parked LAN connection is served once a LAN one closes.
+func TestLoopbackHealthWhileLANHoldsEverySlot(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ip := lanAddr(t)
+	const limit = 3
+	s, _ := newTestServer(t, Config{Host: "0.0.0.0", MaxConns: limit})
+	stop := startRun(t, s)
+	_, port, _ := net.SplitHostPort(s.Addr())
+	lan := net.JoinHostPort(ip.String(), port)
+	dial := func(addr string) (net.Conn, *bufio.Reader) {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	held := make([]net.Conn, 0, limit)
+	for range limit {
+		c, r := dial(lan)
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		if status, err := readStatus(c, r, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+			t.Fatalf("LAN connection %d: %q %v", len(held), status, err)
+		}
+		held = append(held, c)
+	}
+	extra, extraR := dial(lan)
+	fmt.Fprintf(extra, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status, err := readStatus(extra, extraR, 300*time.Millisecond); err == nil {
+		t.Fatalf("LAN connection past the limit was served: %q", status)
+	}
+	resp, err := noKeepAlive().Get("http://" + net.JoinHostPort("127.0.0.1", port) + "/health")
+	if err != nil {
+		t.Fatalf("loopback /health while LAN peers hold every slot: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("loopback /health: %d", resp.StatusCode)
+	}
+	held[0].Close()
+	if status, err := readStatus(extra, extraR, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+		t.Fatalf("parked LAN connection after a slot freed: %q %v", status, err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // lanConn is a connection whose peer is on the LAN.
 type lanConn struct{ net.Conn }
 
@@ -210,3 +280,73 @@ func TestLoopbackReserve(t *testing.T) {
 type loopConn struct{ net.Conn }
 
 func (loopConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000} }
+
+// A route named in UploadPaths (the sidecar moved by SIDECAR_PATH) reads its
+// body under UploadTimeout: a body trickled for longer than BodyTimeout still
+// arrives whole, while the same body on a JSON route is cut off.
+func TestUploadPathsGetTheUploadDeadline(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, _ := newTestServer(t, Config{BodyTimeout: 200 * time.Millisecond, UploadTimeout: 10 * time.Second,
+		UploadPaths: []string{"/v2/listen"}})
+	echoBody(s)
+	s.Echo().POST("/v2/listen", func(c echo.Context) error {
+		b, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+		}
+		return c.String(http.StatusOK, strconv.Itoa(len(b)))
+	})
+	stop := startRun(t, s)
+	// trickle sends 8 bytes, one every 100 ms: 800 ms, four times BodyTimeout.
+	trickle := func(path string) (string, error) {
+		c, r := dialServer(t, s)
+		defer c.Close()
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 8\r\n\r\n", path)
+		for range 8 {
+			time.Sleep(100 * time.Millisecond) // the pace under test, not a wait for another goroutine
+			if _, err := c.Write([]byte("{")); err != nil {
+				break
+			}
+		}
+		return readStatus(c, r, 5*time.Second)
+	}
+	if status, err := trickle("/v2/listen"); err != nil || !strings.HasPrefix(status, "200") {
+		t.Errorf("upload path: %q %v, want 200 after the whole body", status, err)
+	}
+	if status, err := trickle("/api/echo"); err == nil && !strings.HasPrefix(status, "400") {
+		t.Errorf("JSON route: %q, want 400 or a closed connection", status)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A connection that arrives while the listener closes is closed at once,
+// never parked or handed to an Accept no one will call again.
+func TestLimitListenerClosesLateArrivals(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(ln, 1, 0, time.Minute, nil)
+	a, b := net.Pipe()
+	l.admit(lanConn{a}) // takes the only slot, never accepted
+	c, d := net.Pipe()
+	l.admit(lanConn{c}) // parked
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, f := net.Pipe()
+	l.admit(lanConn{e}) // arrives after Close
+	for i, peer := range []net.Conn{b, d, f} {
+		_ = peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := peer.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("connection %d: read %v, want EOF (closed by the listener)", i, err)
+		}
+		peer.Close()
+	}
+	if n := len(l.conns); n != 0 {
+		t.Errorf("%d connections left for Accept after Close", n)
+	}
+}

@@ -70,7 +70,7 @@ const (
 )
 
 // uploadPaths are the routes whose bodies are recordings or photos, read
-// under UploadTimeout instead of BodyTimeout.
+// under UploadTimeout instead of BodyTimeout; Config.UploadPaths adds more.
 var uploadPaths = []string{"/api/vision/explain", "/api/audio/explain", "/v1/listen"}
 
 // AgentStatus reports the supervised agent; *acp.Supervisor implements it.
@@ -114,6 +114,11 @@ type Config struct {
 	// loopback peers get a few more. Past it a new connection waits for a
 	// free slot, at most readHeaderTimeout, then is closed.
 	MaxConns int
+	// UploadPaths are more routes read under UploadTimeout, besides the
+	// photo and audio routes and /v1/listen: the firmware sidecar's path
+	// when SIDECAR_PATH moves it, so its recordings are not cut at
+	// BodyTimeout.
+	UploadPaths []string
 }
 
 // zeroAgent and zeroPool stand in for an absent AgentStatus or SessionStatus.
@@ -171,6 +176,11 @@ func (c Config) Validate() error {
 	if c.MaxConns < 0 {
 		errs = append(errs, fmt.Errorf("connection limit %d is negative", c.MaxConns))
 	}
+	for _, p := range c.UploadPaths {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("upload path %q does not start with /", p))
+		}
+	}
 	if strings.ContainsAny(c.Host, " /") {
 		errs = append(errs, fmt.Errorf("host %q is not a host name or address", c.Host))
 	}
@@ -183,6 +193,9 @@ type Server struct {
 	cfg Config
 	e   *echo.Echo
 	log hclog.Logger
+
+	// uploads are the paths read under UploadTimeout; fixed after New.
+	uploads map[string]bool
 
 	stopping     chan struct{}
 	stoppingOnce sync.Once
@@ -202,7 +215,10 @@ func New(cfg Config) *Server {
 	e.StdLogger = httpErrorLog(cfg.Logger)
 	e.HTTPErrorHandler = httpapi.ErrorHandler(cfg.Logger)
 
-	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{}), uploads: map[string]bool{}}
+	for _, p := range slices.Concat(uploadPaths, cfg.UploadPaths) {
+		s.uploads[p] = true
+	}
 	// Logging is outermost so it sees the final status, panics included.
 	e.Use(s.logRequests, s.recoverPanics, s.bodyDeadline)
 
@@ -321,7 +337,7 @@ func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		d := s.cfg.BodyTimeout
-		if slices.Contains(uploadPaths, req.URL.Path) {
+		if s.uploads[req.URL.Path] {
 			d = s.cfg.UploadTimeout
 		}
 		rc := http.NewResponseController(c.Response().Writer)

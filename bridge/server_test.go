@@ -350,6 +350,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative port", cfg: Config{Port: -1}, want: []string{"port -1"}},
 		{name: "negative shutdown timeout", cfg: Config{ShutdownTimeout: -time.Second}, want: []string{"shutdown timeout -1s is negative"}},
 		{name: "bad host", cfg: Config{Host: "http://x"}, want: []string{`host "http://x"`}},
+		{name: "upload path", cfg: Config{UploadPaths: []string{"/v2/listen"}}},
+		{name: "relative upload path", cfg: Config{UploadPaths: []string{"v2/listen"}}, want: []string{`upload path "v2/listen"`}},
 		{name: "every problem reported", cfg: Config{Port: -5, ShutdownTimeout: -1}, want: []string{"port -5", "shutdown timeout"}},
 	}
 	for _, tt := range tests {

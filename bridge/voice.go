@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -88,16 +88,17 @@ type VoiceConfig struct {
 	Logger hclog.Logger
 	// MaxBodyBytes bounds a request body (1 MiB).
 	MaxBodyBytes int64
-	// MaxContentBytes bounds content in UTF-8 bytes (16 KiB): a spoken turn
-	// is a few hundred bytes, and everything longer is sent to the model,
-	// logged and shown on the dashboard.
-	MaxContentBytes int
+	// MaxContentRunes bounds content in code points (16 384), the unit of
+	// every length limit of the API: a spoken turn is a few hundred, and
+	// everything longer is sent to the model, logged and shown on the
+	// dashboard.
+	MaxContentRunes int
 
 	now func() time.Time
 }
 
-// DefaultMaxContentBytes is the default VoiceConfig.MaxContentBytes.
-const DefaultMaxContentBytes = 16 << 10
+// DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
+const DefaultMaxContentRunes = 16 << 10
 
 func (c VoiceConfig) withDefaults() VoiceConfig {
 	if c.Timeout <= 0 {
@@ -118,8 +119,8 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
-	if c.MaxContentBytes <= 0 {
-		c.MaxContentBytes = DefaultMaxContentBytes
+	if c.MaxContentRunes <= 0 {
+		c.MaxContentRunes = DefaultMaxContentRunes
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -188,17 +189,9 @@ func (r voiceRequest) prompt() promptInput {
 // required string; channel and session_id are strings or null; metadata is
 // an object or null; unknown fields are ignored.
 func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, v.cfg.MaxBodyBytes+1))
+	obj, body, err := httpapi.ReadObjectLimit(c.Request().Body, v.cfg.MaxBodyBytes)
 	if err != nil {
-		return voiceRequest{}, httpapi.NewError(http.StatusBadRequest, "could not read the request body")
-	}
-	if int64(len(body)) > v.cfg.MaxBodyBytes {
-		return voiceRequest{}, httpapi.NewError(http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("request body over %d bytes", v.cfg.MaxBodyBytes))
-	}
-	obj, apiErr := httpapi.DecodeObject(body)
-	if apiErr != nil {
-		return voiceRequest{}, apiErr
+		return voiceRequest{}, err
 	}
 	var items []httpapi.ValidationItem
 	var r voiceRequest
@@ -230,9 +223,12 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 	if len(items) > 0 {
 		return voiceRequest{}, httpapi.Validation(items...)
 	}
-	if len(r.content) > v.cfg.MaxContentBytes {
+	// Counting code points needs a pass over the content; the byte length
+	// decides first whenever it can (a rune is 1 to 4 bytes).
+	if n := len(r.content); n > v.cfg.MaxContentRunes &&
+		(n > 4*v.cfg.MaxContentRunes || utf8.RuneCountInString(r.content) > v.cfg.MaxContentRunes) {
 		return voiceRequest{}, httpapi.NewError(http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("content over %d bytes", v.cfg.MaxContentBytes))
+			fmt.Sprintf("content over %d characters", v.cfg.MaxContentRunes))
 	}
 	if r.sessionID == "" {
 		r.sessionID = uuid.NewString()

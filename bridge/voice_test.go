@@ -705,25 +705,30 @@ func TestValidationErrors(t *testing.T) {
 	if resp.StatusCode != 413 {
 		t.Errorf("oversized body: %d", resp.StatusCode)
 	}
-	// content over 16 KiB is refused on both routes before any turn or
-	// stream starts; exactly 16 KiB is a turn.
+	// content over 16 384 code points is refused on both routes before any
+	// turn or stream starts, whatever its byte length; exactly 16 384 code
+	// points is a turn, even at four bytes each.
 	prompts := len(env.agent.Prompts())
 	for _, path := range []string{"/api/message", "/api/message/stream"} {
-		resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": strings.Repeat("é", 8<<10) + "a"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 413 || string(b) != `{"detail":"content over 16384 bytes"}` {
-			t.Errorf("%s: oversized content: %d %s", path, resp.StatusCode, b)
+		for _, content := range []string{strings.Repeat("a", 16<<10+1), strings.Repeat("😊", 16<<10+1)} {
+			resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": content}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 413 || string(b) != `{"detail":"content over 16384 characters"}` {
+				t.Errorf("%s: oversized content (%d bytes): %d %s", path, len(content), resp.StatusCode, b)
+			}
 		}
 	}
 	if n := len(env.agent.Prompts()); n != prompts {
 		t.Errorf("oversized content reached the agent: %d prompts, want %d", n, prompts)
 	}
-	if code, _ := env.message(t, map[string]any{"content": strings.Repeat("é", 8<<10)}); code != 200 {
-		t.Errorf("16 KiB of content: %d", code)
+	for _, content := range []string{strings.Repeat("a", 16<<10), strings.Repeat("😊", 16<<10)} {
+		if code, _ := env.message(t, map[string]any{"content": content}); code != 200 {
+			t.Errorf("16 384 code points of content (%d bytes): %d", len(content), code)
+		}
 	}
 	// Extra fields and non-string metadata values are ignored.
 	code, out := env.message(t, map[string]any{"content": "x", "provider": "zeroclaw", "metadata": map[string]any{"device_id": 7, "room_description": []int{1}}})

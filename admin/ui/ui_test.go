@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,7 +53,23 @@ func drained(t *testing.T, body io.Reader) string {
 	}
 }
 
-func newEnv(t *testing.T, cfg Config) *env {
+func newEnv(t *testing.T, cfg Config) *env { return newEnvOn(t, cfg, nil) }
+
+// smallBuffers shrinks the send buffer of every accepted connection, so a
+// client that stops reading backs the server up after a few frames
+// whatever size the kernel would otherwise grow the buffer to.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// newEnvOn is newEnv with the server's listener wrapped by wrap (nil: as is).
+func newEnvOn(t *testing.T, cfg Config, wrap func(net.Listener) net.Listener) *env {
 	t.Helper()
 	bus := turnbus.New()
 	if cfg.Turns == nil {
@@ -64,7 +81,11 @@ func newEnv(t *testing.T, cfg Config) *env {
 	u := New(cfg)
 	e := echo.New()
 	u.Routes(e)
-	ts := httptest.NewServer(e)
+	ts := httptest.NewUnstartedServer(e)
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
+	ts.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = u.Run(ctx) }()
@@ -262,10 +283,13 @@ func TestNoTurnSource(t *testing.T) {
 }
 
 func TestTurnRingAndSlowClient(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnvOn(t, Config{}, func(l net.Listener) net.Listener { return smallBuffers{l} })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// A client that never reads cannot hold up the bus or the ring.
+	// A client that never reads cannot hold up the bus or the ring. The
+	// server's send buffer is small, so the turns fill it, the client's
+	// untouched receive buffer and its queue long before the last one (the
+	// bus clips each text to 4 KiB, so large texts alone would not).
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/ui/events", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -273,7 +297,7 @@ func TestTurnRingAndSlowClient(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	const n = 400
-	big := strings.Repeat("x", 64<<10) // n of these overflow the socket buffers
+	big := strings.Repeat("x", 64<<10) // clipped to 4 KiB by the bus
 	start := time.Now()
 	for i := range n {
 		e.bus.Publish(turnbus.Turn{ResponseText: big, Latency: time.Duration(i) * time.Millisecond})

@@ -161,6 +161,10 @@ type record struct {
 	LatencyMS     int64       `json:"latency_ms"`
 	Error         *string     `json:"error"`
 	LatencyPhases *phasesJSON `json:"latency_phases,omitempty"`
+	// RequestLen is the request's length in code points, written only when
+	// request_text was clipped (a Go addition after bridge.py's keys, the
+	// request-side twin of response_len).
+	RequestLen int `json:"request_len,omitempty"`
 }
 
 type phasesJSON struct {
@@ -190,8 +194,9 @@ func Clip(s string, n int) string {
 }
 
 // Encode returns r as one NDJSON line (with its newline), raw UTF-8. Its
-// request and response texts are clipped to MaxText bytes (response_len
-// still counts the whole response).
+// request and response texts are clipped to MaxText bytes: response_len
+// still counts the whole response, and a clipped request adds request_len
+// with the whole request's length in code points.
 func Encode(r Record, loc *time.Location) ([]byte, error) {
 	if loc == nil {
 		loc = time.Local
@@ -209,6 +214,9 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 	}
 	if out.Type == "" {
 		out.Type = "chat"
+	}
+	if len(out.RequestText) != len(r.RequestText) {
+		out.RequestLen = utf8.RuneCountInString(r.RequestText)
 	}
 	if r.Error != "" {
 		e := r.Error

@@ -117,6 +117,9 @@ func TestLongTurnIsClipped(t *testing.T) {
 	if !strings.Contains(string(b), `"response_len":8194,`) {
 		t.Errorf("response_len does not count the whole response: %s", b[:200])
 	}
+	if !strings.HasSuffix(string(b), `,"request_len":8192}`+"\n") {
+		t.Errorf("clipped request has no request_len with its whole length: …%s", b[len(b)-80:])
+	}
 	for _, tt := range []struct {
 		in   string
 		n    int

@@ -290,12 +290,22 @@ const MaxBody = 1 << 20
 // FastAPI's 422s otherwise (see DecodeObject). It also returns the raw
 // bytes, for validation items that quote the whole body.
 func ReadObject(r io.Reader) (map[string]json.RawMessage, []byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	return ReadObjectLimit(r, MaxBody)
+}
+
+// ReadObjectLimit is ReadObject with a limit of its own (MaxBody when
+// limit is not positive), for routes whose bodies are smaller or larger.
+// At most limit+1 bytes are read, so an oversized body costs no more.
+func ReadObjectLimit(r io.Reader, limit int64) (map[string]json.RawMessage, []byte, error) {
+	if limit <= 0 {
+		limit = MaxBody
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, nil, NewError(http.StatusBadRequest, "could not read the request body")
 	}
-	if len(b) > MaxBody {
-		return nil, nil, NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody))
+	if int64(len(b)) > limit {
+		return nil, nil, NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", limit))
 	}
 	obj, apiErr := DecodeObject(b)
 	if apiErr != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -239,5 +240,27 @@ func TestWriteJSON(t *testing.T) {
 	var ue *json.UnsupportedTypeError
 	if _, err := Marshal(make(chan int)); !errors.As(err, &ue) {
 		t.Errorf("Marshal(chan) error %v, want a wrapped UnsupportedTypeError", err)
+	}
+}
+
+// ReadObjectLimit answers 413 in the FastAPI shape one byte past its limit,
+// decodes a body of exactly the limit, and falls back to MaxBody.
+func TestReadObjectLimit(t *testing.T) {
+	obj := `{"a":"` + strings.Repeat("x", 92) + `"}` // 100 bytes
+	if _, b, err := ReadObjectLimit(strings.NewReader(obj), 100); err != nil || len(b) != 100 {
+		t.Fatalf("body at the limit: %v (%d bytes)", err, len(b))
+	}
+	_, _, err := ReadObjectLimit(strings.NewReader(obj+" "), 100)
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || ae.Detail != "request body over 100 bytes" {
+		t.Errorf("body past the limit: %v", err)
+	}
+	_, _, err = ReadObjectLimit(strings.NewReader(strings.Repeat(" ", MaxBody)+"{}"), 0)
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("zero limit does not fall back to MaxBody: %v", err)
+	}
+	_, _, err = ReadObjectLimit(iotest.ErrReader(errors.New("reset")), 100)
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Errorf("read error: %v", err)
 	}
 }

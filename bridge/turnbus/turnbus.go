@@ -6,6 +6,8 @@ package turnbus
 import (
 	"sync"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 )
 
 // Turn is a completed voice turn as the dashboard sees it: the
@@ -26,6 +28,9 @@ type Turn struct {
 
 // Bus fans completed turns out to subscribers. Publish never blocks: a
 // subscriber whose buffer is full misses the turn, and Dropped counts it.
+// Subscribers keep what they receive (the dashboard's ring of recent
+// turns), so the bus clips each text to convolog.MaxText itself rather than
+// trusting every publisher to.
 type Bus struct {
 	mu      sync.Mutex
 	subs    map[chan Turn]struct{}
@@ -53,8 +58,11 @@ func (b *Bus) Subscribe(buf int) (<-chan Turn, func()) {
 	}
 }
 
-// Publish delivers ev to every subscriber with room for it.
+// Publish delivers ev to every subscriber with room for it, its request
+// and response texts clipped like the conversation log's.
 func (b *Bus) Publish(ev Turn) {
+	ev.RequestText = convolog.Clip(ev.RequestText, convolog.MaxText)
+	ev.ResponseText = convolog.Clip(ev.ResponseText, convolog.MaxText)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {

@@ -1,8 +1,11 @@
 package turnbus
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 )
 
 func TestPublishSubscribe(t *testing.T) {
@@ -30,4 +33,24 @@ func TestPublishSubscribe(t *testing.T) {
 	}
 	b.Publish(Turn{}) // no panic on the closed, removed subscriber
 	stopSlow()
+}
+
+// A 16 KiB turn reaches subscribers (which keep it) clipped on a rune
+// boundary, whoever published it.
+func TestPublishClipsLongTurns(t *testing.T) {
+	b := New()
+	ch, stop := b.Subscribe(1)
+	defer stop()
+	long := strings.Repeat("é", 8<<10) // 16 KiB
+	b.Publish(Turn{RequestText: long, ResponseText: "😊 " + long})
+	got := <-ch
+	for name, s := range map[string]string{"request": got.RequestText, "response": got.ResponseText} {
+		if len(s) > convolog.MaxText || !strings.HasSuffix(s, "é…") {
+			t.Errorf("%s text kept %d bytes ending %q, want at most %d ending in é…", name, len(s), s[max(len(s)-8, 0):], convolog.MaxText)
+		}
+	}
+	b.Publish(Turn{RequestText: "short"})
+	if got := <-ch; got.RequestText != "short" {
+		t.Errorf("short text changed to %q", got.RequestText)
+	}
 }

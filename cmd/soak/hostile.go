@@ -313,6 +313,14 @@ func runProbe(url string) int {
 			return 0
 		case <-t.C:
 		}
+		// A tick and stdin's end can both be ready, and select picks
+		// either: stdin's end wins, so no probe runs after the parent
+		// stopped listening.
+		select {
+		case <-closed:
+			return 0
+		default:
+		}
 		start := time.Now()
 		resp, err := c.Get(url)
 		if err != nil {
@@ -354,6 +362,9 @@ func rssSampler(ctx context.Context, pid int, st *hostileStats) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // a tick that raced the end is not sampled
+			return
 		}
 		rss, _ := benchkit.MemoryKB(pid)
 		st.mu.Lock()
@@ -617,16 +628,17 @@ func waitClosed(ctx context.Context, conn net.Conn) bool {
 	}
 }
 
-// sleepCtx sleeps for d or until ctx ends; it reports whether d passed.
+// sleepCtx sleeps for d or until ctx ends; it reports whether d passed
+// with ctx still live. When both happen at once ctx's end wins, whichever
+// case select picked, so no abuser acts after the run ended.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
 	case <-ctx.Done():
-		return false
 	}
+	return ctx.Err() == nil
 }
 
 // settle waits up to d for goroutines and open files to come back to

@@ -307,6 +307,9 @@ func faulter(ctx context.Context, c *http.Client, base string, gap time.Duration
 			return
 		case <-time.After(d):
 		}
+		if ctx.Err() != nil { // no fault once the run is over, whichever case select picked
+			return
+		}
 		pid := agentPID(c, base)
 		switch r.IntN(3) {
 		case 0:

@@ -341,6 +341,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		BodyTimeout:   cfg.BodyTimeout,
 		UploadTimeout: cfg.UploadTimeout,
 		MaxConns:      cfg.MaxConns,
+		UploadPaths:   []string{cfg.SidecarPath},
 	}
 	if err := errors.Join(supCfg.Validate(), poolCfg.Validate(), httpCfg.Validate()); err != nil {
 		return &usageError{err}

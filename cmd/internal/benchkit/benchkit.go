@@ -76,6 +76,14 @@ func Post(base string, bodies [][]byte, n, c, depth int) (Result, error) {
 					case <-wdone:
 						return
 					}
+					// Both cases can be ready once the reader has
+					// gone; stop then rather than claim a request
+					// no one will read the answer to.
+					select {
+					case <-wdone:
+						return
+					default:
+					}
 					i := next.Add(1) - 1
 					if i >= int64(n) {
 						return
