@@ -14,7 +14,8 @@
 //     started from one locked OS thread with a parent-death signal, so a
 //     bridge killed outright takes its agent with it. After a failure,
 //     Acquire waits at most UnavailableGrace for the restart, then fails
-//     fast with ErrAgentUnavailable until the agent is ready again.
+//     fast with ErrAgentUnavailable until the agent is ready again; a
+//     restart asked for with Restart is not a failure and is waited for.
 //   - Client is one initialised connection (one child generation). A stdout
 //     guard sits in front of the SDK: it drops non-JSON noise, keeps frames
 //     over 8 MiB away from the SDK (its limit is 10 MiB), answers requests

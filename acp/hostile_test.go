@@ -257,3 +257,22 @@ func TestCleanLine(t *testing.T) {
 		}
 	}
 }
+
+// A restart the bridge asked for (a model change) is not an outage: a turn
+// arriving while the new child starts waits for it instead of failing fast.
+func TestPlannedRestartIsNotAnOutage(t *testing.T) {
+	cfg := fakeChild("echo")
+	cfg.UnavailableGrace = time.Millisecond
+	cfg.BackoffInitial = time.Second // the restart's delay outlasts the grace by far
+	h := startHarness(t, cfg, PoolConfig{})
+	h.mustTurn("k", "before")
+	if !h.sup.Restart("model changed") {
+		t.Fatal("Restart found no ready agent")
+	}
+	testkit.WaitFor(t, 5*time.Second, "the old child's end", func() bool {
+		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")) == 1
+	})
+	if res, _, err := h.turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
+		t.Errorf("turn during the restart: %q, %v", res.Text, err)
+	}
+}
