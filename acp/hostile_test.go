@@ -251,6 +251,11 @@ func TestCleanLine(t *testing.T) {
 		{"bell\a and nul\x00", "bell and nul"},
 		{"bad \xff utf8 ✓", "bad \ufffd utf8 ✓"},
 		{"trailing escape \x1b", "trailing escape "},
+		{"a\x1b(Bb \x1b7saved\x1b8", "ab saved"},
+		{"broken \x1b[31✓ kept", "broken ✓ kept"},
+		{"esc before \x1b✓ rune", "esc before ✓ rune"},
+		{"\x1b[?25l\x1b[2Khidden cursor", "hidden cursor"},
+		{"unfinished \x1b[31", "unfinished "},
 	} {
 		if got := cleanLine(tt.in); got != tt.want {
 			t.Errorf("cleanLine(%q) = %q, want %q", tt.in, got, tt.want)
@@ -274,5 +279,28 @@ func TestPlannedRestartIsNotAnOutage(t *testing.T) {
 	})
 	if res, _, err := h.turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
 		t.Errorf("turn during the restart: %q, %v", res.Text, err)
+	}
+}
+
+// Log lines a legacy agent prints on stdout between frames reach our log
+// cleaned like its stderr: no escape codes.
+func TestChildStdoutNoiseIsCleaned(t *testing.T) {
+	h := startHarness(t, fakeChild("legacy-l0"), PoolConfig{})
+	h.mustTurn("k", "hi")
+	testkit.WaitFor(t, 5*time.Second, "a coloured stdout line", func() bool {
+		return strings.Count(h.logs.String(), "agent stdout:") >= 2
+	})
+	seen := 0
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if !strings.Contains(line, "agent stdout:") {
+			continue
+		}
+		seen++
+		if strings.ContainsAny(line, "\x1b\a\r\t") || strings.Contains(line, "[2m") {
+			t.Errorf("control characters left in %q", line)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "agent stdout: 2026-05-17T10:00:00Z  INFO zeroclaw::acp:") {
+		t.Errorf("no cleaned stdout line among %d", seen)
 	}
 }
