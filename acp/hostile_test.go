@@ -304,3 +304,23 @@ func TestChildStdoutNoiseIsCleaned(t *testing.T) {
 		t.Errorf("no cleaned stdout line among %d", seen)
 	}
 }
+
+// An agent that answers session/new only after InitTimeout: the turn fails,
+// and the session the agent created late is closed instead of staying open
+// on the agent unknown to the pool.
+func TestLateSessionIsClosed(t *testing.T) {
+	cfg := fakeChild("slow-new", "ZCB_ACPTEST_DELAY=600ms")
+	cfg.InitTimeout = 200 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("turn: %v, want session/new's DeadlineExceeded", err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the late session closed", func() bool {
+		l := h.logs.String()
+		return strings.Count(l, "acptest: session/new ") == 1 && strings.Count(l, "acptest: session/close ") == 1
+	})
+	if n := h.pool.Health().Sessions; n != 0 {
+		t.Errorf("pool reports %d sessions", n)
+	}
+}

@@ -558,6 +558,7 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 		_ = p.stderr.Close()
 		<-done
 	}
+	p.client.waitBackground() // the connection is closed, so they end now
 	closeAll(p.stdout, p.stderr)
 }
 
