@@ -69,12 +69,15 @@
 //     the session's close, so the agent never holds more than the limit.
 //     When every session is in a turn, a turn that needs a new one waits in
 //     one FIFO queue (bounded by SessionQueue) within its own ctx; an idle
-//     session is closed, least recently used first, to make room.
+//     session is closed, least recently used first, to make room. A key
+//     whose turns arrive back to back never leaves its session idle, so
+//     once the queue's head has waited through the end of one of its turns,
+//     the key may start one more; after that its session is closed for the
+//     head and the key queues like anyone else: no caller holds slots while
+//     others wait, beyond one turn per session.
 //   - session/new runs to its end (bounded by InitTimeout) whatever the
 //     caller does; if the caller has gone, the session is still recorded
-//     for its key, so no session is ever left open unaccounted for. A
-//     session the agent creates only after InitTimeout is closed when its
-//     answer arrives, and holds its slot until then.
+//     for its key, so no session is ever left open unaccounted for.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
 //     are forgotten, least recently used first.
 //   - Health snapshots never block on a turn or on the agent.

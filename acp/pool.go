@@ -42,6 +42,8 @@ type Pool struct {
 	retiring map[*Client]int
 	// queue holds turns waiting for a session slot, first come first served.
 	queue []*slotWaiter
+	// seq orders turn ends against slot waits (see mustYieldLocked).
+	seq uint64
 	// rotation counts RotateAll calls; sessions created before the last one are replaced.
 	rotation int
 	last     *entry // most recently used
@@ -61,6 +63,12 @@ type entry struct {
 	turns    int
 	dead     bool // removed from the map; waiters must look again
 	rotation int  // Pool.rotation when the session was created
+	// endSeq is Pool.seq when the key's last turn ended; passedHead and
+	// passes count the turns the session served while passedHead, the
+	// head of the slot queue, kept waiting (see mustYieldLocked).
+	endSeq     uint64
+	passedHead *slotWaiter
+	passes     int
 }
 
 // NewPool returns a pool that takes agent clients from src.
@@ -175,6 +183,10 @@ func (l *leases) releaseProc() {
 
 func (l *leases) releaseEntry() {
 	if l.e != nil {
+		l.p.mu.Lock()
+		l.p.seq++
+		l.e.endSeq = l.p.seq
+		l.p.mu.Unlock()
 		<-l.e.lease
 		l.e = nil
 		l.p.kick() // its session is idle now, so a queued turn may take it
@@ -352,9 +364,15 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 	}
 	var rotated string
 	if e.sid != "" {
-		if why := p.rotationLocked(e, now); why != "" {
+		why := p.rotationLocked(e, now)
+		if why == "" && p.mustYieldLocked(e) {
+			why = "yield"
+			p.metricAdd(func(m *Metrics) { m.SessionYields.Inc() })
+		}
+		if why != "" {
 			p.log.Info("rotating agent session", "key", e.key, "session", e.sid, "reason", why, "turns", e.turns)
 			rotated, e.sid = e.sid, ""
+			e.passedHead, e.passes = nil, 0
 		}
 	}
 	sid, idx = e.sid, e.turns
@@ -459,6 +477,36 @@ func (p *Pool) rotationLocked(e *entry, now time.Time) string {
 	return ""
 }
 
+// maxPasses is how many turns a session may start while the head of the
+// slot queue keeps waiting, counting from when the head has seen one of its
+// turns end, before it yields to the head. One lets a barge-in's
+// replacement turn keep its conversation even when sessions are scarce.
+const maxPasses = 1
+
+// mustYieldLocked reports whether e's session, about to serve another turn
+// for its key, must instead go to the turn at the head of the slot queue.
+// Idle sessions are evicted for queued turns, but a key whose turns arrive
+// back to back (the next one already waiting for the key when the previous
+// ends) never leaves its session idle, so a LAN client could otherwise hold
+// every slot and starve the robot until its sessions rotate. Once a queued
+// turn has waited through the end of one of e's turns, e may start
+// maxPasses more before its session is closed for the queue's head; the
+// key's turn then queues for a slot behind it like any other.
+func (p *Pool) mustYieldLocked(e *entry) bool {
+	if len(p.queue) == 0 {
+		return false
+	}
+	head := p.queue[0]
+	if head.seq > e.endSeq {
+		return false // the head queued after the key's last turn ended
+	}
+	if e.passedHead != head {
+		e.passedHead, e.passes = head, 0
+	}
+	e.passes++
+	return e.passes > maxPasses
+}
+
 // sessionLimit is the most sessions the pool keeps on c.
 func (p *Pool) sessionLimit(c *Client) int {
 	limit := p.cfg.MaxSessions
@@ -469,8 +517,11 @@ func (p *Pool) sessionLimit(c *Client) int {
 }
 
 // slotWaiter is a turn queued for a session slot; wake is signalled when a
-// slot may have freed.
-type slotWaiter struct{ wake chan struct{} }
+// slot may have freed. seq is Pool.seq when it queued.
+type slotWaiter struct {
+	wake chan struct{}
+	seq  uint64
+}
 
 // slotRecheck bounds how long a queued turn sleeps between looks at the
 // pool, so a wake-up that was never sent (the agent's own session count
@@ -525,7 +576,8 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 				p.mu.Unlock()
 				return fmt.Errorf("%w: every session is in a turn and %d turns are already waiting", ErrSessionLimit, n)
 			}
-			w = &slotWaiter{wake: make(chan struct{}, 1)}
+			p.seq++
+			w = &slotWaiter{wake: make(chan struct{}, 1), seq: p.seq}
 			p.queue = append(p.queue, w)
 			p.metricAdd(func(m *Metrics) { m.SessionWaits.Inc() })
 		}
@@ -548,7 +600,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
 func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string, ok bool) {
-	n := p.creating[c] + p.retiring[c] + c.lateSessions()
+	n := p.creating[c] + p.retiring[c]
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
 			n++

@@ -179,3 +179,53 @@ func TestPoolKeyTableBounded(t *testing.T) {
 		t.Errorf("keys forgotten %v, want at least 184", got)
 	}
 }
+
+// A key whose turns arrive back to back (each waiting on the key while the
+// previous runs) never leaves its session idle, so idle eviction alone would
+// never free it: the turn queued for a slot would wait until the session
+// rotated. The busy session yields to the queue's head instead, and the
+// hogging key's turns still all succeed, after queueing in their turn.
+func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
+	a := newFakeAgent()
+	m := NewMetrics(prometheus.NewRegistry())
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionMaxTurns: 1 << 20, Metrics: m}, dialFake(t, a, Config{}))
+	runPool(t, p)
+
+	stop := make(chan struct{})
+	var hogs sync.WaitGroup
+	var hogTurns atomic.Int32
+	for range 3 {
+		hogs.Add(1)
+		go func() {
+			defer hogs.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := p.Turn(ctx, TurnRequest{Key: "hog", Prompt: func(int) string { return "more" }})
+				cancel()
+				if err != nil {
+					t.Errorf("hog turn: %v", err)
+				}
+				hogTurns.Add(1)
+			}
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "the hog to hold the only session", func() bool { return hogTurns.Load() >= 10 })
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := p.Turn(ctx, TurnRequest{Key: fmt.Sprint("robot-", i), Prompt: func(int) string { return "my turn" }})
+		cancel()
+		if err != nil || res.Text != echoReply("my turn") {
+			t.Errorf("queued turn %d behind a busy key: %q %v", i, res.Text, err)
+		}
+	}
+	close(stop)
+	hogs.Wait()
+	if got := testutil.ToFloat64(m.SessionYields); got < 3 {
+		t.Errorf("dotty_acp_session_yields_total = %v, want at least 3", got)
+	}
+}
