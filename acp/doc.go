@@ -77,7 +77,9 @@
 //     others wait, beyond one turn per session.
 //   - session/new runs to its end (bounded by InitTimeout) whatever the
 //     caller does; if the caller has gone, the session is still recorded
-//     for its key, so no session is ever left open unaccounted for.
+//     for its key, so no session is ever left open unaccounted for. A
+//     session the agent creates only after InitTimeout is closed when its
+//     answer arrives, and holds its slot until then.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
 //     are forgotten, least recently used first.
 //   - Health snapshots never block on a turn or on the agent.

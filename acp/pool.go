@@ -600,7 +600,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
 func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string, ok bool) {
-	n := p.creating[c] + p.retiring[c]
+	n := p.creating[c] + p.retiring[c] + c.lateSessions()
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
 			n++
