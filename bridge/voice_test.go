@@ -898,6 +898,8 @@ func TestClassify(t *testing.T) {
 		{expired, errors.New("anything"), KindTimeout, FallbackTimeout},
 		{live, fmt.Errorf("spawn: %w", acp.ErrBinaryMissing), KindBinaryMissing, FallbackOffline},
 		{live, acp.ErrAgentGone, KindException, FallbackError},
+		{live, fmt.Errorf("acquire: %w", acp.ErrAgentUnavailable), KindAgentUnavailable, FallbackOffline},
+		{live, fmt.Errorf("slot: %w", acp.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
 		{live, context.DeadlineExceeded, KindException, FallbackError}, // only our own ctx decides timeouts
 	}
 	for _, tt := range tests {
