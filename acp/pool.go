@@ -286,8 +286,9 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 		}
 		e := p.entries[key]
 		if e == nil {
-			if len(p.entries) >= p.cfg.MaxKeys {
-				p.pruneKeysLocked()
+			// Several at a time when the table grew past its bound while
+			// every key was in a turn, so it shrinks back once they end.
+			for len(p.entries) >= p.cfg.MaxKeys && p.pruneKeysLocked() {
 			}
 			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.clock.Now()}
 			p.entries[key] = e
@@ -671,12 +672,11 @@ func (p *Pool) kick() {
 	}
 }
 
-// pruneKeysLocked makes room in the key table for one more key: the least
-// recently used keys with no session and no turn are forgotten (a flood of
-// new session ids must not grow the table without bound). Keys holding a
-// session or a turn stay; those are bounded by MaxSessions and by the
-// server's connection limit.
-func (p *Pool) pruneKeysLocked() {
+// pruneKeysLocked forgets the least recently used key with no session and
+// no turn, reporting whether there was one (a flood of new session ids must
+// not grow the table without bound). Keys holding a session or a turn stay;
+// those are bounded by MaxSessions and by the server's connection limit.
+func (p *Pool) pruneKeysLocked() bool {
 	var oldest *entry
 	for _, e := range p.entries {
 		if e.sid != "" || len(e.lease) > 0 {
@@ -687,12 +687,12 @@ func (p *Pool) pruneKeysLocked() {
 		}
 	}
 	if oldest == nil {
-		return
+		return false
 	}
 	select {
 	case oldest.lease <- struct{}{}:
 	default:
-		return
+		return false
 	}
 	oldest.dead = true
 	delete(p.entries, oldest.key)
@@ -701,6 +701,7 @@ func (p *Pool) pruneKeysLocked() {
 	}
 	<-oldest.lease
 	p.metricAdd(func(m *Metrics) { m.KeysForgotten.Inc() })
+	return true
 }
 
 func (p *Pool) metricAdd(f func(*Metrics)) {

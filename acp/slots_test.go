@@ -229,3 +229,54 @@ func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
 		t.Errorf("dotty_acp_session_yields_total = %v, want at least 3", got)
 	}
 }
+
+// The key table may pass its bound while every key is in a turn (those
+// cannot be forgotten); once the turns end, the next new key brings it back
+// within the bound instead of forgetting one key per new key.
+func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, MaxKeys: 4}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	hold, release := context.WithCancel(context.Background())
+	held := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }})
+		held <- err
+	}()
+	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+	const burst = 6
+	results := make(chan error, burst)
+	for i := range burst {
+		go func() {
+			_, err := p.Turn(context.Background(), TurnRequest{Key: fmt.Sprint("burst-", i), Prompt: func(int) string { return "quick" }})
+			results <- err
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "the burst queued", func() bool { return p.queued() == burst })
+	p.mu.Lock()
+	grown := len(p.entries)
+	p.mu.Unlock()
+	if grown != burst+1 {
+		t.Fatalf("%d keys during the burst, want %d (keys in a turn are kept)", grown, burst+1)
+	}
+	release()
+	for range burst + 1 {
+		var err error
+		select {
+		case err = <-held:
+		case err = <-results:
+		case <-time.After(10 * time.Second):
+			t.Fatal("burst turns did not finish")
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("turn: %v", err)
+		}
+	}
+	turnText(t, p, "after", "quick", nil)
+	p.mu.Lock()
+	n := len(p.entries)
+	p.mu.Unlock()
+	if n > 4 {
+		t.Errorf("%d keys after the burst, bound 4", n)
+	}
+}
