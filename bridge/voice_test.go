@@ -406,6 +406,9 @@ func TestFallbacks(t *testing.T) {
 		{"binary missing", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("start: %w: /opt/zeroclaw", acp.ErrBinaryMissing)
 		})}, nil, FallbackOffline, KindBinaryMissing},
+		{"agent unavailable", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+			return acp.TurnResult{}, fmt.Errorf("%w (last failure: exit status 1)", acp.ErrAgentUnavailable)
+		})}, nil, FallbackOffline, KindAgentUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
