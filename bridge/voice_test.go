@@ -903,7 +903,7 @@ func TestClassify(t *testing.T) {
 		{live, acp.ErrAgentGone, KindException, FallbackError},
 		{live, fmt.Errorf("acquire: %w", acp.ErrAgentUnavailable), KindAgentUnavailable, FallbackOffline},
 		{live, fmt.Errorf("slot: %w", acp.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
-		{live, context.DeadlineExceeded, KindException, FallbackError}, // only our own ctx decides timeouts
+		{live, context.DeadlineExceeded, KindException, FallbackError},                    // only our own ctx decides timeouts
 	}
 	for _, tt := range tests {
 		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {
