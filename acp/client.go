@@ -566,7 +566,11 @@ func (c *Client) route(sid string, ev event) {
 		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "id", ev.toolID)
 		if ev.tool != "" {
 			c.mu.Lock()
-			c.lastTools[sid] = ev.tool
+			// Only for our live sessions: the session id is the agent's
+			// word, and the table must not grow with ids it makes up.
+			if c.sessions[sid] {
+				c.lastTools[sid] = ev.tool
+			}
 			c.mu.Unlock()
 		}
 	case evToolEnd:

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -322,5 +323,31 @@ func TestLateSessionIsClosed(t *testing.T) {
 	})
 	if n := h.pool.Health().Sessions; n != 0 {
 		t.Errorf("pool reports %d sessions", n)
+	}
+}
+
+// An agent announcing tool calls for sessions it never created cannot grow
+// the client's tool table: only live sessions' tools are remembered.
+func TestToolTableBoundedToLiveSessions(t *testing.T) {
+	a := newFakeAgent()
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		for i := range 500 {
+			_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
+				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("call-", i)), "shell")})
+		}
+		_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
+			Update: acpsdk.StartToolCall("call-own", "shell")})
+		_ = a.chunk(ctx, sid, "😊 ok")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	c := dialFake(t, a, Config{})
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
+	runPool(t, p)
+	res := turnText(t, p, "k", "hi", nil)
+	c.mu.Lock()
+	n, own := len(c.lastTools), c.lastTools[res.SessionID]
+	c.mu.Unlock()
+	if n != 1 || own != "shell" {
+		t.Errorf("tool table holds %d sessions (own %q), want only the live one", n, own)
 	}
 }
