@@ -374,12 +374,13 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 			p.log.Info("rotating agent session", "key", e.key, "session", e.sid, "reason", why, "turns", e.turns)
 			rotated, e.sid = e.sid, ""
 			e.passedHead, e.passes = nil, 0
+			p.retiring[c]++ // with the unbinding, so its slot is never seen free while the agent holds it
 		}
 	}
 	sid, idx = e.sid, e.turns
 	p.mu.Unlock()
 	if rotated != "" {
-		p.retireAsync(c, rotated)
+		p.retireCounted(c, rotated)
 	}
 	if sid != "" {
 		return sid, idx, false, 0, nil
@@ -720,6 +721,7 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 		var sid string
 		if victim != nil {
 			sid, victim.sid = victim.sid, ""
+			p.retiring[c]++
 		}
 		p.mu.Unlock()
 		if victim == nil {
@@ -727,19 +729,30 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 		}
 		<-victim.lease
 		p.log.Info("closing least recently used agent session to make room", "key", victim.key, "session", sid)
-		p.retireAsync(c, sid)
+		p.retireCounted(c, sid)
 		freed++
 	}
 	return freed
 }
 
 // dropSession forgets e's session sid; retire also closes it on the agent.
+// A retired session keeps its slot, counted in the same critical section
+// that unbinds it: between the two, a concurrent turn would see the slot
+// free while the agent still holds the session, and overshoot the limit.
 func (p *Pool) dropSession(e *entry, c *Client, sid string, retire bool) {
-	p.detachSession(e, c, sid)
+	p.mu.Lock()
+	if e.sid == sid && e.client == c {
+		e.sid = ""
+	}
 	if retire {
-		p.retireAsync(c, sid)
+		p.retiring[c]++
+	}
+	p.mu.Unlock()
+	if retire {
+		p.retireCounted(c, sid)
 	} else {
 		c.forget(sid)
+		p.kick()
 	}
 }
 
@@ -753,15 +766,9 @@ func (p *Pool) detachSession(e *entry, c *Client, sid string) {
 	p.kick()
 }
 
-func (p *Pool) retireAsync(c *Client, sid string) {
-	p.mu.Lock()
-	p.retiring[c]++
-	p.mu.Unlock()
-	p.retireCounted(c, sid)
-}
-
 // retireCounted closes sid on c in the background; its slot, already
-// counted in p.retiring, is given back when the close ends.
+// counted in p.retiring (under the same lock that unbound the session from
+// its key), is given back when the close ends.
 func (p *Pool) retireCounted(c *Client, sid string) {
 	p.goBackground(func() {
 		c.retire(context.Background(), sid)
@@ -796,6 +803,7 @@ func (p *Pool) reap() {
 		case e.sid != "" && idle:
 			victims = append(victims, victim{e.client, e.sid})
 			e.sid = ""
+			p.retiring[e.client]++
 		case e.sid == "" && idle:
 			e.dead = true
 			delete(p.entries, key)
@@ -808,7 +816,7 @@ func (p *Pool) reap() {
 	p.mu.Unlock()
 	for _, v := range victims {
 		p.log.Debug("closing idle agent session", "session", v.sid)
-		p.retireAsync(v.c, v.sid)
+		p.retireCounted(v.c, v.sid)
 	}
 	p.kick()
 }

@@ -225,8 +225,39 @@ func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
 	}
 	close(stop)
 	hogs.Wait()
-	if got := testutil.ToFloat64(m.SessionYields); got < 3 {
-		t.Errorf("dotty_acp_session_yields_total = %v, want at least 3", got)
+	// A queued turn may also have found the hog's session idle for a moment
+	// and evicted it, so the yield count is not asserted here.
+	t.Logf("%d yields", int(testutil.ToFloat64(m.SessionYields)))
+}
+
+// The yield rule: a session yields on its second turn started after a
+// queued turn waited through the end of one of its turns; a head that
+// queued after the key's last turn ended, or a new head, starts the count
+// again.
+func TestPoolYieldRule(t *testing.T) {
+	p := NewPool(PoolConfig{}, nil)
+	e := &entry{key: "k", endSeq: 5}
+	later := &slotWaiter{seq: 6}
+	p.queue = []*slotWaiter{later}
+	if p.mustYieldLocked(e) || p.mustYieldLocked(e) {
+		t.Error("yielded to a head that queued after the key's last turn ended")
+	}
+	head := &slotWaiter{seq: 3}
+	p.queue = []*slotWaiter{head, later}
+	if p.mustYieldLocked(e) {
+		t.Error("yielded on the first pass")
+	}
+	if !p.mustYieldLocked(e) {
+		t.Error("did not yield on the second pass")
+	}
+	next := &slotWaiter{seq: 4}
+	p.queue = []*slotWaiter{next}
+	if p.mustYieldLocked(e) {
+		t.Error("a new head did not restart the count")
+	}
+	p.queue = nil
+	if p.mustYieldLocked(e) {
+		t.Error("yielded with nobody queued")
 	}
 }
 
