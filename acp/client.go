@@ -63,8 +63,10 @@ type Client struct {
 	deadErr  error
 
 	// bg counts NewSession's requests; late those given up but open.
-	bg   sync.WaitGroup
-	late atomic.Int32
+	// bgClosed (under mu) is set once waitBackground waits: no more requests.
+	bg       sync.WaitGroup
+	late     atomic.Int32
+	bgClosed bool
 
 	mu        sync.Mutex
 	turns     map[string]*turn  // by agent session id
@@ -256,11 +258,11 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	var handoff sync.Mutex // orders the reply against the caller giving up
 	abandoned := false
 	c.mu.Lock()
-	if err := c.Err(); err != nil {
+	if c.bgClosed {
 		c.mu.Unlock()
-		return "", fmt.Errorf("session/new: %w", err)
+		return "", fmt.Errorf("session/new: %w", c.Err())
 	}
-	c.bg.Add(1) // under c.mu: stop waits only after it has seen the client dead
+	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
 	c.mu.Unlock()
 	go func() {
 		defer c.bg.Done()
@@ -328,7 +330,8 @@ func (c *Client) lateSessions() int { return int(c.late.Load()) }
 // waitBackground waits for NewSession's requests to end; call it once the
 // client is dead and its connection closed, so they end promptly.
 func (c *Client) waitBackground() {
-	c.mu.Lock() // no NewSession adds to bg after this: it sees the client dead
+	c.mu.Lock()
+	c.bgClosed = true
 	c.mu.Unlock()
 	c.bg.Wait()
 }
