@@ -264,9 +264,9 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	}
 	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
 	c.mu.Unlock()
-	go func() {
+	// Not the caller's ctx: abandoning the request would lose the reply.
+	go func() { // #nosec G118 -- ends with the agent's answer or the connection
 		defer c.bg.Done()
-		// Not the caller's ctx: abandoning the request would lose the reply.
 		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), methodSessionNew, params)
 		sid, err := c.sessionFromReply(raw, err)
 		handoff.Lock()
