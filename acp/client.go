@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -60,6 +61,12 @@ type Client struct {
 	doneOnce sync.Once
 	done     chan struct{}
 	deadErr  error
+
+	// bg counts NewSession's requests; late those given up but open.
+	// bgClosed (under mu) is set once waitBackground waits: no more requests.
+	bg       sync.WaitGroup
+	late     atomic.Int32
+	bgClosed bool
 
 	mu        sync.Mutex
 	turns     map[string]*turn  // by agent session id
@@ -230,7 +237,12 @@ func (c *Client) rpcErr(method string, err error) error {
 	return fmt.Errorf("%s: %w", method, err)
 }
 
-// NewSession creates an agent session, bounded by InitTimeout.
+// NewSession creates an agent session, waiting for the agent's answer at
+// most InitTimeout and never past ctx. The request itself stays open until
+// the agent answers or the connection ends: the agent may still create the
+// session after we stopped waiting, and a session nobody recorded would
+// stay open on the agent for the life of the process. Such a late session
+// is closed as soon as it arrives; until then it counts in lateSessions.
 func (c *Client) NewSession(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
 	defer cancel()
@@ -238,11 +250,58 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	if m, ok := params.(map[string]any); ok && c.cwd != "" {
 		m["cwd"] = c.cwd
 	}
-	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionNew, params)
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("session/new: %w", ctx.Err())
+	type reply struct {
+		sid string
+		err error
+	}
+	ch := make(chan reply, 1)
+	var handoff sync.Mutex // orders the reply against the caller giving up
+	abandoned := false
+	c.mu.Lock()
+	if c.bgClosed {
+		c.mu.Unlock()
+		return "", fmt.Errorf("session/new: %w", c.Err())
+	}
+	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
+	c.mu.Unlock()
+	// Not the caller's ctx: abandoning the request would lose the reply.
+	go func() { // #nosec G118 -- ends with the agent's answer or the connection
+		defer c.bg.Done()
+		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), methodSessionNew, params)
+		sid, err := c.sessionFromReply(raw, err)
+		handoff.Lock()
+		if !abandoned {
+			ch <- reply{sid, err}
+			handoff.Unlock()
+			return
 		}
+		handoff.Unlock()
+		if err == nil {
+			c.log.Info("closing an agent session created after session/new was given up", "session", sid)
+			c.retire(context.Background(), sid)
+		}
+		c.late.Add(-1)
+	}()
+	select {
+	case r := <-ch:
+		return r.sid, r.err
+	case <-ctx.Done():
+	}
+	handoff.Lock()
+	defer handoff.Unlock()
+	select {
+	case r := <-ch: // answered while we gave up
+		return r.sid, r.err
+	default:
+	}
+	abandoned = true
+	c.late.Add(1)
+	return "", fmt.Errorf("session/new: %w", ctx.Err())
+}
+
+// sessionFromReply reads session/new's answer and records the session.
+func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error) {
+	if err != nil {
 		err = c.rpcErr(methodSessionNew, err)
 		var re *RPCError
 		if errors.As(err, &re) && re.Code == codeInvalidParams {
@@ -262,6 +321,19 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	c.sessions[sid] = true
 	c.mu.Unlock()
 	return sid, nil
+}
+
+// lateSessions counts session/new requests given up but not yet answered:
+// the agent may hold a session for each until it is closed.
+func (c *Client) lateSessions() int { return int(c.late.Load()) }
+
+// waitBackground waits for NewSession's requests to end; call it once the
+// client is dead and its connection closed, so they end promptly.
+func (c *Client) waitBackground() {
+	c.mu.Lock()
+	c.bgClosed = true
+	c.mu.Unlock()
+	c.bg.Wait()
 }
 
 // promptResult is a finished session/prompt.
@@ -497,7 +569,11 @@ func (c *Client) route(sid string, ev event) {
 		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "id", ev.toolID)
 		if ev.tool != "" {
 			c.mu.Lock()
-			c.lastTools[sid] = ev.tool
+			// Only for our live sessions: the session id is the agent's
+			// word, and the table must not grow with ids it makes up.
+			if c.sessions[sid] {
+				c.lastTools[sid] = ev.tool
+			}
 			c.mu.Unlock()
 		}
 	case evToolEnd:

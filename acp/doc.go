@@ -14,7 +14,8 @@
 //     started from one locked OS thread with a parent-death signal, so a
 //     bridge killed outright takes its agent with it. After a failure,
 //     Acquire waits at most UnavailableGrace for the restart, then fails
-//     fast with ErrAgentUnavailable until the agent is ready again.
+//     fast with ErrAgentUnavailable until the agent is ready again; a
+//     restart asked for with Restart is not a failure and is waited for.
 //   - Client is one initialised connection (one child generation). A stdout
 //     guard sits in front of the SDK: it drops non-JSON noise, keeps frames
 //     over 8 MiB away from the SDK (its limit is 10 MiB), answers requests
@@ -68,10 +69,17 @@
 //     the session's close, so the agent never holds more than the limit.
 //     When every session is in a turn, a turn that needs a new one waits in
 //     one FIFO queue (bounded by SessionQueue) within its own ctx; an idle
-//     session is closed, least recently used first, to make room.
+//     session is closed, least recently used first, to make room. A key
+//     whose turns arrive back to back never leaves its session idle, so
+//     once the queue's head has waited through the end of one of its turns,
+//     the key may start one more; after that its session is closed for the
+//     head and the key queues like anyone else: no caller holds slots while
+//     others wait, beyond one turn per session.
 //   - session/new runs to its end (bounded by InitTimeout) whatever the
 //     caller does; if the caller has gone, the session is still recorded
-//     for its key, so no session is ever left open unaccounted for.
+//     for its key, so no session is ever left open unaccounted for. A
+//     session the agent creates only after InitTimeout is closed when its
+//     answer arrives, and holds its slot until then.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
 //     are forgotten, least recently used first.
 //   - Health snapshots never block on a turn or on the agent.

@@ -189,7 +189,8 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	}
 	var head frameHead
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
-		g.noise.emit(hclog.Info, "agent stdout: "+string(truncateBytes(trimmed, 512)))
+		// Cleaned like stderr: legacy agents colour these tracing lines.
+		g.noise.emit(hclog.Info, "agent stdout: "+cleanLine(string(truncateBytes(trimmed, 512))))
 		return nil
 	}
 	oversize := len(trimmed) > g.sdkLine

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -251,9 +252,102 @@ func TestCleanLine(t *testing.T) {
 		{"bell\a and nul\x00", "bell and nul"},
 		{"bad \xff utf8 ✓", "bad \ufffd utf8 ✓"},
 		{"trailing escape \x1b", "trailing escape "},
+		{"a\x1b(Bb \x1b7saved\x1b8", "ab saved"},
+		{"broken \x1b[31✓ kept", "broken ✓ kept"},
+		{"esc before \x1b✓ rune", "esc before ✓ rune"},
+		{"\x1b[?25l\x1b[2Khidden cursor", "hidden cursor"},
+		{"unfinished \x1b[31", "unfinished "},
 	} {
 		if got := cleanLine(tt.in); got != tt.want {
 			t.Errorf("cleanLine(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A restart the bridge asked for (a model change) is not an outage: a turn
+// arriving while the new child starts waits for it instead of failing fast.
+func TestPlannedRestartIsNotAnOutage(t *testing.T) {
+	cfg := fakeChild("echo")
+	cfg.UnavailableGrace = time.Millisecond
+	cfg.BackoffInitial = time.Second // the restart's delay outlasts the grace by far
+	h := startHarness(t, cfg, PoolConfig{})
+	h.mustTurn("k", "before")
+	if !h.sup.Restart("model changed") {
+		t.Fatal("Restart found no ready agent")
+	}
+	testkit.WaitFor(t, 5*time.Second, "the old child's end", func() bool {
+		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")) == 1
+	})
+	if res, _, err := h.turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
+		t.Errorf("turn during the restart: %q, %v", res.Text, err)
+	}
+}
+
+// Log lines a legacy agent prints on stdout between frames reach our log
+// cleaned like its stderr: no escape codes.
+func TestChildStdoutNoiseIsCleaned(t *testing.T) {
+	h := startHarness(t, fakeChild("legacy-l0"), PoolConfig{})
+	h.mustTurn("k", "hi")
+	testkit.WaitFor(t, 5*time.Second, "a coloured stdout line", func() bool {
+		return strings.Count(h.logs.String(), "agent stdout:") >= 2
+	})
+	seen := 0
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if !strings.Contains(line, "agent stdout:") {
+			continue
+		}
+		seen++
+		if strings.ContainsAny(line, "\x1b\a\r\t") || strings.Contains(line, "[2m") {
+			t.Errorf("control characters left in %q", line)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "agent stdout: 2026-05-17T10:00:00Z  INFO zeroclaw::acp:") {
+		t.Errorf("no cleaned stdout line among %d", seen)
+	}
+}
+
+// An agent that answers session/new only after InitTimeout: the turn fails,
+// and the session the agent created late is closed instead of staying open
+// on the agent unknown to the pool.
+func TestLateSessionIsClosed(t *testing.T) {
+	cfg := fakeChild("slow-new", "ZCB_ACPTEST_DELAY=600ms")
+	cfg.InitTimeout = 200 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("turn: %v, want session/new's DeadlineExceeded", err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the late session closed", func() bool {
+		l := h.logs.String()
+		return strings.Count(l, "acptest: session/new ") == 1 && strings.Count(l, "acptest: session/close ") == 1
+	})
+	if n := h.pool.Health().Sessions; n != 0 {
+		t.Errorf("pool reports %d sessions", n)
+	}
+}
+
+// An agent announcing tool calls for sessions it never created cannot grow
+// the client's tool table: only live sessions' tools are remembered.
+func TestToolTableBoundedToLiveSessions(t *testing.T) {
+	a := newFakeAgent()
+	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		for i := range 500 {
+			_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
+				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("call-", i)), "shell")})
+		}
+		_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
+			Update: acpsdk.StartToolCall("call-own", "shell")})
+		_ = a.chunk(ctx, sid, "😊 ok")
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}
+	c := dialFake(t, a, Config{})
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
+	runPool(t, p)
+	res := turnText(t, p, "k", "hi", nil)
+	c.mu.Lock()
+	n, own := len(c.lastTools), c.lastTools[res.SessionID]
+	c.mu.Unlock()
+	if n != 1 || own != "shell" {
+		t.Errorf("tool table holds %d sessions (own %q), want only the live one", n, own)
 	}
 }

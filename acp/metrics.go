@@ -25,6 +25,9 @@ type Metrics struct {
 	// SessionWaits counts turns that queued for a session slot because
 	// every session was in a turn.
 	SessionWaits prometheus.Counter
+	// SessionYields counts sessions closed for a turn queued for a slot
+	// because their key kept them busy turn after turn.
+	SessionYields prometheus.Counter
 	// KeysForgotten counts session keys dropped to keep the key table bounded.
 	KeysForgotten prometheus.Counter
 	// PermissionUnnamed counts permission requests that named no tool, so
@@ -65,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "dotty_acp_session_waits_total",
 		Help: "Voice turns that waited for an agent session slot because every session was in a turn.",
 	})
+	m.SessionYields = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dotty_acp_session_yields_total",
+		Help: "Agent sessions handed to a turn waiting for a slot because their key kept them busy turn after turn.",
+	})
 	m.KeysForgotten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "dotty_acp_session_keys_forgotten_total",
 		Help: "Caller session keys without an agent session dropped to keep the key table bounded.",
@@ -78,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates,
-			m.SessionWaits, m.KeysForgotten, m.PermissionUnnamed)
+			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnnamed)
 	}
 	return m
 }

@@ -42,6 +42,8 @@ type Pool struct {
 	retiring map[*Client]int
 	// queue holds turns waiting for a session slot, first come first served.
 	queue []*slotWaiter
+	// seq orders turn ends against slot waits (see mustYieldLocked).
+	seq uint64
 	// rotation counts RotateAll calls; sessions created before the last one are replaced.
 	rotation int
 	last     *entry // most recently used
@@ -61,6 +63,12 @@ type entry struct {
 	turns    int
 	dead     bool // removed from the map; waiters must look again
 	rotation int  // Pool.rotation when the session was created
+	// endSeq is Pool.seq when the key's last turn ended; passedHead and
+	// passes count the turns the session served while passedHead, the
+	// head of the slot queue, kept waiting (see mustYieldLocked).
+	endSeq     uint64
+	passedHead *slotWaiter
+	passes     int
 }
 
 // NewPool returns a pool that takes agent clients from src.
@@ -175,6 +183,10 @@ func (l *leases) releaseProc() {
 
 func (l *leases) releaseEntry() {
 	if l.e != nil {
+		l.p.mu.Lock()
+		l.p.seq++
+		l.e.endSeq = l.p.seq
+		l.p.mu.Unlock()
 		<-l.e.lease
 		l.e = nil
 		l.p.kick() // its session is idle now, so a queued turn may take it
@@ -274,8 +286,9 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 		}
 		e := p.entries[key]
 		if e == nil {
-			if len(p.entries) >= p.cfg.MaxKeys {
-				p.pruneKeysLocked()
+			// Several at a time when the table grew past its bound while
+			// every key was in a turn, so it shrinks back once they end.
+			for len(p.entries) >= p.cfg.MaxKeys && p.pruneKeysLocked() {
 			}
 			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.clock.Now()}
 			p.entries[key] = e
@@ -352,15 +365,22 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 	}
 	var rotated string
 	if e.sid != "" {
-		if why := p.rotationLocked(e, now); why != "" {
+		why := p.rotationLocked(e, now)
+		if why == "" && p.mustYieldLocked(e) {
+			why = "yield"
+			p.metricAdd(func(m *Metrics) { m.SessionYields.Inc() })
+		}
+		if why != "" {
 			p.log.Info("rotating agent session", "key", e.key, "session", e.sid, "reason", why, "turns", e.turns)
 			rotated, e.sid = e.sid, ""
+			e.passedHead, e.passes = nil, 0
+			p.retiring[c]++ // with the unbinding, so its slot is never seen free while the agent holds it
 		}
 	}
 	sid, idx = e.sid, e.turns
 	p.mu.Unlock()
 	if rotated != "" {
-		p.retireAsync(c, rotated)
+		p.retireCounted(c, rotated)
 	}
 	if sid != "" {
 		return sid, idx, false, 0, nil
@@ -459,6 +479,36 @@ func (p *Pool) rotationLocked(e *entry, now time.Time) string {
 	return ""
 }
 
+// maxPasses is how many turns a session may start while the head of the
+// slot queue keeps waiting, counting from when the head has seen one of its
+// turns end, before it yields to the head. One lets a barge-in's
+// replacement turn keep its conversation even when sessions are scarce.
+const maxPasses = 1
+
+// mustYieldLocked reports whether e's session, about to serve another turn
+// for its key, must instead go to the turn at the head of the slot queue.
+// Idle sessions are evicted for queued turns, but a key whose turns arrive
+// back to back (the next one already waiting for the key when the previous
+// ends) never leaves its session idle, so a LAN client could otherwise hold
+// every slot and starve the robot until its sessions rotate. Once a queued
+// turn has waited through the end of one of e's turns, e may start
+// maxPasses more before its session is closed for the queue's head; the
+// key's turn then queues for a slot behind it like any other.
+func (p *Pool) mustYieldLocked(e *entry) bool {
+	if len(p.queue) == 0 {
+		return false
+	}
+	head := p.queue[0]
+	if head.seq > e.endSeq {
+		return false // the head queued after the key's last turn ended
+	}
+	if e.passedHead != head {
+		e.passedHead, e.passes = head, 0
+	}
+	e.passes++
+	return e.passes > maxPasses
+}
+
 // sessionLimit is the most sessions the pool keeps on c.
 func (p *Pool) sessionLimit(c *Client) int {
 	limit := p.cfg.MaxSessions
@@ -469,8 +519,11 @@ func (p *Pool) sessionLimit(c *Client) int {
 }
 
 // slotWaiter is a turn queued for a session slot; wake is signalled when a
-// slot may have freed.
-type slotWaiter struct{ wake chan struct{} }
+// slot may have freed. seq is Pool.seq when it queued.
+type slotWaiter struct {
+	wake chan struct{}
+	seq  uint64
+}
 
 // slotRecheck bounds how long a queued turn sleeps between looks at the
 // pool, so a wake-up that was never sent (the agent's own session count
@@ -525,7 +578,8 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 				p.mu.Unlock()
 				return fmt.Errorf("%w: every session is in a turn and %d turns are already waiting", ErrSessionLimit, n)
 			}
-			w = &slotWaiter{wake: make(chan struct{}, 1)}
+			p.seq++
+			w = &slotWaiter{wake: make(chan struct{}, 1), seq: p.seq}
 			p.queue = append(p.queue, w)
 			p.metricAdd(func(m *Metrics) { m.SessionWaits.Inc() })
 		}
@@ -548,7 +602,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
 func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string, ok bool) {
-	n := p.creating[c] + p.retiring[c]
+	n := p.creating[c] + p.retiring[c] + c.lateSessions()
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
 			n++
@@ -619,12 +673,11 @@ func (p *Pool) kick() {
 	}
 }
 
-// pruneKeysLocked makes room in the key table for one more key: the least
-// recently used keys with no session and no turn are forgotten (a flood of
-// new session ids must not grow the table without bound). Keys holding a
-// session or a turn stay; those are bounded by MaxSessions and by the
-// server's connection limit.
-func (p *Pool) pruneKeysLocked() {
+// pruneKeysLocked forgets the least recently used key with no session and
+// no turn, reporting whether there was one (a flood of new session ids must
+// not grow the table without bound). Keys holding a session or a turn stay;
+// those are bounded by MaxSessions and by the server's connection limit.
+func (p *Pool) pruneKeysLocked() bool {
 	var oldest *entry
 	for _, e := range p.entries {
 		if e.sid != "" || len(e.lease) > 0 {
@@ -635,12 +688,12 @@ func (p *Pool) pruneKeysLocked() {
 		}
 	}
 	if oldest == nil {
-		return
+		return false
 	}
 	select {
 	case oldest.lease <- struct{}{}:
 	default:
-		return
+		return false
 	}
 	oldest.dead = true
 	delete(p.entries, oldest.key)
@@ -649,6 +702,7 @@ func (p *Pool) pruneKeysLocked() {
 	}
 	<-oldest.lease
 	p.metricAdd(func(m *Metrics) { m.KeysForgotten.Inc() })
+	return true
 }
 
 func (p *Pool) metricAdd(f func(*Metrics)) {
@@ -667,6 +721,7 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 		var sid string
 		if victim != nil {
 			sid, victim.sid = victim.sid, ""
+			p.retiring[c]++
 		}
 		p.mu.Unlock()
 		if victim == nil {
@@ -674,19 +729,30 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 		}
 		<-victim.lease
 		p.log.Info("closing least recently used agent session to make room", "key", victim.key, "session", sid)
-		p.retireAsync(c, sid)
+		p.retireCounted(c, sid)
 		freed++
 	}
 	return freed
 }
 
 // dropSession forgets e's session sid; retire also closes it on the agent.
+// A retired session keeps its slot, counted in the same critical section
+// that unbinds it: between the two, a concurrent turn would see the slot
+// free while the agent still holds the session, and overshoot the limit.
 func (p *Pool) dropSession(e *entry, c *Client, sid string, retire bool) {
-	p.detachSession(e, c, sid)
+	p.mu.Lock()
+	if e.sid == sid && e.client == c {
+		e.sid = ""
+	}
 	if retire {
-		p.retireAsync(c, sid)
+		p.retiring[c]++
+	}
+	p.mu.Unlock()
+	if retire {
+		p.retireCounted(c, sid)
 	} else {
 		c.forget(sid)
+		p.kick()
 	}
 }
 
@@ -700,15 +766,9 @@ func (p *Pool) detachSession(e *entry, c *Client, sid string) {
 	p.kick()
 }
 
-func (p *Pool) retireAsync(c *Client, sid string) {
-	p.mu.Lock()
-	p.retiring[c]++
-	p.mu.Unlock()
-	p.retireCounted(c, sid)
-}
-
 // retireCounted closes sid on c in the background; its slot, already
-// counted in p.retiring, is given back when the close ends.
+// counted in p.retiring (under the same lock that unbound the session from
+// its key), is given back when the close ends.
 func (p *Pool) retireCounted(c *Client, sid string) {
 	p.goBackground(func() {
 		c.retire(context.Background(), sid)
@@ -743,6 +803,7 @@ func (p *Pool) reap() {
 		case e.sid != "" && idle:
 			victims = append(victims, victim{e.client, e.sid})
 			e.sid = ""
+			p.retiring[e.client]++
 		case e.sid == "" && idle:
 			e.dead = true
 			delete(p.entries, key)
@@ -755,7 +816,7 @@ func (p *Pool) reap() {
 	p.mu.Unlock()
 	for _, v := range victims {
 		p.log.Debug("closing idle agent session", "session", v.sid)
-		p.retireAsync(v.c, v.sid)
+		p.retireCounted(v.c, v.sid)
 	}
 	p.kick()
 }

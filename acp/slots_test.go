@@ -179,3 +179,135 @@ func TestPoolKeyTableBounded(t *testing.T) {
 		t.Errorf("keys forgotten %v, want at least 184", got)
 	}
 }
+
+// A key whose turns arrive back to back (each waiting on the key while the
+// previous runs) never leaves its session idle, so idle eviction alone would
+// never free it: the turn queued for a slot would wait until the session
+// rotated. The busy session yields to the queue's head instead, and the
+// hogging key's turns still all succeed, after queueing in their turn.
+func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
+	a := newFakeAgent()
+	m := NewMetrics(prometheus.NewRegistry())
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionMaxTurns: 1 << 20, Metrics: m}, dialFake(t, a, Config{}))
+	runPool(t, p)
+
+	stop := make(chan struct{})
+	var hogs sync.WaitGroup
+	var hogTurns atomic.Int32
+	for range 3 {
+		hogs.Add(1)
+		go func() {
+			defer hogs.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := p.Turn(ctx, TurnRequest{Key: "hog", Prompt: func(int) string { return "more" }})
+				cancel()
+				if err != nil {
+					t.Errorf("hog turn: %v", err)
+				}
+				hogTurns.Add(1)
+			}
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "the hog to hold the only session", func() bool { return hogTurns.Load() >= 10 })
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := p.Turn(ctx, TurnRequest{Key: fmt.Sprint("robot-", i), Prompt: func(int) string { return "my turn" }})
+		cancel()
+		if err != nil || res.Text != echoReply("my turn") {
+			t.Errorf("queued turn %d behind a busy key: %q %v", i, res.Text, err)
+		}
+	}
+	close(stop)
+	hogs.Wait()
+	// A queued turn may also have found the hog's session idle for a moment
+	// and evicted it, so the yield count is not asserted here.
+	t.Logf("%d yields", int(testutil.ToFloat64(m.SessionYields)))
+}
+
+// The yield rule: a session yields on its second turn started after a
+// queued turn waited through the end of one of its turns; a head that
+// queued after the key's last turn ended, or a new head, starts the count
+// again.
+func TestPoolYieldRule(t *testing.T) {
+	p := NewPool(PoolConfig{}, nil)
+	e := &entry{key: "k", endSeq: 5}
+	later := &slotWaiter{seq: 6}
+	p.queue = []*slotWaiter{later}
+	if p.mustYieldLocked(e) || p.mustYieldLocked(e) {
+		t.Error("yielded to a head that queued after the key's last turn ended")
+	}
+	head := &slotWaiter{seq: 3}
+	p.queue = []*slotWaiter{head, later}
+	if p.mustYieldLocked(e) {
+		t.Error("yielded on the first pass")
+	}
+	if !p.mustYieldLocked(e) {
+		t.Error("did not yield on the second pass")
+	}
+	next := &slotWaiter{seq: 4}
+	p.queue = []*slotWaiter{next}
+	if p.mustYieldLocked(e) {
+		t.Error("a new head did not restart the count")
+	}
+	p.queue = nil
+	if p.mustYieldLocked(e) {
+		t.Error("yielded with nobody queued")
+	}
+}
+
+// The key table may pass its bound while every key is in a turn (those
+// cannot be forgotten); once the turns end, the next new key brings it back
+// within the bound instead of forgetting one key per new key.
+func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, MaxKeys: 4}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	hold, release := context.WithCancel(context.Background())
+	held := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }})
+		held <- err
+	}()
+	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+	const burst = 6
+	results := make(chan error, burst)
+	for i := range burst {
+		go func() {
+			_, err := p.Turn(context.Background(), TurnRequest{Key: fmt.Sprint("burst-", i), Prompt: func(int) string { return "quick" }})
+			results <- err
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "the burst queued", func() bool { return p.queued() == burst })
+	p.mu.Lock()
+	grown := len(p.entries)
+	p.mu.Unlock()
+	if grown != burst+1 {
+		t.Fatalf("%d keys during the burst, want %d (keys in a turn are kept)", grown, burst+1)
+	}
+	release()
+	for range burst + 1 {
+		var err error
+		select {
+		case err = <-held:
+		case err = <-results:
+		case <-time.After(10 * time.Second):
+			t.Fatal("burst turns did not finish")
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("turn: %v", err)
+		}
+	}
+	turnText(t, p, "after", "quick", nil)
+	p.mu.Lock()
+	n := len(p.entries)
+	p.mu.Unlock()
+	if n > 4 {
+		t.Errorf("%d keys after the burst, bound 4", n)
+	}
+}

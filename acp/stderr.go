@@ -152,7 +152,8 @@ func stderrLevel(s string) hclog.Level {
 func cleanLine(s string) string {
 	clean := true
 	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b == 0x7f {
+		// 0xc2 0x80–0x9f is a C1 control (U+0080–U+009F) in UTF-8.
+		if b := s[i]; b < 0x20 || b == 0x7f || (b == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
 			clean = false
 			break
 		}
@@ -166,12 +167,17 @@ func cleanLine(s string) string {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == 0x1b && i+1 < len(s) && s[i+1] == '[':
-			// CSI: parameters and intermediates, then one final byte 0x40–0x7e.
+			// CSI: parameter and intermediate bytes (0x20–0x3f), then one
+			// final byte (0x40–0x7e). Anything else ends a malformed one
+			// without swallowing the text after it.
 			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
 				j++
 			}
-			i = min(j+1, len(s))
+			if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
+				j++
+			}
+			i = j
 			continue
 		case r == 0x1b && i+1 < len(s) && s[i+1] == ']':
 			// OSC: up to BEL or ESC \.
@@ -187,7 +193,16 @@ func cleanLine(s string) string {
 			}
 			continue
 		case r == 0x1b:
-			i += min(2, len(s)-i) // a two-byte escape such as ESC ( B
+			// Other escapes: intermediates (0x20–0x2f) and one final byte
+			// (0x30–0x7e), as in ESC ( B; a lone ESC goes alone.
+			j := i + 1
+			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
+				j++
+			}
+			if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
+				j++
+			}
+			i = j
 			continue
 		case r == '\t':
 			b.WriteByte(' ')

@@ -66,6 +66,9 @@ type Supervisor struct {
 	// failed agent, so later callers fail at once until it is ready.
 	failed      bool
 	unavailable bool
+	// plannedGen is the generation Restart asked to end: its end is a
+	// deliberate restart, not a failure, so callers wait for the next child.
+	plannedGen uint64
 }
 
 // NewSupervisor returns a supervisor for cfg; Run starts the agent.
@@ -83,10 +86,14 @@ func NewSupervisor(cfg Config) *Supervisor {
 // Restart replaces the running agent child with a fresh one (after a
 // config change the agent reads only at start). It reports whether a
 // ready child was there to restart; if not, the next start picks the change
-// up anyway.
+// up anyway. A requested restart is not a failure: Acquire waits for the new
+// child within its ctx instead of failing fast with ErrAgentUnavailable.
 func (s *Supervisor) Restart(reason string) bool {
 	s.mu.Lock()
 	cur := s.cur
+	if cur != nil && cur.recycle != nil {
+		s.plannedGen = cur.gen
+	}
 	s.mu.Unlock()
 	if cur == nil || cur.recycle == nil {
 		return false
@@ -230,7 +237,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		delay := b.NextBackOff()
 		s.mu.Lock()
-		s.failed = true
+		// A restart Restart asked for is not a failure: turns arriving
+		// meanwhile wait for the new child as they do for the first one.
+		if reason != "recycled" || s.plannedGen != s.gen {
+			s.failed = true
+		}
 		s.restarts++
 		s.setStateLocked(StateBackoff)
 		s.mu.Unlock()
@@ -547,6 +558,7 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 		_ = p.stderr.Close()
 		<-done
 	}
+	p.client.waitBackground() // the connection is closed, so they end now
 	closeAll(p.stdout, p.stderr)
 }
 

@@ -406,6 +406,9 @@ func TestFallbacks(t *testing.T) {
 		{"binary missing", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("start: %w: /opt/zeroclaw", acp.ErrBinaryMissing)
 		})}, nil, FallbackOffline, KindBinaryMissing},
+		{"agent unavailable", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+			return acp.TurnResult{}, fmt.Errorf("%w (last failure: exit status 1)", acp.ErrAgentUnavailable)
+		})}, nil, FallbackOffline, KindAgentUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -903,7 +906,9 @@ func TestClassify(t *testing.T) {
 		{expired, errors.New("anything"), KindTimeout, FallbackTimeout},
 		{live, fmt.Errorf("spawn: %w", acp.ErrBinaryMissing), KindBinaryMissing, FallbackOffline},
 		{live, acp.ErrAgentGone, KindException, FallbackError},
-		{live, context.DeadlineExceeded, KindException, FallbackError}, // only our own ctx decides timeouts
+		{live, fmt.Errorf("acquire: %w", acp.ErrAgentUnavailable), KindAgentUnavailable, FallbackOffline},
+		{live, fmt.Errorf("slot: %w", acp.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
+		{live, context.DeadlineExceeded, KindException, FallbackError},                    // only our own ctx decides timeouts
 	}
 	for _, tt := range tests {
 		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {

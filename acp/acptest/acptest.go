@@ -44,8 +44,9 @@
 //	                  "acptest: session/new <id>"
 //	ansi-stderr       echo, after one stderr line with ANSI colour codes, a tab, a bell
 //	                  and a carriage return
-//	grandchild        echo, after starting a hang-init copy of itself in its process
-//	                  group, reported on stderr as "acptest: grandchild <pid>"
+//	grandchild        echo, after starting an ignore-sigterm copy of itself in its
+//	                  process group (only a SIGKILL to the group ends it), reported on
+//	                  stderr as "acptest: grandchild <pid>"
 //	perm-hold         perm, but the permission wait ignores session/cancel like
 //	                  ZeroClaw's approval gate: the turn ends only once it is answered
 //

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+)
+
+// An agent that exits at once: /api/message answers the offline fallback
+// after the unavailable grace, not after the 90 s turn timeout, and the
+// next turn answers at once. Logged and counted as agent_unavailable.
+func TestBridgeBrokenAgentFailsFast(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "zeroclaw")
+	script := "#!/bin/sh\necho 'error: config file missing' >&2\nexit 1\n"
+	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil { // #nosec G306 -- a test's executable
+		t.Fatal(err)
+	}
+	p := startBridge(t, "ZEROCLAW_BIN="+agent)
+	p.health("the agent in backoff", func(h map[string]any) bool {
+		r, _ := agentOf(h)["restarts"].(float64)
+		return r >= 1
+	})
+	for i, bound := range []time.Duration{3 * time.Second, time.Second} {
+		start := time.Now()
+		code, body := p.post("/api/message", `{"content":"hi","session_id":"s"}`)
+		took := time.Since(start)
+		var out struct{ Response string }
+		if code != 200 || json.Unmarshal([]byte(body), &out) != nil || out.Response != bridge.FallbackOffline {
+			t.Fatalf("turn %d: %d %s, want the offline fallback", i, code, body)
+		}
+		if took > bound {
+			t.Errorf("turn %d answered after %v, want within %v", i, took, bound)
+		}
+		t.Logf("turn %d answered the offline fallback after %v", i, took.Round(time.Millisecond))
+	}
+	if _, metrics := p.get("/metrics"); !strings.Contains(metrics, `dotty_request_errors_total{endpoint="message",kind="agent_unavailable"} 2`) {
+		t.Errorf("agent_unavailable not counted twice:\n%s", grepLines(metrics, "dotty_request_errors_total"))
+	}
+	if !strings.Contains(p.log(), "kind=agent_unavailable") {
+		t.Error("turn failure not logged with kind=agent_unavailable")
+	}
+	if _, err := p.stop(syscall.SIGTERM); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
