@@ -81,7 +81,9 @@
 //     session the agent creates only after InitTimeout is closed when its
 //     answer arrives, and holds its slot until then.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
-//     are forgotten, least recently used first.
+//     are forgotten, least recently used first. Keys in a turn are kept, so
+//     a burst can pass the bound by the turns in flight; the next new key
+//     after them brings the table back within it.
 //   - Health snapshots never block on a turn or on the agent.
 //
 // # Lifecycle
