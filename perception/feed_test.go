@@ -139,13 +139,18 @@ func TestFeedEvictsSlowClient(t *testing.T) {
 		}
 		got <- received.Load()
 	}()
-	pad := strings.Repeat("x", 4096)
+	// Nearly 4 KiB of data per event, in values small enough that the
+	// data cap keeps them whole.
+	pad := map[string]any{}
+	for k := range 14 {
+		pad[fmt.Sprint("pad", k)] = strings.Repeat("x", 250)
+	}
 	start := time.Now()
 	for i := range 5000 {
 		for int64(i)-received.Load() > 64 { // pace to the fast reader only
 			time.Sleep(50 * time.Microsecond)
 		}
-		e.s.Ingest(ev("d", "tick", float64(i), map[string]any{"pad": pad}))
+		e.s.Ingest(ev("d", "tick", float64(i), pad))
 	}
 	elapsed := time.Since(start)
 	select {
