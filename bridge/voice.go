@@ -100,6 +100,11 @@ type VoiceConfig struct {
 // DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
 const DefaultMaxContentRunes = 16 << 10
 
+// MaxIDRunes bounds channel and session_id in code points: real callers
+// send a word and a UUID, and both are kept with every turn (the session
+// pool's key, the conversation log, the dashboard).
+const MaxIDRunes = 256
+
 func (c VoiceConfig) withDefaults() VoiceConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = 90 * time.Second
@@ -206,8 +211,13 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 		name string
 		dst  *string
 	}{{"channel", &r.channel}, {"session_id", &r.sessionID}} {
-		if raw, ok := obj[f.name]; ok && !isNull(raw) && !decodeString(raw, f.dst) {
+		raw, ok := obj[f.name]
+		switch {
+		case !ok || isNull(raw):
+		case !decodeString(raw, f.dst):
 			items = append(items, httpapi.StringType(f.name, anyValue(raw)))
+		case utf8.RuneCountInString(*f.dst) > MaxIDRunes:
+			items = append(items, httpapi.StringTooLong(f.name, *f.dst, MaxIDRunes))
 		}
 	}
 	if raw, ok := obj["metadata"]; ok && !isNull(raw) {

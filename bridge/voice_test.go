@@ -684,6 +684,9 @@ func TestValidationErrors(t *testing.T) {
 		{"two problems in field order", `{"channel":5,"session_id":true}`, `{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{"channel":5,"session_id":true}},{"type":"string_type","loc":["body","channel"],"msg":"Input should be a valid string","input":5},{"type":"string_type","loc":["body","session_id"],"msg":"Input should be a valid string","input":true}]}`},
 		{"not an object", `[1]`, `{"detail":[{"type":"model_attributes_type","loc":["body"],"msg":"Input should be a valid dictionary or object to extract fields from","input":[1]}]}`},
 		{"empty body", ``, `{"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]}`},
+		{"channel and session_id too long", `{"content":"x","channel":"` + strings.Repeat("c", MaxIDRunes+1) + `","session_id":"` + strings.Repeat("é", MaxIDRunes+1) + `"}`,
+			`{"detail":[{"type":"string_too_long","loc":["body","channel"],"msg":"String should have at most 256 characters","input":"` + strings.Repeat("c", MaxIDRunes+1) + `","ctx":{"max_length":256}},` +
+				`{"type":"string_too_long","loc":["body","session_id"],"msg":"String should have at most 256 characters","input":"` + strings.Repeat("é", MaxIDRunes+1) + `","ctx":{"max_length":256}}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -732,6 +735,11 @@ func TestValidationErrors(t *testing.T) {
 		if code, _ := env.message(t, map[string]any{"content": content}); code != 200 {
 			t.Errorf("16 384 code points of content (%d bytes): %d", len(content), code)
 		}
+	}
+	// 256 code points of session id (512 bytes here) are accepted and echoed.
+	longID := strings.Repeat("é", MaxIDRunes)
+	if code, out := env.message(t, map[string]any{"content": "x", "session_id": longID}); code != 200 || out["session_id"] != longID {
+		t.Errorf("session_id of %d code points: %d %v", MaxIDRunes, code, out["session_id"])
 	}
 	// Extra fields and non-string metadata values are ignored.
 	code, out := env.message(t, map[string]any{"content": "x", "provider": "zeroclaw", "metadata": map[string]any{"device_id": 7, "room_description": []int{1}}})

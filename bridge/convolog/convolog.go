@@ -194,7 +194,8 @@ func Clip(s string, n int) string {
 }
 
 // Encode returns r as one NDJSON line (with its newline), raw UTF-8. Its
-// request and response texts are clipped to MaxText bytes: response_len
+// strings are clipped to MaxText bytes each (the voice routes already
+// refuse long channels and session ids; other writers may not): response_len
 // still counts the whole response, and a clipped request adds request_len
 // with the whole request's length in code points.
 func Encode(r Record, loc *time.Location) ([]byte, error) {
@@ -204,8 +205,8 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 	out := record{
 		TS:           Timestamp(r.TS.In(loc)),
 		Type:         r.Type,
-		Channel:      r.Channel,
-		SessionID:    r.SessionID,
+		Channel:      Clip(r.Channel, MaxText),
+		SessionID:    Clip(r.SessionID, MaxText),
 		RequestText:  Clip(r.RequestText, MaxText),
 		ResponseLen:  utf8.RuneCountInString(r.ResponseText),
 		ResponseText: Clip(r.ResponseText, MaxText),

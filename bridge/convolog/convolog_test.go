@@ -117,6 +117,13 @@ func TestLongTurnIsClipped(t *testing.T) {
 	if !strings.Contains(string(b), `"response_len":8194,`) {
 		t.Errorf("response_len does not count the whole response: %s", b[:200])
 	}
+	// Strings other writers may send long (the voice routes refuse them)
+	// are clipped too.
+	l.Write(Record{TS: ts, Channel: long, SessionID: long})
+	b2, _ := os.ReadFile(l.Path(ts))
+	if second := b2[len(b):]; len(second) > 2*MaxText+512 || !bytes.Contains(second, []byte(`"channel":"`+clipped+`","session_id":"`+clipped+`"`)) {
+		t.Errorf("long channel and session id not clipped: %d bytes", len(second))
+	}
 	if !strings.HasSuffix(string(b), `,"request_len":8192}`+"\n") {
 		t.Errorf("clipped request has no request_len with its whole length: …%s", b[len(b)-80:])
 	}

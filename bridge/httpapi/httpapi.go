@@ -220,6 +220,18 @@ func StringType(field string, v any) ValidationItem {
 	return ValidationItem{Type: "string_type", Loc: []any{"body", field}, Msg: "Input should be a valid string", Input: v}
 }
 
+// StringTooLong is a string field whose value v has more than max code
+// points.
+func StringTooLong(field string, v any, max int) ValidationItem {
+	return ValidationItem{
+		Type:  "string_too_long",
+		Loc:   []any{"body", field},
+		Msg:   fmt.Sprintf("String should have at most %d characters", max),
+		Input: v,
+		Ctx:   map[string]any{"max_length": max},
+	}
+}
+
 // DictType is a field whose value v should have been an object.
 func DictType(field string, v any) ValidationItem {
 	return ValidationItem{Type: "dict_type", Loc: []any{"body", field}, Msg: "Input should be a valid dictionary", Input: v}

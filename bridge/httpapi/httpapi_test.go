@@ -145,6 +145,8 @@ func TestValidationItemsJSON(t *testing.T) {
 			`{"detail":[{"type":"string_type","loc":["body","content"],"msg":"Input should be a valid string","input":5}]}`},
 		{"object expected", Validation(DictType("metadata", nil)),
 			`{"detail":[{"type":"dict_type","loc":["body","metadata"],"msg":"Input should be a valid dictionary","input":null}]}`},
+		{"string too long", Validation(StringTooLong("session_id", "abcd", 3)),
+			`{"detail":[{"type":"string_too_long","loc":["body","session_id"],"msg":"String should have at most 3 characters","input":"abcd","ctx":{"max_length":3}}]}`},
 		{"malformed json", Validation(JSONInvalid(5, "unexpected end of JSON input")),
 			`{"detail":[{"type":"json_invalid","loc":["body",5],"msg":"JSON decode error","input":{},"ctx":{"error":"unexpected end of JSON input"}}]}`},
 		{"several items keep their order", Validation(StringType("content", 1), DictType("metadata", "x")),

@@ -58,9 +58,11 @@ func (b *Bus) Subscribe(buf int) (<-chan Turn, func()) {
 	}
 }
 
-// Publish delivers ev to every subscriber with room for it, its request
-// and response texts clipped like the conversation log's.
+// Publish delivers ev to every subscriber with room for it, its strings
+// clipped like the conversation log's.
 func (b *Bus) Publish(ev Turn) {
+	ev.Channel = convolog.Clip(ev.Channel, convolog.MaxText)
+	ev.SessionID = convolog.Clip(ev.SessionID, convolog.MaxText)
 	ev.RequestText = convolog.Clip(ev.RequestText, convolog.MaxText)
 	ev.ResponseText = convolog.Clip(ev.ResponseText, convolog.MaxText)
 	b.mu.Lock()

@@ -42,9 +42,9 @@ func TestPublishClipsLongTurns(t *testing.T) {
 	ch, stop := b.Subscribe(1)
 	defer stop()
 	long := strings.Repeat("é", 8<<10) // 16 KiB
-	b.Publish(Turn{RequestText: long, ResponseText: "😊 " + long})
+	b.Publish(Turn{Channel: long, SessionID: long, RequestText: long, ResponseText: "😊 " + long})
 	got := <-ch
-	for name, s := range map[string]string{"request": got.RequestText, "response": got.ResponseText} {
+	for name, s := range map[string]string{"channel": got.Channel, "session": got.SessionID, "request": got.RequestText, "response": got.ResponseText} {
 		if len(s) > convolog.MaxText || !strings.HasSuffix(s, "é…") {
 			t.Errorf("%s text kept %d bytes ending %q, want at most %d ending in é…", name, len(s), s[max(len(s)-8, 0):], convolog.MaxText)
 		}
