@@ -42,6 +42,7 @@ type limitListener struct {
 	refused  atomic.Int64
 	reported atomic.Int64 // unix nanos of the last report
 	report   func(n int64)
+	counted  func() // per connection turned away; nil: none
 }
 
 type parkedConn struct {
@@ -52,7 +53,10 @@ type parkedConn struct {
 // reportEvery spaces the connection-limit log lines.
 const reportEvery = time.Minute
 
-func newLimitListener(ln net.Listener, max, reserve int, wait time.Duration, report func(int64)) *limitListener {
+// newLimitListener wraps ln. report gets, at most once per reportEvery, how
+// many connections were turned away since the last report (for a log
+// line); counted runs for each one (for a metric). Either may be nil.
+func newLimitListener(ln net.Listener, max, reserve int, wait time.Duration, report func(int64), counted func()) *limitListener {
 	l := &limitListener{
 		Listener:    ln,
 		wait:        wait,
@@ -61,10 +65,11 @@ func newLimitListener(ln net.Listener, max, reserve int, wait time.Duration, rep
 		maxParked:   max,
 		// Every connection in the channel holds a slot, so it never holds
 		// more than max+reserve and a release never blocks.
-		conns:  make(chan net.Conn, max+reserve),
-		errs:   make(chan error),
-		done:   make(chan struct{}),
-		report: report,
+		conns:   make(chan net.Conn, max+reserve),
+		errs:    make(chan error),
+		done:    make(chan struct{}),
+		report:  report,
+		counted: counted,
 	}
 	go l.acceptLoop()
 	go l.expireLoop()
@@ -201,6 +206,11 @@ func (l *limitListener) expireLoop() {
 // turnAway closes a connection that got no slot and reports it, at most
 // once per reportEvery.
 func (l *limitListener) turnAway(c net.Conn) {
+	// Counted before the close, so whoever sees the connection end also
+	// sees it counted.
+	if l.counted != nil {
+		l.counted()
+	}
 	_ = c.Close()
 	l.refused.Add(1)
 	now := time.Now().UnixNano()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -248,6 +250,41 @@ func TestLoopbackHealthWhileLANHoldsEverySlot(t *testing.T) {
 	}
 }
 
+// On a real server: once every slot (reserve included) is held and the
+// parking list is full, a new connection is closed at once unserved, and
+// TurnedAway counts it.
+func TestConnectionLimitCountsTurnedAway(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const limit = 1
+	turned := prometheus.NewCounter(prometheus.CounterOpts{Name: "turned_away_total"})
+	s, _ := newTestServer(t, Config{MaxConns: limit, TurnedAway: turned})
+	stop := startRun(t, s)
+	for i := range limit + loopbackReserve {
+		c, r := dialServer(t, s)
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		if status, err := readStatus(c, r, 5*time.Second); err != nil || !strings.HasPrefix(status, "200") {
+			t.Fatalf("connection %d: %q %v", i, status, err)
+		}
+	}
+	// The parking list holds MaxConns. The listener accepts in the order
+	// connections were established, so parked is parked before extra comes.
+	parked, _ := dialServer(t, s)
+	// extra sends nothing: a close with an unread request would reach it
+	// as a reset instead of an end of stream.
+	extra, r := dialServer(t, s)
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Errorf("connection past a full parking list: read %v, want EOF (closed unserved)", err)
+	}
+	if n := testutil.ToFloat64(turned); n != 1 {
+		t.Errorf("turned away %v, want 1", n)
+	}
+	parked.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // lanConn is a connection whose peer is on the LAN.
 type lanConn struct{ net.Conn }
 
@@ -329,7 +366,7 @@ func TestLimitListenerClosesLateArrivals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(ln, 1, 0, time.Minute, nil)
+	l := newLimitListener(ln, 1, 0, time.Minute, nil, nil)
 	a, b := net.Pipe()
 	l.admit(lanConn{a}) // takes the only slot, never accepted
 	c, d := net.Pipe()

@@ -46,6 +46,9 @@ type Metrics struct {
 	// MemoryWritesDropped is dotty_memory_writes_dropped_total (Go only):
 	// voice memory writes refused with 503 because the queue was full.
 	MemoryWritesDropped prometheus.Counter
+	// ConnectionsTurnedAway is dotty_http_connections_turned_away_total (Go
+	// only): connections the connection limit closed without serving them.
+	ConnectionsTurnedAway prometheus.Counter
 	// SidecarFailures is dotty_sidecar_failures_total{stage} (Go only):
 	// firmware sidecar requests that failed, by stage (audio, system, stt, llm).
 	SidecarFailures *prometheus.CounterVec
@@ -136,6 +139,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_memory_writes_dropped_total",
 			Help: "Voice memory writes refused with 503 because the writer queue was full.",
 		}),
+		ConnectionsTurnedAway: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dotty_http_connections_turned_away_total",
+			Help: "Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked.",
+		}),
 		SidecarFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dotty_sidecar_failures_total",
 			Help: "Firmware sidecar requests that failed, partitioned by stage (audio, system, stt, llm).",
@@ -161,6 +168,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits,
 		m.SmartModeInvocations, m.LLMTokens,
 		m.PerceptionDropped, m.SSEEvictions, m.PerceptionDevicesEvicted, m.MemoryWritesDropped, m.SidecarFailures,
+		m.ConnectionsTurnedAway,
 	)
 	return m
 }

@@ -114,6 +114,10 @@ type Config struct {
 	// loopback peers get a few more. Past it a new connection waits for a
 	// free slot, at most readHeaderTimeout, then is closed.
 	MaxConns int
+	// TurnedAway counts connections the connection limit closed without
+	// serving them (dotty_http_connections_turned_away_total); nil counts
+	// none.
+	TurnedAway prometheus.Counter
 	// UploadPaths are more routes read under UploadTimeout, besides the
 	// photo and audio routes and /v1/listen: the firmware sidecar's path
 	// when SIDECAR_PATH moves it, so its recordings are not cut at
@@ -266,7 +270,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.addr = bound
 	s.mu.Unlock()
 
-	lim := newLimitListener(ln, s.cfg.MaxConns, loopbackReserve, readHeaderTimeout, s.connRefused)
+	var counted func()
+	if s.cfg.TurnedAway != nil {
+		counted = s.cfg.TurnedAway.Inc
+	}
+	lim := newLimitListener(ln, s.cfg.MaxConns, loopbackReserve, readHeaderTimeout, s.connRefused, counted)
 	s.e.Listener = lim
 	s.e.Server.ReadHeaderTimeout = readHeaderTimeout
 	s.e.Server.IdleTimeout = s.cfg.IdleTimeout

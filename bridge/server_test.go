@@ -158,6 +158,7 @@ var wantSeries = []seriesSpec{
 	{"dotty_sse_evictions_total", "counter", "", nil},
 	{"dotty_perception_devices_evicted_total", "counter", "", nil},
 	{"dotty_memory_writes_dropped_total", "counter", "", nil},
+	{"dotty_http_connections_turned_away_total", "counter", "", nil},
 }
 
 // childless are labelled families nothing fills yet; client_golang exports

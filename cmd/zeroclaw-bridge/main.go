@@ -342,6 +342,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		UploadTimeout: cfg.UploadTimeout,
 		MaxConns:      cfg.MaxConns,
 		UploadPaths:   []string{cfg.SidecarPath},
+		TurnedAway:    metrics.ConnectionsTurnedAway,
 	}
 	if err := errors.Join(supCfg.Validate(), poolCfg.Validate(), httpCfg.Validate()); err != nil {
 		return &usageError{err}
