@@ -351,3 +351,25 @@ func TestToolTableBoundedToLiveSessions(t *testing.T) {
 		t.Errorf("tool table holds %d sessions (own %q), want only the live one", n, own)
 	}
 }
+
+// An agent whose connection dies while its process lingers (ignoring
+// SIGTERM): the unavailable grace counts from the failure, not from the
+// end of the stop ladder, and once one turn has failed fast the next
+// fails at once even though the old child is still being stopped.
+func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
+	cfg := fakeChild("close-stdout")
+	cfg.UnavailableGrace = 300 * time.Millisecond
+	cfg.StopGrace = 3 * time.Second // the SIGTERM step alone outlasts the bounds below
+	h := startHarness(t, cfg, PoolConfig{})
+	h.waitReady()
+	for i, bound := range []time.Duration{2 * time.Second, 500 * time.Millisecond} {
+		start := time.Now()
+		_, _, err := h.turn(fmt.Sprint("k", i), "hi")
+		if !errors.Is(err, ErrAgentUnavailable) {
+			t.Fatalf("turn %d: %v, want ErrAgentUnavailable", i, err)
+		}
+		if el := time.Since(start); el > bound {
+			t.Errorf("turn %d answered after %v, want within %v", i, el, bound)
+		}
+	}
+}

@@ -137,7 +137,8 @@ func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
 		case <-ch:
 		case <-grace:
 			s.mu.Lock()
-			if s.failed && s.cur == nil {
+			// The failed child may still be on its way out (cur set but dead).
+			if s.failed && (s.cur == nil || s.cur.Err() != nil) {
 				s.unavailable = true
 			}
 			s.mu.Unlock()
@@ -237,9 +238,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		delay := b.NextBackOff()
 		s.mu.Lock()
-		// A restart Restart asked for is not a failure: turns arriving
-		// meanwhile wait for the new child as they do for the first one.
-		if reason != "recycled" || s.plannedGen != s.gen {
+		if !s.plannedLocked(s.gen, reason) {
 			s.failed = true
 		}
 		s.restarts++
@@ -261,6 +260,26 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		s.metricSet(func(m *Metrics) { m.Backoff.Set(0) })
 	}
+}
+
+// plannedLocked reports whether generation gen ended because Restart
+// asked for it. Such a restart is not a failure: turns arriving meanwhile
+// wait for the new child as they do for the first one.
+func (s *Supervisor) plannedLocked(gen uint64, reason string) bool {
+	return reason == "recycled" && s.plannedGen == gen
+}
+
+// noteFailed records that generation gen failed the moment it is known,
+// before the child's teardown (which can take StopGrace twice over), and
+// wakes Acquire's waiters: UnavailableGrace counts from the failure.
+func (s *Supervisor) noteFailed(gen uint64, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plannedLocked(gen, reason) {
+		return
+	}
+	s.failed = true
+	s.setStateLocked(s.state)
 }
 
 func (s *Supervisor) metricSet(f func(*Metrics)) {
@@ -328,6 +347,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 			reason = "unsupported"
 		}
 		log.Error("agent did not initialise", "error", err)
+		s.noteFailed(gen, reason)
 		p.stop(log, false)
 		p.report(log)
 		return reason, 0
@@ -380,6 +400,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	if !graceful {
 		// Fail in-flight turns at once; a graceful stop retires sessions first.
 		p.client.markDead(fmt.Errorf("%w: %s", ErrAgentGone, reason))
+		s.noteFailed(gen, reason)
 	}
 	p.stop(log, graceful)
 	if !graceful {

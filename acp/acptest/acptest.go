@@ -47,6 +47,8 @@
 //	grandchild        echo, after starting an ignore-sigterm copy of itself in its
 //	                  process group (only a SIGKILL to the group ends it), reported on
 //	                  stderr as "acptest: grandchild <pid>"
+//	close-stdout      echo until session/new, which closes stdout and leaves the process
+//	                  running, ignoring SIGTERM, SIGINT and stdin EOF (only SIGKILL ends it)
 //	perm-hold         perm, but the permission wait ignores session/cancel like
 //	                  ZeroClaw's approval gate: the turn ends only once it is answered
 //

@@ -50,7 +50,7 @@ func runSDK(mode string) int {
 	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &lockedWriter{w: os.Stdout}}
 	switch mode {
 	case "echo", "slow-chunks", "crash-after-init", "crash-mid-turn", "hang", "ignore-sigterm",
-		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild":
+		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild", "close-stdout":
 	default:
 		fmt.Fprintf(os.Stderr, "acptest: unknown mode %q\n", mode)
 		return 2
@@ -90,7 +90,7 @@ func runSDK(mode string) int {
 	a.conn = conn
 	a.mu.Unlock()
 	<-conn.Done()
-	if mode == "ignore-sigterm" {
+	if mode == "ignore-sigterm" || mode == "close-stdout" {
 		blockForever() // only SIGKILL ends it
 	}
 	return 0
@@ -109,6 +109,13 @@ func (a *sdkAgent) Initialize(context.Context, acpsdk.InitializeRequest) (acpsdk
 func (a *sdkAgent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
 	if a.crash {
 		os.Exit(3)
+	}
+	if a.mode == "close-stdout" {
+		// A wedged agent: its connection is gone but the process lives on
+		// and ignores the polite steps of the stop ladder.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+		_ = os.Stdout.Close()
+		blockForever()
 	}
 	if a.mode == "slow-new" {
 		// Like a real agent, it finishes creating the session even when
