@@ -373,3 +373,20 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 		}
 	}
 }
+
+// The stop ladder's SIGTERM reaches the agent's whole process group, not
+// only the agent: its helper gets the SIGTERM before any SIGKILL.
+func TestStopTermReachesAgentGroup(t *testing.T) {
+	h := startHarness(t, fakeChild("term-grandchild"), PoolConfig{})
+	h.waitReady()
+	testkit.WaitFor(t, 5*time.Second, "the helper's signal handler", func() bool {
+		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")
+	})
+	h.stop()
+	if !strings.Contains(h.logs.String(), "acptest: SIGTERM ") {
+		t.Error("the agent's helper never got SIGTERM")
+	}
+	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {
+		t.Error("the ladder had to SIGKILL an agent that exits on SIGTERM")
+	}
+}

@@ -47,6 +47,9 @@
 //	grandchild        echo, after starting an ignore-sigterm copy of itself in its
 //	                  process group (only a SIGKILL to the group ends it), reported on
 //	                  stderr as "acptest: grandchild <pid>"
+//	term-grandchild   echo, ignoring stdin EOF, after starting a term-logger copy of itself
+//	                  in its process group (reported as in grandchild); on SIGTERM it
+//	                  waits for that copy to exit, then exits
 //	close-stdout      echo until session/new, which closes stdout and leaves the process
 //	                  running, ignoring SIGTERM, SIGINT and stdin EOF (only SIGKILL ends it)
 //	perm-hold         perm, but the permission wait ignores session/cancel like
@@ -60,6 +63,8 @@
 // # Other modes (raw JSON lines, no SDK)
 //
 //	exit-1        writes "error: config file missing" to stderr and exits 1
+//	term-logger   writes "acptest: term-logger ready <pid>" to stderr, then on SIGTERM
+//	              "acptest: SIGTERM <pid>", and exits 0
 //	bigresult     generic v1; a prompt is answered by a response line over 12 MiB
 //	zeroclaw-v1   ZeroClaw 0.8.4: agentInfo zeroclaw-acp and _meta.zeroclaw in
 //	              initialize; concurrent prompts (string or blocks joined "\n\n")
@@ -147,6 +152,8 @@ func run(mode string) int {
 				return 0
 			}
 		}
+	case "term-logger":
+		return runTermLogger()
 	case "zeroclaw-v1", "bigresult":
 		return runZeroClaw(mode)
 	case "legacy-l0", "legacy-l1", "legacy-l2":

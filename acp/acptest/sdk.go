@@ -50,7 +50,7 @@ func runSDK(mode string) int {
 	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &lockedWriter{w: os.Stdout}}
 	switch mode {
 	case "echo", "slow-chunks", "crash-after-init", "crash-mid-turn", "hang", "ignore-sigterm",
-		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild", "close-stdout":
+		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild", "close-stdout", "term-grandchild":
 	default:
 		fmt.Fprintf(os.Stderr, "acptest: unknown mode %q\n", mode)
 		return 2
@@ -69,14 +69,31 @@ func runSDK(mode string) int {
 		_, _ = w.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
 		_ = w.Flush()
 	}
-	if mode == "grandchild" {
-		// A helper in the agent's process group that ignores SIGTERM and
-		// stdin EOF: only a SIGKILL to the group ends it.
+	if mode == "grandchild" || mode == "term-grandchild" {
+		// A helper in the agent's process group. grandchild's ignores
+		// SIGTERM and stdin EOF: only a SIGKILL to the group ends it.
+		// term-grandchild's logs a SIGTERM and exits; the agent, which
+		// ignores stdin EOF, then waits for it before exiting itself, so
+		// the line is written before the ladder's SIGKILL.
+		gcMode := "ignore-sigterm"
+		if mode == "term-grandchild" {
+			gcMode = "term-logger"
+		}
 		self, _ := os.Executable()
 		gc := exec.Command(self)
-		gc.Env = append(os.Environ(), ModeEnv+"=ignore-sigterm")
+		gc.Env = append(os.Environ(), ModeEnv+"="+gcMode)
+		gc.Stderr = os.Stderr
 		if err := gc.Start(); err == nil {
 			fmt.Fprintf(os.Stderr, "acptest: grandchild %d\n", gc.Process.Pid)
+			if mode == "term-grandchild" {
+				term := make(chan os.Signal, 1)
+				signal.Notify(term, syscall.SIGTERM)
+				go func() {
+					<-term
+					_ = gc.Wait()
+					os.Exit(0)
+				}()
+			}
 		}
 	}
 	if mode == "ansi-stderr" {
@@ -90,7 +107,7 @@ func runSDK(mode string) int {
 	a.conn = conn
 	a.mu.Unlock()
 	<-conn.Done()
-	if mode == "ignore-sigterm" || mode == "close-stdout" {
+	if mode == "ignore-sigterm" || mode == "close-stdout" || mode == "term-grandchild" {
 		blockForever() // only SIGKILL ends it
 	}
 	return 0
@@ -370,4 +387,14 @@ func (a *sdkAgent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConf
 
 func (a *sdkAgent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+}
+
+// runTermLogger waits for SIGTERM, reports it on stderr and exits.
+func runTermLogger() int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fmt.Fprintf(os.Stderr, "acptest: term-logger ready %d\n", os.Getpid())
+	<-term
+	fmt.Fprintf(os.Stderr, "acptest: SIGTERM %d\n", os.Getpid())
+	return 0
 }
