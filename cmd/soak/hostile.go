@@ -35,17 +35,16 @@ const (
 type hostileStats struct {
 	turns, turnsOK atomic.Int64
 
-	floodPosts  statusCount // distinct device ids at full speed
-	bigPosts    statusCount // 1 MiB and 60 KiB data events
-	sseChurn    statusCount // feed clients connecting and vanishing
-	feedBurst   statusCount // 5 000 feed clients at once
-	pollers     statusCount // vision long-poll waiters
-	idleOpened  atomic.Int64
-	idleClosed  atomic.Int64 // closed by the bridge while we held them
-	slowOpened  atomic.Int64
-	slowCut     atomic.Int64 // slow-body connections the bridge ended
-	healthCount atomic.Int64
-	burst       int // feed-burst size (smaller when the file limit is low)
+	floodPosts statusCount // distinct device ids at full speed
+	bigPosts   statusCount // 1 MiB and 60 KiB data events
+	sseChurn   statusCount // feed clients connecting and vanishing
+	feedBurst  statusCount // 5 000 feed clients at once
+	pollers    statusCount // vision long-poll waiters
+	idleOpened atomic.Int64
+	idleClosed atomic.Int64 // closed by the bridge while we held them
+	slowOpened atomic.Int64
+	slowCut    atomic.Int64 // slow-body connections the bridge ended
+	burst      int          // feed-burst size (smaller when the file limit is low)
 
 	mu         sync.Mutex
 	healthLat  []time.Duration
@@ -166,7 +165,7 @@ func runHostile(o options) (string, error) {
 		}
 	}
 
-	spawn(1, func(ctx context.Context, _ int) { healthProbe(ctx, ops, b.URL, st) })
+	spawn(1, func(ctx context.Context, _ int) { healthProbe(ctx, b.URL, st) })
 	spawn(1, func(ctx context.Context, _ int) { rssSampler(ctx, b.PID, st) })
 	spawn(hostileConvos, func(ctx context.Context, i int) { conversation(ctx, voice, b.URL, i, st) })
 	time.Sleep(time.Second) // the conversations' connections are up before the abuse
@@ -256,7 +255,7 @@ func raiseFileLimit() uint64 {
 // /health every 50 ms on a kept-alive connection, as an operator's scraper
 // would from outside: measured from this process, the latency would also
 // count the scheduling delays of the thousands of abuser goroutines here.
-func healthProbe(ctx context.Context, _ *http.Client, base string, st *hostileStats) {
+func healthProbe(ctx context.Context, base string, st *hostileStats) {
 	self, err := os.Executable()
 	if err != nil {
 		st.problem("probe: %v", err)
@@ -284,7 +283,6 @@ func healthProbe(ctx context.Context, _ *http.Client, base string, st *hostileSt
 	for sc.Scan() {
 		line := sc.Text()
 		if d, err := time.ParseDuration(line); err == nil {
-			st.healthCount.Add(1)
 			st.mu.Lock()
 			st.healthLat = append(st.healthLat, d)
 			st.mu.Unlock()
