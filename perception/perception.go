@@ -165,10 +165,6 @@ func (s *Service) logEviction(device string) {
 // States is the per-device state store.
 func (s *Service) States() *States { return s.states }
 
-// UseSenses connects the camera and microphone caches (the vision
-// package) to the perception block. Call it before serving.
-func (s *Service) UseSenses(x Senses) { s.cfg.Senses = x }
-
 // Household is the roster the consumers use (HOUSEHOLD_YAML_PATH).
 func (s *Service) Household() *Household { return s.consumers.house }
 

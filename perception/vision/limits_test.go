@@ -5,17 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
 // A device evicted from perception's table loses its cached descriptions
 // and its long-poll waiters get their 404 at once.
 func TestEvictedDeviceWaitersGet404(t *testing.T) {
-	e := newEnv(t, nil)
-	p := perception.New(perception.Config{MaxDevices: 2, Clock: e.clock, Consumers: perception.DefaultConsumers(), Logger: hclog.NewNullLogger()})
-	p.UseSenses(e.s)
+	e := newEnvWith(t, nil, func(c *perception.Config) { c.MaxDevices = 2 })
+	p := e.p
 	p.Ingest(perception.Event{DeviceID: "old", Name: "face_detected"})
 	e.upload(t, "/api/audio/explain", "old", "", []byte("RIFF"), "audio/wav")
 	poll := e.poll(t, "old")
@@ -76,12 +73,8 @@ func TestLongPollCapAndValidation(t *testing.T) {
 // both vision's cache and perception's recent rings at the bound.
 func TestDeviceFloodAcrossPerceptionAndVision(t *testing.T) {
 	const limit = 16
-	e := newEnv(t, func(c *Config) { c.MaxDevices = limit })
-	cons := perception.DefaultConsumers()
-	cons.HouseholdPath = e.house
-	p := perception.New(perception.Config{MaxDevices: limit, Clock: e.clock, Consumers: cons, Logger: hclog.NewNullLogger()})
-	p.UseSenses(e.s)
-	e.s.UsePerception(p)
+	e := newEnvWith(t, func(c *Config) { c.MaxDevices = limit }, func(c *perception.Config) { c.MaxDevices = limit })
+	p := e.p
 
 	var polls []<-chan [2]string
 	for i := range 4 {

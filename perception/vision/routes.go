@@ -237,7 +237,7 @@ func (s *Service) latest(c echo.Context) error {
 }
 
 // Waiters reports how many long-polls wait for device (for tests and /health).
-func (s *Service) Waiters(device string) int {
+func (s *Cache) Waiters(device string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.waiters[device])

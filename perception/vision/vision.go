@@ -74,6 +74,9 @@ type Config struct {
 	// MaxDevices bounds the per-device caches (PERCEPTION_MAX_DEVICES, 256);
 	// a new device past it replaces the oldest entry.
 	MaxDevices int
+	// Cache is shared with perception and tier1; nil builds one from
+	// MaxDevices and Clock.
+	Cache *Cache
 	// MaxWaiters bounds concurrent /api/vision/latest long-polls
 	// (VISION_MAX_WAITERS, 128); past it a poll gets 503.
 	MaxWaiters int
@@ -102,7 +105,8 @@ type entry struct {
 	source   string
 }
 
-// Service is the vision feature.
+// Service is the vision feature: the explain, latest and audio routes
+// over a Cache of descriptions.
 type Service struct {
 	cfg    Config
 	log    hclog.Logger
@@ -110,11 +114,47 @@ type Service struct {
 	vision *modelClient
 	audio  *modelClient
 
+	*Cache
+}
+
+// CacheConfig configures a Cache.
+type CacheConfig struct {
+	// MaxDevices bounds each of the two caches (PERCEPTION_MAX_DEVICES,
+	// 256); a new device past it replaces the least recently stored one.
+	MaxDevices int
+	// Clock stamps and ages the entries; nil is the real clock.
+	Clock clockwork.Clock
+}
+
+// Cache holds each device's latest camera and microphone descriptions and
+// the long-polls waiting for the next photo. It is its own value, built
+// before perception and the vision routes, because both read it: the
+// prompt's perception block and take_photo read it, the routes fill it,
+// and perception's device table empties it for an evicted device.
+type Cache struct {
+	clock clockwork.Clock
+
 	mu      sync.Mutex
 	images  *lru.Cache[string, entry]
 	sounds  *lru.Cache[string, entry]
 	waiters map[string][]chan bool // true: a result arrived; false: the device was forgotten
 	nWait   int
+}
+
+// NewCache returns an empty cache.
+func NewCache(cfg CacheConfig) *Cache {
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.MaxDevices <= 0 {
+		cfg.MaxDevices = perception.DefaultMaxDevices
+	}
+	return &Cache{
+		clock:   cfg.Clock,
+		images:  lru.New[string, entry](cfg.MaxDevices),
+		sounds:  lru.New[string, entry](cfg.MaxDevices),
+		waiters: map[string][]chan bool{},
+	}
 }
 
 // New returns the service.
@@ -149,22 +189,20 @@ func New(cfg Config) *Service {
 	if cfg.Audio.Timeout <= 0 {
 		cfg.Audio.Timeout = 20 * time.Second
 	}
+	cache := cfg.Cache
+	if cache == nil {
+		cache = NewCache(CacheConfig{MaxDevices: cfg.MaxDevices, Clock: cfg.Clock})
+	}
 	return &Service{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		vision: newModelClient(cfg.Vision), audio: newModelClient(cfg.Audio),
-		images:  lru.New[string, entry](cfg.MaxDevices),
-		sounds:  lru.New[string, entry](cfg.MaxDevices),
-		waiters: map[string][]chan bool{},
+		Cache: cache,
 	}
 }
 
-// UsePerception connects the perception service (room-view moods and
-// identities, audio_captioned events). Call it before serving.
-func (s *Service) UsePerception(p Perception) { s.cfg.Perception = p }
-
 // Freshest returns the newest non-empty camera description of any device
 // and its age (take_photo).
-func (s *Service) Freshest() (string, time.Duration, bool) {
+func (s *Cache) Freshest() (string, time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -183,7 +221,7 @@ func (s *Service) Freshest() (string, time.Duration, bool) {
 
 // Fresh returns a device's camera description if at most 60 s old and its
 // audio description if at most 120 s old (the prompt's perception block).
-func (s *Service) Fresh(device string) (vision, audio string) {
+func (s *Cache) Fresh(device string) (vision, audio string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -201,14 +239,14 @@ const DefaultMaxWaiters = 128
 
 // storeImage caches a description, wakes the device's waiters and purges
 // old entries.
-func (s *Service) storeImage(device string, e entry) {
+func (s *Cache) storeImage(device string, e entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.storeLocked(s.images, device, e, VisionTTL)
 	s.wakeLocked(device, true)
 }
 
-func (s *Service) storeSound(device string, e entry) {
+func (s *Cache) storeSound(device string, e entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.storeLocked(s.sounds, device, e, AudioTTL)
@@ -218,7 +256,7 @@ func (s *Service) storeSound(device string, e entry) {
 // ttl (the cache is in store order, so they are at its old end). A new
 // device past MaxDevices replaces the least recently stored one: uploads
 // can name devices perception never saw, so the cache keeps its own bound.
-func (s *Service) storeLocked(m *lru.Cache[string, entry], device string, e entry, ttl time.Duration) {
+func (s *Cache) storeLocked(m *lru.Cache[string, entry], device string, e entry, ttl time.Duration) {
 	for {
 		d, old, ok := m.Oldest()
 		if !ok || e.at.Sub(old.at) <= ttl {
@@ -231,7 +269,7 @@ func (s *Service) storeLocked(m *lru.Cache[string, entry], device string, e entr
 
 // wakeLocked tells device's long-poll waiters a result arrived (true) or
 // the device was forgotten (false).
-func (s *Service) wakeLocked(device string, result bool) {
+func (s *Cache) wakeLocked(device string, result bool) {
 	for _, w := range s.waiters[device] {
 		select {
 		case w <- result:
@@ -242,7 +280,7 @@ func (s *Service) wakeLocked(device string, result bool) {
 
 // Forget drops a device's cached descriptions and sends its long-poll
 // waiters their 404 (the device was evicted from perception's table).
-func (s *Service) Forget(device string) {
+func (s *Cache) Forget(device string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.images.Remove(device)

@@ -84,24 +84,35 @@ type env struct {
 
 func newEnv(t *testing.T, edit func(*Config)) *env {
 	t.Helper()
+	return newEnvWith(t, edit, nil)
+}
+
+// newEnvWith is newEnv with the perception service's config edited too;
+// perception and the routes share one cache, as in the bridge.
+func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perception.Config)) *env {
+	t.Helper()
 	e := &env{model: newModelFake(t), clock: clockwork.NewFakeClockAt(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))}
 	e.house = filepath.Join(t.TempDir(), "household.yaml")
-	cons := perception.DefaultConsumers()
-	cons.HouseholdPath = e.house
-	e.p = perception.New(perception.Config{Consumers: cons, Clock: e.clock, Logger: hclog.NewNullLogger()})
 	cfg := Config{
-		Vision:     Model{URL: e.model.URL + "/v1/chat/completions", Model: "vlm-1", APIKey: "sk-vision"},
-		Audio:      Model{URL: e.model.URL + "/v1/chat/completions", Model: "ear-1", APIKey: "sk-audio"},
-		KidMode:    e.kid.Load,
-		Household:  e.p.Household(),
-		Perception: e.p,
-		MaxUpload:  1 << 20,
-		Clock:      e.clock,
-		Logger:     hclog.NewNullLogger(),
+		Vision:    Model{URL: e.model.URL + "/v1/chat/completions", Model: "vlm-1", APIKey: "sk-vision"},
+		Audio:     Model{URL: e.model.URL + "/v1/chat/completions", Model: "ear-1", APIKey: "sk-audio"},
+		KidMode:   e.kid.Load,
+		MaxUpload: 1 << 20,
+		Clock:     e.clock,
+		Logger:    hclog.NewNullLogger(),
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
+	cfg.Cache = NewCache(CacheConfig{MaxDevices: cfg.MaxDevices, Clock: e.clock})
+	cons := perception.DefaultConsumers()
+	cons.HouseholdPath = e.house
+	pcfg := perception.Config{Consumers: cons, Senses: cfg.Cache, Clock: e.clock, Logger: hclog.NewNullLogger()}
+	if editPerception != nil {
+		editPerception(&pcfg)
+	}
+	e.p = perception.New(pcfg)
+	cfg.Household, cfg.Perception = e.p.Household(), e.p
 	e.s = New(cfg)
 	ech := echo.New()
 	ech.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
