@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,8 +17,8 @@ import (
 )
 
 // execCmd runs a command and returns its combined output.
-func execCmd(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput() // #nosec G204 -- systemctl with a unit name from the operator's configuration
+func execCmd(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput() // #nosec G204 -- systemctl with a unit name from the operator's configuration
 	return string(out), err
 }
 

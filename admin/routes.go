@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -75,44 +76,101 @@ type Config struct {
 	// rotates sessions after a persona change. Nil skips.
 	Agent    Agent
 	Sessions Sessions
-	// RestartUnit restarts another daemon's unit (discord); nil runs
-	// `systemctl restart <unit>` two seconds later.
+	// RestartUnit restarts another daemon's unit (discord); nil queues it
+	// for Run, which runs `systemctl restart <unit>` RestartDelay later.
 	RestartUnit func(unit string)
+	// RestartDelay lets the HTTP answer reach the caller before the unit
+	// restarts (2 s).
+	RestartDelay time.Duration
+	// Clock times RestartDelay; nil is the real clock.
+	Clock clockwork.Clock
 
 	Logger hclog.Logger
 }
 
-// Handler serves /admin/*.
+// Validate reports settings the routes cannot run with.
+func (c Config) Validate() error {
+	if c.RestartDelay < 0 {
+		return fmt.Errorf("unit restart delay %s is negative", c.RestartDelay)
+	}
+	return nil
+}
+
+// Handler serves /admin/* and, in Run, does the work that outlives a
+// request: the start-up Tier1Slim push and delayed unit restarts.
 type Handler struct {
 	cfg Config
 	log hclog.Logger
 
 	modelMu sync.Mutex // serialises config.toml edits
+
+	// restarts queues units for Run; a full queue drops the request with
+	// a log line (the operator can ask again), so a handler never waits.
+	restarts chan string
+	// exec runs a command; tests replace it.
+	exec func(ctx context.Context, name string, args ...string) (string, error)
 }
 
-// NewHandler returns the /admin routes.
+// restartQueue bounds unit restarts waiting for Run.
+const restartQueue = 4
+
+// NewHandler returns the /admin routes; Run does their background work.
 func NewHandler(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.RestartUnit == nil {
-		log := cfg.Logger
-		cfg.RestartUnit = func(unit string) {
-			go func() {
-				time.Sleep(2 * time.Second)
-				out, err := execCmd("systemctl", "restart", unit)
-				if err != nil {
-					log.Error("restarting a unit failed", "unit", unit, "error", err, "output", out)
-				}
-			}()
-		}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.RestartDelay <= 0 {
+		cfg.RestartDelay = 2 * time.Second
+	}
+	h := &Handler{cfg: cfg, log: cfg.Logger, restarts: make(chan string, restartQueue), exec: execCmd}
+	if h.cfg.RestartUnit == nil {
+		h.cfg.RestartUnit = h.queueRestart
 	}
 	if cfg.Workspace != "" {
 		if n := removeStaleTemps(cfg.Workspace); n > 0 {
 			cfg.Logger.Info("removed temporary persona files a crash left behind", "count", n)
 		}
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger}
+	return h
+}
+
+// queueRestart hands a unit restart to Run without waiting.
+func (h *Handler) queueRestart(unit string) {
+	select {
+	case h.restarts <- unit:
+	default:
+		h.log.Warn("unit restart not queued: too many restarts pending", "unit", unit)
+	}
+}
+
+// Run pushes smart mode's model to xiaozhi when it uses Tier1Slim, then
+// restarts queued units, each RestartDelay after it was asked for, until
+// ctx ends; a restart still waiting then is dropped with a log line.
+func (h *Handler) Run(ctx context.Context) error {
+	if h.Tier1Slim() && h.cfg.Modes != nil {
+		h.PushTier1Slim(ctx, h.cfg.Modes.SmartMode())
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case unit := <-h.restarts:
+			t := h.cfg.Clock.NewTimer(h.cfg.RestartDelay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				h.log.Warn("shutting down before a unit restart", "unit", unit)
+				return nil
+			case <-t.Chan():
+			}
+			if out, err := h.exec(ctx, "systemctl", "restart", unit); err != nil {
+				h.log.Error("restarting a unit failed", "unit", unit, "error", err, "output", out)
+			}
+		}
+	}
 }
 
 // Routes mounts /admin/* behind the loopback guard.

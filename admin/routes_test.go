@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -50,6 +52,7 @@ type adminEnv struct {
 	agent *fakeAgent
 	units []string
 	cfg   Config
+	h     *Handler
 }
 
 func newAdminEnv(t *testing.T, edit func(*Config)) *adminEnv {
@@ -81,7 +84,8 @@ func newAdminEnv(t *testing.T, edit func(*Config)) *adminEnv {
 	}
 	a.e = echo.New()
 	a.e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-	NewHandler(a.cfg).Routes(a.e)
+	a.h = NewHandler(a.cfg)
+	a.h.Routes(a.e)
 	return a
 }
 
@@ -538,5 +542,61 @@ func TestAdminRefusesBrowserRequests(t *testing.T) {
 		if code, body := a.do("/admin/kid-mode", `{"enabled":true}`, "127.0.0.1:5555", ok...); code != 200 {
 			t.Errorf("%v: %d %s", ok, code, body)
 		}
+	}
+}
+
+// Run restarts a queued unit RestartDelay after it was asked for, and a
+// restart still waiting at shutdown is dropped rather than run late.
+func TestRunRestartsQueuedUnits(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	a := newAdminEnv(t, func(c *Config) { c.RestartUnit, c.Clock = nil, clk })
+	ran := make(chan string, 4)
+	a.h.exec = func(_ context.Context, name string, args ...string) (string, error) {
+		ran <- strings.Join(append([]string{name}, args...), " ")
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.h.Run(runCtx) }()
+
+	a.h.cfg.RestartUnit("zeroclaw-discord")
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal("Run never waited for the restart delay:", err)
+	}
+	clk.Advance(2*time.Second - time.Millisecond)
+	select {
+	case got := <-ran:
+		t.Fatalf("%q ran before the delay was over", got)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case got := <-ran:
+		if got != "systemctl restart zeroclaw-discord" {
+			t.Errorf("ran %q", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the restart never ran")
+	}
+
+	a.h.cfg.RestartUnit("zeroclaw-discord")
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after its context ended")
+	}
+	select {
+	case got := <-ran:
+		t.Errorf("%q ran after shutdown", got)
+	default:
 	}
 }

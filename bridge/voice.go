@@ -133,12 +133,17 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 	return c
 }
 
-// Validate reports an unusable configuration.
+// Validate reports settings the routes cannot run with. The agent is a
+// dependency, not a setting: NewVoice panics without one.
 func (c VoiceConfig) Validate() error {
-	if c.Agent == nil {
-		return errors.New("voice routes need an agent")
+	var errs []error
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("voice turn timeout %s is negative", c.Timeout))
 	}
-	return nil
+	if c.MaxSentences < 0 {
+		errs = append(errs, fmt.Errorf("sentence cap %d is negative", c.MaxSentences))
+	}
+	return errors.Join(errs...)
 }
 
 // Voice serves POST /api/message and /api/message/stream for xiaozhi's
@@ -151,6 +156,9 @@ type Voice struct {
 
 // NewVoice returns the voice handlers.
 func NewVoice(cfg VoiceConfig) *Voice {
+	if cfg.Agent == nil {
+		panic("bridge: NewVoice needs VoiceConfig.Agent")
+	}
 	cfg = cfg.withDefaults()
 	v := &Voice{cfg: cfg, log: cfg.Logger}
 	v.pipeline = emoji.Pipeline{MaxSentences: cfg.MaxSentences, OnHit: v.filterHit}

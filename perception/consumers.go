@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,32 @@ func DefaultConsumers() Consumers {
 		PurrAudioPath: "bridge/assets/purr.opus", PurrCooldown: 5 * time.Second, PurrDuration: 2 * time.Second,
 		HouseholdPath: "~/.zeroclaw/household.yaml",
 	}
+}
+
+// validate reports hours outside a day and negative durations or sizes.
+func (c Consumers) validate() error {
+	var errs []error
+	for name, h := range map[string]int{"greeting start hour": c.GreetHourStart, "greeting end hour": c.GreetHourEnd} {
+		if h < 0 || h > 24 {
+			errs = append(errs, fmt.Errorf("%s %d is outside 0-24", name, h))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"greeting interval": c.GreetMinInterval, "named greeting interval": c.NameGreetMinInterval,
+		"named greeting quiet time": c.NameGreetQuiet, "identity ttl": c.IdentityTTL,
+		"identity refresh interval": c.RefreshInterval, "identity refresh quiet time": c.RefreshQuiet,
+		"face-lost abort window": c.AbortWindow, "face-lost abort grace": c.AbortGrace,
+		"sound turn cooldown": c.SoundTurnCooldown, "purr cooldown": c.PurrCooldown, "purr duration": c.PurrDuration,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
+		}
+	}
+	if c.QueueSize < 0 {
+		errs = append(errs, fmt.Errorf("consumer queue size %d is negative", c.QueueSize))
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 func (c Consumers) withDefaults() Consumers {

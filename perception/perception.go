@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,6 +55,21 @@ type Config struct {
 	DevicesEvicted  prometheus.Counter     // dotty_perception_devices_evicted_total
 
 	Logger hclog.Logger
+}
+
+// Validate reports settings no service can run with, joined.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxDevices < 0 {
+		errs = append(errs, fmt.Errorf("perception device limit %d is negative", c.MaxDevices))
+	}
+	if c.MaxFeedClients < 0 {
+		errs = append(errs, fmt.Errorf("perception feed client limit %d is negative", c.MaxFeedClients))
+	}
+	if c.Keepalive < 0 {
+		errs = append(errs, fmt.Errorf("perception feed keepalive %s is negative", c.Keepalive))
+	}
+	return errors.Join(append(errs, c.Consumers.validate())...)
 }
 
 // Senses gives the freshest camera and microphone descriptions of a device.

@@ -85,6 +85,9 @@ type Handler struct {
 
 // New returns the handler.
 func New(cfg Config) *Handler {
+	if cfg.Memory == nil {
+		panic("tier1: New needs Config.Memory")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -103,11 +106,9 @@ func New(cfg Config) *Handler {
 	return &Handler{cfg: cfg, log: cfg.Logger, thinker: newThinker(cfg.Thinker), songs: &songCache{now: cfg.now}}
 }
 
-// Validate reports an unusable configuration.
+// Validate reports settings the routes cannot run with. The memory is a
+// dependency, not a setting: New panics without one.
 func (c Config) Validate() error {
-	if c.Memory == nil {
-		return errors.New("tier1 routes need the voice memory")
-	}
 	return c.Thinker.validate()
 }
 

@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -51,6 +52,18 @@ type Config struct {
 	MaxClients int
 	// Logger gets debug lines about dropped clients (nil: discard).
 	Logger hclog.Logger
+}
+
+// Validate reports settings the dashboard cannot run with, joined.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxClients < 0 {
+		errs = append(errs, fmt.Errorf("dashboard client limit %d is negative", c.MaxClients))
+	}
+	if c.Heartbeat < 0 {
+		errs = append(errs, fmt.Errorf("dashboard heartbeat %s is negative", c.Heartbeat))
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultMaxClients is the default bound on turn-feed clients.

@@ -18,119 +18,51 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
 
 // config is the bridge's whole configuration, parsed from flags and the
-// environment by parseConfig. Only package main parses; components get
-// their own typed Configs built from it in serve.
+// environment by parseConfig. Each setting lands in the Config of the
+// component that owns it; serve only adds what is built at run time (the
+// logger, metrics, the components each one depends on) and copies the few
+// settings several components share (TZ, the device bound, the alias, the
+// API key fallbacks).
 type config struct {
-	Host string
-	Port int
+	HTTP        bridge.Config
+	Agent       agentChoice
+	ACP         acp.Config
+	Permissions acp.Policy
+	Pool        acp.PoolConfig
+	Voice       bridge.VoiceConfig
+	Modes       admin.ModesConfig
+	ConvoLog    convolog.Config
+	Periphery   periphery.Config
+	Xiaozhi     xiaozhi.Config
+	Memory      memstore.Config
+	Tier1       tier1.Config
+	Perception  perception.Config
+	Vision      vision.Config
+	UI          ui.Config
+	Admin       admin.Config
+	Sidecar     sidecar.Config
+	Keys        apiKeys
 
-	IdleTimeout   time.Duration
-	BodyTimeout   time.Duration
-	UploadTimeout time.Duration
-	MaxConns      int
+	// TZ is the zone of every component that formats local time.
+	TZ *time.Location
+	// ToolAllowList is the file behind /admin/safety's allow list.
+	ToolAllowList string
 
-	ZeroclawBin      string   // empty: look for zeroclaw, else the demo agent
-	ZeroclawArgs     []string // extra agent arguments after "acp"
-	Timeout          time.Duration
-	InitTimeout      time.Duration
-	SessionIdle      time.Duration
-	SessionMaxTurns  int
-	SessionMaxAge    time.Duration
-	MaxSessions      int
-	SessionQueue     int
-	UnavailableGrace time.Duration
-	SessionKey       acp.SessionKeyMode
-	AgentAlias       string
-	SessionCwd       string
-	CancelGrace      time.Duration
-	PermAllow        []string
-	PermDeny         []string
-	KidMode          bool
-	KidStatePath     string
-	SmartStatePath   string
-
-	MaxSentences int
-	TZ           *time.Location
-	ConvoLogDir  string
-
-	WeatherLocation string
-	WeatherURL      string
-	WeatherTTL      time.Duration
-	CalendarIDs     []string
-	CalendarSAPath  string
-	GWSBin          string
-	CalendarTTL     time.Duration
-	CalendarPoll    time.Duration
-	HouseholdBucket string
-	PersonPrefix    *regexp.Regexp
-
-	XiaozhiHost    string
-	XiaozhiPort    int
-	AdminToken     string
-	MemoryDB       string
-	ThinkerURL     string
-	ThinkerModel   string
-	ThinkerTimeout time.Duration
-	SongAssetBase  string
-
-	Consumers      perception.Consumers
 	legacyGreetMin *time.Duration // FACE_GREET_COOLDOWN_SEC, used when FACE_GREET_MIN_INTERVAL_SEC is unset
-
-	DashboardUser string
-
-	MaxDevices       int
-	FeedMaxClients   int
-	DashboardClients int
-	VisionMaxWaiters int
-	DashboardPass    string
-
-	VoiceProvider   string
-	SmartModel      string
-	LocalURL        string
-	LocalModel      string
-	LocalAPIKey     string
-	CloudURL        string
-	CloudAPIKey     string
-	OpenRouterKey   string
-	DefaultModel    string
-	LocalProfileKey string
-	CloudProfileKey string
-	Workspace       string
-	VoiceCfg        string
-	VoiceUnit       string
-	DiscordCfg      string
-	DiscordUnit     string
-	ToolAllowList   string
-
-	SidecarPath         string
-	SidecarToken        string
-	SidecarAllowNoToken bool
-	SidecarPersonas     string
-	SidecarPersona      string
-	SidecarDeadline     time.Duration
-	STTURL              string
-	STTModel            string
-	STTAPIKey           string
-	STTLanguage         string
-	STTTimeout          time.Duration
-
-	VisionModel      string
-	VisionAPIKey     string
-	VisionAPIURL     string
-	VisionTimeout    time.Duration
-	VLMModel         string
-	VLMAPIKey        string
-	VLMAPIURL        string
-	AudioModel       string
-	AudioAPIKey      string
-	AudioAPIURL      string
-	AudioTimeout     time.Duration
-	RoomViewCooldown time.Duration
-	TalkKickoffGrace time.Duration
 
 	LogLevel  hclog.Level
 	LogFormat string
@@ -142,6 +74,25 @@ type config struct {
 	// flag ("-port"), the variable ("PORT") or "default".
 	raw    map[string]string
 	origin map[string]string
+}
+
+// agentChoice is what selects the agent child: ZEROCLAW_BIN (empty: look
+// for zeroclaw, else the demo agent) and ZEROCLAW_ARGS (after "acp").
+type agentChoice struct {
+	Bin  string
+	Args []string
+}
+
+// apiKeys are the settings that fall back on one another, resolved in
+// serve: a key left unset takes the next one's value.
+type apiKeys struct {
+	OpenRouter string // OPENROUTER_API_KEY: the last fallback of every cloud key
+	Cloud      string // TIER1SLIM_CLOUD_API_KEY
+	Vision     string // VISION_API_KEY
+	Audio      string // AUDIO_CAPTION_API_KEY
+	VLM        string // VLM_API_KEY
+	VLMModel   string // VLM_MODEL, over VISION_MODEL
+	VLMURL     string // VLM_API_URL, over VISION_API_URL
 }
 
 // setting is one row of the configuration table: an environment variable,
@@ -190,71 +141,71 @@ const (
 // settings is every setting, in the order of -h and docs/configuration.md.
 var settings = []setting{
 	{env: "BRIDGE_HOST", def: "0.0.0.0", help: "listen host",
-		parse: func(c *config, v string) error { c.Host = v; return nil }},
+		parse: func(c *config, v string) error { c.HTTP.Host = v; return nil }},
 	{env: "PORT", def: "8080", help: "listen port; 0 picks a free port",
-		parse: func(c *config, v string) error { return parseInt(&c.Port, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.HTTP.Port, v) }},
 	{env: "BRIDGE_IDLE_TIMEOUT", def: "90", help: "seconds a kept-alive connection may sit with no request before it is closed",
-		parse: func(c *config, v string) error { return parseSeconds(&c.IdleTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.IdleTimeout, v) }},
 	{env: "BRIDGE_BODY_TIMEOUT", def: "10", help: "seconds a client has to send a JSON request body in full",
-		parse: func(c *config, v string) error { return parseSeconds(&c.BodyTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.BodyTimeout, v) }},
 	{env: "BRIDGE_UPLOAD_TIMEOUT", def: "60", help: "seconds a client has to send a photo, audio clip or firmware recording in full",
-		parse: func(c *config, v string) error { return parseSeconds(&c.UploadTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.UploadTimeout, v) }},
 	{env: "BRIDGE_MAX_CONNS", def: "512", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxConns, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.HTTP.MaxConns, v) }},
 	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then " + fallbackZeroclaw + ", else the built-in demo agent",
-		parse: func(c *config, v string) error { c.ZeroclawBin = v; return nil }},
+		parse: func(c *config, v string) error { c.Agent.Bin = v; return nil }},
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
 		parse: func(c *config, v string) error {
 			words, err := shellwords.Parse(v)
 			if err != nil {
 				return fmt.Errorf("want shell words (%w)", err)
 			}
-			c.ZeroclawArgs = words
+			c.Agent.Args = words
 			return nil
 		}},
 	{env: "ZEROCLAW_TIMEOUT", def: "90", help: "seconds one voice turn may take, the wait for its session included",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Timeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Voice.Timeout, v) }},
 	{env: "ZEROCLAW_INIT_TIMEOUT", def: "10", help: "seconds to wait for the agent's initialize and session/new answers",
-		parse: func(c *config, v string) error { return parseSeconds(&c.InitTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.InitTimeout, v) }},
 	{env: "ZEROCLAW_SESSION_IDLE", def: "300", help: "replace an agent session idle for longer than this many seconds",
-		parse: func(c *config, v string) error { return parseSeconds(&c.SessionIdle, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Pool.SessionIdle, v) }},
 	{env: "ZEROCLAW_SESSION_MAX_TURNS", def: "50", help: "replace an agent session after this many turns",
-		parse: func(c *config, v string) error { return parseInt(&c.SessionMaxTurns, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Pool.SessionMaxTurns, v) }},
 	{env: "ZEROCLAW_SESSION_MAX_AGE_SEC", def: "1800", help: "replace an agent session older than this many seconds",
-		parse: func(c *config, v string) error { return parseSeconds(&c.SessionMaxAge, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Pool.SessionMaxAge, v) }},
 	{env: "ZEROCLAW_MAX_SESSIONS", def: "8", help: "most live agent sessions; the least recently used idle one is closed to make room",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxSessions, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Pool.MaxSessions, v) }},
 	{env: "ZEROCLAW_SESSION_QUEUE", def: "64", help: "most voice turns waiting for a session while every session is in a turn; past it a turn answers the error fallback",
-		parse: func(c *config, v string) error { return parseInt(&c.SessionQueue, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Pool.SessionQueue, v) }},
 	{env: "ZEROCLAW_UNAVAILABLE_GRACE", def: "2", help: "seconds a turn waits for a failed agent to come back before answering the offline fallback; later turns answer it at once until the agent is ready",
-		parse: func(c *config, v string) error { return parseSeconds(&c.UnavailableGrace, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.UnavailableGrace, v) }},
 	{env: "ZEROCLAW_SESSION_KEY", def: "session_id", help: "session_id: one agent session per caller session_id; shared: one session for every caller, as bridge.py",
 		parse: func(c *config, v string) error {
 			switch m := acp.SessionKeyMode(strings.TrimSpace(v)); m {
 			case acp.KeyPerSession, acp.KeyShared:
-				c.SessionKey = m
+				c.Pool.KeyMode = m
 				return nil
 			}
 			return errors.New("want session_id or shared")
 		}},
 	{env: "ZEROCLAW_AGENT_ALIAS", def: "", help: "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)",
-		parse: func(c *config, v string) error { c.AgentAlias = v; return nil }},
+		parse: func(c *config, v string) error { c.ACP.AgentAlias = v; return nil }},
 	{env: "ZEROCLAW_SESSION_CWD", def: "", help: "absolute working directory sent on session/new",
-		parse: func(c *config, v string) error { c.SessionCwd = v; return nil }},
+		parse: func(c *config, v string) error { c.ACP.SessionCwd = v; return nil }},
 	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn waits for the agent's cancelled result before its session is retired",
-		parse: func(c *config, v string) error { return parseSeconds(&c.CancelGrace, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.CancelGrace, v) }},
 	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
-		parse: func(c *config, v string) error { c.PermAllow = splitList(v); return nil }},
+		parse: func(c *config, v string) error { c.Permissions.Allow = splitList(v); return nil }},
 	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused",
-		parse: func(c *config, v string) error { c.PermDeny = splitList(v); return nil }},
+		parse: func(c *config, v string) error { c.Permissions.Deny = splitList(v); return nil }},
 	{env: "DOTTY_KID_MODE", def: "true", help: "kid mode: 1, true or yes (any case) is on, anything else off; while on, camera.take_photo is refused",
-		parse: func(c *config, v string) error { c.KidMode = truthy(v); return nil }},
+		parse: func(c *config, v string) error { c.Modes.KidDefault = truthy(v); return nil }},
 	{env: "DOTTY_KID_MODE_STATE", def: "/root/zeroclaw-bridge/state/kid-mode", help: "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
-		parse: func(c *config, v string) error { c.KidStatePath = v; return nil }},
+		parse: func(c *config, v string) error { c.Modes.KidStatePath = v; return nil }},
 	{env: "DOTTY_SMART_MODE_STATE", def: "/root/zeroclaw-bridge/state/smart-mode", help: "smart-mode state file (true or false; missing means off)",
-		parse: func(c *config, v string) error { c.SmartStatePath = v; return nil }},
+		parse: func(c *config, v string) error { c.Modes.SmartStatePath = v; return nil }},
 	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxSentences, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Voice.MaxSentences, v) }},
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
 		parse: func(c *config, v string) error {
 			loc, err := time.LoadLocation(strings.TrimSpace(v))
@@ -265,13 +216,13 @@ var settings = []setting{
 			return nil
 		}},
 	{env: "CONVO_LOG_DIR", def: "/root/zeroclaw-bridge/logs", help: "directory of the conversation logs",
-		parse: func(c *config, v string) error { c.ConvoLogDir = v; return nil }},
+		parse: func(c *config, v string) error { c.ConvoLog.Dir = v; return nil }},
 	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
 		parse: func(c *config, v string) error {
 			if v = strings.TrimSpace(v); v == "-" {
 				v = ""
 			}
-			c.WeatherLocation = v
+			c.Periphery.WeatherLocation = v
 			return nil
 		}},
 	{env: "WEATHER_URL", def: "https://wttr.in", help: "wttr.in-compatible weather service base URL",
@@ -280,63 +231,63 @@ var settings = []setting{
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return errors.New("want an http or https URL")
 			}
-			c.WeatherURL = strings.TrimRight(u.String(), "/")
+			c.Periphery.WeatherURL = strings.TrimRight(u.String(), "/")
 			return nil
 		}},
 	{env: "WEATHER_TTL_SEC", def: "1800", help: "seconds a weather reading is used and between refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.WeatherTTL, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.WeatherTTL, v) }},
 	{env: "CALENDAR_ID", def: "", help: "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
-		parse: func(c *config, v string) error { c.CalendarIDs = splitList(v); return nil }},
+		parse: func(c *config, v string) error { c.Periphery.CalendarIDs = splitList(v); return nil }},
 	{env: "CALENDAR_SA_PATH", def: "/root/.zeroclaw/secrets/google-calendar-sa.json", help: "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
-		parse: func(c *config, v string) error { c.CalendarSAPath = v; return nil }},
+		parse: func(c *config, v string) error { c.Periphery.CalendarSAPath = v; return nil }},
 	{env: "GWS_BIN", def: "/usr/local/bin/gws", help: "Google Workspace CLI used to list calendar events",
-		parse: func(c *config, v string) error { c.GWSBin = v; return nil }},
+		parse: func(c *config, v string) error { c.Periphery.GWSBin = v; return nil }},
 	{env: "CALENDAR_TTL_SEC", def: "7200", help: "seconds fetched calendar events stay usable",
-		parse: func(c *config, v string) error { return parseSeconds(&c.CalendarTTL, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarTTL, v) }},
 	{env: "CALENDAR_POLL_SEC", def: "900", help: "seconds between calendar refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.CalendarPoll, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarPoll, v) }},
 	{env: "CALENDAR_HOUSEHOLD_BUCKET", def: "_household", help: "bucket of calendar events not tagged with a person",
-		parse: func(c *config, v string) error { c.HouseholdBucket = v; return nil }},
+		parse: func(c *config, v string) error { c.Periphery.HouseholdBucket = v; return nil }},
 	{env: "CALENDAR_PERSON_PREFIX_RE", def: `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`, help: "regular expression with groups person and rest that tags an event summary with a person",
 		parse: func(c *config, v string) error {
 			re, err := regexp.Compile(v)
 			if err != nil || re.SubexpIndex("person") < 0 || re.SubexpIndex("rest") < 0 {
 				return errors.New("want a regular expression with named groups person and rest")
 			}
-			c.PersonPrefix = re
+			c.Periphery.PersonPrefix = re
 			return nil
 		}},
 	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
-		parse: func(c *config, v string) error { c.XiaozhiHost = strings.TrimSpace(v); return nil }},
+		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
 	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API)",
-		parse: func(c *config, v string) error { return parseInt(&c.XiaozhiPort, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Xiaozhi.Port, v) }},
 	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
-		parse: func(c *config, v string) error { c.AdminToken = v; return nil }},
+		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
 	{env: "VOICE_MEMORY_DB", def: "/root/.zeroclaw/workspace/memory/brain.db", help: "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
-		parse: func(c *config, v string) error { c.MemoryDB = v; return nil }},
+		parse: func(c *config, v string) error { c.Memory.Path = v; return nil }},
 	{env: "VOICE_THINKER_URL", def: "http://localhost:8080/v1/chat/completions", help: "OpenAI-compatible chat completions URL that think_hard asks",
 		parse: func(c *config, v string) error {
 			u, err := url.Parse(strings.TrimSpace(v))
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return errors.New("want an http or https URL")
 			}
-			c.ThinkerURL = u.String()
+			c.Tier1.Thinker.URL = u.String()
 			return nil
 		}},
 	{env: "VOICE_THINKER_MODEL", def: "qwen3.6:27b-think", help: "model name think_hard sends",
-		parse: func(c *config, v string) error { c.ThinkerModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Tier1.Thinker.Model = v; return nil }},
 	{env: "VOICE_THINKER_TIMEOUT", def: "30", help: "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded",
-		parse: func(c *config, v string) error { return parseSeconds(&c.ThinkerTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Tier1.Thinker.Timeout, v) }},
 	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
-		parse: func(c *config, v string) error { c.SongAssetBase = v; return nil }},
+		parse: func(c *config, v string) error { c.Tier1.SongAssetBase = v; return nil }},
 	{env: "HOUSEHOLD_YAML_PATH", def: "~/.zeroclaw/household.yaml", help: "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
-		parse: func(c *config, v string) error { c.Consumers.HouseholdPath = v; return nil }},
-	{env: "PERCEPTION_MAX_DEVICES", def: "256", help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
-		parse: func(c *config, v string) error { return parseInt(&c.MaxDevices, v) }},
-	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: "64", help: "most /api/perception/feed clients at once; past it a client gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.FeedMaxClients, v) }},
+		parse: func(c *config, v string) error { c.Perception.Consumers.HouseholdPath = v; return nil }},
+	{env: "PERCEPTION_MAX_DEVICES", def: strconv.Itoa(perception.DefaultMaxDevices), help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxDevices, v) }},
+	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: strconv.Itoa(perception.DefaultMaxFeedClients), help: "most /api/perception/feed clients at once; past it a client gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxFeedClients, v) }},
 	{env: "FACE_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.GreetMinInterval, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.GreetMinInterval, v) }},
 	{env: "FACE_GREET_COOLDOWN_SEC", def: "", help: "legacy name of FACE_GREET_MIN_INTERVAL_SEC",
 		parse: func(c *config, v string) error {
 			if v == "" {
@@ -351,118 +302,118 @@ var settings = []setting{
 			return nil
 		}},
 	{env: "FACE_GREET_TEXT", def: "Hi!", emptyOK: true, help: "what a detected face makes the robot hear (inject-text); set to \"\" to only open the mic",
-		parse: func(c *config, v string) error { c.Consumers.GreetText = v; return nil }},
+		parse: func(c *config, v string) error { c.Perception.Consumers.GreetText = v; return nil }},
 	{env: "FACE_GREET_HOUR_START", def: "6", help: "first local hour (TZ) of face greetings",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.GreetHourStart, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.GreetHourStart, v) }},
 	{env: "FACE_GREET_HOUR_END", def: "21", help: "local hour at which face greetings stop (0 and 24: always greet)",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.GreetHourEnd, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.GreetHourEnd, v) }},
 	{env: "FACE_NAME_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two named greetings of one person",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.NameGreetMinInterval, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.NameGreetMinInterval, v) }},
 	{env: "FACE_NAME_GREET_TEMPLATE", def: "Oh, it's {name}!", help: "named greeting; {name} is the person's display name",
-		parse: func(c *config, v string) error { c.Consumers.NameGreetTemplate = v; return nil }},
+		parse: func(c *config, v string) error { c.Perception.Consumers.NameGreetTemplate = v; return nil }},
 	{env: "FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", def: "10", help: "no named greeting this many seconds after a chat",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.NameGreetQuiet, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.NameGreetQuiet, v) }},
 	{env: "FACE_IDENTITY_TTL_SEC", def: "30", help: "seconds a recognised identity stays fresh",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.IdentityTTL, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdentityTTL, v) }},
 	{env: "FACE_IDENTITY_REFRESH_INTERVAL_SEC", def: "3.0", help: "seconds between refreshes of the robot's identity pip",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.RefreshInterval, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.RefreshInterval, v) }},
 	{env: "FACE_IDENTITY_REFRESH_QUIET_SEC", def: "2.0", help: "stop refreshing the identity pip this many seconds after the face left",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.RefreshQuiet, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.RefreshQuiet, v) }},
 	{env: "FACE_LOST_ABORT_WINDOW_SEC", def: "12", help: "a face lost within this many seconds of a greeting aborts the conversation",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.AbortWindow, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortWindow, v) }},
 	{env: "FACE_LOST_ABORT_GRACE_SEC", def: "4", help: "seconds to wait for the face to come back before aborting",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.AbortGrace, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortGrace, v) }},
 	{env: "WAKE_TURN_ENABLED", def: "1", help: "turn the head toward a wake word; off only for exactly 0, false or False",
 		parse: func(c *config, v string) error {
-			c.Consumers.WakeTurnEnabled = v != "0" && v != "false" && v != "False"
+			c.Perception.Consumers.WakeTurnEnabled = v != "0" && v != "false" && v != "False"
 			return nil
 		}},
 	{env: "WAKE_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a wake word heard left or right",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.WakeTurnYaw, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnYaw, v) }},
 	{env: "WAKE_TURN_SPEED", def: "200", help: "head speed of a wake-word turn",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.WakeTurnSpeed, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnSpeed, v) }},
 	{env: "DOTTY_SOUND_TURNER_ENABLED", def: "0", help: "turn the head toward sounds; on only for exactly 1 (the on-device localiser leans left)",
-		parse: func(c *config, v string) error { c.Consumers.SoundTurnerEnabled = v == "1"; return nil }},
+		parse: func(c *config, v string) error { c.Perception.Consumers.SoundTurnerEnabled = v == "1"; return nil }},
 	{env: "SOUND_TURN_COOLDOWN_SEC", def: "3", help: "seconds between two sound turns of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.SoundTurnCooldown, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SoundTurnCooldown, v) }},
 	{env: "SOUND_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a sound heard left or right",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.SoundTurnYaw, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SoundTurnYaw, v) }},
 	{env: "SOUND_TURN_SPEED", def: "250", help: "head speed of a sound turn",
-		parse: func(c *config, v string) error { return parseInt(&c.Consumers.SoundTurnSpeed, v) }},
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SoundTurnSpeed, v) }},
 	{env: "PURR_AUDIO_PATH", def: "bridge/assets/purr.opus", help: "purr sound played on a head pat, a path on the xiaozhi host (set an absolute one)",
-		parse: func(c *config, v string) error { c.Consumers.PurrAudioPath = v; return nil }},
+		parse: func(c *config, v string) error { c.Perception.Consumers.PurrAudioPath = v; return nil }},
 	{env: "PURR_COOLDOWN_SEC", def: "5", help: "seconds between two purrs of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrCooldown, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrCooldown, v) }},
 	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Consumers.PurrDuration, v) }},
-	{env: "DASHBOARD_MAX_CLIENTS", def: "64", help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.DashboardClients, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrDuration, v) }},
+	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
-		parse: func(c *config, v string) error { c.DashboardUser = v; return nil }},
+		parse: func(c *config, v string) error { c.UI.User = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
-		parse: func(c *config, v string) error { c.DashboardPass = v; return nil }},
+		parse: func(c *config, v string) error { c.UI.Pass = v; return nil }},
 	{env: "DOTTY_VOICE_PROVIDER", def: "zeroclaw", help: "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
-		parse: func(c *config, v string) error { c.VoiceProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
+		parse: func(c *config, v string) error { c.Admin.Provider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 	{env: "SMART_MODEL", def: "anthropic/claude-sonnet-4-6", help: "model while smart mode is on (both providers)",
-		parse: func(c *config, v string) error { c.SmartModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.SmartOn.Model = v; return nil }},
 	{env: "TIER1SLIM_LOCAL_URL", def: "http://localhost:8080/v1", help: "Tier1Slim's model URL while smart mode is off",
-		parse: func(c *config, v string) error { c.LocalURL = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.SmartOff.URL = v; return nil }},
 	{env: "TIER1SLIM_LOCAL_MODEL", def: "qwen3.5:4b", help: "Tier1Slim's model while smart mode is off",
-		parse: func(c *config, v string) error { c.LocalModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.SmartOff.Model = v; return nil }},
 	{env: "TIER1SLIM_LOCAL_API_KEY", def: "dotty-voice", secret: true, help: "Tier1Slim's API key while smart mode is off",
-		parse: func(c *config, v string) error { c.LocalAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.SmartOff.APIKey = v; return nil }},
 	{env: "TIER1SLIM_CLOUD_URL", def: "https://openrouter.ai/api/v1", help: "Tier1Slim's model URL while smart mode is on",
-		parse: func(c *config, v string) error { c.CloudURL = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.SmartOn.URL = v; return nil }},
 	{env: "TIER1SLIM_CLOUD_API_KEY", def: "", secret: true, help: "Tier1Slim's API key while smart mode is on; unset: OPENROUTER_API_KEY",
-		parse: func(c *config, v string) error { c.CloudAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.Cloud = v; return nil }},
 	{env: "OPENROUTER_API_KEY", def: "", secret: true, help: "fallback for every cloud API key",
-		parse: func(c *config, v string) error { c.OpenRouterKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.OpenRouter = v; return nil }},
 	{env: "DOTTY_DEFAULT_MODEL", def: "mistralai/mistral-small-3.2-24b-instruct", help: "ZeroClaw's model while smart mode is off (ZeroClaw provider)",
-		parse: func(c *config, v string) error { c.DefaultModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.DefaultModel = v; return nil }},
 	{env: "VOICE_LOCAL_PROFILE_KEY", def: "", help: "set to edit a multi-profile config.toml: the profile key of the local model",
-		parse: func(c *config, v string) error { c.LocalProfileKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.LocalProfileKey = v; return nil }},
 	{env: "VOICE_CLOUD_PROFILE_KEY", def: "custom:https://openrouter.ai/api/v1", help: "profile key of the cloud model in a multi-profile config.toml",
-		parse: func(c *config, v string) error { c.CloudProfileKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.CloudProfileKey = v; return nil }},
 	{env: "ZEROCLAW_WORKSPACE", def: "/root/.zeroclaw/workspace", help: "ZeroClaw's workspace, where /admin/persona writes the persona files",
-		parse: func(c *config, v string) error { c.Workspace = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.Workspace = v; return nil }},
 	{env: "ZEROCLAW_VOICE_CFG", def: "/root/.zeroclaw/config.toml", help: "the voice agent's config.toml, edited by /admin/model and smart mode",
-		parse: func(c *config, v string) error { c.VoiceCfg = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.VoiceConfig = v; return nil }},
 	{env: "ZEROCLAW_VOICE_UNIT", def: "zeroclaw-bridge", help: "systemd unit reported for the voice agent (the bridge restarts its own agent child)",
-		parse: func(c *config, v string) error { c.VoiceUnit = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.VoiceUnit = v; return nil }},
 	{env: "ZEROCLAW_DISCORD_CFG", def: "/root/.zeroclaw-discord/config.toml", help: "the Discord agent's config.toml, edited by /admin/model",
-		parse: func(c *config, v string) error { c.DiscordCfg = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.DiscordConfig = v; return nil }},
 	{env: "ZEROCLAW_DISCORD_UNIT", def: "zeroclaw-discord", help: "systemd unit restarted after the Discord agent's model changed",
-		parse: func(c *config, v string) error { c.DiscordUnit = v; return nil }},
+		parse: func(c *config, v string) error { c.Admin.DiscordUnit = v; return nil }},
 	{env: "DOTTY_TOOL_ALLOWLIST", def: "/root/zeroclaw-bridge/state/tool-allowlist", help: "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
 		parse: func(c *config, v string) error { c.ToolAllowList = v; return nil }},
 	{env: "VISION_MODEL", def: "google/gemini-2.0-flash-001", help: "vision model describing the robot's photos",
-		parse: func(c *config, v string) error { c.VisionModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Vision.Vision.Model = v; return nil }},
 	{env: "VISION_API_KEY", def: "", secret: true, help: "its API key; unset: OPENROUTER_API_KEY; none: the camera-offline answer",
-		parse: func(c *config, v string) error { c.VisionAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.Vision = v; return nil }},
 	{env: "VISION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.VisionAPIURL = v; return nil }},
-	{env: "VISION_MAX_WAITERS", def: "128", help: "most /api/vision/latest long-polls waiting at once; past it a poll gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.VisionMaxWaiters, v) }},
+		parse: func(c *config, v string) error { c.Vision.Vision.URL = v; return nil }},
+	{env: "VISION_MAX_WAITERS", def: strconv.Itoa(vision.DefaultMaxWaiters), help: "most /api/vision/latest long-polls waiting at once; past it a poll gets 503",
+		parse: func(c *config, v string) error { return parseInt(&c.Vision.MaxWaiters, v) }},
 	{env: "VISION_TIMEOUT", def: "15", help: "seconds one photo description may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.VisionTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Vision.Timeout, v) }},
 	{env: "VLM_MODEL", def: "", help: "overrides VISION_MODEL for /api/vision/explain",
-		parse: func(c *config, v string) error { c.VLMModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.VLMModel = v; return nil }},
 	{env: "VLM_API_KEY", def: "", secret: true, help: "overrides the vision API key",
-		parse: func(c *config, v string) error { c.VLMAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.VLM = v; return nil }},
 	{env: "VLM_API_URL", def: "", help: "overrides VISION_API_URL",
-		parse: func(c *config, v string) error { c.VLMAPIURL = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.VLMURL = v; return nil }},
 	{env: "AUDIO_CAPTION_MODEL", def: "google/gemini-2.5-flash", help: "model describing audio clips (/api/audio/explain)",
-		parse: func(c *config, v string) error { c.AudioModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Vision.Audio.Model = v; return nil }},
 	{env: "AUDIO_CAPTION_API_KEY", def: "", secret: true, help: "its API key; unset: the vision key, then OPENROUTER_API_KEY",
-		parse: func(c *config, v string) error { c.AudioAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Keys.Audio = v; return nil }},
 	{env: "AUDIO_CAPTION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.AudioAPIURL = v; return nil }},
+		parse: func(c *config, v string) error { c.Vision.Audio.URL = v; return nil }},
 	{env: "AUDIO_CAPTION_TIMEOUT", def: "20", help: "seconds one audio caption may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.AudioTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Audio.Timeout, v) }},
 	{env: "DOTTY_IDLE_VISION_COOLDOWN_SEC", def: "120", help: "least seconds between two room-view model calls of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.RoomViewCooldown, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.RoomViewCooldown, v) }},
 	{env: "ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", def: "5.0", help: "a room view within this many seconds of entering talk still runs",
-		parse: func(c *config, v string) error { return parseSeconds(&c.TalkKickoffGrace, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.TalkKickoffGrace, v) }},
 	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
 		parse: func(c *config, v string) error {
 			if v = strings.TrimSpace(v); v != "" {
@@ -471,35 +422,35 @@ var settings = []setting{
 					return errors.New("want an http or https URL")
 				}
 			}
-			c.STTURL = v
+			c.Sidecar.STT.URL = v
 			return nil
 		}},
 	{env: "STT_MODEL", def: "whisper-1", help: "speech-to-text model name",
-		parse: func(c *config, v string) error { c.STTModel = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.STT.Model = v; return nil }},
 	{env: "STT_API_KEY", def: "", secret: true, help: "speech-to-text API key (Bearer), if the endpoint wants one",
-		parse: func(c *config, v string) error { c.STTAPIKey = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.STT.APIKey = v; return nil }},
 	{env: "STT_LANGUAGE", def: "en", help: "language hint sent with every transcription",
-		parse: func(c *config, v string) error { c.STTLanguage = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.STT.Language = v; return nil }},
 	{env: "STT_TIMEOUT", def: "5", help: "seconds one transcription attempt may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.STTTimeout, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.STT.Timeout, v) }},
 	{env: "SIDECAR_PATH", def: "/v1/listen", help: "path of the firmware's listen endpoint",
 		parse: func(c *config, v string) error {
 			if !strings.HasPrefix(v, "/") {
 				return errors.New("want a path starting with /")
 			}
-			c.SidecarPath = v
+			c.Sidecar.Path = v
 			return nil
 		}},
 	{env: "SIDECAR_TOKEN", def: "", secret: true, help: "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1",
-		parse: func(c *config, v string) error { c.SidecarToken = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.Token = v; return nil }},
 	{env: "SIDECAR_ALLOW_NO_TOKEN", def: "0", help: "1 accepts firmware requests without a token (trusted LAN only)",
-		parse: func(c *config, v string) error { c.SidecarAllowNoToken = v == "1"; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.AllowNoToken = v == "1"; return nil }},
 	{env: "SIDECAR_PERSONAS_DIR", def: "/root/zeroclaw-bridge/personas", help: "directory of <slug>.md persona files for X-Persona-Name",
-		parse: func(c *config, v string) error { c.SidecarPersonas = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.PersonasDir = v; return nil }},
 	{env: "SIDECAR_DEFAULT_PERSONA", def: "", help: "persona used without X-Persona-Name; empty: none",
-		parse: func(c *config, v string) error { c.SidecarPersona = v; return nil }},
+		parse: func(c *config, v string) error { c.Sidecar.DefaultPersona = v; return nil }},
 	{env: "SIDECAR_DEADLINE", def: "12", help: "seconds a firmware request may take in all (the firmware gives up at 15)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.SidecarDeadline, v) }},
+		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.Deadline, v) }},
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -579,7 +530,7 @@ func parseConfig(args []string, lookup func(string) (string, bool)) (config, err
 		}
 	}
 	if c.legacyGreetMin != nil && c.origin["FACE_GREET_MIN_INTERVAL_SEC"] == "default" {
-		c.Consumers.GreetMinInterval = *c.legacyGreetMin
+		c.Perception.Consumers.GreetMinInterval = *c.legacyGreetMin
 		c.origin["FACE_GREET_MIN_INTERVAL_SEC"] = c.origin["FACE_GREET_COOLDOWN_SEC"]
 		c.raw["FACE_GREET_MIN_INTERVAL_SEC"] = c.raw["FACE_GREET_COOLDOWN_SEC"]
 	}
@@ -597,31 +548,31 @@ func (c config) validate() error {
 			errs = append(errs, fmt.Errorf("invalid %s %q: %s", c.nameOf(env), c.shown(env, value), want))
 		}
 	}
-	check("PORT", c.Port >= 0 && c.Port <= 65535, strconv.Itoa(c.Port), "want a port from 0 to 65535")
+	check("PORT", c.HTTP.Port >= 0 && c.HTTP.Port <= 65535, strconv.Itoa(c.HTTP.Port), "want a port from 0 to 65535")
 	for _, d := range []struct {
 		env string
 		v   time.Duration
 	}{
-		{"BRIDGE_IDLE_TIMEOUT", c.IdleTimeout},
-		{"BRIDGE_BODY_TIMEOUT", c.BodyTimeout},
-		{"BRIDGE_UPLOAD_TIMEOUT", c.UploadTimeout},
-		{"ZEROCLAW_TIMEOUT", c.Timeout},
-		{"ZEROCLAW_INIT_TIMEOUT", c.InitTimeout},
-		{"ZEROCLAW_SESSION_IDLE", c.SessionIdle},
-		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.SessionMaxAge},
-		{"ZEROCLAW_CANCEL_GRACE", c.CancelGrace},
-		{"ZEROCLAW_UNAVAILABLE_GRACE", c.UnavailableGrace},
-		{"WEATHER_TTL_SEC", c.WeatherTTL},
-		{"CALENDAR_TTL_SEC", c.CalendarTTL},
-		{"CALENDAR_POLL_SEC", c.CalendarPoll},
-		{"VOICE_THINKER_TIMEOUT", c.ThinkerTimeout},
-		{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", c.Consumers.RefreshInterval},
-		{"VISION_TIMEOUT", c.VisionTimeout},
-		{"AUDIO_CAPTION_TIMEOUT", c.AudioTimeout},
-		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.RoomViewCooldown},
-		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.TalkKickoffGrace},
-		{"STT_TIMEOUT", c.STTTimeout},
-		{"SIDECAR_DEADLINE", c.SidecarDeadline},
+		{"BRIDGE_IDLE_TIMEOUT", c.HTTP.IdleTimeout},
+		{"BRIDGE_BODY_TIMEOUT", c.HTTP.BodyTimeout},
+		{"BRIDGE_UPLOAD_TIMEOUT", c.HTTP.UploadTimeout},
+		{"ZEROCLAW_TIMEOUT", c.Voice.Timeout},
+		{"ZEROCLAW_INIT_TIMEOUT", c.ACP.InitTimeout},
+		{"ZEROCLAW_SESSION_IDLE", c.Pool.SessionIdle},
+		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
+		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
+		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
+		{"WEATHER_TTL_SEC", c.Periphery.WeatherTTL},
+		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
+		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
+		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
+		{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", c.Perception.Consumers.RefreshInterval},
+		{"VISION_TIMEOUT", c.Vision.Vision.Timeout},
+		{"AUDIO_CAPTION_TIMEOUT", c.Vision.Audio.Timeout},
+		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.Vision.RoomViewCooldown},
+		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.Vision.TalkKickoffGrace},
+		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
+		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
@@ -630,37 +581,37 @@ func (c config) validate() error {
 		env string
 		v   time.Duration
 	}{
-		{"FACE_GREET_MIN_INTERVAL_SEC", c.Consumers.GreetMinInterval},
-		{"FACE_NAME_GREET_MIN_INTERVAL_SEC", c.Consumers.NameGreetMinInterval},
-		{"FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", c.Consumers.NameGreetQuiet},
-		{"FACE_IDENTITY_TTL_SEC", c.Consumers.IdentityTTL},
-		{"FACE_IDENTITY_REFRESH_QUIET_SEC", c.Consumers.RefreshQuiet},
-		{"FACE_LOST_ABORT_WINDOW_SEC", c.Consumers.AbortWindow},
-		{"FACE_LOST_ABORT_GRACE_SEC", c.Consumers.AbortGrace},
-		{"SOUND_TURN_COOLDOWN_SEC", c.Consumers.SoundTurnCooldown},
-		{"PURR_COOLDOWN_SEC", c.Consumers.PurrCooldown},
-		{"PURR_DURATION_SEC", c.Consumers.PurrDuration},
+		{"FACE_GREET_MIN_INTERVAL_SEC", c.Perception.Consumers.GreetMinInterval},
+		{"FACE_NAME_GREET_MIN_INTERVAL_SEC", c.Perception.Consumers.NameGreetMinInterval},
+		{"FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", c.Perception.Consumers.NameGreetQuiet},
+		{"FACE_IDENTITY_TTL_SEC", c.Perception.Consumers.IdentityTTL},
+		{"FACE_IDENTITY_REFRESH_QUIET_SEC", c.Perception.Consumers.RefreshQuiet},
+		{"FACE_LOST_ABORT_WINDOW_SEC", c.Perception.Consumers.AbortWindow},
+		{"FACE_LOST_ABORT_GRACE_SEC", c.Perception.Consumers.AbortGrace},
+		{"SOUND_TURN_COOLDOWN_SEC", c.Perception.Consumers.SoundTurnCooldown},
+		{"PURR_COOLDOWN_SEC", c.Perception.Consumers.PurrCooldown},
+		{"PURR_DURATION_SEC", c.Perception.Consumers.PurrDuration},
 	} {
 		check(d.env, d.v >= 0, formatSeconds(d.v), "want 0 or more seconds")
 	}
-	check("FACE_GREET_HOUR_START", c.Consumers.GreetHourStart >= 0 && c.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Consumers.GreetHourStart), "want an hour from 0 to 24")
-	check("FACE_GREET_HOUR_END", c.Consumers.GreetHourEnd >= 0 && c.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Consumers.GreetHourEnd), "want an hour from 0 to 24")
-	check("ZEROCLAW_SESSION_MAX_TURNS", c.SessionMaxTurns >= 1, strconv.Itoa(c.SessionMaxTurns), "want at least 1")
-	check("BRIDGE_MAX_CONNS", c.MaxConns >= 1, strconv.Itoa(c.MaxConns), "want at least 1")
-	check("ZEROCLAW_MAX_SESSIONS", c.MaxSessions >= 1, strconv.Itoa(c.MaxSessions), "want at least 1")
+	check("FACE_GREET_HOUR_START", c.Perception.Consumers.GreetHourStart >= 0 && c.Perception.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourStart), "want an hour from 0 to 24")
+	check("FACE_GREET_HOUR_END", c.Perception.Consumers.GreetHourEnd >= 0 && c.Perception.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourEnd), "want an hour from 0 to 24")
+	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
+	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
+	check("ZEROCLAW_MAX_SESSIONS", c.Pool.MaxSessions >= 1, strconv.Itoa(c.Pool.MaxSessions), "want at least 1")
 	for _, n := range []struct {
 		env string
 		v   int
-	}{{"PERCEPTION_MAX_DEVICES", c.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.FeedMaxClients},
-		{"DASHBOARD_MAX_CLIENTS", c.DashboardClients}, {"VISION_MAX_WAITERS", c.VisionMaxWaiters}} {
+	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
+		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}, {"VISION_MAX_WAITERS", c.Vision.MaxWaiters}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
-	check("ZEROCLAW_SESSION_QUEUE", c.SessionQueue >= 1, strconv.Itoa(c.SessionQueue), "want at least 1")
-	check("MAX_SENTENCES", c.MaxSentences >= 1, strconv.Itoa(c.MaxSentences), "want at least 1")
-	check("SIDECAR_DEADLINE", c.SidecarDeadline <= 14*time.Second, formatSeconds(c.SidecarDeadline), "want at most 14 seconds (the firmware gives up at 15)")
-	check("SIDECAR_TOKEN", c.STTURL == "" || c.SidecarToken != "" || c.SidecarAllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
-	check("XIAOZHI_OTA_PORT", c.XiaozhiPort >= 1 && c.XiaozhiPort <= 65535, strconv.Itoa(c.XiaozhiPort), "want a port from 1 to 65535")
-	check("ZEROCLAW_SESSION_CWD", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "want an absolute path")
+	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
+	check("MAX_SENTENCES", c.Voice.MaxSentences >= 1, strconv.Itoa(c.Voice.MaxSentences), "want at least 1")
+	check("SIDECAR_DEADLINE", c.Sidecar.Deadline <= 14*time.Second, formatSeconds(c.Sidecar.Deadline), "want at most 14 seconds (the firmware gives up at 15)")
+	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
+	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
+	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
 	return errors.Join(errs...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,7 +16,17 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
 
 // env returns an environment lookup over the given key/value pairs.
@@ -28,7 +39,7 @@ func env(kv ...string) func(string) (string, bool) {
 }
 
 var cmpConfig = []cmp.Option{
-	cmp.AllowUnexported(config{}),
+	cmp.Exporter(func(reflect.Type) bool { return true }),
 	cmpopts.IgnoreFields(config{}, "raw", "origin"),
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() }),
@@ -42,33 +53,40 @@ func defaultConfig(t *testing.T) config {
 		t.Fatal(err)
 	}
 	return config{
-		Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second, UploadTimeout: time.Minute, MaxConns: 512,
-		Timeout: 90 * time.Second, InitTimeout: 10 * time.Second,
-		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second,
-		MaxSessions: 8, SessionQueue: 64, MaxDevices: 256, FeedMaxClients: 64, DashboardClients: 64, VisionMaxWaiters: 128, UnavailableGrace: 2 * time.Second, SessionKey: acp.KeyPerSession, CancelGrace: 2 * time.Second,
-		KidMode: true, MaxSentences: 6, TZ: brisbane, ConvoLogDir: "/root/zeroclaw-bridge/logs",
-		KidStatePath: "/root/zeroclaw-bridge/state/kid-mode", SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode",
-		WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
-		CalendarSAPath: "/root/.zeroclaw/secrets/google-calendar-sa.json", GWSBin: "/usr/local/bin/gws",
-		CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
-		PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`),
-		LogLevel:     hclog.Info, LogFormat: "text",
-		XiaozhiPort: 8003, MemoryDB: "/root/.zeroclaw/workspace/memory/brain.db",
-		ThinkerURL: "http://localhost:8080/v1/chat/completions", ThinkerModel: "qwen3.6:27b-think",
-		ThinkerTimeout: 30 * time.Second, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs",
-		Consumers:     perception.DefaultConsumers(),
-		VoiceProvider: "zeroclaw", SmartModel: "anthropic/claude-sonnet-4-6", LocalURL: "http://localhost:8080/v1",
-		LocalModel: "qwen3.5:4b", LocalAPIKey: "dotty-voice", CloudURL: "https://openrouter.ai/api/v1",
-		DefaultModel: "mistralai/mistral-small-3.2-24b-instruct", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
-		Workspace: "/root/.zeroclaw/workspace", VoiceCfg: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
-		DiscordCfg: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord",
+		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
+			UploadTimeout: time.Minute, MaxConns: 512},
+		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
+		Pool: acp.PoolConfig{KeyMode: acp.KeyPerSession, MaxSessions: 8, SessionQueue: 64,
+			SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second},
+		Voice: bridge.VoiceConfig{Timeout: 90 * time.Second, MaxSentences: 6},
+		Modes: admin.ModesConfig{KidDefault: true, KidStatePath: "/root/zeroclaw-bridge/state/kid-mode",
+			SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"},
+		ConvoLog: convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
+		TZ:       brisbane,
+		Periphery: periphery.Config{WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
+			CalendarSAPath: "/root/.zeroclaw/secrets/google-calendar-sa.json", GWSBin: "/usr/local/bin/gws",
+			CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
+			PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`)},
+		LogLevel: hclog.Info, LogFormat: "text",
+		Xiaozhi: xiaozhi.Config{Port: 8003},
+		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db"},
+		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
+			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
+		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64},
+		UI:         ui.Config{MaxClients: 64},
+		Admin: admin.Config{Provider: "zeroclaw",
+			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
+			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
+			DefaultModel: "mistralai/mistral-small-3.2-24b-instruct", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
+			Workspace: "/root/.zeroclaw/workspace", VoiceConfig: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
+			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
-		VisionModel:   "google/gemini-2.0-flash-001", VisionAPIURL: "https://openrouter.ai/api/v1/chat/completions",
-		VisionTimeout: 15 * time.Second, AudioModel: "google/gemini-2.5-flash",
-		AudioAPIURL: "https://openrouter.ai/api/v1/chat/completions", AudioTimeout: 20 * time.Second,
-		RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second,
-		SidecarPath: "/v1/listen", SidecarPersonas: "/root/zeroclaw-bridge/personas", SidecarDeadline: 12 * time.Second,
-		STTModel: "whisper-1", STTLanguage: "en", STTTimeout: 5 * time.Second,
+		Vision: vision.Config{MaxWaiters: 128,
+			Vision:           vision.Model{Model: "google/gemini-2.0-flash-001", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 15 * time.Second},
+			Audio:            vision.Model{Model: "google/gemini-2.5-flash", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 20 * time.Second},
+			RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second},
+		Sidecar: sidecar.Config{Path: "/v1/listen", PersonasDir: "/root/zeroclaw-bridge/personas", Deadline: 12 * time.Second,
+			STT: sidecar.STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}},
 	}
 }
 
@@ -100,75 +118,77 @@ func TestParseConfigValues(t *testing.T) {
 		env  []string
 		edit func(c *config) // applied to the defaults to get the expected config
 	}{
-		{"listener", []string{"BRIDGE_HOST", "127.0.0.1", "PORT", "9000"}, func(c *config) { c.Host, c.Port = "127.0.0.1", 9000 }},
-		{"port 0 picks a free port", []string{"PORT", "0"}, func(c *config) { c.Port = 0 }},
-		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.ZeroclawBin = "/opt/zc" }},
+		{"listener", []string{"BRIDGE_HOST", "127.0.0.1", "PORT", "9000"}, func(c *config) { c.HTTP.Host, c.HTTP.Port = "127.0.0.1", 9000 }},
+		{"port 0 picks a free port", []string{"PORT", "0"}, func(c *config) { c.HTTP.Port = 0 }},
+		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.Agent.Bin = "/opt/zc" }},
 		{"agent args are shell words", []string{"ZEROCLAW_ARGS", `--max-sessions 4 --note "two words" 'x y'`},
-			func(c *config) { c.ZeroclawArgs = []string{"--max-sessions", "4", "--note", "two words", "x y"} }},
+			func(c *config) { c.Agent.Args = []string{"--max-sessions", "4", "--note", "two words", "x y"} }},
 		{"integer seconds", []string{"ZEROCLAW_TIMEOUT", "30", "ZEROCLAW_INIT_TIMEOUT", "4", "ZEROCLAW_SESSION_IDLE", "60", "ZEROCLAW_SESSION_MAX_AGE_SEC", "120", "ZEROCLAW_CANCEL_GRACE", "1"},
 			func(c *config) {
-				c.Timeout, c.InitTimeout, c.SessionIdle, c.SessionMaxAge, c.CancelGrace = 30*time.Second, 4*time.Second, time.Minute, 2*time.Minute, time.Second
+				c.Voice.Timeout, c.ACP.InitTimeout, c.Pool.SessionIdle, c.Pool.SessionMaxAge, c.ACP.CancelGrace = 30*time.Second, 4*time.Second, time.Minute, 2*time.Minute, time.Second
 			}},
 		{"decimal seconds", []string{"ZEROCLAW_TIMEOUT", "2.5", "ZEROCLAW_CANCEL_GRACE", " 0.25 "},
-			func(c *config) { c.Timeout, c.CancelGrace = 2500*time.Millisecond, 250*time.Millisecond }},
+			func(c *config) { c.Voice.Timeout, c.ACP.CancelGrace = 2500*time.Millisecond, 250*time.Millisecond }},
 		{"session limits", []string{"ZEROCLAW_SESSION_MAX_TURNS", "3", "ZEROCLAW_MAX_SESSIONS", "1"},
-			func(c *config) { c.SessionMaxTurns, c.MaxSessions = 3, 1 }},
-		{"shared session", []string{"ZEROCLAW_SESSION_KEY", "shared"}, func(c *config) { c.SessionKey = acp.KeyShared }},
+			func(c *config) { c.Pool.SessionMaxTurns, c.Pool.MaxSessions = 3, 1 }},
+		{"shared session", []string{"ZEROCLAW_SESSION_KEY", "shared"}, func(c *config) { c.Pool.KeyMode = acp.KeyShared }},
 		{"alias and cwd", []string{"ZEROCLAW_AGENT_ALIAS", "dotty", "ZEROCLAW_SESSION_CWD", "/srv/dotty"},
-			func(c *config) { c.AgentAlias, c.SessionCwd = "dotty", "/srv/dotty" }},
+			func(c *config) { c.ACP.AgentAlias, c.ACP.SessionCwd = "dotty", "/srv/dotty" }},
 		{"permission lists", []string{"ZEROCLAW_PERMISSION_ALLOW", "memory_recall", "ZEROCLAW_PERMISSION_DENY", " shell, file_write ,,"},
-			func(c *config) { c.PermAllow, c.PermDeny = []string{"memory_recall"}, []string{"shell", "file_write"} }},
+			func(c *config) {
+				c.Permissions.Allow, c.Permissions.Deny = []string{"memory_recall"}, []string{"shell", "file_write"}
+			}},
 		{"kid mode 1", []string{"DOTTY_KID_MODE", "1"}, func(c *config) {}},
 		{"kid mode YES", []string{"DOTTY_KID_MODE", "YES"}, func(c *config) {}},
-		{"kid mode false", []string{"DOTTY_KID_MODE", "false"}, func(c *config) { c.KidMode = false }},
-		{"kid mode on is not truthy for bridge.py", []string{"DOTTY_KID_MODE", "on"}, func(c *config) { c.KidMode = false }},
+		{"kid mode false", []string{"DOTTY_KID_MODE", "false"}, func(c *config) { c.Modes.KidDefault = false }},
+		{"kid mode on is not truthy for bridge.py", []string{"DOTTY_KID_MODE", "on"}, func(c *config) { c.Modes.KidDefault = false }},
 		{"voice settings", []string{"MAX_SENTENCES", "3", "TZ", "UTC", "CONVO_LOG_DIR", "/var/log/dotty"},
-			func(c *config) { c.MaxSentences, c.TZ, c.ConvoLogDir = 3, utc, "/var/log/dotty" }},
+			func(c *config) { c.Voice.MaxSentences, c.TZ, c.ConvoLog.Dir = 3, utc, "/var/log/dotty" }},
 		{"json logs at debug", []string{"LOG_FORMAT", "JSON", "LOG_LEVEL", "Debug"}, func(c *config) { c.LogFormat, c.LogLevel = "json", hclog.Debug }},
 		{"trace logs", []string{"LOG_LEVEL", "trace"}, func(c *config) { c.LogLevel = hclog.Trace }},
 		{"mode state files", []string{"DOTTY_KID_MODE_STATE", "/s/kid", "DOTTY_SMART_MODE_STATE", "/s/smart"},
-			func(c *config) { c.KidStatePath, c.SmartStatePath = "/s/kid", "/s/smart" }},
+			func(c *config) { c.Modes.KidStatePath, c.Modes.SmartStatePath = "/s/kid", "/s/smart" }},
 		{"weather", []string{"WEATHER_LOCATION", "Hobart", "WEATHER_URL", "http://127.0.0.1:9/", "WEATHER_TTL_SEC", "60"},
 			func(c *config) {
-				c.WeatherLocation, c.WeatherURL, c.WeatherTTL = "Hobart", "http://127.0.0.1:9", time.Minute
+				c.Periphery.WeatherLocation, c.Periphery.WeatherURL, c.Periphery.WeatherTTL = "Hobart", "http://127.0.0.1:9", time.Minute
 			}},
-		{"weather off", []string{"WEATHER_LOCATION", "-"}, func(c *config) { c.WeatherLocation = "" }},
+		{"weather off", []string{"WEATHER_LOCATION", "-"}, func(c *config) { c.Periphery.WeatherLocation = "" }},
 		{"calendar", []string{"CALENDAR_ID", "a@group.calendar.google.com, b", "GWS_BIN", "/opt/gws", "CALENDAR_SA_PATH", "/k.json",
 			"CALENDAR_TTL_SEC", "100", "CALENDAR_POLL_SEC", "10", "CALENDAR_HOUSEHOLD_BUCKET", "_all", "CALENDAR_PERSON_PREFIX_RE", `^(?P<person>\w+): (?P<rest>.*)$`},
 			func(c *config) {
-				c.CalendarIDs, c.GWSBin, c.CalendarSAPath = []string{"a@group.calendar.google.com", "b"}, "/opt/gws", "/k.json"
-				c.CalendarTTL, c.CalendarPoll, c.HouseholdBucket = 100*time.Second, 10*time.Second, "_all"
-				c.PersonPrefix = regexp.MustCompile(`^(?P<person>\w+): (?P<rest>.*)$`)
+				c.Periphery.CalendarIDs, c.Periphery.GWSBin, c.Periphery.CalendarSAPath = []string{"a@group.calendar.google.com", "b"}, "/opt/gws", "/k.json"
+				c.Periphery.CalendarTTL, c.Periphery.CalendarPoll, c.Periphery.HouseholdBucket = 100*time.Second, 10*time.Second, "_all"
+				c.Periphery.PersonPrefix = regexp.MustCompile(`^(?P<person>\w+): (?P<rest>.*)$`)
 			}},
 		{"xiaozhi", []string{"XIAOZHI_HOST", " 10.0.0.5 ", "XIAOZHI_OTA_PORT", "9003", "DOTTY_ADMIN_TOKEN", "s3cret"},
-			func(c *config) { c.XiaozhiHost, c.XiaozhiPort, c.AdminToken = "10.0.0.5", 9003, "s3cret" }},
+			func(c *config) { c.Xiaozhi.Host, c.Xiaozhi.Port, c.Xiaozhi.Token = "10.0.0.5", 9003, "s3cret" }},
 		{"tier1", []string{"VOICE_MEMORY_DB", "/m/brain.db", "VOICE_THINKER_URL", "https://llm.lan/v1/chat/completions",
 			"VOICE_THINKER_MODEL", "big", "VOICE_THINKER_TIMEOUT", "90", "VOICE_PLAY_SONG_ASSET_BASE", "/songs/"},
 			func(c *config) {
-				c.MemoryDB, c.ThinkerURL, c.ThinkerModel = "/m/brain.db", "https://llm.lan/v1/chat/completions", "big"
-				c.ThinkerTimeout, c.SongAssetBase = 90*time.Second, "/songs/"
+				c.Memory.Path, c.Tier1.Thinker.URL, c.Tier1.Thinker.Model = "/m/brain.db", "https://llm.lan/v1/chat/completions", "big"
+				c.Tier1.Thinker.Timeout, c.Tier1.SongAssetBase = 90*time.Second, "/songs/"
 			}},
-		{"greeting text may be empty", []string{"FACE_GREET_TEXT", ""}, func(c *config) { c.Consumers.GreetText = "" }},
+		{"greeting text may be empty", []string{"FACE_GREET_TEXT", ""}, func(c *config) { c.Perception.Consumers.GreetText = "" }},
 		{"legacy greeting cooldown", []string{"FACE_GREET_COOLDOWN_SEC", "45"}, func(c *config) {
-			c.Consumers.GreetMinInterval, c.legacyGreetMin = 45*time.Second, ptrTo(45*time.Second)
+			c.Perception.Consumers.GreetMinInterval, c.legacyGreetMin = 45*time.Second, ptrTo(45*time.Second)
 		}},
 		{"new greeting interval wins over the legacy name", []string{"FACE_GREET_COOLDOWN_SEC", "45", "FACE_GREET_MIN_INTERVAL_SEC", "0"}, func(c *config) {
-			c.Consumers.GreetMinInterval, c.legacyGreetMin = 0, ptrTo(45*time.Second)
+			c.Perception.Consumers.GreetMinInterval, c.legacyGreetMin = 0, ptrTo(45*time.Second)
 		}},
 		{"consumers", []string{"WAKE_TURN_ENABLED", "False", "DOTTY_SOUND_TURNER_ENABLED", "1", "SOUND_TURN_YAW_DEG", "30",
 			"PURR_AUDIO_PATH", "/opt/purr.opus", "PURR_COOLDOWN_SEC", "0", "FACE_GREET_HOUR_START", "0", "FACE_GREET_HOUR_END", "24",
 			"HOUSEHOLD_YAML_PATH", "/etc/household.yaml", "FACE_NAME_GREET_TEMPLATE", "Hey {name}"},
 			func(c *config) {
-				c.Consumers.WakeTurnEnabled, c.Consumers.SoundTurnerEnabled, c.Consumers.SoundTurnYaw = false, true, 30
-				c.Consumers.PurrAudioPath, c.Consumers.PurrCooldown = "/opt/purr.opus", 0
-				c.Consumers.GreetHourStart, c.Consumers.GreetHourEnd = 0, 24
-				c.Consumers.HouseholdPath, c.Consumers.NameGreetTemplate = "/etc/household.yaml", "Hey {name}"
+				c.Perception.Consumers.WakeTurnEnabled, c.Perception.Consumers.SoundTurnerEnabled, c.Perception.Consumers.SoundTurnYaw = false, true, 30
+				c.Perception.Consumers.PurrAudioPath, c.Perception.Consumers.PurrCooldown = "/opt/purr.opus", 0
+				c.Perception.Consumers.GreetHourStart, c.Perception.Consumers.GreetHourEnd = 0, 24
+				c.Perception.Consumers.HouseholdPath, c.Perception.Consumers.NameGreetTemplate = "/etc/household.yaml", "Hey {name}"
 			}},
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
-		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.DashboardUser, c.DashboardPass = "admin", "pw" }},
+		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.UI.User, c.UI.Pass = "admin", "pw" }},
 		{"modes", []string{"DOTTY_VOICE_PROVIDER", " Tier1Slim ", "TIER1SLIM_CLOUD_API_KEY", "k1", "OPENROUTER_API_KEY", "k2"},
-			func(c *config) { c.VoiceProvider, c.CloudAPIKey, c.OpenRouterKey = "tier1slim", "k1", "k2" }},
+			func(c *config) { c.Admin.Provider, c.Keys.Cloud, c.Keys.OpenRouter = "tier1slim", "k1", "k2" }},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
 	}
 	for _, tt := range tests {
@@ -208,8 +228,8 @@ func TestParseConfigPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Port != tt.wantPort || c.origin["PORT"] != tt.wantOrigin {
-				t.Errorf("port %d from %q, want %d from %q", c.Port, c.origin["PORT"], tt.wantPort, tt.wantOrigin)
+			if c.HTTP.Port != tt.wantPort || c.origin["PORT"] != tt.wantOrigin {
+				t.Errorf("port %d from %q, want %d from %q", c.HTTP.Port, c.origin["PORT"], tt.wantPort, tt.wantOrigin)
 			}
 		})
 	}
@@ -284,8 +304,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{"defaults", func(c *config) {}, nil},
 		{"every range at once", func(c *config) {
-			c.Port, c.Timeout, c.InitTimeout, c.SessionIdle, c.SessionMaxAge, c.CancelGrace = 65536, 0, -time.Second, 0, 0, -1500*time.Millisecond
-			c.SessionMaxTurns, c.MaxSessions, c.MaxSentences, c.SessionCwd = 0, 0, 0, "rel"
+			c.HTTP.Port, c.Voice.Timeout, c.ACP.InitTimeout, c.Pool.SessionIdle, c.Pool.SessionMaxAge, c.ACP.CancelGrace = 65536, 0, -time.Second, 0, 0, -1500*time.Millisecond
+			c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.MaxSentences, c.ACP.SessionCwd = 0, 0, 0, "rel"
 		}, []string{
 			`invalid PORT "65536": want a port from 0 to 65535`,
 			`invalid ZEROCLAW_TIMEOUT "0": want more than 0 seconds`,
@@ -299,10 +319,12 @@ func TestValidate(t *testing.T) {
 			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
 		}},
 		{"boundaries", func(c *config) {
-			c.Port, c.SessionMaxTurns, c.MaxSessions, c.Timeout = 0, 1, 1, time.Nanosecond
-			c.Consumers.PurrCooldown, c.Consumers.GreetHourStart, c.Consumers.GreetHourEnd = 0, 0, 24
+			c.HTTP.Port, c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.Timeout = 0, 1, 1, time.Nanosecond
+			c.Perception.Consumers.PurrCooldown, c.Perception.Consumers.GreetHourStart, c.Perception.Consumers.GreetHourEnd = 0, 0, 24
 		}, nil},
-		{"refresh intervals", func(c *config) { c.WeatherTTL, c.CalendarTTL, c.CalendarPoll = 0, 0, -time.Second }, []string{
+		{"refresh intervals", func(c *config) {
+			c.Periphery.WeatherTTL, c.Periphery.CalendarTTL, c.Periphery.CalendarPoll = 0, 0, -time.Second
+		}, []string{
 			`invalid WEATHER_TTL_SEC "0": want more than 0 seconds`,
 			`invalid CALENDAR_TTL_SEC "0": want more than 0 seconds`,
 			`invalid CALENDAR_POLL_SEC "-1": want more than 0 seconds`,
@@ -392,8 +414,8 @@ func TestEffectiveConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.AdminToken != "hunter2" || !slices.Contains(c.effective(), any("<redacted>")) || slices.Contains(c.effective(), any("hunter2")) {
-		t.Errorf("DOTTY_ADMIN_TOKEN: typed %q, logged as %v", c.AdminToken, c.effective())
+	if c.Xiaozhi.Token != "hunter2" || !slices.Contains(c.effective(), any("<redacted>")) || slices.Contains(c.effective(), any("hunter2")) {
+		t.Errorf("DOTTY_ADMIN_TOKEN: typed %q, logged as %v", c.Xiaozhi.Token, c.effective())
 	}
 
 	// A secret setting is redacted in the log line and in error messages.
@@ -502,11 +524,11 @@ func TestAgentSelection(t *testing.T) {
 		wantWarn bool
 	}{
 		{"ZEROCLAW_BIN wins even when missing",
-			config{ZeroclawBin: "/nonexistent/zeroclaw", ZeroclawArgs: []string{"--max-sessions", "4"}},
+			config{Agent: agentChoice{Bin: "/nonexistent/zeroclaw", Args: []string{"--max-sessions", "4"}}},
 			lookups{onPath, self}, "/nonexistent/zeroclaw", []string{"acp", "--max-sessions", "4"}, false},
-		{"zeroclaw on PATH", config{ZeroclawArgs: []string{"-v"}}, lookups{onPath, self},
+		{"zeroclaw on PATH", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{onPath, self},
 			"/usr/bin/zeroclaw", []string{"acp", "-v"}, false},
-		{"demo agent fallback ignores ZEROCLAW_ARGS", config{ZeroclawArgs: []string{"-v"}}, lookups{notFound, self},
+		{"demo agent fallback ignores ZEROCLAW_ARGS", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{notFound, self},
 			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent"}, true},
 	}
 	for _, tt := range tests {

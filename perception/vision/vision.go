@@ -12,7 +12,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +89,35 @@ type Config struct {
 	// dotty_request_duration_seconds{endpoint="vision_explain"|"audio_explain"}.
 	VisionDuration, AudioDuration prometheus.Observer
 	Logger                        hclog.Logger
+}
+
+// Validate reports settings the routes cannot run with, joined.
+func (c Config) Validate() error {
+	var errs []error
+	for _, m := range []struct {
+		name string
+		m    Model
+	}{{"vision", c.Vision}, {"audio caption", c.Audio}} {
+		if m.m.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s timeout %s is negative", m.name, m.m.Timeout))
+		}
+		if m.m.URL != "" {
+			if u, err := url.Parse(m.m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("%s URL %q: want an http or https URL", m.name, m.m.URL))
+			}
+		}
+	}
+	for name, d := range map[string]time.Duration{"room-view cooldown": c.RoomViewCooldown,
+		"talk kick-off grace": c.TalkKickoffGrace, "long-poll wait": c.LongPoll} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
+		}
+	}
+	if c.MaxDevices < 0 || c.MaxWaiters < 0 || c.MaxUpload < 0 {
+		errs = append(errs, fmt.Errorf("vision limits must not be negative (devices %d, waiters %d, upload %d)", c.MaxDevices, c.MaxWaiters, c.MaxUpload))
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // Cache lifetimes, bridge.py's: a photo is current for a minute, a sound

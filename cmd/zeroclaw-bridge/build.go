@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	oklogrun "github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+)
+
+// serve builds the bridge from cfg and runs it until SIGINT, SIGTERM or
+// the end of ctx.
+func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
+	log.Info("starting", append([]any{"version", buildVersion()}, cfg.effective()...)...)
+	b, err := build(cfg, log, lk)
+	if err != nil {
+		return err
+	}
+	return b.run(ctx)
+}
+
+// bridgeApp is the bridge built and wired, not yet running.
+type bridgeApp struct {
+	log    hclog.Logger
+	actors []actor
+}
+
+// actor is a component with a Run(ctx) lifecycle, named for the log.
+type actor struct {
+	name string
+	run  func(context.Context) error
+}
+
+// build completes every component's config from the parsed settings,
+// validates them all in one joined call (exit status 2 lists every
+// problem), then constructs the components in dependency order. Nothing
+// starts: no goroutine, no child, no socket until run.
+func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
+	command, args, err := agentCommand(cfg, lk, log)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	acpMetrics := acp.NewMetrics(reg)
+	metrics := bridge.NewMetrics(reg)
+
+	// Settings first: what each component needs besides its own settings
+	// (logger, metrics, the values several components share).
+	c := cfg
+	c.Modes.KidGauge, c.Modes.Logger = metrics.KidModeActive, log.Named("admin")
+	acpLog := log.Named("acp")
+	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
+	c.ACP.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
+	c.Permissions.Logger = acpLog.Named("permission")
+	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
+	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
+	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
+	c.Periphery.Location, c.Periphery.Logger, c.Periphery.CalendarFailures = c.TZ, log.Named("periphery"), metrics.CalendarFetchFailures
+	c.ConvoLog.Location, c.ConvoLog.Logger = c.TZ, log.Named("convolog")
+	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
+	c.Memory.AgentAlias, c.Memory.Logger = c.ACP.AgentAlias, log.Named("memory")
+	c.Xiaozhi.Logger = log.Named("xiaozhi")
+	c.Tier1.Dropped, c.Tier1.Logger = metrics.MemoryWritesDropped, log.Named("tier1")
+	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")
+	c.Perception.Events, c.Perception.Dropped = metrics.PerceptionEvents, metrics.PerceptionDropped
+	c.Perception.Evictions, c.Perception.DevicesEvicted = metrics.SSEEvictions, metrics.PerceptionDevicesEvicted
+	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
+	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
+	visionKey := firstNonEmpty(c.Keys.Vision, c.Keys.OpenRouter)
+	c.Vision.Vision.URL = firstNonEmpty(c.Keys.VLMURL, c.Vision.Vision.URL)
+	c.Vision.Vision.Model = firstNonEmpty(c.Keys.VLMModel, c.Vision.Vision.Model)
+	c.Vision.Vision.APIKey = firstNonEmpty(c.Keys.VLM, visionKey)
+	c.Vision.Audio.APIKey = firstNonEmpty(c.Keys.Audio, visionKey)
+	c.Vision.VisionDuration = metrics.RequestDuration.WithLabelValues("vision_explain")
+	c.Vision.AudioDuration = metrics.RequestDuration.WithLabelValues("audio_explain")
+	c.UI.Location, c.UI.Logger = c.TZ, log.Named("ui")
+	c.Admin.SmartOn.APIKey = firstNonEmpty(c.Keys.Cloud, c.Keys.OpenRouter)
+	c.Admin.Logger = log.Named("admin")
+	c.Sidecar.STTDuration = metrics.RequestDuration.WithLabelValues("sidecar_stt")
+	c.Sidecar.Failures, c.Sidecar.Logger = metrics.SidecarFailures, log.Named("sidecar")
+	withSidecar := c.Sidecar.STT.URL != ""
+
+	errs := []error{c.ACP.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
+		c.Voice.Validate(), c.Memory.Validate(), c.Tier1.Validate(), c.Perception.Validate(),
+		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate()}
+	if withSidecar {
+		errs = append(errs, c.Sidecar.Validate())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, &usageError{err}
+	}
+
+	// Then the components, each after what it depends on. Kid mode is read
+	// live from its state file by the prompt, the permission policy and
+	// the vision prompt.
+	modes := admin.NewModes(c.Modes)
+	safety, err := admin.NewSafety(c.ToolAllowList)
+	if err != nil {
+		log.Warn("tool allow list unreadable; using the default list", "error", err)
+	}
+	policy := c.Permissions
+	policy.AllowLive, policy.KidMode = safety.List, modes.KidMode
+	c.ACP.Permissions = &policy
+	sup := acp.NewSupervisor(c.ACP)
+	pool := acp.NewPool(c.Pool, sup)
+
+	c.HTTP.Agent, c.HTTP.Sessions = sup, pool
+	srv := bridge.New(c.HTTP)
+	xz := xiaozhi.New(c.Xiaozhi)
+	peri := periphery.New(c.Periphery)
+	mem := memstore.New(c.Memory)
+	sight := vision.NewCache(vision.CacheConfig{MaxDevices: c.Vision.MaxDevices})
+
+	c.Perception.Robot, c.Perception.Senses, c.Perception.Stopping = xz, sight, srv.Stopping()
+	percep := perception.New(c.Perception)
+
+	c.Vision.Cache, c.Vision.KidMode = sight, modes.KidMode
+	c.Vision.Household, c.Vision.Perception = percep.Household(), percep
+	eyes := vision.New(c.Vision)
+
+	turns := turnbus.New()
+	c.Voice.Agent, c.Voice.KidMode, c.Voice.Turns = pool, modes, turns
+	c.Voice.Perception, c.Voice.Context = percep, peri
+	c.Voice.ConvoLog = convolog.New(c.ConvoLog)
+	voice := bridge.NewVoice(c.Voice)
+
+	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision = mem, xz, sight
+	calls := tier1.New(c.Tier1)
+
+	c.UI.Turns, c.UI.Stopping = turns, srv.Stopping()
+	dash := ui.New(c.UI)
+
+	c.Admin.Modes, c.Admin.Robot, c.Admin.Safety = modes, xz, safety
+	c.Admin.Agent, c.Admin.Sessions = sup, pool
+	adminRoutes := admin.NewHandler(c.Admin)
+
+	e := srv.Echo()
+	voice.Routes(e)
+	if withSidecar {
+		c.Sidecar.Voice = voice
+		sidecar.New(c.Sidecar).Routes(e)
+		log.Info("serving the Stack-chan firmware sidecar", "path", c.Sidecar.Path, "stt", c.Sidecar.STT.URL, "token", c.Sidecar.Token != "")
+	}
+	calls.Routes(e)
+	percep.Routes(e)
+	eyes.Routes(e)
+	dash.Routes(e)
+	adminRoutes.Routes(e)
+
+	// Once smart mode has been set, the agent's configured model follows
+	// it (ZeroClaw path) before the supervisor starts the agent; a
+	// never-set mode leaves the config alone.
+	if smart, ok := modes.SmartModeStored(); ok {
+		adminRoutes.ReconcileAgentModel(smart)
+	}
+
+	// The order is the shutdown order: the HTTP server drains first, then
+	// the consumers and background admin work stop, queued memory writes
+	// reach brain.db, the pool settles cancelled turns, and the supervisor
+	// retires sessions and stops the agent.
+	return &bridgeApp{log: log, actors: []actor{
+		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
+		// its stop sends STOPPING=1 first.
+		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},
+		{"http", srv.Run},          // stop accepting, drain requests (ShutdownTimeout)
+		{"perception", percep.Run}, // stop the consumers, finish robot calls in flight
+		{"dashboard", dash.Run},    // stop following voice turns
+		{"admin", adminRoutes.Run}, // start-up Tier1Slim push, delayed unit restarts
+		{"memory", mem.Run},        // write every accepted memory (DrainTimeout)
+		{"pool", pool.Run},         // finish background cancel settlements
+		{"agent", sup.Run},         // retire sessions, stop the agent child
+		{"periphery", peri.Run},    // stop refreshing weather and calendar
+	}}, nil
+}
+
+// run starts every actor and waits for SIGINT, SIGTERM or the end of ctx;
+// then it stops the actors one after another in their order.
+func (b *bridgeApp) run(ctx context.Context) error {
+	var g oklogrun.Group
+	for _, a := range b.actors {
+		addActor(&g, a)
+	}
+	var shutdownStart time.Time // written by the signal actor before g.Run returns
+	sigExec, sigInterrupt := oklogrun.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM)
+	g.Add(func() error {
+		err := sigExec()
+		shutdownStart = time.Now()
+		b.log.Info("shutting down", "reason", err)
+		return err
+	}, sigInterrupt)
+
+	err := g.Run()
+	var sig *oklogrun.SignalError
+	switch {
+	case errors.As(err, &sig), err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	default:
+		b.log.Error("stopped", "error", err)
+		return err
+	}
+	b.log.Info("stopped", "shutdown", time.Since(shutdownStart))
+	return nil
+}
+
+// addActor adds a Run(ctx) component to g. Its interrupt cancels the
+// component's own ctx and waits for Run to return, so oklog/run's
+// sequential interrupts stop the actors one after another in Add order.
+func addActor(g *oklogrun.Group, a actor) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	g.Add(func() error {
+		defer close(done)
+		if err := a.run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		return nil
+	}, func(error) {
+		cancel()
+		<-done
+	})
+}
