@@ -23,8 +23,8 @@ type ModesConfig struct {
 	// SmartStatePath is the smart-mode state file (DOTTY_SMART_MODE_STATE);
 	// missing or unrecognised means off.
 	SmartStatePath string
-	// KidGauge is dotty_kid_mode_active; nil records nothing.
-	KidGauge prometheus.Gauge
+	// Metrics are admin's series (NewMetrics); nil records nothing.
+	Metrics *Metrics
 	// Logger receives unreadable-file warnings. Nil discards.
 	Logger hclog.Logger
 }
@@ -51,7 +51,7 @@ func NewModes(cfg ModesConfig) *Modes {
 	}
 	m := &Modes{
 		log:   log,
-		gauge: cfg.KidGauge,
+		gauge: cfg.Metrics.kidGauge(),
 		kid:   &stateFile{path: cfg.KidStatePath, def: cfg.KidDefault, log: log},
 		smart: &stateFile{path: cfg.SmartStatePath, def: false, log: log},
 	}

@@ -37,7 +37,7 @@ func TestKidModeStateFile(t *testing.T) {
 				}
 			}
 			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"})
-			m := NewModes(ModesConfig{KidStatePath: path, KidDefault: tt.def, KidGauge: g})
+			m := NewModes(ModesConfig{KidStatePath: path, KidDefault: tt.def, Metrics: &Metrics{KidModeActive: g}})
 			if got := m.KidMode(); got != tt.want {
 				t.Errorf("KidMode = %v, want %v", got, tt.want)
 			}
@@ -52,7 +52,7 @@ func TestModesAreLiveAndWritable(t *testing.T) {
 	dir := t.TempDir()
 	kid, smart := filepath.Join(dir, "state", "kid-mode"), filepath.Join(dir, "state", "smart-mode")
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"})
-	m := NewModes(ModesConfig{KidStatePath: kid, KidDefault: true, SmartStatePath: smart, KidGauge: g})
+	m := NewModes(ModesConfig{KidStatePath: kid, KidDefault: true, SmartStatePath: smart, Metrics: &Metrics{KidModeActive: g}})
 	if !m.KidMode() || m.SmartMode() {
 		t.Fatal("defaults wrong")
 	}

@@ -61,7 +61,7 @@ func newAdminEnv(t *testing.T, edit func(*Config)) *adminEnv {
 	a := &adminEnv{dir: dir, xz: xiaozhitest.New(t), agent: &fakeAgent{}}
 	a.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kid"})
 	a.modes = NewModes(ModesConfig{KidStatePath: filepath.Join(dir, "state", "kid-mode"), KidDefault: true,
-		SmartStatePath: filepath.Join(dir, "state", "smart-mode"), KidGauge: a.gauge})
+		SmartStatePath: filepath.Join(dir, "state", "smart-mode"), Metrics: &Metrics{KidModeActive: a.gauge}})
 	host, port := a.xz.HostPort()
 	safety, err := NewSafety(filepath.Join(dir, "state", "tool-allowlist"))
 	if err != nil {

@@ -18,13 +18,9 @@ type Metrics struct {
 	RequestDuration *prometheus.HistogramVec
 	// RequestErrors is dotty_request_errors_total{endpoint,kind}.
 	RequestErrors *prometheus.CounterVec
-	// KidModeActive is dotty_kid_mode_active: 1 while kid mode is on.
-	KidModeActive prometheus.Gauge
 	// PerceptionEvents is dotty_perception_events_total{type}, limited to
 	// bridge.py's six event types.
 	PerceptionEvents *prometheus.CounterVec
-	// CalendarFetchFailures is dotty_calendar_fetch_failures_total{kind}.
-	CalendarFetchFailures *prometheus.CounterVec
 	// ContentFilterHits is dotty_content_filter_hits_total{tier}.
 	ContentFilterHits *prometheus.CounterVec
 	// SmartModeInvocations is dotty_smart_mode_invocations_total. bridge.py
@@ -43,15 +39,9 @@ type Metrics struct {
 	// PerceptionDevicesEvicted is dotty_perception_devices_evicted_total
 	// (Go only): devices forgotten because the device table was full.
 	PerceptionDevicesEvicted prometheus.Counter
-	// MemoryWritesDropped is dotty_memory_writes_dropped_total (Go only):
-	// voice memory writes refused with 503 because the queue was full.
-	MemoryWritesDropped prometheus.Counter
 	// ConnectionsTurnedAway is dotty_http_connections_turned_away_total (Go
 	// only): connections the connection limit closed without serving them.
 	ConnectionsTurnedAway prometheus.Counter
-	// SidecarFailures is dotty_sidecar_failures_total{stage} (Go only):
-	// firmware sidecar requests that failed, by stage (audio, system, stt, llm).
-	SidecarFailures *prometheus.CounterVec
 }
 
 // Label values created at zero by NewMetrics, so the dashboards see them
@@ -67,9 +57,6 @@ var (
 		"face_identified_applied", "face_identified_rejected"}
 	// filterTiers are the tier labels of dotty_content_filter_hits_total.
 	filterTiers = []string{"redirect", "log", "alert"}
-	// calendarFailureKinds are the kind labels of
-	// dotty_calendar_fetch_failures_total.
-	calendarFailureKinds = []string{"timeout", "parse", "other", "orchestrator"}
 )
 
 // firstAudioBuckets are bridge.py's buckets for first-audio latency.
@@ -99,18 +86,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_request_errors_total",
 			Help: "Request errors, partitioned by endpoint and error kind.",
 		}, []string{"endpoint", "kind"}),
-		KidModeActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dotty_kid_mode_active",
-			Help: "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.",
-		}),
 		PerceptionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dotty_perception_events_total",
 			Help: "Ambient-perception events ingested, partitioned by event type.",
 		}, []string{"type"}),
-		CalendarFetchFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_calendar_fetch_failures_total",
-			Help: "Total Google Calendar fetch failures (excludes intentional skips).",
-		}, []string{"kind"}),
 		ContentFilterHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dotty_content_filter_hits_total",
 			Help: "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).",
@@ -135,18 +114,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_perception_devices_evicted_total",
 			Help: "Perception devices forgotten (state, recent events, caches) because the device table was full.",
 		}),
-		MemoryWritesDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_memory_writes_dropped_total",
-			Help: "Voice memory writes refused with 503 because the writer queue was full.",
-		}),
 		ConnectionsTurnedAway: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dotty_http_connections_turned_away_total",
 			Help: "Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked.",
 		}),
-		SidecarFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_sidecar_failures_total",
-			Help: "Firmware sidecar requests that failed, partitioned by stage (audio, system, stt, llm).",
-		}, []string{"stage"}),
 	}
 	for _, ep := range voiceEndpoints {
 		m.RequestDuration.WithLabelValues(ep)
@@ -160,14 +131,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, v := range filterTiers {
 		m.ContentFilterHits.WithLabelValues(v)
 	}
-	for _, v := range calendarFailureKinds {
-		m.CalendarFetchFailures.WithLabelValues(v)
-	}
 	reg.MustRegister(
-		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.KidModeActive,
-		m.PerceptionEvents, m.CalendarFetchFailures, m.ContentFilterHits,
+		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors,
+		m.PerceptionEvents, m.ContentFilterHits,
 		m.SmartModeInvocations, m.LLMTokens,
-		m.PerceptionDropped, m.SSEEvictions, m.PerceptionDevicesEvicted, m.MemoryWritesDropped, m.SidecarFailures,
+		m.PerceptionDropped, m.SSEEvictions, m.PerceptionDevicesEvicted,
 		m.ConnectionsTurnedAway,
 	)
 	return m

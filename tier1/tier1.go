@@ -21,7 +21,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -66,8 +65,8 @@ type Config struct {
 	Thinker ThinkerConfig
 	// SongAssetBase is VOICE_PLAY_SONG_ASSET_BASE, a directory on the xiaozhi host.
 	SongAssetBase string
-	// Dropped counts memory writes refused with 503 (dotty_memory_writes_dropped_total).
-	Dropped prometheus.Counter
+	// Metrics are tier1's series (NewMetrics); nil records nothing.
+	Metrics *Metrics
 	// Logger receives tool logs. Nil discards.
 	Logger hclog.Logger
 
@@ -285,8 +284,8 @@ func (h *Handler) memoryLog(c echo.Context) error {
 
 func (h *Handler) enqueue(c echo.Context, w memstore.Write) error {
 	if err := h.cfg.Memory.Enqueue(w); err != nil {
-		if h.cfg.Dropped != nil {
-			h.cfg.Dropped.Inc()
+		if h.cfg.Metrics != nil {
+			h.cfg.Metrics.MemoryWritesDropped.Inc()
 		}
 		h.log.Warn("memory write refused", "category", w.Category, "error", err)
 		return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")

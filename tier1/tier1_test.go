@@ -100,7 +100,7 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 		Xiaozhi:       xiaozhi.New(xiaozhi.Config{Host: host, Port: port}),
 		Thinker:       ThinkerConfig{URL: e.thinker.URL + "/v1/chat/completions", Model: "qwen-test"},
 		SongAssetBase: "/assets/songs/",
-		Dropped:       e.dropped,
+		Metrics:       &Metrics{MemoryWritesDropped: e.dropped},
 		Logger:        hclog.NewNullLogger(),
 	}
 	if edit != nil {

@@ -270,10 +270,10 @@ func (p *Periphery) refreshCalendar(ctx context.Context) error {
 
 // countFailure increments the failure counter; a metric error is ignored.
 func (p *Periphery) countFailure(kind string) {
-	if p.cfg.CalendarFailures == nil {
+	if p.cfg.Metrics == nil {
 		return
 	}
-	if c, err := p.cfg.CalendarFailures.GetMetricWithLabelValues(kind); err == nil {
+	if c, err := p.cfg.Metrics.CalendarFailures.GetMetricWithLabelValues(kind); err == nil {
 		c.Inc()
 	}
 }

@@ -48,21 +48,18 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 	if err := os.WriteFile(f.sa, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.metric = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_calendar_fetch_failures_total",
-		Help: "Total Google Calendar fetch failures (excludes intentional skips).",
-	}, []string{"kind"})
-	f.reg.MustRegister(f.metric)
+	metrics := NewMetrics(f.reg)
+	f.metric = metrics.CalendarFailures
 	cfg := Config{
-		Location:         aest,
-		CalendarIDs:      ids,
-		GWSBin:           exe,
-		CalendarSAPath:   f.sa,
-		CalendarFailures: f.metric,
-		Logger:           hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
-		now:              f.clock.Now,
-		sleep:            f.sleeper.sleep,
-		calendarTimeout:  10 * time.Second,
+		Location:        aest,
+		CalendarIDs:     ids,
+		GWSBin:          exe,
+		CalendarSAPath:  f.sa,
+		Metrics:         metrics,
+		Logger:          hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
+		now:             f.clock.Now,
+		sleep:           f.sleeper.sleep,
+		calendarTimeout: 10 * time.Second,
 	}
 	if mutate != nil {
 		mutate(&cfg)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults, bridge.py's.
@@ -82,9 +81,9 @@ type Config struct {
 	PersonPrefix *regexp.Regexp
 	// Logger receives refresh failures and recoveries; nil discards.
 	Logger hclog.Logger
-	// CalendarFailures is dotty_calendar_fetch_failures_total{kind}; nil
+	// Metrics are the calendar's series (NewMetrics); nil
 	// counts nothing.
-	CalendarFailures *prometheus.CounterVec
+	Metrics *Metrics
 	// HTTPClient fetches the weather; nil means a client with a 10 s timeout
 	// and no keep-alive (one request every half hour).
 	HTTPClient *http.Client

@@ -48,13 +48,7 @@ type event struct {
 // first. An invalid PersonPrefix falls back to the default.
 func New(cfg Config) *Periphery {
 	cfg = cfg.withDefaults()
-	p := &Periphery{cfg: cfg, log: cfg.Logger, cals: make(map[string]calEntry)}
-	if cfg.CalendarFailures != nil {
-		for _, k := range FailureKinds {
-			_, _ = cfg.CalendarFailures.GetMetricWithLabelValues(k)
-		}
-	}
-	return p
+	return &Periphery{cfg: cfg, log: cfg.Logger, cals: make(map[string]calEntry)}
 }
 
 // errRunning is returned by a second Run.

@@ -69,7 +69,7 @@ type Config struct {
 	Voice Voice
 	// Metrics; nil ones are not recorded.
 	STTDuration prometheus.Observer
-	Failures    *prometheus.CounterVec // dotty_sidecar_failures_total{stage}
+	Metrics     *Metrics // nil records nothing
 	Logger      hclog.Logger
 }
 
@@ -439,8 +439,8 @@ func Shorten(s string, n int) string {
 }
 
 func (h *Handler) fail(c echo.Context, rid string, f failure, start time.Time) error {
-	if h.cfg.Failures != nil {
-		h.cfg.Failures.WithLabelValues(f.stage).Inc()
+	if h.cfg.Metrics != nil {
+		h.cfg.Metrics.Failures.WithLabelValues(f.stage).Inc()
 	}
 	h.log.Warn("sidecar request failed", "request", rid, "code", f.code, "stage", f.stage, "status", f.status, "elapsed", time.Since(start))
 	return write(c, f.status, f.text, f.emotion, &f)

@@ -41,6 +41,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 // bridgeApp is the bridge built and wired, not yet running.
 type bridgeApp struct {
 	log    hclog.Logger
+	reg    *prometheus.Registry
 	actors []actor
 }
 
@@ -70,7 +71,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// Settings first: what each component needs besides its own settings
 	// (logger, metrics, the values several components share).
 	c := cfg
-	c.Modes.KidGauge, c.Modes.Logger = metrics.KidModeActive, log.Named("admin")
+	c.Modes.Metrics, c.Modes.Logger = admin.NewMetrics(reg), log.Named("admin")
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
 	c.ACP.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
@@ -78,12 +79,12 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
-	c.Periphery.Location, c.Periphery.Logger, c.Periphery.CalendarFailures = c.TZ, log.Named("periphery"), metrics.CalendarFetchFailures
+	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.ConvoLog.Location, c.ConvoLog.Logger = c.TZ, log.Named("convolog")
 	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
 	c.Memory.AgentAlias, c.Memory.Logger = c.ACP.AgentAlias, log.Named("memory")
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
-	c.Tier1.Dropped, c.Tier1.Logger = metrics.MemoryWritesDropped, log.Named("tier1")
+	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
 	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")
 	c.Perception.Events, c.Perception.Dropped = metrics.PerceptionEvents, metrics.PerceptionDropped
 	c.Perception.Evictions, c.Perception.DevicesEvicted = metrics.SSEEvictions, metrics.PerceptionDevicesEvicted
@@ -100,7 +101,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Admin.SmartOn.APIKey = firstNonEmpty(c.Keys.Cloud, c.Keys.OpenRouter)
 	c.Admin.Logger = log.Named("admin")
 	c.Sidecar.STTDuration = metrics.RequestDuration.WithLabelValues("sidecar_stt")
-	c.Sidecar.Failures, c.Sidecar.Logger = metrics.SidecarFailures, log.Named("sidecar")
+	c.Sidecar.Metrics, c.Sidecar.Logger = sidecar.NewMetrics(reg), log.Named("sidecar")
 	withSidecar := c.Sidecar.STT.URL != ""
 
 	errs := []error{c.ACP.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
@@ -181,7 +182,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// the consumers and background admin work stop, queued memory writes
 	// reach brain.db, the pool settles cancelled turns, and the supervisor
 	// retires sessions and stops the agent.
-	return &bridgeApp{log: log, actors: []actor{
+	return &bridgeApp{log: log, reg: reg, actors: []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},

@@ -1,0 +1,30 @@
+package admin
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are admin's series.
+type Metrics struct {
+	// KidModeActive is dotty_kid_mode_active: 1 while kid mode is on.
+	KidModeActive prometheus.Gauge
+}
+
+// NewMetrics creates the series and registers them on reg (nil:
+// unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{KidModeActive: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "dotty_kid_mode_active",
+		Help: "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.",
+	})}
+	if reg != nil {
+		reg.MustRegister(m.KidModeActive)
+	}
+	return m
+}
+
+// kidGauge is the kid-mode gauge, nil without metrics.
+func (m *Metrics) kidGauge() prometheus.Gauge {
+	if m == nil {
+		return nil
+	}
+	return m.KidModeActive
+}

@@ -1,0 +1,27 @@
+package periphery
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the periphery's series.
+type Metrics struct {
+	// CalendarFailures is dotty_calendar_fetch_failures_total{kind}, one
+	// label value per FailureKinds entry.
+	CalendarFailures *prometheus.CounterVec
+}
+
+// NewMetrics creates the series, every failure kind at zero so the
+// dashboards see it before the first failure, and registers them on reg
+// (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{CalendarFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_calendar_fetch_failures_total",
+		Help: "Total Google Calendar fetch failures (excludes intentional skips).",
+	}, []string{"kind"})}
+	for _, k := range FailureKinds {
+		m.CalendarFailures.WithLabelValues(k)
+	}
+	if reg != nil {
+		reg.MustRegister(m.CalendarFailures)
+	}
+	return m
+}

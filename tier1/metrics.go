@@ -1,0 +1,23 @@
+package tier1
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are tier1's series.
+type Metrics struct {
+	// MemoryWritesDropped is dotty_memory_writes_dropped_total: voice
+	// memory writes refused with 503 because the writer queue was full.
+	MemoryWritesDropped prometheus.Counter
+}
+
+// NewMetrics creates the series and registers them on reg (nil:
+// unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{MemoryWritesDropped: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dotty_memory_writes_dropped_total",
+		Help: "Voice memory writes refused with 503 because the writer queue was full.",
+	})}
+	if reg != nil {
+		reg.MustRegister(m.MemoryWritesDropped)
+	}
+	return m
+}
