@@ -2,14 +2,13 @@ package bridge
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics holds every dotty_* series bridge.py exported, with its exact
-// name, type, label names, HELP text and buckets so existing Grafana boards
-// keep working, except dotty_active_acp_sessions, which package acp
-// registers with its own dotty_acp_* series. It also holds the Go-only
-// perception, SSE and memory-queue counters. cmd builds it once and hands
-// each feature package the fields it fills. A labelled series appears on
-// /metrics once it has a label value; the values dashboards query are
-// created at zero by NewMetrics.
+// Metrics holds the dotty_* series the server and the voice routes fill,
+// and the request-duration histogram every feature times its routes in
+// (one family, an endpoint label per route). Each feature package
+// registers its own other series with its own NewMetrics; names, types,
+// HELP texts, labels and buckets are bridge.py's so existing Grafana
+// boards keep working. A labelled series appears on /metrics once it has
+// a label value; the values dashboards query are created at zero here.
 type Metrics struct {
 	// FirstAudioLatency is dotty_first_audio_latency_seconds: seconds from
 	// a voice request's arrival to its first audible text.

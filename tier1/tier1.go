@@ -1,13 +1,3 @@
-// Package tier1 serves xiaozhi's Tier1Slim provider: POST
-// /api/voice/escalate for the tools its small local model calls
-// (memory_lookup, think_hard, take_photo, play_song) and the two memory
-// writes of every turn, /api/voice/remember and /api/voice/memory_log.
-//
-// Escalations always answer 200 {"result": …} with bridge.py's exact
-// strings, within the caller's budget: each short tool is bounded at 4.5 s
-// (the caller waits 5 s) and think_hard at 28 s (it waits 30 s). Memory
-// writes answer 204 at once and are written by the memstore's background
-// writer; a full queue answers 503.
 package tier1
 
 import (
