@@ -1,6 +1,9 @@
 package admin
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
 
 // Metrics are admin's series.
 type Metrics struct {
@@ -8,17 +11,12 @@ type Metrics struct {
 	KidModeActive prometheus.Gauge
 }
 
-// NewMetrics creates the series and registers them on reg (nil:
-// unregistered).
+// NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{KidModeActive: prometheus.NewGauge(prometheus.GaugeOpts{
+	return &Metrics{KidModeActive: promauto.With(reg).NewGauge(prometheus.GaugeOpts{
 		Name: "dotty_kid_mode_active",
 		Help: "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.",
 	})}
-	if reg != nil {
-		reg.MustRegister(m.KidModeActive)
-	}
-	return m
 }
 
 // kidGauge is the kid-mode gauge, nil without metrics.

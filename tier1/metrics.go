@@ -1,6 +1,9 @@
 package tier1
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
 
 // Metrics are tier1's series.
 type Metrics struct {
@@ -9,15 +12,10 @@ type Metrics struct {
 	MemoryWritesDropped prometheus.Counter
 }
 
-// NewMetrics creates the series and registers them on reg (nil:
-// unregistered).
+// NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{MemoryWritesDropped: prometheus.NewCounter(prometheus.CounterOpts{
+	return &Metrics{MemoryWritesDropped: promauto.With(reg).NewCounter(prometheus.CounterOpts{
 		Name: "dotty_memory_writes_dropped_total",
 		Help: "Voice memory writes refused with 503 because the writer queue was full.",
 	})}
-	if reg != nil {
-		reg.MustRegister(m.MemoryWritesDropped)
-	}
-	return m
 }

@@ -1,6 +1,9 @@
 package periphery
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
 
 // Metrics are the periphery's series.
 type Metrics struct {
@@ -9,19 +12,15 @@ type Metrics struct {
 	CalendarFailures *prometheus.CounterVec
 }
 
-// NewMetrics creates the series, every failure kind at zero so the
-// dashboards see it before the first failure, and registers them on reg
-// (nil: unregistered).
+// NewMetrics creates the series on reg (nil: unregistered), every failure
+// kind at zero so the dashboards see it before the first failure.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{CalendarFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+	m := &Metrics{CalendarFailures: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "dotty_calendar_fetch_failures_total",
 		Help: "Total Google Calendar fetch failures (excludes intentional skips).",
 	}, []string{"kind"})}
 	for _, k := range FailureKinds {
 		m.CalendarFailures.WithLabelValues(k)
-	}
-	if reg != nil {
-		reg.MustRegister(m.CalendarFailures)
 	}
 	return m
 }
