@@ -46,7 +46,7 @@ func benchServer(b *testing.B, agent Turner) string {
 		Location: brisbane,
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 		ConvoLog: convolog.New(convolog.Config{Dir: filepath.Join(b.TempDir(), "logs"), Location: brisbane}),
-		Turns:    turnbus.New(),
+		Turns:    turnbus.New(nil),
 	}).Routes(e)
 	ts := httptest.NewServer(e)
 	b.Cleanup(ts.Close)

@@ -62,7 +62,7 @@ func newVoiceEnv(t *testing.T, a *agenttest.Agent, vcfg VoiceConfig, pcfg acp.Po
 	if a == nil {
 		a = &agenttest.Agent{}
 	}
-	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: turnbus.New()}
+	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: turnbus.New(nil)}
 	reg := prometheus.NewRegistry()
 	env.metrics = NewMetrics(reg)
 	env.log = convolog.New(convolog.Config{Dir: env.logDir, Location: brisbane})
@@ -873,8 +873,12 @@ func TestMetricsAndTurnBus(t *testing.T) {
 		return agenttest.Reply{Chunks: []string{"😊 ok"}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
-	events, unsubscribe := env.turns.Subscribe(8)
-	defer unsubscribe()
+	sub, err := env.turns.Subscribe("test", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	events := sub.C
 	env.stream(t, map[string]any{"content": "hi"})
 	env.message(t, map[string]any{"content": "swear"})
 	env.waitRecords(t, 2)

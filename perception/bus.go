@@ -2,11 +2,12 @@ package perception
 
 import (
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
@@ -22,16 +23,16 @@ const (
 var countedEvents = []string{"face_detected", "face_lost", "sound_event", "state_changed",
 	"face_identified_applied", "face_identified_rejected"}
 
-// Bus fans events out to subscribers. See the package doc for its
-// ordering and back-pressure rules.
+// Bus fans events out to subscribers on a fanout.Bus (its lag policy:
+// consumers drop and count, feed clients are evicted) and keeps, beside
+// it, what only perception needs: the per-type event counters and each
+// device's recent ring.
 type Bus struct {
-	log      hclog.Logger
 	counters map[string]prometheus.Counter
 	dropped  *prometheus.CounterVec
-	evicted  prometheus.Counter
+	out      *fanout.Bus[Event]
 
 	mu     sync.Mutex
-	subs   []*Subscription
 	recent *lru.Cache[string, *ring]
 }
 
@@ -46,7 +47,9 @@ type BusConfig struct {
 	// rings keep the same bound themselves, the least recently written
 	// ring making room.
 	MaxRings int
-	Logger   hclog.Logger
+	// Clock times the consumers' "dropping" warnings; nil is the real clock.
+	Clock  clockwork.Clock
+	Logger hclog.Logger
 }
 
 // NewBus returns a bus with no subscribers.
@@ -54,10 +57,8 @@ func NewBus(cfg BusConfig) *Bus {
 	if cfg.MaxRings <= 0 {
 		cfg.MaxRings = DefaultMaxDevices
 	}
-	b := &Bus{log: cfg.Logger, dropped: cfg.Dropped, evicted: cfg.Evictions, recent: lru.New[string, *ring](cfg.MaxRings)}
-	if b.log == nil {
-		b.log = hclog.NewNullLogger()
-	}
+	b := &Bus{dropped: cfg.Dropped, recent: lru.New[string, *ring](cfg.MaxRings),
+		out: fanout.New[Event](fanout.Config{Name: "perception", Evictions: cfg.Evictions, Clock: cfg.Clock, Logger: cfg.Logger})}
 	if cfg.Events != nil {
 		b.counters = map[string]prometheus.Counter{}
 		for _, n := range countedEvents {
@@ -67,43 +68,9 @@ func NewBus(cfg BusConfig) *Bus {
 	return b
 }
 
-// Subscription is one subscriber's queue. Read events from C until Done
-// is closed.
-type Subscription struct {
-	// C delivers events in publish order.
-	C <-chan Event
-
-	name    string
-	only    map[string]bool // event names delivered; nil: all
-	ch      chan Event
-	evict   bool
-	done    chan struct{}
-	evicted bool // set under Bus.mu before done closes
-	drops   prometheus.Counter
-	bus     *Bus
-
-	lastWarn time.Time // under Bus.mu
-	missed   int       // drops since the last warning, under Bus.mu
-}
-
-// Done is closed when the subscription ends: Close was called or, for a
-// feed subscription, it fell behind and was evicted.
-func (s *Subscription) Done() <-chan struct{} { return s.done }
-
-// Evicted reports whether the bus dropped this subscriber for falling
-// behind (only after Done is closed).
-func (s *Subscription) Evicted() bool {
-	s.bus.mu.Lock()
-	defer s.bus.mu.Unlock()
-	return s.evicted
-}
-
-// Close unsubscribes. It is idempotent.
-func (s *Subscription) Close() {
-	s.bus.mu.Lock()
-	defer s.bus.mu.Unlock()
-	s.bus.removeLocked(s)
-}
+// Subscription is one subscriber's queue: read events from C until Done
+// is closed; Evicted tells a feed client it fell behind.
+type Subscription = fanout.Sub[Event]
 
 // Consume subscribes an internal consumer: a queue of size (ConsumerQueue
 // when 0) that drops events when full, counting them under name. With
@@ -112,17 +79,19 @@ func (b *Bus) Consume(name string, size int, names ...string) *Subscription {
 	if size <= 0 {
 		size = ConsumerQueue
 	}
-	s := b.subscribe(name, size, false)
+	var filter func(Event) bool
 	if len(names) > 0 {
-		s.only = map[string]bool{}
+		only := map[string]bool{}
 		for _, n := range names {
-			s.only[n] = true
+			only[n] = true
 		}
+		filter = func(ev Event) bool { return only[ev.Name] }
 	}
+	var drops prometheus.Counter
 	if b.dropped != nil {
-		s.drops = b.dropped.WithLabelValues(name)
+		drops = b.dropped.WithLabelValues(name)
 	}
-	return s
+	return must(b.out.Consume(name, size, drops, filter))
 }
 
 // Watch subscribes an external watcher (an SSE client): a queue of size
@@ -132,73 +101,31 @@ func (b *Bus) Watch(size int) *Subscription {
 	if size <= 0 {
 		size = FeedQueue
 	}
-	return b.subscribe("feed", size, true)
+	return must(b.out.Watch(size))
 }
 
-func (b *Bus) subscribe(name string, size int, evict bool) *Subscription {
-	ch := make(chan Event, size)
-	s := &Subscription{C: ch, name: name, ch: ch, evict: evict, done: make(chan struct{}), bus: b}
-	b.mu.Lock()
-	b.subs = append(b.subs, s)
-	b.mu.Unlock()
-	return s
-}
-
-func (b *Bus) removeLocked(s *Subscription) {
-	for i, x := range b.subs {
-		if x == s {
-			b.subs = append(b.subs[:i:i], b.subs[i+1:]...)
-			close(s.done)
-			return
-		}
+// must unwraps a subscription: the perception bus is never closed (its
+// subscribers end with their own Close), so subscribing cannot fail.
+func must(s *Subscription, err error) *Subscription {
+	if err != nil {
+		panic(err)
 	}
+	return s
 }
 
 // Publish counts ev, records it in its device's recent ring and offers it
 // to every subscriber without waiting.
 func (b *Bus) Publish(ev Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.publishLocked(ev)
-}
-
-func (b *Bus) publishLocked(ev Event) {
 	if c := b.counters[ev.Name]; c != nil {
 		c.Inc()
 	}
 	if ev.DeviceID != "" && ev.DeviceID != "unknown" {
+		b.mu.Lock()
 		r, _, _ := b.recent.Use(ev.DeviceID, newRing)
 		r.add(ev)
+		b.mu.Unlock()
 	}
-	for i := 0; i < len(b.subs); i++ {
-		s := b.subs[i]
-		if s.only != nil && !s.only[ev.Name] {
-			continue
-		}
-		select {
-		case s.ch <- ev:
-			continue
-		default:
-		}
-		if s.evict {
-			s.evicted = true
-			b.removeLocked(s)
-			i--
-			if b.evicted != nil {
-				b.evicted.Inc()
-			}
-			b.log.Warn("perception feed client fell behind; disconnecting it", "queue", cap(s.ch))
-			continue
-		}
-		if s.drops != nil {
-			s.drops.Inc()
-		}
-		s.missed++
-		if now := time.Now(); now.Sub(s.lastWarn) >= 10*time.Second {
-			b.log.Warn("perception consumer fell behind; dropping events", "consumer", s.name, "dropped", s.missed)
-			s.lastWarn, s.missed = now, 0
-		}
-	}
+	b.out.Publish(ev)
 }
 
 // Recent returns up to limit of a device's most recent events, newest
@@ -228,24 +155,10 @@ func (b *Bus) Rings() int {
 }
 
 // Watchers reports how many feed clients are subscribed.
-func (b *Bus) Watchers() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, s := range b.subs {
-		if s.evict {
-			n++
-		}
-	}
-	return n
-}
+func (b *Bus) Watchers() int { return b.out.Watchers() }
 
 // Subscribers reports how many subscriptions are open.
-func (b *Bus) Subscribers() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.subs)
-}
+func (b *Bus) Subscribers() int { return b.out.Subscribers() }
 
 // ring keeps the RecentSize most recent events.
 type ring struct {

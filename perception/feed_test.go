@@ -207,7 +207,7 @@ func TestStuckConsumerCannotDelayOthers(t *testing.T) {
 		done <- seen
 	}()
 	for i := range 10000 {
-		for len(live.ch) == cap(live.ch) { // a consumer that keeps up: never let it overflow
+		for len(live.C) == cap(live.C) { // a consumer that keeps up: never let it overflow
 			time.Sleep(10 * time.Microsecond)
 		}
 		b.Publish(Event{Name: "x", TS: float64(i)})

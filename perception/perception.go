@@ -130,7 +130,7 @@ func New(cfg Config) *Service {
 		clock:  cfg.Clock,
 		states: newStates(cfg.MaxDevices),
 		bus: NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions,
-			MaxRings: cfg.MaxDevices, Logger: cfg.Logger.Named("bus")}),
+			MaxRings: cfg.MaxDevices, Clock: cfg.Clock, Logger: cfg.Logger.Named("bus")}),
 
 		feedSlots: make(chan struct{}, cfg.MaxFeedClients),
 	}

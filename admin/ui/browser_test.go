@@ -88,7 +88,7 @@ func TestPageInBrowser(t *testing.T) {
 		}
 		t.Skipf("%s not installed", chromiumPath)
 	}
-	bus := turnbus.New()
+	bus := turnbus.New(nil)
 	u := New(Config{Turns: bus, Location: time.UTC})
 	e := echo.New()
 	u.Routes(e)

@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -31,7 +32,7 @@ var static embed.FS
 
 // TurnSource is the voice turn feed (*turnbus.Bus).
 type TurnSource interface {
-	Subscribe(buf int) (<-chan turnbus.Turn, func())
+	Subscribe(name string, buf int) (*fanout.Sub[turnbus.Turn], error)
 }
 
 // Config configures the dashboard.
@@ -50,7 +51,8 @@ type Config struct {
 	// MaxClients bounds concurrent /ui/events clients
 	// (DASHBOARD_MAX_CLIENTS, 64); past it a client gets 503.
 	MaxClients int
-	// Logger gets debug lines about dropped clients (nil: discard).
+	// Logger gets a warning per client evicted for falling behind (nil:
+	// discard).
 	Logger hclog.Logger
 }
 
@@ -81,13 +83,14 @@ type UI struct {
 	cfg Config
 	log hclog.Logger
 
-	feed        <-chan turnbus.Turn // subscribed in New, so no turn after New is missed
-	unsubscribe func()
+	feed *fanout.Sub[turnbus.Turn] // subscribed in New, so no turn after New is missed
+	// clients fans encoded turns out to /ui/events streams: a client that
+	// falls behind is evicted and told so; Run's end closes it.
+	clients *fanout.Bus[[]byte]
+	slots   chan struct{} // one per connected /ui/events client
 
-	mu      sync.Mutex
-	recent  [][]byte // encoded turns, oldest first
-	clients map[chan []byte]struct{}
-	stopped bool // Run has returned: streams end, new ones are refused
+	mu     sync.Mutex
+	recent [][]byte // encoded turns, oldest first
 }
 
 // New returns the dashboard; Run feeds it.
@@ -104,30 +107,33 @@ func New(cfg Config) *UI {
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
-	u := &UI{cfg: cfg, log: cfg.Logger, clients: map[chan []byte]struct{}{}}
+	u := &UI{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxClients),
+		clients: fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger})}
 	if cfg.Turns != nil {
-		u.feed, u.unsubscribe = cfg.Turns.Subscribe(256)
+		feed, err := cfg.Turns.Subscribe("dashboard", 256)
+		if err != nil {
+			u.log.Warn("voice turns unavailable to the dashboard", "error", err)
+		}
+		u.feed = feed
 	}
 	return u
 }
 
 // Run follows the turn bus until ctx ends, then ends every turn stream.
 func (u *UI) Run(ctx context.Context) error {
-	defer u.stop()
+	defer u.clients.Close()
 	if u.feed == nil {
 		<-ctx.Done()
 		return nil
 	}
-	defer u.unsubscribe()
-	turns := u.feed
+	defer u.feed.Close()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case t, ok := <-turns:
-			if !ok {
-				return nil
-			}
+		case <-u.feed.Done():
+			return nil
+		case t := <-u.feed.C:
 			u.publish(u.encode(t))
 		}
 	}
@@ -179,56 +185,8 @@ func (u *UI) publish(frame []byte) {
 	if len(u.recent) > ringSize {
 		u.recent = u.recent[len(u.recent)-ringSize:]
 	}
-	dropped := 0
-	for ch := range u.clients {
-		select {
-		case ch <- frame:
-		default: // too slow: drop the client, it reconnects
-			delete(u.clients, ch)
-			close(ch)
-			dropped++
-		}
-	}
 	u.mu.Unlock()
-	if dropped > 0 {
-		u.log.Debug("dropped slow turn-feed clients", "count", dropped)
-	}
-}
-
-// stop closes every client's queue and refuses new clients.
-func (u *UI) stop() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.stopped = true
-	for ch := range u.clients {
-		delete(u.clients, ch)
-		close(ch)
-	}
-}
-
-// join registers a turn-feed client; false (with the reason) once Run has
-// returned or MaxClients are connected.
-func (u *UI) join(ch chan []byte) (bool, string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.stopped {
-		return false, "turn feed unavailable"
-	}
-	if len(u.clients) >= u.cfg.MaxClients {
-		return false, fmt.Sprintf("too many dashboard clients (limit %d); try again later", u.cfg.MaxClients)
-	}
-	u.clients[ch] = struct{}{}
-	return true, ""
-}
-
-// leave unregisters ch unless publish or stop already did.
-func (u *UI) leave(ch chan []byte) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, ok := u.clients[ch]; ok {
-		delete(u.clients, ch)
-		close(ch)
-	}
+	u.clients.Publish(frame)
 }
 
 // Routes mounts /ui, /ui/static/*, /ui/events and /ui/api/turns.
@@ -296,11 +254,18 @@ func (u *UI) events(c echo.Context) error {
 	if u.feed == nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
 	}
-	ch := make(chan []byte, clientQueue)
-	if ok, why := u.join(ch); !ok {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": why})
+	select {
+	case u.slots <- struct{}{}:
+		defer func() { <-u.slots }()
+	default:
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": fmt.Sprintf(
+			"too many dashboard clients (limit %d); try again later", u.cfg.MaxClients)})
 	}
-	defer u.leave(ch)
+	sub, err := u.clients.Watch(clientQueue)
+	if err != nil { // Run has returned
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
+	}
+	defer sub.Close()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -319,9 +284,19 @@ func (u *UI) events(c echo.Context) error {
 			return nil
 		case <-u.cfg.Stopping:
 			return nil
-		case frame, ok := <-ch:
-			if !ok {
-				return nil // fell behind, or Run returned
+		case <-sub.Done():
+			if sub.Evicted() {
+				// A named event: the page's onmessage (turns) ignores it;
+				// EventSource reconnects after the stream ends.
+				_, _ = fmt.Fprintf(w, "event: fell_behind\ndata: {\"queue\":%d}\n\n", clientQueue)
+				flusher.Flush()
+			}
+			return nil // fell behind, or Run returned
+		case frame := <-sub.C:
+			select {
+			case <-sub.Done(): // evicted meanwhile: end with the final frame
+				continue
+			default:
 			}
 			out = append(append([]byte("data: "), frame...), '\n', '\n')
 			hb.Reset(u.cfg.Heartbeat)

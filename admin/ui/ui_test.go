@@ -31,9 +31,7 @@ type env struct {
 
 // clients reports how many turn-feed streams are registered.
 func (e *env) clients() int {
-	e.ui.mu.Lock()
-	defer e.ui.mu.Unlock()
-	return len(e.ui.clients)
+	return e.ui.clients.Watchers()
 }
 
 // drained reads body to its end, failing after 5 s, and returns what it read.
@@ -71,7 +69,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // newEnvOn is newEnv with the server's listener wrapped by wrap (nil: as is).
 func newEnvOn(t *testing.T, cfg Config, wrap func(net.Listener) net.Listener) *env {
 	t.Helper()
-	bus := turnbus.New()
+	bus := turnbus.New(nil)
 	if cfg.Turns == nil {
 		cfg.Turns = bus
 	}
@@ -324,9 +322,14 @@ func TestTurnRingAndSlowClient(t *testing.T) {
 	if e.bus.Dropped() != 0 {
 		t.Errorf("the dashboard's own subscription dropped %d turns", e.bus.Dropped())
 	}
-	// The slow client was dropped: its stream ends short of the n turns.
-	if got := strings.Count(drained(t, resp.Body), "data: "); got >= n {
+	// The slow client was dropped: its stream ends short of the n turns,
+	// with a named event saying why (the page's onmessage ignores it).
+	stream := drained(t, resp.Body)
+	if got := strings.Count(stream, "data: {\"ts\""); got >= n {
 		t.Errorf("slow client got all %d turns", got)
+	}
+	if !strings.HasSuffix(stream, "event: fell_behind\ndata: {\"queue\":64}\n\n") {
+		t.Errorf("stream ends %q, want the fell_behind event", stream[max(len(stream)-80, 0):])
 	}
 	if n := e.clients(); n != 0 {
 		t.Errorf("%d clients still registered", n)

@@ -4,8 +4,11 @@
 package turnbus
 
 import (
-	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 )
@@ -26,36 +29,25 @@ type Turn struct {
 	Error string
 }
 
-// Bus fans completed turns out to subscribers. Publish never blocks: a
-// subscriber whose buffer is full misses the turn, and Dropped counts it.
-// Subscribers keep what they receive (the dashboard's ring of recent
-// turns), so the bus clips each text to convolog.MaxText itself rather than
-// trusting every publisher to.
+// Bus fans completed turns out to in-process consumers on a fanout.Bus:
+// Publish never blocks, and a consumer whose queue is full misses the turn
+// (Dropped counts it). Consumers keep what they receive (the dashboard's
+// ring of recent turns), so the bus clips each text to convolog.MaxText
+// itself rather than trusting every publisher to.
 type Bus struct {
-	mu      sync.Mutex
-	subs    map[chan Turn]struct{}
-	dropped int
+	out *fanout.Bus[Turn]
 }
 
-// New returns an empty bus.
-func New() *Bus { return &Bus{subs: make(map[chan Turn]struct{})} }
+// New returns an empty bus; log gets its "fell behind" warnings (nil:
+// discarded).
+func New(log hclog.Logger) *Bus {
+	return &Bus{out: fanout.New[Turn](fanout.Config{Name: "voice turn", Logger: log})}
+}
 
-// Subscribe returns a channel of the next turns (buffered by buf) and a
-// function that unsubscribes and closes it.
-func (b *Bus) Subscribe(buf int) (<-chan Turn, func()) {
-	ch := make(chan Turn, max(buf, 1))
-	b.mu.Lock()
-	b.subs[ch] = struct{}{}
-	b.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			delete(b.subs, ch)
-			b.mu.Unlock()
-			close(ch)
-		})
-	}
+// Subscribe returns a consumer of the next turns with a queue of buf; read
+// Sub.C until Sub.Done closes, and Close it when done.
+func (b *Bus) Subscribe(name string, buf int) (*fanout.Sub[Turn], error) {
+	return b.out.Consume(name, buf, nil, nil)
 }
 
 // Publish delivers ev to every subscriber with room for it, its strings
@@ -65,20 +57,8 @@ func (b *Bus) Publish(ev Turn) {
 	ev.SessionID = convolog.Clip(ev.SessionID, convolog.MaxText)
 	ev.RequestText = convolog.Clip(ev.RequestText, convolog.MaxText)
 	ev.ResponseText = convolog.Clip(ev.ResponseText, convolog.MaxText)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs {
-		select {
-		case ch <- ev:
-		default:
-			b.dropped++
-		}
-	}
+	b.out.Publish(ev)
 }
 
 // Dropped reports how many deliveries were skipped for full subscribers.
-func (b *Bus) Dropped() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.dropped
-}
+func (b *Bus) Dropped() uint64 { return b.out.Dropped() }

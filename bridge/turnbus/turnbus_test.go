@@ -6,41 +6,54 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 )
 
 func TestPublishSubscribe(t *testing.T) {
-	b := New()
-	fast, stopFast := b.Subscribe(4)
-	slow, stopSlow := b.Subscribe(1)
+	b := New(nil)
+	fast := subscribe(t, b, 4)
+	slow := subscribe(t, b, 1)
 	for i := range 3 {
 		b.Publish(Turn{Channel: "dotty", Latency: time.Duration(i)})
 	}
 	for i := range 3 {
-		if got := <-fast; got.Latency != time.Duration(i) {
+		if got := <-fast.C; got.Latency != time.Duration(i) {
 			t.Fatalf("fast subscriber got %v, want turn %d", got.Latency, i)
 		}
 	}
-	if got := <-slow; got.Latency != 0 {
+	if got := <-slow.C; got.Latency != 0 {
 		t.Fatalf("slow subscriber got %v first", got.Latency)
 	}
 	if b.Dropped() != 2 {
 		t.Errorf("Dropped = %d, want 2 (the slow subscriber's buffer held one)", b.Dropped())
 	}
-	stopFast()
-	stopFast() // idempotent
-	if _, ok := <-fast; ok {
-		t.Error("channel open after unsubscribe")
+	fast.Close()
+	fast.Close() // idempotent
+	select {
+	case <-fast.Done():
+	default:
+		t.Error("subscription not done after Close")
 	}
 	b.Publish(Turn{}) // no panic on the closed, removed subscriber
-	stopSlow()
+	slow.Close()
+}
+
+func subscribe(t *testing.T, b *Bus, buf int) *fanout.Sub[Turn] {
+	t.Helper()
+	s, err := b.Subscribe("test", buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // A 16 KiB turn reaches subscribers (which keep it) clipped on a rune
 // boundary, whoever published it.
 func TestPublishClipsLongTurns(t *testing.T) {
-	b := New()
-	ch, stop := b.Subscribe(1)
-	defer stop()
+	b := New(nil)
+	sub := subscribe(t, b, 1)
+	defer sub.Close()
+	ch := sub.C
 	long := strings.Repeat("é", 8<<10) // 16 KiB
 	b.Publish(Turn{Channel: long, SessionID: long, RequestText: long, ResponseText: "😊 " + long})
 	got := <-ch

@@ -142,7 +142,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Vision.Household, c.Vision.Perception = percep.Household(), percep
 	eyes := vision.New(c.Vision)
 
-	turns := turnbus.New()
+	turns := turnbus.New(log.Named("turns"))
 	c.Voice.Agent, c.Voice.KidMode, c.Voice.Turns = pool, modes, turns
 	c.Voice.Perception, c.Voice.Context = percep, peri
 	c.Voice.ConvoLog = convolog.New(c.ConvoLog)

@@ -27,6 +27,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/perceptiontest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -379,8 +380,7 @@ func TestParseRoomView(t *testing.T) {
 func TestAudioExplain(t *testing.T) {
 	e := newEnv(t, nil)
 	e.p.Ingest(perception.Event{DeviceID: "d1", Name: "face_detected", TS: 1})
-	feed := e.p.Bus().Watch(8)
-	defer feed.Close()
+	feed := perceptiontest.NewWatcher(t, e.p.Bus())
 	e.model.set(200, "Birdsong and a distant car.")
 	code, body := e.upload(t, "/api/audio/explain", "d1", "", []byte("RIFFwav"), "audio/x-wav")
 	if code != 200 || body != `{"description":"Birdsong and a distant car."}` {
@@ -396,13 +396,8 @@ func TestAudioExplain(t *testing.T) {
 	if _, a := e.s.Fresh("d1"); a != "Birdsong and a distant car." {
 		t.Errorf("audio cache %q", a)
 	}
-	select {
-	case ev := <-feed.C:
-		if ev.Name != "audio_captioned" || ev.Data["preview"] != "Birdsong and a distant car." || ev.Data["source"] != "audio_explain" {
-			t.Errorf("event %+v", ev)
-		}
-	case <-time.After(2 * time.Second):
-		t.Error("no audio_captioned event")
+	if ev := feed.Expect(2*time.Second, perceptiontest.Named("audio_captioned"))[0]; ev.Data["preview"] != "Birdsong and a distant car." || ev.Data["source"] != "audio_explain" {
+		t.Errorf("event %+v", ev)
 	}
 	if st, _ := e.p.States().Get("d1"); st.LastEventName == nil || *st.LastEventName != "face_detected" {
 		t.Error("audio_captioned touched the device state")
