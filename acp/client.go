@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -313,10 +314,10 @@ func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error
 		SessionID  string `json:"sessionId"`
 		SessionID2 string `json:"session_id"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil || firstNonEmpty(r.SessionID, r.SessionID2) == "" {
+	if err := json.Unmarshal(raw, &r); err != nil || cmp.Or(r.SessionID, r.SessionID2) == "" {
 		return "", fmt.Errorf("session/new: no session id in %s", truncateBytes(raw, 256))
 	}
-	sid := firstNonEmpty(r.SessionID, r.SessionID2)
+	sid := cmp.Or(r.SessionID, r.SessionID2)
 	c.mu.Lock()
 	c.sessions[sid] = true
 	c.mu.Unlock()
@@ -608,11 +609,11 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 		} `json:"toolCall"`
 	}
 	_ = json.Unmarshal(params, &p)
-	sid := firstNonEmpty(p.SessionID, p.SessionID2)
+	sid := cmp.Or(p.SessionID, p.SessionID2)
 	// The tool_call update naming the tool precedes this request on the wire.
 	c.barrier(ctx, time.Second)
 	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title}
-	req.Tool = firstNonEmpty(p.ToolCall.Name, p.ToolName)
+	req.Tool = cmp.Or(p.ToolCall.Name, p.ToolName)
 	if req.Tool == "" {
 		c.mu.Lock()
 		req.Tool = c.lastTools[sid]

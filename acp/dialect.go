@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -259,7 +260,7 @@ func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
 	if err := json.Unmarshal(params, &n); err != nil {
 		return "", event{}, false
 	}
-	sid := firstNonEmpty(n.SessionID, n.SessionID2)
+	sid := cmp.Or(n.SessionID, n.SessionID2)
 	var u struct {
 		Kind    string          `json:"sessionUpdate"`
 		Content json.RawMessage `json:"content"`
@@ -280,9 +281,9 @@ func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
 		if strings.HasPrefix(u.ID, "turn-cancelled-") {
 			return sid, event{kind: evCancelMarker, toolID: u.ID}, true
 		}
-		return sid, event{kind: evToolStart, tool: firstNonEmpty(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
+		return sid, event{kind: evToolStart, tool: cmp.Or(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
 	case "tool_call_update":
-		return sid, event{kind: evToolEnd, tool: firstNonEmpty(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
+		return sid, event{kind: evToolEnd, tool: cmp.Or(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
 	case "plan":
 		return sid, event{kind: evPlan, raw: n.Update}, true
 	case "history_trimmed":
@@ -341,7 +342,7 @@ func (a *legacyAdapter) decode(method string, params json.RawMessage) (string, e
 	if err := json.Unmarshal(params, &e); err != nil {
 		return "", event{}, false
 	}
-	sid := firstNonEmpty(e.SessionID, e.SessionID2)
+	sid := cmp.Or(e.SessionID, e.SessionID2)
 	var text string
 	_ = json.Unmarshal(e.Content, &text)
 	switch e.Type {
@@ -356,12 +357,4 @@ func (a *legacyAdapter) decode(method string, params json.RawMessage) (string, e
 	default:
 		return sid, event{kind: evOther, status: e.Type, raw: params}, true
 	}
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -34,9 +34,9 @@ func (h *Handler) model(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	daemon := f.str("daemon", true, "")
-	model := f.str("model", true, "")
-	if err := f.err(); err != nil {
+	daemon := f.String("daemon")
+	model := f.String("model")
+	if err := f.Err(); err != nil {
 		return err
 	}
 	if daemon != "voice" && daemon != "discord" {

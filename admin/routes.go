@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -292,91 +291,9 @@ func isLoopback(s string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// body reads a JSON object (FastAPI's 422 otherwise) and the whole body
-// decoded, for "missing field" items.
-func body(c echo.Context) (map[string]json.RawMessage, any, error) {
-	obj, b, err := httpapi.ReadObject(c.Request().Body)
-	if err != nil {
-		return nil, nil, err
-	}
-	var whole any
-	_ = json.Unmarshal(b, &whole)
-	return obj, whole, nil
-}
-
-func rawValue(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
-}
-
-// fields validates a body field by field, collecting pydantic-style items.
-type fields struct {
-	obj   map[string]json.RawMessage
-	whole any
-	items []httpapi.ValidationItem
-}
-
-func (f *fields) str(name string, required bool, def string) string {
-	raw, ok := f.obj[name]
-	if !ok {
-		if required {
-			f.items = append(f.items, httpapi.Missing(name, f.whole))
-		}
-		return def
-	}
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		f.items = append(f.items, httpapi.StringType(name, rawValue(raw)))
-	}
-	return s
-}
-
-// boolean accepts what pydantic's lax bool accepts: true/false, 0/1 and
-// the usual words.
-func (f *fields) boolean(name string) bool {
-	raw, ok := f.obj[name]
-	if !ok {
-		f.items = append(f.items, httpapi.Missing(name, f.whole))
-		return false
-	}
-	switch v := rawValue(raw).(type) {
-	case bool:
-		return v
-	case float64:
-		if v == 0 || v == 1 {
-			return v == 1
-		}
-	case string:
-		switch strings.ToLower(v) {
-		case "1", "true", "t", "yes", "y", "on":
-			return true
-		case "0", "false", "f", "no", "n", "off":
-			return false
-		}
-	default:
-		f.items = append(f.items, httpapi.ValidationItem{Type: "bool_type", Loc: []any{"body", name},
-			Msg: "Input should be a valid boolean", Input: v})
-		return false
-	}
-	f.items = append(f.items, httpapi.ValidationItem{Type: "bool_parsing", Loc: []any{"body", name},
-		Msg: "Input should be a valid boolean, unable to interpret input", Input: rawValue(raw)})
-	return false
-}
-
-func (f *fields) err() error {
-	if len(f.items) > 0 {
-		return httpapi.Validation(f.items...)
-	}
-	return nil
-}
-
-func parse(c echo.Context) (*fields, error) {
-	obj, whole, err := body(c)
-	if err != nil {
-		return nil, err
-	}
-	return &fields{obj: obj, whole: whole}, nil
+// parse binds a JSON object body (FastAPI's 422 for anything else).
+func parse(c echo.Context) (*httpapi.Binder, error) {
+	return httpapi.Bind(c.Request().Body, 0)
 }
 
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
@@ -404,9 +321,9 @@ func (h *Handler) setMode(c echo.Context, name string, save func(bool) error) (o
 	if err != nil {
 		return false, false, err
 	}
-	on = f.boolean("enabled")
-	device := f.str("device_id", false, "")
-	if err := f.err(); err != nil {
+	on = f.Bool("enabled")
+	device := f.StringOr("device_id", "")
+	if err := f.Err(); err != nil {
 		return false, false, err
 	}
 	label := strings.ReplaceAll(name, "_", " ")
@@ -495,9 +412,9 @@ func (h *Handler) state(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st := f.str("state", true, "")
-	device := f.str("device_id", false, "")
-	if err := f.err(); err != nil {
+	st := f.String("state")
+	device := f.StringOr("device_id", "")
+	if err := f.Err(); err != nil {
 		return err
 	}
 	if !slices.Contains(States, st) {
@@ -520,9 +437,9 @@ func (h *Handler) persona(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	file := f.str("file", true, "")
-	content := f.str("content", true, "")
-	if err := f.err(); err != nil {
+	file := f.String("file")
+	content := f.String("content")
+	if err := f.Err(); err != nil {
 		return err
 	}
 	if !slices.Contains(PersonaFiles, file) {

@@ -93,9 +93,9 @@ func (h *Handler) safety(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	action := f.str("action", true, "")
-	tool := f.str("tool", true, "")
-	if err := f.err(); err != nil {
+	action := f.String("action")
+	tool := f.String("tool")
+	if err := f.Err(); err != nil {
 		return err
 	}
 	if action != "add" && action != "remove" {

@@ -63,7 +63,7 @@ func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 // roomViewLine is "[Room view] <text>\n" with text stripped and capped at
 // 240 code points (237 right-stripped plus "..."); "" for a blank description.
 func roomViewLine(desc string) string {
-	desc = pyStrip(desc)
+	desc = emoji.Strip(desc)
 	if desc == "" {
 		return ""
 	}
@@ -72,6 +72,3 @@ func roomViewLine(desc string) string {
 	}
 	return "[Room view] " + desc + "\n"
 }
-
-// pyStrip is Python's str.strip().
-func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }

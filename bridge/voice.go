@@ -202,44 +202,24 @@ func (r voiceRequest) prompt() promptInput {
 // required string; channel and session_id are strings or null; metadata is
 // an object or null; unknown fields are ignored.
 func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
-	obj, body, err := httpapi.ReadObjectLimit(c.Request().Body, v.cfg.MaxBodyBytes)
+	b, err := httpapi.Bind(c.Request().Body, v.cfg.MaxBodyBytes)
 	if err != nil {
 		return voiceRequest{}, err
 	}
-	var items []httpapi.ValidationItem
 	var r voiceRequest
-	if raw, ok := obj["content"]; !ok {
-		var whole any
-		_ = json.Unmarshal(body, &whole)
-		items = append(items, httpapi.Missing("content", whole))
-	} else if !decodeString(raw, &r.content) {
-		items = append(items, httpapi.StringType("content", anyValue(raw)))
+	r.content = b.String("content")
+	r.channel, _ = b.OptString("channel")
+	b.MaxRunes("channel", r.channel, MaxIDRunes)
+	r.sessionID, _ = b.OptString("session_id")
+	b.MaxRunes("session_id", r.sessionID, MaxIDRunes)
+	var meta map[string]json.RawMessage
+	if b.OptObject("metadata", &meta) {
+		// Non-string values are ignored rather than failing the turn.
+		r.deviceID, _ = httpapi.StringValue(meta["device_id"])
+		r.roomView, _ = httpapi.StringValue(meta["room_description"])
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"channel", &r.channel}, {"session_id", &r.sessionID}} {
-		raw, ok := obj[f.name]
-		switch {
-		case !ok || isNull(raw):
-		case !decodeString(raw, f.dst):
-			items = append(items, httpapi.StringType(f.name, anyValue(raw)))
-		case utf8.RuneCountInString(*f.dst) > MaxIDRunes:
-			items = append(items, httpapi.StringTooLong(f.name, *f.dst, MaxIDRunes))
-		}
-	}
-	if raw, ok := obj["metadata"]; ok && !isNull(raw) {
-		var meta map[string]json.RawMessage
-		if json.Unmarshal(raw, &meta) != nil || meta == nil {
-			items = append(items, httpapi.DictType("metadata", anyValue(raw)))
-		} else {
-			// Non-string values are ignored rather than failing the turn.
-			decodeString(meta["device_id"], &r.deviceID)
-			decodeString(meta["room_description"], &r.roomView)
-		}
-	}
-	if len(items) > 0 {
-		return voiceRequest{}, httpapi.Validation(items...)
+	if err := b.Err(); err != nil {
+		return voiceRequest{}, err
 	}
 	// Counting code points needs a pass over the content; the byte length
 	// decides first whenever it can (a rune is 1 to 4 bytes).
@@ -252,22 +232,6 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 		r.sessionID = uuid.NewString()
 	}
 	return r, nil
-}
-
-func decodeString(raw json.RawMessage, dst *string) bool {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return false
-	}
-	return json.Unmarshal(raw, dst) == nil
-}
-
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-func anyValue(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
 }
 
 // classify maps a failed turn to its kind and spoken fallback. Timeouts

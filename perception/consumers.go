@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Robot is what the consumers do to the robot through xiaozhi's admin API
@@ -341,7 +342,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 	if !ok {
 		return
 	}
-	key := strings.ToLower(pyStrip(raw)) // one cooldown per person however the id is spelled
+	key := strings.ToLower(emoji.Strip(raw)) // one cooldown per person however the id is spelled
 	greet, dancing := false, false
 	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
 		if since(ev.TS, d.LastChatT) < c.cfg.NameGreetQuiet.Seconds() {

@@ -2,9 +2,11 @@ package perception
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
 // FuzzDecodeEvent feeds arbitrary bodies to the ingest decoder: it never
@@ -21,10 +23,11 @@ func FuzzDecodeEvent(f *testing.F) {
 	}
 	s := New(Config{Logger: hclog.NewNullLogger()})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ev, apiErr := s.decodeEvent(body)
-		if apiErr != nil {
-			if apiErr.Status < 400 || apiErr.Status >= 500 {
-				t.Fatalf("status %d for %q", apiErr.Status, body)
+		ev, err := s.decodeEvent(body)
+		if err != nil {
+			var apiErr *httpapi.APIError
+			if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 {
+				t.Fatalf("error %v for %q", err, body)
 			}
 			return
 		}

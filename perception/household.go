@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -51,7 +52,7 @@ func NewHousehold(path string, log hclog.Logger) *Household {
 // Lookup finds a person by id (lowercased).
 func (h *Household) Lookup(id string) (Person, bool) {
 	people, _ := h.load()
-	p, ok := people[strings.ToLower(pyStrip(id))]
+	p, ok := people[strings.ToLower(emoji.Strip(id))]
 	return p, ok
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // StoryTimeLine is the perception line while the robot tells a story.
@@ -31,7 +33,7 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	if id, ok := st.FreshIdentity(now, identityLineTTL); ok {
 		line := "You see " + id + " in front of you."
 		if st.FaceMood != nil && st.FaceMoodT != nil && epochSeconds(now)-*st.FaceMoodT <= identityLineTTL.Seconds() {
-			if mood := strings.ToLower(pyStrip(*st.FaceMood)); mood != "" {
+			if mood := strings.ToLower(emoji.Strip(*st.FaceMood)); mood != "" {
 				line += " They look " + mood + "."
 			}
 		}
@@ -41,10 +43,10 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	}
 	if s.cfg.Senses != nil {
 		vision, audio := s.cfg.Senses.Fresh(deviceID)
-		if v := pyStrip(vision); v != "" {
+		if v := emoji.Strip(vision); v != "" {
 			lines = append(lines, "You see: "+v)
 		}
-		if a := pyStrip(audio); a != "" {
+		if a := emoji.Strip(audio); a != "" {
 			lines = append(lines, "You hear: "+a)
 		}
 	}

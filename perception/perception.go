@@ -270,80 +270,44 @@ func (s *Service) postEvent(c echo.Context) error {
 // model: name required (a string, "" allowed), device_id a string
 // ("unknown" when absent), ts a number or null (now), data an object (null
 // or absent: {}). Unknown fields are ignored.
-func (s *Service) decodeEvent(b []byte) (Event, *httpapi.APIError) {
+func (s *Service) decodeEvent(b []byte) (Event, error) {
 	var body eventBody
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(b, &body) != nil {
 		// Not an object, or invalid JSON: the shared decoder words it.
 		if _, apiErr := httpapi.DecodeObject(b); apiErr != nil {
 			return Event{}, apiErr
 		}
-		return Event{}, httpapi.Validation(httpapi.NotObject(rawValue(b)))
+		return Event{}, httpapi.Validation(httpapi.NotObject(httpapi.RawValue(b)))
 	}
-	var items []httpapi.ValidationItem
-	ev := Event{DeviceID: "unknown"}
-	if body.Name == nil {
-		items = append(items, httpapi.Missing("name", rawValue(b)))
-	} else if !decodeString(body.Name, &ev.Name) {
-		items = append(items, httpapi.StringType("name", rawValue(body.Name)))
+	// The binder reads the fields the struct matched (its keys match
+	// case-insensitively, as before), in the model's order.
+	obj := make(map[string]json.RawMessage, 4)
+	set := func(name string, raw json.RawMessage) {
+		if raw != nil {
+			obj[name] = raw
+		}
 	}
-	if body.DeviceID != nil && !decodeString(body.DeviceID, &ev.DeviceID) {
-		items = append(items, httpapi.StringType("device_id", rawValue(body.DeviceID)))
-	}
-	switch {
-	case body.TS == nil || string(body.TS) == "null":
+	set("name", body.Name)
+	set("device_id", body.DeviceID)
+	set("ts", body.TS)
+	set("data", body.Data)
+	bd := httpapi.NewBinder(obj, b)
+	ev := Event{Name: bd.String("name"), DeviceID: bd.StringOr("device_id", "unknown")}
+	if ts, ok := bd.OptNumber("ts"); ok {
+		ev.TS = ts
+	} else {
 		ev.TS = epochSeconds(s.clock.Now())
-	default:
-		if f, ok := decodeNumber(body.TS); ok {
-			ev.TS = f
-		} else {
-			items = append(items, floatType("ts", rawValue(body.TS)))
-		}
 	}
-	if body.Data != nil && string(body.Data) != "null" {
-		if body.Data[0] != '{' || json.Unmarshal(body.Data, &ev.Data) != nil {
-			items = append(items, httpapi.DictType("data", rawValue(body.Data)))
-		}
+	bd.OptObject("data", &ev.Data)
+	if err := bd.Err(); err != nil {
+		return Event{}, err
 	}
-	if len(items) > 0 {
-		return Event{}, httpapi.Validation(items...)
-	}
-	if body.DeviceID != nil {
+	if bd.Has("device_id") {
 		if item, ok := CheckDeviceID(ev.DeviceID, "body"); !ok {
 			return Event{}, httpapi.Validation(item)
 		}
 	}
 	return ev, nil
-}
-
-func decodeString(raw json.RawMessage, dst *string) bool {
-	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, dst) == nil
-}
-
-// decodeNumber accepts a JSON number, or a string holding one (pydantic's
-// lax float mode).
-func decodeNumber(raw json.RawMessage) (float64, bool) {
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		return f, true
-	}
-	var str string
-	if decodeString(raw, &str) {
-		if f, err := strconv.ParseFloat(str, 64); err == nil {
-			return f, true
-		}
-	}
-	return 0, false
-}
-
-func floatType(field string, v any) httpapi.ValidationItem {
-	return httpapi.ValidationItem{Type: "float_parsing", Loc: []any{"body", field},
-		Msg: "Input should be a valid number, unable to parse string as a number", Input: v}
-}
-
-func rawValue(raw []byte) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
 }
 
 // getState is GET /api/perception/state[?device_id=].

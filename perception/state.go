@@ -130,7 +130,7 @@ func (d *DeviceState) apply(ev Event) {
 		d.LastSoundT = ptr(ts)
 	case "state_changed":
 		s, _ := ev.Data["state"].(string)
-		s = strings.ToLower(pyStrip(s))
+		s = strings.ToLower(emoji.Strip(s))
 		if s == "" {
 			return
 		}
@@ -148,7 +148,7 @@ func (d *DeviceState) apply(ev Event) {
 		d.Listening, d.LastChatStatusT = ptr(pyTruthy(ev.Data["listening"])), ptr(ts)
 	case "face_recognized":
 		id, _ := ev.Data["identity"].(string)
-		if id = pyStrip(id); id != "" {
+		if id = emoji.Strip(id); id != "" {
 			d.LastFaceID, d.LastFaceRecognizedT = ptr(id), ptr(ts)
 		}
 	}
@@ -172,9 +172,6 @@ func pyTruthy(v any) bool {
 	}
 	return true
 }
-
-// pyStrip is Python's str.strip().
-func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
 
 // StaleAfter is the age past which a device's sensors count as stale.
 const StaleAfter = 30 * time.Second

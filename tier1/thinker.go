@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/option"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // ThinkerConfig is think_hard's OpenAI-compatible chat endpoint.
@@ -68,7 +69,7 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 	if err != nil {
 		return "", err
 	}
-	if q = pyStrip(q); q == "" {
+	if q = emoji.Strip(q); q == "" {
 		return EmptyQuestion, nil
 	}
 	t := h.thinker
@@ -91,5 +92,5 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 		h.log.Warn("thinker answered no choices")
 		return ThinkingFailed, nil
 	}
-	return firstRunes(pyStrip(resp.Choices[0].Message.Content), 500), nil
+	return emoji.FirstRunes(emoji.Strip(resp.Choices[0].Message.Content), 500), nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -108,59 +107,18 @@ func (h *Handler) Routes(e *echo.Echo) {
 	e.POST("/api/voice/memory_log", h.memoryLog)
 }
 
-// body reads a JSON object body (FastAPI's 422s for anything else).
-func body(c echo.Context) (map[string]json.RawMessage, []byte, error) {
-	return httpapi.ReadObject(c.Request().Body)
-}
-
-func whole(b []byte) any {
-	var v any
-	_ = json.Unmarshal(b, &v)
-	return v
-}
-
-func rawValue(raw json.RawMessage) any {
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	return v
-}
-
-// stringField validates a str (required) or str|null (optional) field.
-func stringField(obj map[string]json.RawMessage, b []byte, name string, required bool, dst *string, present *bool, items *[]httpapi.ValidationItem) {
-	raw, ok := obj[name]
-	switch {
-	case !ok:
-		if required {
-			*items = append(*items, httpapi.Missing(name, whole(b)))
-		}
-	case !required && string(raw) == "null":
-	case len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, dst) == nil:
-		if present != nil {
-			*present = true
-		}
-	default:
-		*items = append(*items, httpapi.StringType(name, rawValue(raw)))
-	}
-}
-
 // escalate is POST /api/voice/escalate.
 func (h *Handler) escalate(c echo.Context) error {
-	obj, b, err := body(c)
+	b, err := httpapi.Bind(c.Request().Body, 0)
 	if err != nil {
 		return err
 	}
-	var items []httpapi.ValidationItem
-	var tool, session string
-	stringField(obj, b, "tool", true, &tool, nil, &items)
+	tool := b.String("tool")
 	args := map[string]json.RawMessage{}
-	if raw, ok := obj["args"]; ok {
-		if json.Unmarshal(raw, &args) != nil || args == nil {
-			items = append(items, httpapi.DictType("args", rawValue(raw)))
-		}
-	}
-	stringField(obj, b, "session_id", false, &session, nil, &items)
-	if len(items) > 0 {
-		return httpapi.Validation(items...)
+	b.ObjectOr("args", &args)
+	session, _ := b.OptString("session_id")
+	if err := b.Err(); err != nil {
+		return err
 	}
 	start := h.cfg.now()
 	result := h.run(c.Request().Context(), tool, args)
@@ -181,8 +139,8 @@ func strArg(args map[string]json.RawMessage, name string) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := httpapi.StringValue(raw)
+	if !ok {
 		return "", errBadArg
 	}
 	return s, nil
@@ -217,32 +175,18 @@ func (h *Handler) run(ctx context.Context, tool string, args map[string]json.Raw
 	return result
 }
 
-// pyStrip is Python's str.strip().
-func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
-
-// firstRunes returns the first n code points of s.
-func firstRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
-}
-
 // remember is POST /api/voice/remember: {"fact", "session_id"}.
 func (h *Handler) remember(c echo.Context) error {
-	obj, b, err := body(c)
+	b, err := httpapi.Bind(c.Request().Body, 0)
 	if err != nil {
 		return err
 	}
-	var items []httpapi.ValidationItem
-	var fact, session string
-	var hasSession bool
-	stringField(obj, b, "fact", true, &fact, nil, &items)
-	stringField(obj, b, "session_id", false, &session, &hasSession, &items)
-	if len(items) > 0 {
-		return httpapi.Validation(items...)
+	fact := b.String("fact")
+	session, hasSession := b.OptString("session_id")
+	if err := b.Err(); err != nil {
+		return err
 	}
-	f := firstRunes(pyStrip(fact), 300)
+	f := emoji.FirstRunes(emoji.Strip(fact), 300)
 	if f == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -251,24 +195,20 @@ func (h *Handler) remember(c echo.Context) error {
 
 // memoryLog is POST /api/voice/memory_log: {"user", "assistant", "session_id"}.
 func (h *Handler) memoryLog(c echo.Context) error {
-	obj, b, err := body(c)
+	b, err := httpapi.Bind(c.Request().Body, 0)
 	if err != nil {
 		return err
 	}
-	var items []httpapi.ValidationItem
-	var user, assistant, session string
-	var hasSession bool
-	stringField(obj, b, "user", true, &user, nil, &items)
-	stringField(obj, b, "assistant", true, &assistant, nil, &items)
-	stringField(obj, b, "session_id", false, &session, &hasSession, &items)
-	if len(items) > 0 {
-		return httpapi.Validation(items...)
+	user, assistant := b.String("user"), b.String("assistant")
+	session, hasSession := b.OptString("session_id")
+	if err := b.Err(); err != nil {
+		return err
 	}
-	u, a := firstRunes(pyStrip(user), 500), firstRunes(pyStrip(assistant), 1000)
+	u, a := emoji.FirstRunes(emoji.Strip(user), 500), emoji.FirstRunes(emoji.Strip(assistant), 1000)
 	if u == "" && a == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
-	content := pyStrip("user: " + u + " | assistant: " + a)
+	content := emoji.Strip("user: " + u + " | assistant: " + a)
 	return h.enqueue(c, memstore.Write{Content: content, Category: "conversation", Importance: 0.3, SessionID: session, HasSession: hasSession})
 }
 

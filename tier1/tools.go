@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Tool result strings, bridge.py's exactly: Tier1Slim's model reads them.
@@ -38,7 +40,7 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 	if err != nil {
 		return "", err
 	}
-	if q = pyStrip(q); q == "" {
+	if q = emoji.Strip(q); q == "" {
 		return EmptyQuery, nil
 	}
 	rows, err := h.cfg.Memory.Search(ctx, q, memoryFetched)
@@ -51,7 +53,7 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 		if len(snippets) == memoryUsed {
 			break
 		}
-		c := pyStrip(r.Content)
+		c := emoji.Strip(r.Content)
 		if len([]rune(c)) > snippetCap {
 			c = string([]rune(c)[:snippetCap-3]) + "..."
 		}
@@ -72,7 +74,7 @@ func (h *Handler) takePhoto() string {
 	if !ok || desc == "" || age > photoFreshness {
 		return NothingFresh
 	}
-	return firstRunes(desc, photoCap)
+	return emoji.FirstRunes(desc, photoCap)
 }
 
 // songCache keeps the last non-empty song catalogue for a minute.
@@ -108,7 +110,7 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	if err != nil {
 		return "", err
 	}
-	if name = pyStrip(name); name == "" {
+	if name = emoji.Strip(name); name == "" {
 		return NoSongName, nil
 	}
 	if h.cfg.Xiaozhi == nil || !h.cfg.Xiaozhi.Enabled() {
@@ -130,7 +132,7 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, "", asset)
 	switch {
 	case resp.Status != 0 && resp.Status != http.StatusOK: // success is exactly 200
-		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, firstRunes(string(resp.Body), playErrBodyCap)), nil
+		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, emoji.FirstRunes(string(resp.Body), playErrBodyCap)), nil
 	case err != nil:
 		return fmt.Sprintf("(couldn't play %s: %v)", file, err), nil
 	}
@@ -157,7 +159,7 @@ func stem(file string) string {
 // difference.
 func MatchSong(name string, files []string) (string, bool) {
 	q := strings.ToLower(name)
-	qStem := pyStrip(stem(q))
+	qStem := emoji.Strip(stem(q))
 	best, bestScore := "", -1
 	for _, f := range files {
 		s := strings.ToLower(stem(f))

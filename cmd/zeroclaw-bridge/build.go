@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,15 +91,15 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Perception.Evictions, c.Perception.DevicesEvicted = metrics.SSEEvictions, metrics.PerceptionDevicesEvicted
 	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
 	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
-	visionKey := firstNonEmpty(c.Keys.Vision, c.Keys.OpenRouter)
-	c.Vision.Vision.URL = firstNonEmpty(c.Keys.VLMURL, c.Vision.Vision.URL)
-	c.Vision.Vision.Model = firstNonEmpty(c.Keys.VLMModel, c.Vision.Vision.Model)
-	c.Vision.Vision.APIKey = firstNonEmpty(c.Keys.VLM, visionKey)
-	c.Vision.Audio.APIKey = firstNonEmpty(c.Keys.Audio, visionKey)
+	visionKey := cmp.Or(c.Keys.Vision, c.Keys.OpenRouter)
+	c.Vision.Vision.URL = cmp.Or(c.Keys.VLMURL, c.Vision.Vision.URL)
+	c.Vision.Vision.Model = cmp.Or(c.Keys.VLMModel, c.Vision.Vision.Model)
+	c.Vision.Vision.APIKey = cmp.Or(c.Keys.VLM, visionKey)
+	c.Vision.Audio.APIKey = cmp.Or(c.Keys.Audio, visionKey)
 	c.Vision.VisionDuration = metrics.RequestDuration.WithLabelValues("vision_explain")
 	c.Vision.AudioDuration = metrics.RequestDuration.WithLabelValues("audio_explain")
 	c.UI.Location, c.UI.Logger = c.TZ, log.Named("ui")
-	c.Admin.SmartOn.APIKey = firstNonEmpty(c.Keys.Cloud, c.Keys.OpenRouter)
+	c.Admin.SmartOn.APIKey = cmp.Or(c.Keys.Cloud, c.Keys.OpenRouter)
 	c.Admin.Logger = log.Named("admin")
 	c.Sidecar.STTDuration = metrics.RequestDuration.WithLabelValues("sidecar_stt")
 	c.Sidecar.Metrics, c.Sidecar.Logger = sidecar.NewMetrics(reg), log.Named("sidecar")

@@ -245,13 +245,3 @@ func agentCommand(cfg config, lk lookups, log hclog.Logger) (command string, arg
 		fallbackZeroclaw + "); running the built-in demo agent, which answers with canned emoji replies")
 	return self, []string{"demo-agent"}, nil
 }
-
-// firstNonEmpty returns the first non-empty value (the spec's fallbacks).
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -269,7 +270,7 @@ var roomReply = regexp.MustCompile(`(?is)^\s*DESC:\s*(?P<desc>.+?)\s*\|\s*NAME:\
 // description ("" for none), the lower-cased name ("" for none) and a mood
 // from the vocabulary ("" otherwise).
 func ParseRoomView(reply string) (desc, name, mood string) {
-	reply = pyStrip(reply)
+	reply = emoji.Strip(reply)
 	if reply == "" || strings.Contains(strings.ToLower(reply), NoOneInView) {
 		return "", "", ""
 	}
@@ -288,7 +289,7 @@ func ParseRoomView(reply string) (desc, name, mood string) {
 func roomPrompt(roster []perception.Person) string {
 	var lines, names []string
 	for _, p := range roster {
-		look := pyStrip(p.Appearance)
+		look := emoji.Strip(p.Appearance)
 		if len([]rune(look)) > 80 {
 			look = strings.TrimRight(string([]rune(look)[:77]), " \t\r\n") + "..."
 		}
@@ -416,7 +417,7 @@ func (s *Service) audioExplain(c echo.Context) error {
 	s.storeSound(device, entry{desc: desc, at: s.clock.Now(), question: question, source: "audio_explain"})
 	if s.cfg.Perception != nil {
 		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(s.clock.Now().UnixNano()) / 1e9,
-			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": firstRunes(desc, 80)}})
+			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": emoji.FirstRunes(desc, 80)}})
 	}
 	observe(s.cfg.AudioDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -352,21 +351,11 @@ func (m *modelClient) ask(ctx context.Context, system string, parts []openai.Cha
 	if len(resp.Choices) == 0 {
 		return "", errors.New("no choices in the answer")
 	}
-	return pyStrip(resp.Choices[0].Message.Content), nil
+	return emoji.Strip(resp.Choices[0].Message.Content), nil
 }
 
 func imagePart(jpeg []byte) openai.ChatCompletionContentPartUnionParam {
 	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
 		URL: "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg),
 	})
-}
-
-func pyStrip(s string) string { return strings.TrimFunc(s, emoji.IsSpace) }
-
-// firstRunes returns the first n code points of s.
-func firstRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
