@@ -1,7 +1,8 @@
 // Package httpapi holds the HTTP conventions every route of the bridge
 // shares: one error type with FastAPI-shaped bodies, the echo error handler
-// that writes them, JSON output with raw UTF-8, and the pydantic-v2 style
-// 422 validation items, which callers parse.
+// that writes them, JSON output with raw UTF-8, the pydantic-v2 style 422
+// validation items, which callers parse, and Binder, the one way a route
+// reads a JSON body.
 //
 // It is a leaf package: it imports no other package of this module, so every
 // feature package (bridge, perception, tier1, admin) can use it without
@@ -11,9 +12,13 @@
 //
 // Handlers return errors instead of writing error bodies themselves:
 //
-//	obj, apiErr := httpapi.DecodeObject(body)
-//	if apiErr != nil {
-//		return apiErr // 422 {"detail":[…]}
+//	b, err := httpapi.Bind(c.Request().Body, 0)
+//	if err != nil {
+//		return err // 400, 413, or 422 for a body that is not an object
+//	}
+//	state := b.String("state")
+//	if err := b.Err(); err != nil {
+//		return err // 422 {"detail":[…]}
 //	}
 //	if bad {
 //		return httpapi.NewError(http.StatusBadRequest, "state must be one of ('idle')")

@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// detail binds body with read and returns the 422 detail as JSON, or "".
+func detail(t *testing.T, body string, read func(b *Binder)) string {
+	t.Helper()
+	b, err := Bind(strings.NewReader(body), 0)
+	if err != nil {
+		t.Fatalf("Bind(%s): %v", body, err)
+	}
+	read(b)
+	err = b.Err()
+	if err == nil {
+		return ""
+	}
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 {
+		t.Fatalf("Err() = %v, want a 422", err)
+	}
+	out, _ := Marshal(apiErr.Detail)
+	return string(out)
+}
+
+func TestBinderItems(t *testing.T) {
+	str := func(name string) func(*Binder) { return func(b *Binder) { b.String(name) } }
+	tests := []struct {
+		name, body string
+		read       func(*Binder)
+		want       string
+	}{
+		{"required string present", `{"a":"x"}`, str("a"), ``},
+		{"required string missing quotes the body", `{"b":1}`, str("a"),
+			`[{"type":"missing","loc":["body","a"],"msg":"Field required","input":{"b":1}}]`},
+		{"required string null", `{"a":null}`, str("a"),
+			`[{"type":"string_type","loc":["body","a"],"msg":"Input should be a valid string","input":null}]`},
+		{"string with default: absent", `{}`, func(b *Binder) {
+			if b.StringOr("a", "d") != "d" {
+				t.Error("default not used")
+			}
+		}, ``},
+		{"string with default: null is an error", `{"a":null}`, func(b *Binder) { b.StringOr("a", "d") },
+			`[{"type":"string_type","loc":["body","a"],"msg":"Input should be a valid string","input":null}]`},
+		{"optional string: null is absent", `{"a":null}`, func(b *Binder) {
+			if s, ok := b.OptString("a"); ok || s != "" {
+				t.Errorf("OptString = %q %v", s, ok)
+			}
+		}, ``},
+		{"optional string: a number", `{"a":5}`, func(b *Binder) { b.OptString("a") },
+			`[{"type":"string_type","loc":["body","a"],"msg":"Input should be a valid string","input":5}]`},
+		{"too long in code points", `{"a":"ééé"}`, func(b *Binder) { s := b.String("a"); b.MaxRunes("a", s, 2) },
+			`[{"type":"string_too_long","loc":["body","a"],"msg":"String should have at most 2 characters","input":"ééé","ctx":{"max_length":2}}]`},
+		{"optional object", `{"m":{"k":"v"}}`, func(b *Binder) {
+			var m map[string]string
+			if !b.OptObject("m", &m) || m["k"] != "v" {
+				t.Errorf("OptObject: %v", m)
+			}
+		}, ``},
+		{"optional object: an array", `{"m":[1]}`, func(b *Binder) { var m map[string]any; b.OptObject("m", &m) },
+			`[{"type":"dict_type","loc":["body","m"],"msg":"Input should be a valid dictionary","input":[1]}]`},
+		{"object with default: null is an error", `{"m":null}`, func(b *Binder) { m := map[string]any{}; b.ObjectOr("m", &m) },
+			`[{"type":"dict_type","loc":["body","m"],"msg":"Input should be a valid dictionary","input":null}]`},
+		{"number from a string", `{"n":"1.5"}`, func(b *Binder) {
+			if f, ok := b.OptNumber("n"); !ok || f != 1.5 {
+				t.Errorf("OptNumber = %v %v", f, ok)
+			}
+		}, ``},
+		{"number: not one", `{"n":"x"}`, func(b *Binder) { b.OptNumber("n") },
+			`[{"type":"float_parsing","loc":["body","n"],"msg":"Input should be a valid number, unable to parse string as a number","input":"x"}]`},
+		{"lax bool words", `{"a":"Yes","b":0}`, func(b *Binder) {
+			if !b.Bool("a") || b.Bool("b") {
+				t.Error("lax bools misread")
+			}
+		}, ``},
+		{"bool: a list", `{"a":[]}`, func(b *Binder) { b.Bool("a") },
+			`[{"type":"bool_type","loc":["body","a"],"msg":"Input should be a valid boolean","input":[]}]`},
+		{"bool: a word it does not know", `{"a":"maybe"}`, func(b *Binder) { b.Bool("a") },
+			`[{"type":"bool_parsing","loc":["body","a"],"msg":"Input should be a valid boolean, unable to interpret input","input":"maybe"}]`},
+		{"items in read order", `{"b":1}`, func(b *Binder) { b.String("z"); b.OptString("b"); b.String("a") },
+			`[{"type":"missing","loc":["body","z"],"msg":"Field required","input":{"b":1}},` +
+				`{"type":"string_type","loc":["body","b"],"msg":"Input should be a valid string","input":1},` +
+				`{"type":"missing","loc":["body","a"],"msg":"Field required","input":{"b":1}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := detail(t, tt.body, tt.read); got != tt.want {
+				t.Errorf("detail\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A body that is not an object fails in Bind, with DecodeObject's 422.
+func TestBindNotAnObject(t *testing.T) {
+	_, err := Bind(strings.NewReader(`[1]`), 0)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 {
+		t.Fatalf("Bind([1]) = %v", err)
+	}
+	if _, err := Bind(strings.NewReader(`{"a":"`+strings.Repeat("x", 100)+`"}`), 50); err == nil {
+		t.Error("a body over the limit was bound")
+	}
+}
+
+// FuzzBinder: whatever the body, reading every kind of field ends in nil
+// or a 422 whose detail encodes, never a panic.
+func FuzzBinder(f *testing.F) {
+	for _, seed := range []string{`{"s":"x","o":{},"n":1,"b":true}`, `{"s":null,"o":null,"n":null,"b":null}`,
+		`{"s":1,"o":[],"n":"1e3","b":"off"}`, `{}`, `{"s":"\u00e9\u00e9"}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		obj, apiErr := DecodeObject(body)
+		if apiErr != nil {
+			return
+		}
+		b := NewBinder(obj, body)
+		s := b.String("s")
+		b.MaxRunes("s", s, 3)
+		b.StringOr("d", "x")
+		b.OptString("o2")
+		var m map[string]any
+		b.OptObject("o", &m)
+		b.ObjectOr("o3", &m)
+		b.OptNumber("n")
+		b.Bool("b")
+		err := b.Err()
+		if err == nil {
+			return
+		}
+		var e *APIError
+		if !errors.As(err, &e) || e.Status != 422 {
+			t.Fatalf("Err() = %v", err)
+		}
+		if _, err := json.Marshal(e.Detail); err != nil {
+			t.Fatalf("detail does not encode: %v", err)
+		}
+	})
+}
