@@ -495,23 +495,31 @@ func (n *ndjsonWriter) close() {
 	<-n.done
 }
 
-// Turn errors of Reply, matched with errors.Is.
-var (
-	// ErrTurnTimeout: the turn did not finish before ctx's deadline.
-	ErrTurnTimeout = errors.New("voice turn timed out")
-	// ErrTurnFailed: the agent failed the turn.
-	ErrTurnFailed = errors.New("voice turn failed")
-)
+// ReplyRequest is one buffered voice turn asked for by a caller other
+// than the HTTP routes.
+type ReplyRequest struct {
+	// Endpoint labels the turn's metrics ("sidecar").
+	Endpoint string
+	// Key picks the agent session (acp.TurnRequest.Key).
+	Key string
+	// SessionID goes into the conversation log.
+	SessionID string
+	// Channel picks the prompt sandwich.
+	Channel string
+	// Content is what the user said.
+	Content string
+}
 
 // Reply runs one buffered voice turn for a caller other than the HTTP
-// routes (the firmware sidecar): the prompt sandwich for channel, the
-// agent turn keyed by key (ctx bounds it, lease wait included, and its end
-// cancels the turn like a barge-in), the reply pipeline, then metrics under
-// endpoint, the conversation log (with sessionID) and the turn bus. On
-// failure it returns the spoken fallback and an error wrapping
-// ErrTurnTimeout or ErrTurnFailed.
-func (v *Voice) Reply(ctx context.Context, endpoint, key, sessionID, channel, content string) (string, error) {
-	req := voiceRequest{content: content, channel: channel, sessionID: sessionID}
+// routes (the firmware sidecar): the prompt sandwich for r.Channel, the
+// agent turn keyed by r.Key (ctx bounds it, lease wait included, and its
+// end cancels the turn like a barge-in), the reply pipeline, then metrics
+// under r.Endpoint, the conversation log and the turn bus. On failure it
+// returns the spoken fallback with the agent's error; a timeout is ctx's
+// deadline passing.
+func (v *Voice) Reply(ctx context.Context, r ReplyRequest) (string, error) {
+	req := voiceRequest{content: r.Content, channel: r.Channel, sessionID: r.SessionID}
+	endpoint, key, sessionID := r.Endpoint, r.Key, r.SessionID
 	t0 := time.Now()
 	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
 		Key:    key,
@@ -522,10 +530,7 @@ func (v *Voice) Reply(ctx context.Context, endpoint, key, sessionID, channel, co
 		o.kind, o.text = classify(ctx, err)
 		v.record(o)
 		v.log.Warn("voice turn failed", "endpoint", endpoint, "session", sessionID, "kind", o.kind, "error", err)
-		if o.kind == KindTimeout {
-			return o.text, fmt.Errorf("%w: %w", ErrTurnTimeout, err)
-		}
-		return o.text, fmt.Errorf("%w: %w", ErrTurnFailed, err)
+		return o.text, fmt.Errorf("voice turn %s: %w", o.kind, err)
 	}
 	o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
 	v.record(o)

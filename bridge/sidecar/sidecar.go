@@ -29,6 +29,7 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
@@ -44,7 +45,7 @@ const (
 
 // Voice runs one voice turn (*bridge.Voice).
 type Voice interface {
-	Reply(ctx context.Context, endpoint, key, sessionID, channel, content string) (string, error)
+	Reply(ctx context.Context, r bridge.ReplyRequest) (string, error)
 }
 
 // Config configures the sidecar routes.
@@ -224,7 +225,7 @@ func (h *Handler) listen(c echo.Context) error {
 	if session == "" {
 		key = "sidecar-" + rid // no session: no memory across requests
 	}
-	reply, err := h.cfg.Voice.Reply(tctx, endpoint, key, session, Channel, content)
+	reply, err := h.cfg.Voice.Reply(tctx, bridge.ReplyRequest{Endpoint: endpoint, Key: key, SessionID: session, Channel: Channel, Content: content})
 	if err != nil {
 		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
 			return h.fail(c, rid, failLLMTimeout, start)

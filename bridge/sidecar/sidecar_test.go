@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 )
 
 // sttFake is an OpenAI-compatible transcription server that checks and
@@ -95,9 +96,9 @@ type voiceFake struct {
 	stall bool
 }
 
-func (v *voiceFake) Reply(ctx context.Context, endpoint, key, session, channel, content string) (string, error) {
+func (v *voiceFake) Reply(ctx context.Context, r bridge.ReplyRequest) (string, error) {
 	v.mu.Lock()
-	v.keys, v.texts = append(v.keys, key), append(v.texts, content)
+	v.keys, v.texts = append(v.keys, r.Key), append(v.texts, r.Content)
 	reply, err, stall := v.reply, v.err, v.stall
 	v.mu.Unlock()
 	if stall {
