@@ -17,9 +17,6 @@ type Metrics struct {
 	RequestDuration *prometheus.HistogramVec
 	// RequestErrors is dotty_request_errors_total{endpoint,kind}.
 	RequestErrors *prometheus.CounterVec
-	// PerceptionEvents is dotty_perception_events_total{type}, limited to
-	// bridge.py's six event types.
-	PerceptionEvents *prometheus.CounterVec
 	// ContentFilterHits is dotty_content_filter_hits_total{tier}.
 	ContentFilterHits *prometheus.CounterVec
 	// SmartModeInvocations is dotty_smart_mode_invocations_total. bridge.py
@@ -29,15 +26,6 @@ type Metrics struct {
 	// bridge.py and never filled (so it has no series).
 	LLMTokens *prometheus.CounterVec
 
-	// PerceptionDropped is dotty_perception_dropped_total{consumer} (Go
-	// only): events a consumer's full queue dropped.
-	PerceptionDropped *prometheus.CounterVec
-	// SSEEvictions is dotty_sse_evictions_total (Go only): perception feed
-	// subscribers disconnected for falling behind.
-	SSEEvictions prometheus.Counter
-	// PerceptionDevicesEvicted is dotty_perception_devices_evicted_total
-	// (Go only): devices forgotten because the device table was full.
-	PerceptionDevicesEvicted prometheus.Counter
 	// ConnectionsTurnedAway is dotty_http_connections_turned_away_total (Go
 	// only): connections the connection limit closed without serving them.
 	ConnectionsTurnedAway prometheus.Counter
@@ -50,10 +38,6 @@ var (
 	voiceEndpoints = []string{"message", "message_stream"}
 	// errorKinds are the kind labels of voice request errors.
 	errorKinds = []string{"timeout", "binary_missing", "exception", "agent_unavailable"}
-	// perceptionEventTypes are the only type labels of
-	// dotty_perception_events_total (bounded cardinality, as bridge.py).
-	perceptionEventTypes = []string{"face_detected", "face_lost", "sound_event", "state_changed",
-		"face_identified_applied", "face_identified_rejected"}
 	// filterTiers are the tier labels of dotty_content_filter_hits_total.
 	filterTiers = []string{"redirect", "log", "alert"}
 )
@@ -85,10 +69,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_request_errors_total",
 			Help: "Request errors, partitioned by endpoint and error kind.",
 		}, []string{"endpoint", "kind"}),
-		PerceptionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_perception_events_total",
-			Help: "Ambient-perception events ingested, partitioned by event type.",
-		}, []string{"type"}),
 		ContentFilterHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dotty_content_filter_hits_total",
 			Help: "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).",
@@ -101,18 +81,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_llm_tokens_total",
 			Help: "LLM token counts emitted/consumed, partitioned by direction and model.",
 		}, []string{"kind", "model"}),
-		PerceptionDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_perception_dropped_total",
-			Help: "Perception events dropped because a consumer's queue was full, partitioned by consumer.",
-		}, []string{"consumer"}),
-		SSEEvictions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_sse_evictions_total",
-			Help: "Perception feed subscribers disconnected because they fell behind.",
-		}),
-		PerceptionDevicesEvicted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_perception_devices_evicted_total",
-			Help: "Perception devices forgotten (state, recent events, caches) because the device table was full.",
-		}),
 		ConnectionsTurnedAway: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dotty_http_connections_turned_away_total",
 			Help: "Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked.",
@@ -124,18 +92,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.RequestErrors.WithLabelValues(ep, kind)
 		}
 	}
-	for _, v := range perceptionEventTypes {
-		m.PerceptionEvents.WithLabelValues(v)
-	}
 	for _, v := range filterTiers {
 		m.ContentFilterHits.WithLabelValues(v)
 	}
 	reg.MustRegister(
-		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors,
-		m.PerceptionEvents, m.ContentFilterHits,
-		m.SmartModeInvocations, m.LLMTokens,
-		m.PerceptionDropped, m.SSEEvictions, m.PerceptionDevicesEvicted,
-		m.ConnectionsTurnedAway,
+		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.ContentFilterHits,
+		m.SmartModeInvocations, m.LLMTokens, m.ConnectionsTurnedAway,
 	)
 	return m
 }

@@ -151,19 +151,15 @@ var wantSeries = []seriesSpec{
 	{"dotty_request_duration_seconds", "histogram", "End-to-end bridge request duration, partitioned by endpoint.", []string{"endpoint"}},
 	{"dotty_request_errors_total", "counter", "Request errors, partitioned by endpoint and error kind.", []string{"endpoint", "kind"}},
 	{"dotty_active_acp_sessions", "gauge", "Number of in-flight ACP sessions (currently 0 or 1 — single child).", nil},
-	{"dotty_perception_events_total", "counter", "Ambient-perception events ingested, partitioned by event type.", []string{"type"}},
 	{"dotty_content_filter_hits_total", "counter", "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).", []string{"tier"}},
 	{"dotty_smart_mode_invocations_total", "counter", "Smart-Mode invocations (request opted into the larger LLM).", nil},
 	{"dotty_llm_tokens_total", "counter", "LLM token counts emitted/consumed, partitioned by direction and model.", []string{"kind", "model"}},
-	{"dotty_perception_dropped_total", "counter", "", []string{"consumer"}},
-	{"dotty_sse_evictions_total", "counter", "", nil},
-	{"dotty_perception_devices_evicted_total", "counter", "", nil},
 	{"dotty_http_connections_turned_away_total", "counter", "", nil},
 }
 
 // childless are labelled families nothing fills yet; client_golang exports
 // a family only once it has a series, so they appear after first use.
-var childless = map[string]bool{"dotty_llm_tokens_total": true, "dotty_perception_dropped_total": true}
+var childless = map[string]bool{"dotty_llm_tokens_total": true}
 
 func scrape(t *testing.T, url string) (string, string) {
 	t.Helper()
@@ -219,7 +215,6 @@ func TestMetricsEndpointServesEverySeries(t *testing.T) {
 		`dotty_request_errors_total{endpoint="message",kind="timeout"} 0`,
 		`dotty_request_errors_total{endpoint="message_stream",kind="binary_missing"} 0`,
 		`dotty_request_errors_total{endpoint="message_stream",kind="exception"} 0`,
-		`dotty_perception_events_total{type="face_identified_rejected"} 0`,
 		`dotty_content_filter_hits_total{tier="alert"} 0`,
 		"dotty_smart_mode_invocations_total 0\n",
 		"dotty_acp_child_up 0\n",
@@ -234,7 +229,6 @@ func TestMetricLabelNamesAndBuckets(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.LLMTokens.WithLabelValues("prompt", "qwen").Inc()
-	m.PerceptionDropped.WithLabelValues("greeter").Inc()
 	m.RequestDuration.WithLabelValues("message").Observe(0.07)
 	m.FirstAudioLatency.Observe(0.3)
 

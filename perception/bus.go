@@ -19,10 +19,6 @@ const (
 	RecentSize    = 20
 )
 
-// countedEvents are the only type labels of dotty_perception_events_total.
-var countedEvents = []string{"face_detected", "face_lost", "sound_event", "state_changed",
-	"face_identified_applied", "face_identified_rejected"}
-
 // Bus fans events out to subscribers on a fanout.Bus (its lag policy:
 // consumers drop and count, feed clients are evicted) and keeps, beside
 // it, what only perception needs: the per-type event counters and each

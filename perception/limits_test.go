@@ -36,7 +36,7 @@ func TestDeviceFloodIsBounded(t *testing.T) {
 	const limit, flood = 16, 5000
 	evicted := prometheus.NewCounter(prometheus.CounterOpts{Name: "evicted"})
 	senses := &forgetRecorder{gone: map[string]bool{}}
-	e := newEnv(t, func(c *Config) { c.MaxDevices, c.DevicesEvicted, c.Senses = limit, evicted, senses })
+	e := newEnv(t, func(c *Config) { c.MaxDevices, c.Metrics.DevicesEvicted, c.Senses = limit, evicted, senses })
 
 	// The first device has a pending face-lost abort when the flood starts.
 	e.s.states.Update("first", func(d *DeviceState) { d.LastFaceGreetT = ptr(at(0)) })

@@ -47,12 +47,13 @@ type Config struct {
 	// (PERCEPTION_FEED_MAX_CLIENTS, 64); past it a client gets 503.
 	MaxFeedClients int
 
-	// Metrics; nil ones are not recorded.
-	Events          *prometheus.CounterVec // dotty_perception_events_total{type}
-	Dropped         *prometheus.CounterVec // dotty_perception_dropped_total{consumer}
-	Evictions       prometheus.Counter     // dotty_sse_evictions_total
-	RequestDuration prometheus.Observer    // dotty_request_duration_seconds{endpoint="perception_event"}
-	DevicesEvicted  prometheus.Counter     // dotty_perception_devices_evicted_total
+	// Metrics are perception's series (NewMetrics); nil ones record
+	// nothing.
+	Metrics *Metrics
+	// RequestDuration is
+	// dotty_request_duration_seconds{endpoint="perception_event"}; nil
+	// records nothing.
+	RequestDuration prometheus.Observer
 
 	Logger hclog.Logger
 }
@@ -129,8 +130,7 @@ func New(cfg Config) *Service {
 		log:    cfg.Logger,
 		clock:  cfg.Clock,
 		states: newStates(cfg.MaxDevices),
-		bus: NewBus(BusConfig{Events: cfg.Events, Dropped: cfg.Dropped, Evictions: cfg.Evictions,
-			MaxRings: cfg.MaxDevices, Clock: cfg.Clock, Logger: cfg.Logger.Named("bus")}),
+		bus:    NewBus(cfg.busConfig()),
 
 		feedSlots: make(chan struct{}, cfg.MaxFeedClients),
 	}
@@ -140,6 +140,15 @@ func New(cfg Config) *Service {
 	}
 	s.consumers = newConsumers(s)
 	return s
+}
+
+// busConfig is the bus's part of the service's config.
+func (c Config) busConfig() BusConfig {
+	bc := BusConfig{MaxRings: c.MaxDevices, Clock: c.Clock, Logger: c.Logger.Named("bus")}
+	if m := c.Metrics; m != nil {
+		bc.Events, bc.Dropped, bc.Evictions = m.Events, m.Dropped, m.Evictions
+	}
+	return bc
 }
 
 // DefaultMaxFeedClients is the default bound on feed clients.
@@ -155,8 +164,8 @@ func (s *Service) forgetDevice(device string) {
 	if x := s.cfg.Senses; x != nil {
 		x.Forget(device)
 	}
-	if s.cfg.DevicesEvicted != nil {
-		s.cfg.DevicesEvicted.Inc()
+	if m := s.cfg.Metrics; m != nil && m.DevicesEvicted != nil {
+		m.DevicesEvicted.Inc()
 	}
 }
 

@@ -64,8 +64,8 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 		Consumers: DefaultConsumers(),
 		Location:  brisbane,
 		Clock:     e.clock,
-		Events:    e.events, Dropped: e.dropped, Evictions: e.evictions,
-		Logger: hclog.NewNullLogger(),
+		Metrics:   &Metrics{Events: e.events, Dropped: e.dropped, Evictions: e.evictions},
+		Logger:    hclog.NewNullLogger(),
 	}
 	cfg.Consumers.HouseholdPath = filepath.Join(t.TempDir(), "household.yaml")
 	if edit != nil {

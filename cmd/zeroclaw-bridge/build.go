@@ -87,8 +87,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
 	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
 	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")
-	c.Perception.Events, c.Perception.Dropped = metrics.PerceptionEvents, metrics.PerceptionDropped
-	c.Perception.Evictions, c.Perception.DevicesEvicted = metrics.SSEEvictions, metrics.PerceptionDevicesEvicted
+	c.Perception.Metrics = perception.NewMetrics(reg)
 	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
 	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
 	visionKey := cmp.Or(c.Keys.Vision, c.Keys.OpenRouter)
