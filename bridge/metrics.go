@@ -1,6 +1,9 @@
 package bridge
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
 
 // Metrics holds the dotty_* series the server and the voice routes fill,
 // and the request-duration histogram every feature times its routes in
@@ -30,17 +33,6 @@ type Metrics struct {
 	// only): connections the connection limit closed without serving them.
 	ConnectionsTurnedAway prometheus.Counter
 }
-
-// Label values created at zero by NewMetrics, so the dashboards see them
-// before the first event.
-var (
-	// voiceEndpoints are the endpoint labels of the voice routes.
-	voiceEndpoints = []string{"message", "message_stream"}
-	// errorKinds are the kind labels of voice request errors.
-	errorKinds = []string{"timeout", "binary_missing", "exception", "agent_unavailable"}
-	// filterTiers are the tier labels of dotty_content_filter_hits_total.
-	filterTiers = []string{"redirect", "log", "alert"}
-)
 
 // firstAudioBuckets are bridge.py's buckets for first-audio latency.
 var firstAudioBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10}
@@ -92,8 +84,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.RequestErrors.WithLabelValues(ep, kind)
 		}
 	}
-	for _, v := range filterTiers {
-		m.ContentFilterHits.WithLabelValues(v)
+	for _, v := range emoji.Tiers {
+		m.ContentFilterHits.WithLabelValues(string(v))
 	}
 	reg.MustRegister(
 		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.ContentFilterHits,

@@ -38,6 +38,18 @@ const (
 	KindAgentUnavailable = "agent_unavailable"
 )
 
+// errorKinds are the kind labels created at zero for each voice endpoint.
+var errorKinds = []string{KindTimeout, KindBinaryMissing, KindException, KindAgentUnavailable}
+
+// Endpoint labels of the voice routes.
+const (
+	endpointMessage = "message"
+	endpointStream  = "message_stream"
+)
+
+// voiceEndpoints are the endpoint labels created at zero.
+var voiceEndpoints = []string{endpointMessage, endpointStream}
+
 // NDJSONContentType is the stream's content type: no charset, so the
 // Python client splits lines on \n and \r only.
 const NDJSONContentType = "application/x-ndjson"
@@ -313,7 +325,7 @@ func (v *Voice) message(c echo.Context) error {
 		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
 	})
 	elapsed := time.Since(t0)
-	o := turnOutcome{endpoint: "message", req: req, elapsed: elapsed}
+	o := turnOutcome{endpoint: endpointMessage, req: req, elapsed: elapsed}
 	if err != nil {
 		if c.Request().Context().Err() != nil {
 			v.log.Debug("caller left; turn cancelled", "session", req.sessionID)
@@ -382,7 +394,7 @@ func (v *Voice) stream(c echo.Context) error {
 			}
 		},
 	})
-	o := turnOutcome{endpoint: "message_stream", req: req}
+	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
 		if c.Request().Context().Err() != nil {
 			v.log.Debug("barge-in: caller left; turn cancelled", "session", req.sessionID)

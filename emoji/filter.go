@@ -16,6 +16,9 @@ const (
 	TierRedirect Tier = "redirect"
 )
 
+// Tiers are every tier, the label values of dotty_content_filter_hits_total.
+var Tiers = []Tier{TierRedirect, TierLog, TierAlert}
+
 // Hit describes a content-filter match.
 type Hit struct {
 	// Tier is the most severe tier with a match.
