@@ -47,7 +47,7 @@ func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 		}
 	}
 	b.WriteString("[Context: ")
-	b.WriteString(v.cfg.now().In(v.cfg.Location).Format(contextDateStyle))
+	b.WriteString(v.cfg.Clock.Now().In(v.cfg.Location).Format(contextDateStyle))
 	if v.cfg.Context != nil {
 		for _, part := range v.cfg.Context.ContextParts() {
 			b.WriteString(" | ")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
@@ -106,7 +107,10 @@ type VoiceConfig struct {
 	// dashboard.
 	MaxContentRunes int
 
-	now func() time.Time
+	// Clock dates the prompt and the turn records and times the stream's
+	// heartbeat; nil is the real clock. Latencies are measured on the
+	// real clock whatever it is: they are metrics of this machine.
+	Clock clockwork.Clock
 }
 
 // DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
@@ -139,8 +143,8 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 	if c.MaxContentRunes <= 0 {
 		c.MaxContentRunes = DefaultMaxContentRunes
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	return c
 }
@@ -281,7 +285,7 @@ func (v *Voice) record(o turnOutcome) {
 		}
 	}
 	used, _ := emoji.Leading(o.text)
-	now := v.cfg.now()
+	now := v.cfg.Clock.Now()
 	if v.cfg.ConvoLog != nil {
 		rec := convolog.Record{TS: now, Type: "chat", Channel: o.req.channel, SessionID: o.req.sessionID,
 			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind}
@@ -374,7 +378,7 @@ func (v *Voice) stream(c echo.Context) error {
 	resp.Header().Set("X-Accel-Buffering", "no")
 	resp.WriteHeader(http.StatusOK)
 	resp.Flush() // headers before the agent is contacted
-	out := newNDJSONWriter(resp, v.cfg.Heartbeat)
+	out := newNDJSONWriter(resp, v.cfg.Heartbeat, v.cfg.Clock)
 	defer out.close()
 
 	t0 := time.Now()
@@ -427,6 +431,7 @@ func (v *Voice) stream(c echo.Context) error {
 type ndjsonWriter struct {
 	w         *echo.Response
 	heartbeat time.Duration
+	clock     clockwork.Clock
 	stop      chan struct{}
 	done      chan struct{}
 
@@ -435,8 +440,8 @@ type ndjsonWriter struct {
 	err  error
 }
 
-func newNDJSONWriter(w *echo.Response, heartbeat time.Duration) *ndjsonWriter {
-	n := &ndjsonWriter{w: w, heartbeat: heartbeat, stop: make(chan struct{}), done: make(chan struct{}), last: time.Now()}
+func newNDJSONWriter(w *echo.Response, heartbeat time.Duration, clock clockwork.Clock) *ndjsonWriter {
+	n := &ndjsonWriter{w: w, heartbeat: heartbeat, clock: clock, stop: make(chan struct{}), done: make(chan struct{}), last: clock.Now()}
 	go n.beat()
 	return n
 }
@@ -470,7 +475,7 @@ func (n *ndjsonWriter) write(b []byte) {
 		return
 	}
 	n.w.Flush()
-	n.last = time.Now()
+	n.last = n.clock.Now()
 }
 
 func (n *ndjsonWriter) failed() bool {
@@ -482,16 +487,16 @@ func (n *ndjsonWriter) failed() bool {
 // beat writes a newline whenever heartbeat passes without a frame.
 func (n *ndjsonWriter) beat() {
 	defer close(n.done)
-	t := time.NewTimer(n.heartbeat)
+	t := n.clock.NewTimer(n.heartbeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 		n.mu.Lock()
-		idle := time.Since(n.last)
+		idle := n.clock.Since(n.last)
 		n.mu.Unlock()
 		if idle >= n.heartbeat {
 			n.write([]byte("\n"))

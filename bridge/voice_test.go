@@ -24,6 +24,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -70,8 +71,8 @@ func newVoiceEnv(t *testing.T, a *agenttest.Agent, vcfg VoiceConfig, pcfg acp.Po
 		vcfg.Agent = agenttest.Pool(t, a, acp.Config{}, pcfg)
 	}
 	vcfg.Location, vcfg.KidMode, vcfg.ConvoLog, vcfg.Turns, vcfg.Metrics = brisbane, env.kid, env.log, env.turns, env.metrics
-	if vcfg.now == nil {
-		vcfg.now = func() time.Time { return fixedNow }
+	if vcfg.Clock == nil {
+		vcfg.Clock = clockwork.NewFakeClockAt(fixedNow)
 	}
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
@@ -441,7 +442,8 @@ func TestFallbacks(t *testing.T) {
 }
 
 // S7: while the agent is silent, bare newlines keep the caller's read
-// timer alive; the agent speaks only after the client has seen three.
+// timer alive, one per heartbeat interval of the voice's clock; the agent
+// speaks only after the client has seen three.
 func TestStreamHeartbeats(t *testing.T) {
 	beats := make(chan struct{})
 	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
@@ -453,7 +455,10 @@ func TestStreamHeartbeats(t *testing.T) {
 		req.OnChunk("😊 finally")
 		return acp.TurnResult{Text: "😊 finally"}, nil
 	})
-	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent, Heartbeat: 20 * time.Millisecond}, acp.PoolConfig{})
+	clk := clockwork.NewFakeClockAt(fixedNow)
+	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent, Heartbeat: 15 * time.Second, Clock: clk}, acp.PoolConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
 	if err != nil {
 		t.Fatal(err)
@@ -461,6 +466,10 @@ func TestStreamHeartbeats(t *testing.T) {
 	defer resp.Body.Close()
 	lines := lineReader(resp.Body)
 	for i := 0; i < 3; i++ {
+		if err := clk.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatalf("heartbeat %d never armed: %v", i, err)
+		}
+		clk.Advance(15 * time.Second)
 		if l := nextLine(t, lines); l != "\n" {
 			t.Fatalf("line %d = %q, want a bare newline", i, l)
 		}

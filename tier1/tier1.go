@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -58,9 +59,10 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives tool logs. Nil discards.
 	Logger hclog.Logger
+	// Clock ages the song catalogue; nil is the real clock.
+	Clock clockwork.Clock
 
 	shortBudget, longBudget time.Duration
-	now                     func() time.Time
 }
 
 // Handler serves the Tier1Slim routes.
@@ -85,13 +87,13 @@ func New(cfg Config) *Handler {
 	if cfg.longBudget <= 0 {
 		cfg.longBudget = LongBudget
 	}
-	if cfg.now == nil {
-		cfg.now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.SongAssetBase == "" {
 		cfg.SongAssetBase = "/opt/xiaozhi-esp32-server/config/assets/songs"
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger, thinker: newThinker(cfg.Thinker), songs: &songCache{now: cfg.now}}
+	return &Handler{cfg: cfg, log: cfg.Logger, thinker: newThinker(cfg.Thinker), songs: &songCache{clock: cfg.Clock}}
 }
 
 // Validate reports settings the routes cannot run with. The memory is a
@@ -120,12 +122,12 @@ func (h *Handler) escalate(c echo.Context) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	start := h.cfg.now()
+	start := time.Now() // a latency, on the real clock
 	result := h.run(c.Request().Context(), tool, args)
 	if utf8.RuneCountInString(result) > ResultCap {
 		result = string([]rune(result)[:ResultCap])
 	}
-	h.log.Info("escalation", "tool", tool, "session", session, "elapsed", h.cfg.now().Sub(start))
+	h.log.Info("escalation", "tool", tool, "session", session, "elapsed", time.Since(start))
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"result": result})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -361,6 +362,26 @@ func TestPlaySong(t *testing.T) {
 	e.xz.Set("/xiaozhi/admin/play-asset", xiaozhitest.Reply{Status: 201, Body: `{}`})
 	if got := e.escalate(t, "play_song", map[string]any{"name": "Alpha"}); got != "(couldn't play Alpha.opus: HTTP 201: {})" {
 		t.Errorf("201 must not count as success: %q", got)
+	}
+}
+
+// The catalogue is kept for a minute of the handler's clock, then asked
+// for again.
+func TestSongCatalogueExpires(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	e := newEnv(t, func(c *Config) { c.Clock = clk })
+	e.xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["Alpha.opus"]}`})
+	fetches := func() int { return len(e.xz.CallsTo("/xiaozhi/admin/songs")) }
+	e.escalate(t, "play_song", map[string]any{"name": "alpha"})
+	clk.Advance(songCacheTTL - time.Second)
+	e.escalate(t, "play_song", map[string]any{"name": "alpha"})
+	if n := fetches(); n != 1 {
+		t.Errorf("catalogue fetched %d times within its minute", n)
+	}
+	clk.Advance(time.Second)
+	e.escalate(t, "play_song", map[string]any{"name": "alpha"})
+	if n := fetches(); n != 2 {
+		t.Errorf("catalogue fetched %d times after its minute, want 2", n)
 	}
 }
 

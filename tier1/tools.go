@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -79,7 +80,7 @@ func (h *Handler) takePhoto() string {
 
 // songCache keeps the last non-empty song catalogue for a minute.
 type songCache struct {
-	now func() time.Time
+	clock clockwork.Clock
 
 	mu    sync.Mutex
 	files []string
@@ -88,7 +89,7 @@ type songCache struct {
 
 func (c *songCache) get(ctx context.Context, x Xiaozhi) []string {
 	c.mu.Lock()
-	if c.files != nil && c.now().Sub(c.at) < songCacheTTL {
+	if c.files != nil && c.clock.Since(c.at) < songCacheTTL {
 		files := c.files
 		c.mu.Unlock()
 		return files
@@ -99,7 +100,7 @@ func (c *songCache) get(ctx context.Context, x Xiaozhi) []string {
 		return nil // failures and empty catalogues are not cached
 	}
 	c.mu.Lock()
-	c.files, c.at = files, c.now()
+	c.files, c.at = files, c.clock.Now()
 	c.mu.Unlock()
 	return files
 }

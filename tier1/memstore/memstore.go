@@ -38,6 +38,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -70,8 +71,9 @@ type Config struct {
 	Journal string
 	// Logger receives failures. Nil discards.
 	Logger hclog.Logger
-
-	now func() time.Time
+	// Clock stamps the rows and times the drain and the busy retries; nil
+	// is the real clock.
+	Clock clockwork.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -96,8 +98,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	return c
 }
@@ -162,7 +164,7 @@ const tsLayout = "2006-01-02T15:04:05.000000+00:00"
 // fsynced journal and will reach the database even if the process dies
 // first. It waits only for that fsync, never for the database.
 func (s *Store) Enqueue(w Write) error {
-	e := entry{ID: uuid.NewString(), TS: s.cfg.now().UTC().Format(tsLayout), Content: w.Content, Category: w.Category,
+	e := entry{ID: uuid.NewString(), TS: s.cfg.Clock.Now().UTC().Format(tsLayout), Content: w.Content, Category: w.Category,
 		Importance: w.Importance, SessionID: w.SessionID, HasSession: w.HasSession}
 	line, err := json.Marshal(e)
 	if err != nil {
@@ -295,10 +297,10 @@ func (s *Store) Run(ctx context.Context) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			t := time.NewTimer(s.cfg.DrainTimeout)
+			t := s.cfg.Clock.NewTimer(s.cfg.DrainTimeout)
 			defer t.Stop()
 			select {
-			case <-t.C:
+			case <-t.Chan():
 				wcancel()
 			case <-wctx.Done():
 			}
@@ -576,7 +578,7 @@ func (w *writer) write(ctx context.Context, item entry) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(delay):
+		case <-w.cfg.Clock.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
 		if !isBusy(err) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -108,6 +109,24 @@ func TestWritesOnBothSchemas(t *testing.T) {
 				t.Error("an existing database's schema was altered")
 			}
 		})
+	}
+}
+
+// Rows are stamped by the store's clock, in UTC with ZeroClaw's layout.
+func TestRowsStampedByTheClock(t *testing.T) {
+	path := memstoretest.V1(t)
+	at := time.Date(2026, 11, 24, 21, 5, 9, 123456000, time.FixedZone("AEST", 10*3600))
+	s := memstore.New(memstore.Config{Path: path, Clock: clockwork.NewFakeClockAt(at)})
+	stop := run(t, s)
+	if err := s.Enqueue(memstore.Write{Content: "stamped", Category: "core", Importance: 0.7}); err != nil {
+		t.Fatal(err)
+	}
+	rows := waitRows(t, path, 1)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].CreatedAt != "2026-11-24T11:05:09.123456+00:00" {
+		t.Errorf("created_at %q", rows[0].CreatedAt)
 	}
 }
 
