@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
@@ -48,6 +49,8 @@ type Config struct {
 	Location *time.Location
 	// Heartbeat is the turn feed's idle comment interval (15 s).
 	Heartbeat time.Duration
+	// Clock times the heartbeat; nil is the real clock.
+	Clock clockwork.Clock
 	// MaxClients bounds concurrent /ui/events clients
 	// (DASHBOARD_MAX_CLIENTS, 64); past it a client gets 503.
 	MaxClients int
@@ -103,6 +106,9 @@ func New(cfg Config) *UI {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
@@ -275,7 +281,7 @@ func (u *UI) events(c echo.Context) error {
 		return nil
 	}
 	flusher.Flush()
-	hb := time.NewTicker(u.cfg.Heartbeat)
+	hb := u.cfg.Clock.NewTicker(u.cfg.Heartbeat)
 	defer hb.Stop()
 	for {
 		var out []byte
@@ -300,7 +306,7 @@ func (u *UI) events(c echo.Context) error {
 			}
 			out = append(append([]byte("data: "), frame...), '\n', '\n')
 			hb.Reset(u.cfg.Heartbeat)
-		case <-hb.C:
+		case <-hb.Chan():
 			out = []byte(": heartbeat\n\n")
 		}
 		if _, err := w.Write(out); err != nil {
