@@ -239,7 +239,7 @@ func (p *Periphery) eventStart(t gwsTime) (time.Time, bool, bool) {
 // refreshCalendar fetches every calendar once, storing each good result. It
 // fails when any calendar failed (that calendar keeps its last good events).
 func (p *Periphery) refreshCalendar(ctx context.Context) error {
-	day := startOfDay(p.cfg.now(), p.cfg.Location)
+	day := startOfDay(p.cfg.Clock.Now(), p.cfg.Location)
 	var errs []error
 	for _, id := range p.cfg.CalendarIDs {
 		evs, err := p.fetchCalendar(ctx, id, day)
@@ -251,7 +251,7 @@ func (p *Periphery) refreshCalendar(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("calendar %s: %w", id, err))
 			continue
 		}
-		fetched := p.cfg.now()
+		fetched := p.cfg.Clock.Now()
 		p.mu.Lock()
 		p.cals[id] = calEntry{date: dateKey(day), fetched: fetched, events: evs}
 		p.calFetched = fetched
@@ -303,7 +303,7 @@ func (p *Periphery) calendarLoop(ctx context.Context) {
 				p.log.Debug("calendar refresh failed", "error", err, "attempt", failures, "delay", delay)
 			}
 		}
-		if p.cfg.sleep(ctx, delay) != nil {
+		if p.sleep(ctx, delay) != nil {
 			return
 		}
 	}
@@ -313,7 +313,7 @@ func (p *Periphery) calendarLoop(ctx context.Context) {
 // the next round runs just after local midnight (the cache is empty from
 // midnight until then).
 func (p *Periphery) calendarPollDelay() time.Duration {
-	now := p.cfg.now()
+	now := p.cfg.Clock.Now()
 	untilMidnight := nextDay(startOfDay(now, p.cfg.Location)).Add(midnightMargin).Sub(now)
 	if untilMidnight > 0 && untilMidnight < p.cfg.CalendarPoll {
 		return untilMidnight

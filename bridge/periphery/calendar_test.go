@@ -57,8 +57,7 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 		CalendarSAPath:  f.sa,
 		Metrics:         metrics,
 		Logger:          hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
-		now:             f.clock.Now,
-		sleep:           f.sleeper.sleep,
+		Clock:           f.clock.withSleeper(f.sleeper),
 		calendarTimeout: 10 * time.Second,
 	}
 	if mutate != nil {

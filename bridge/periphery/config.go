@@ -1,7 +1,6 @@
 package periphery
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 // Defaults, bridge.py's.
@@ -87,10 +87,11 @@ type Config struct {
 	// HTTPClient fetches the weather; nil means a client with a 10 s timeout
 	// and no keep-alive (one request every half hour).
 	HTTPClient *http.Client
+	// Clock gives the time of day (the calendar's day, the weather's age)
+	// and times the refresh loops' waits; nil is the real clock.
+	Clock clockwork.Clock
 
 	// Test hooks; zero means the real thing.
-	now             func() time.Time
-	sleep           func(ctx context.Context, d time.Duration) error
 	calendarTimeout time.Duration
 	weatherTimeout  time.Duration
 }
@@ -166,11 +167,8 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = defaultHTTPClient()
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.sleep == nil {
-		c.sleep = sleepCtx
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	if c.calendarTimeout <= 0 {
 		c.calendarTimeout = calendarFetchTimeout
@@ -190,16 +188,4 @@ func defaultHTTPClient() *http.Client {
 	}
 	tr.DisableKeepAlives = true
 	return &http.Client{Timeout: weatherRequestTimeout, Transport: tr}
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

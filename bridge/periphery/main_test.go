@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // TestMain doubles as the fake gws: Config.GWSBin points at the test binary,
@@ -145,18 +147,42 @@ func readCalls(t testing.TB, sa string) []gwsCall {
 // aest is Brisbane's zone without tzdata.
 var aest = time.FixedZone("AEST", 10*60*60)
 
-// fakeClock is a settable clock.
+// fakeClock is a settable clock whose timers are real.
 type fakeClock struct {
+	clockwork.Clock // the methods periphery does not use: nil, never called
+
 	mu sync.Mutex
 	t  time.Time
 }
 
 func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
 
+// sleepingClock is a fakeClock whose timers go through a sleeper: each
+// timer the code starts is handed to the test, which sees its duration and
+// ends it.
+type sleepingClock struct {
+	*fakeClock
+	sleeper *fakeSleeper
+}
+
+// withSleeper is c with its timers going through s.
+func (c *fakeClock) withSleeper(s *fakeSleeper) sleepingClock { return sleepingClock{c, s} }
+
+func (c sleepingClock) NewTimer(d time.Duration) clockwork.Timer {
+	c.sleeper.calls <- d
+	return sleeperTimer{c.sleeper.release}
+}
+
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
+}
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *fakeClock) NewTimer(d time.Duration) clockwork.Timer {
+	return clockwork.NewRealClock().NewTimer(d)
 }
 
 func (c *fakeClock) Set(t time.Time) {
@@ -174,26 +200,21 @@ func (c *fakeClock) Advance(d time.Duration) {
 // fakeSleeper hands each requested wait to the test, which releases it.
 type fakeSleeper struct {
 	calls   chan time.Duration
-	release chan struct{}
+	release chan time.Time
 }
 
 func newFakeSleeper() *fakeSleeper {
-	return &fakeSleeper{calls: make(chan time.Duration), release: make(chan struct{})}
+	// Buffered: a timer is never refused, even while the test is not
+	// reading (at shutdown).
+	return &fakeSleeper{calls: make(chan time.Duration, 16), release: make(chan time.Time)}
 }
 
-func (s *fakeSleeper) sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case s.calls <- d:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-s.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// sleeperTimer fires when the test wakes it.
+type sleeperTimer struct{ c chan time.Time }
+
+func (t sleeperTimer) Chan() <-chan time.Time     { return t.c }
+func (t sleeperTimer) Stop() bool                 { return true }
+func (t sleeperTimer) Reset(d time.Duration) bool { return true }
 
 // next waits (bounded) for the loop's next sleep request.
 func (s *fakeSleeper) next(t testing.TB) time.Duration {
@@ -211,7 +232,7 @@ func (s *fakeSleeper) next(t testing.TB) time.Duration {
 func (s *fakeSleeper) wake(t testing.TB) {
 	t.Helper()
 	select {
-	case s.release <- struct{}{}:
+	case s.release <- time.Time{}:
 	case <-time.After(5 * time.Second):
 		t.Fatal("sleeper not waiting within 5s")
 	}

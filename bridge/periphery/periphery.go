@@ -51,6 +51,18 @@ func New(cfg Config) *Periphery {
 	return &Periphery{cfg: cfg, log: cfg.Logger, cals: make(map[string]calEntry)}
 }
 
+// sleep waits d on the clock, or until ctx ends.
+func (p *Periphery) sleep(ctx context.Context, d time.Duration) error {
+	t := p.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.Chan():
+		return nil
+	}
+}
+
 // errRunning is returned by a second Run.
 var errRunning = errors.New("periphery: already running")
 
@@ -92,7 +104,7 @@ func (p *Periphery) Weather() string {
 	if p.cfg.WeatherLocation == "" {
 		return ""
 	}
-	now := p.cfg.now()
+	now := p.cfg.Clock.Now()
 	p.mu.RLock()
 	text, at := p.weatherText, p.weatherAt
 	p.mu.RUnlock()
@@ -108,7 +120,7 @@ func (p *Periphery) Weather() string {
 // events of that person (case-insensitive), plus the household's when
 // includeHousehold.
 func (p *Periphery) Today(person string, includeHousehold bool) []string {
-	now := p.cfg.now()
+	now := p.cfg.Clock.Now()
 	today := dateKey(now.In(p.cfg.Location))
 	var evs []event
 	p.mu.RLock()
@@ -185,7 +197,7 @@ func (p *Periphery) ContextParts() []string {
 // calendar's events are usable now), the last successful fetch (zero when
 // none), and the number of consecutive failed refresh rounds.
 func (p *Periphery) CalendarStatus() (date string, fetched time.Time, consecutiveFailures int) {
-	now := p.cfg.now()
+	now := p.cfg.Clock.Now()
 	today := dateKey(now.In(p.cfg.Location))
 	p.mu.RLock()
 	defer p.mu.RUnlock()

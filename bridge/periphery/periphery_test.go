@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -120,7 +121,7 @@ func TestRunBoth(t *testing.T) {
 	f := newCalFixture(t, func(c *Config) {
 		c.WeatherLocation = "Brisbane"
 		c.WeatherURL = ws.URL
-		c.sleep = nil // real timers; the hour-long waits are cut by cancel
+		c.Clock = clockwork.NewRealClock() // the hour-long waits are cut by cancel
 	}, "context")
 	stop := runPeriphery(t, f.p)
 	defer stop()

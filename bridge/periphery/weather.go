@@ -68,16 +68,16 @@ func (p *Periphery) fetchWeather(ctx context.Context) (string, error) {
 // refreshWeather fetches once and stores a good reading. failures is the
 // streak length before this attempt (for the recovery log line).
 func (p *Periphery) refreshWeather(ctx context.Context, failures int) error {
-	start := p.cfg.now()
+	start := p.cfg.Clock.Now()
 	text, err := p.fetchWeather(ctx)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	p.weatherText, p.weatherAt = text, p.cfg.now()
+	p.weatherText, p.weatherAt = text, p.cfg.Clock.Now()
 	p.mu.Unlock()
 	if failures > 0 {
-		p.log.Info("weather refresh recovered", "attempt", failures+1, "elapsed", p.cfg.now().Sub(start))
+		p.log.Info("weather refresh recovered", "attempt", failures+1, "elapsed", p.cfg.Clock.Now().Sub(start))
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (p *Periphery) weatherLoop(ctx context.Context) {
 				p.log.Debug("weather refresh failed", "error", err, "attempt", failures, "delay", delay)
 			}
 		}
-		if p.cfg.sleep(ctx, delay) != nil {
+		if p.sleep(ctx, delay) != nil {
 			return
 		}
 	}

@@ -89,7 +89,7 @@ func TestFetchWeather(t *testing.T) {
 			clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
 			p := New(Config{
 				Location: aest, WeatherLocation: "Brisbane", WeatherURL: ws.URL,
-				now: clock.Now, weatherTimeout: 200 * time.Millisecond,
+				Clock: clock, weatherTimeout: 200 * time.Millisecond,
 			})
 			start := time.Now()
 			err := p.refreshWeather(context.Background(), 0)
@@ -145,7 +145,7 @@ func TestWeatherTTL(t *testing.T) {
 	ws := newWeatherServer(t, plainText(brisbaneWeather))
 	defer ws.Close()
 	clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
-	p := New(Config{WeatherLocation: "Brisbane", WeatherURL: ws.URL, WeatherTTL: 30 * time.Minute, now: clock.Now})
+	p := New(Config{WeatherLocation: "Brisbane", WeatherURL: ws.URL, WeatherTTL: 30 * time.Minute, Clock: clock})
 	if err := p.refreshWeather(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRunWeather(t *testing.T) {
 	p := New(Config{
 		Location: aest, WeatherLocation: "Brisbane", WeatherURL: ws.URL, WeatherTTL: 30 * time.Minute,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
-		now:    clock.Now, sleep: sl.sleep,
+		Clock:  clock.withSleeper(sl),
 	})
 	stop := runPeriphery(t, p)
 	defer stop()
