@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 // Config configures a Supervisor: which agent to run and how to keep it alive.
@@ -73,9 +74,9 @@ type Config struct {
 	Logger hclog.Logger
 	// Metrics receives the supervisor's series. Nil records nothing.
 	Metrics *Metrics
-
-	// clock is replaced in tests; nil means the real clock.
-	clock clock
+	// Clock times backoff, the unavailable grace and health uptime; nil is
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -118,8 +119,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
-	if c.clock == nil {
-		c.clock = realClock{}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	return c
 }
@@ -181,8 +182,9 @@ type PoolConfig struct {
 	// Logger and Metrics as in Config.
 	Logger  hclog.Logger
 	Metrics *Metrics
-
-	clock clock
+	// Clock times idleness, ages, waits and cancel grace; nil is the real
+	// clock.
+	Clock clockwork.Clock
 }
 
 func (c PoolConfig) withDefaults() PoolConfig {
@@ -213,8 +215,8 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
-	if c.clock == nil {
-		c.clock = realClock{}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	return c
 }

@@ -13,6 +13,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -259,8 +260,12 @@ func runPool(t testing.TB, p *Pool) {
 	})
 }
 
-// fakeClock is a manually advanced clock; After fires when Advance passes it.
+// fakeClock is a manually advanced clockwork.Clock that records every
+// wait asked of it, so tests can check the durations (backoff delays);
+// After fires when Advance passes it.
 type fakeClock struct {
+	clockwork.Clock // the methods acp does not use: nil, never called
+
 	mu        sync.Mutex
 	now       time.Time
 	waiters   []clockWaiter
@@ -282,6 +287,8 @@ func (c *fakeClock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.now
 }
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()

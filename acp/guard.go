@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 const (
@@ -60,7 +61,7 @@ func newStdoutGuard(src io.Reader, dst *io.PipeWriter, reply io.Writer, log hclo
 		dst:     dst,
 		reply:   reply,
 		log:     log,
-		noise:   newLineLimiter(log, 50, realClock{}),
+		noise:   newLineLimiter(log, 50, clockwork.NewRealClock()),
 		onDrop:  onDrop,
 		sdkLine: sdkSafeLine,
 		maxLine: guardMaxLine,

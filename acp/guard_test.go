@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -154,7 +155,7 @@ func TestLineLimiter(t *testing.T) {
 
 func TestStderrPumpTailAndLevels(t *testing.T) {
 	var buf testkit.LogBuffer
-	p := newStderrPump(hclogFor(&buf), 200, realClock{})
+	p := newStderrPump(hclogFor(&buf), 200, clockwork.NewRealClock())
 	var in strings.Builder
 	for i := 0; i < 30; i++ {
 		fmt.Fprintf(&in, "line %d\n", i)

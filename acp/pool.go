@@ -205,7 +205,7 @@ func (l *leases) release() {
 // background for CancelGrace with the session kept; legacy: detached) and
 // Turn returns at once with an error wrapping ctx.Err().
 func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
-	clk := p.cfg.clock
+	clk := p.cfg.Clock
 	start := clk.Now()
 	e, err := p.lease(ctx, p.keyFor(req.Key))
 	if err != nil {
@@ -290,7 +290,7 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 			// every key was in a turn, so it shrinks back once they end.
 			for len(p.entries) >= p.cfg.MaxKeys && p.pruneKeysLocked() {
 			}
-			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.clock.Now()}
+			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.Clock.Now()}
 			p.entries[key] = e
 		}
 		p.mu.Unlock()
@@ -336,7 +336,7 @@ func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error
 			return c, c.procLease, nil
 		default:
 		}
-		wedged := p.cfg.clock.After(c.cfg.InitTimeout)
+		wedged := p.cfg.Clock.After(c.cfg.InitTimeout)
 		for {
 			select {
 			case c.procLease <- struct{}{}:
@@ -358,7 +358,7 @@ func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error
 // prepareSession returns the entry's session on c, rotating or creating it
 // as needed, with the session's turn index and the time spent creating it.
 func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Client) (sid string, idx int, fresh bool, created time.Duration, err error) {
-	now := p.cfg.clock.Now()
+	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	if e.sid != "" && e.client != c {
 		e.sid = "" // the agent restarted; its sessions are gone
@@ -393,7 +393,7 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 	if err != nil {
 		return "", 0, false, 0, err
 	}
-	done := p.cfg.clock.Now()
+	done := p.cfg.Clock.Now()
 	p.log.Debug("agent session created", "key", e.key, "session", sid)
 	return sid, 0, true, done.Sub(now), nil
 }
@@ -444,7 +444,7 @@ func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) 
 // recordSession binds a new session to e (whose lease the caller holds)
 // and gives back the slot reserved for its creation.
 func (p *Pool) recordSession(e *entry, c *Client, sid string, err error) {
-	now := p.cfg.clock.Now()
+	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	if p.creating[c]--; p.creating[c] <= 0 {
 		delete(p.creating, c)
@@ -586,7 +586,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 		p.mu.Unlock()
 		select {
 		case <-w.wake:
-		case <-p.cfg.clock.After(slotRecheck):
+		case <-p.cfg.Clock.After(slotRecheck):
 		case <-c.Done():
 			return fmt.Errorf("waiting for a session slot: %w", c.Err())
 		case <-ctx.Done():
@@ -783,7 +783,7 @@ func (p *Pool) retireCounted(c *Client, sid string) {
 
 // reap closes sessions idle longer than SessionIdle and forgets unused keys.
 func (p *Pool) reap() {
-	now := p.cfg.clock.Now()
+	now := p.cfg.Clock.Now()
 	type victim struct {
 		c   *Client
 		sid string
@@ -872,7 +872,7 @@ type promptOutcome struct {
 func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan promptOutcome, abandon context.CancelFunc) {
 	held := *ls
 	*ls = leases{}
-	started := p.cfg.clock.Now()
+	started := p.cfg.Clock.Now()
 	if !c.caps.Cancel() {
 		// Legacy: no cancel in protocol. Detach: the session is retired and
 		// the turn runs out while holding the process lease.
@@ -900,8 +900,8 @@ func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan p
 		defer held.release()
 		defer abandon()
 		defer c.endTurn(t)
-		resend := p.cfg.clock.After(min(time.Second, grace/2))
-		deadline := p.cfg.clock.After(grace)
+		resend := p.cfg.Clock.After(min(time.Second, grace/2))
+		deadline := p.cfg.Clock.After(grace)
 		for {
 			select {
 			case o := <-resCh:
@@ -912,7 +912,7 @@ func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan p
 					return
 				}
 				p.log.Debug("agent confirmed cancel", "session", sid, "stop", o.res.stopReason,
-					"elapsed", p.cfg.clock.Now().Sub(started))
+					"elapsed", p.cfg.Clock.Now().Sub(started))
 				return
 			case <-resend:
 				resend = nil

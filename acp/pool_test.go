@@ -164,7 +164,7 @@ func TestPoolRotation(t *testing.T) {
 			a := newFakeAgent()
 			clk := newFakeClock()
 			cfg := tt.cfg
-			cfg.Logger, cfg.clock = testLogger(t), clk
+			cfg.Logger, cfg.Clock = testLogger(t), clk
 			p := NewPool(cfg, dialFake(t, a, Config{}))
 			var idxs []int
 			first := turnText(t, p, "k", "t0", &idxs)
@@ -546,7 +546,7 @@ func TestPoolSessionLimit(t *testing.T) {
 func TestPoolReapsIdleSessions(t *testing.T) {
 	a := newFakeAgent()
 	clk := newFakeClock()
-	p := NewPool(PoolConfig{Logger: testLogger(t), clock: clk}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, Config{}))
 	r := turnText(t, p, "k", "hi", nil)
 	clk.Advance(301 * time.Second)
 	p.reap()

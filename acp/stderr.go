@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 type lineLimiter struct {
 	logger    hclog.Logger
 	perSecond int
-	clock     clock
+	clock     clockwork.Clock
 
 	mu      sync.Mutex
 	window  time.Time
@@ -31,7 +32,7 @@ type lineLimiter struct {
 	timer   *time.Timer
 }
 
-func newLineLimiter(log hclog.Logger, perSecond int, c clock) *lineLimiter {
+func newLineLimiter(log hclog.Logger, perSecond int, c clockwork.Clock) *lineLimiter {
 	return &lineLimiter{logger: log, perSecond: perSecond, clock: c}
 }
 
@@ -91,7 +92,7 @@ type stderrPump struct {
 	tail []string
 }
 
-func newStderrPump(log hclog.Logger, perSecond int, c clock) *stderrPump {
+func newStderrPump(log hclog.Logger, perSecond int, c clockwork.Clock) *stderrPump {
 	return &stderrPump{limiter: newLineLimiter(log, perSecond, c)}
 }
 

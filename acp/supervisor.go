@@ -131,7 +131,7 @@ func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
 			return nil, s.unavailableErr(lastErr)
 		}
 		if failed && grace == nil {
-			grace = s.cfg.clock.After(s.cfg.UnavailableGrace)
+			grace = s.cfg.Clock.After(s.cfg.UnavailableGrace)
 		}
 		select {
 		case <-ch:
@@ -188,7 +188,7 @@ func (s *Supervisor) Health() AgentHealth {
 		BinaryMissing: s.binaryMissing,
 	}
 	if s.state == StateReady {
-		h.UptimeSeconds = s.cfg.clock.Now().Sub(s.readyAt).Seconds()
+		h.UptimeSeconds = s.cfg.Clock.Now().Sub(s.readyAt).Seconds()
 	}
 	if s.lastErr != nil {
 		h.LastError = s.lastErr.Error()
@@ -222,7 +222,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	b.MaxElapsedTime = 0 // never give up (the v4 default stops after 15 min)
 	b.Multiplier = 2
 	b.RandomizationFactor = 0.2
-	b.Clock = s.cfg.clock
+	b.Clock = s.cfg.Clock
 	b.Reset()
 
 	for first := true; ; first = false {
@@ -254,7 +254,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		s.log.Log(lvl, "restarting agent after backoff", "delay", delay, "reason", reason)
 		select {
-		case <-s.cfg.clock.After(delay):
+		case <-s.cfg.Clock.After(delay):
 		case <-ctx.Done():
 			return nil
 		}
@@ -354,7 +354,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	}
 
 	caps := p.client.caps
-	readyAt := s.cfg.clock.Now()
+	readyAt := s.cfg.Clock.Now()
 	s.mu.Lock()
 	s.cur, s.caps, s.readyAt, s.lastErr = p.client, caps, readyAt, nil
 	s.failed, s.unavailable = false, false
@@ -396,7 +396,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		s.setStateLocked(StateStopping)
 		s.mu.Unlock()
 	}
-	ranFor = s.cfg.clock.Now().Sub(readyAt)
+	ranFor = s.cfg.Clock.Now().Sub(readyAt)
 	if !graceful {
 		// Fail in-flight turns at once; a graceful stop retires sessions first.
 		p.client.markDead(fmt.Errorf("%w: %s", ErrAgentGone, reason))
@@ -484,7 +484,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 		exited:  make(chan struct{}),
 		recycle: make(chan string, 1),
 	}
-	p.pump = newStderrPump(log.Named("child"), s.cfg.StderrLinesPerSecond, s.cfg.clock)
+	p.pump = newStderrPump(log.Named("child"), s.cfg.StderrLinesPerSecond, s.cfg.Clock)
 	p.readers.Add(1)
 	go func() {
 		defer p.readers.Done()

@@ -203,7 +203,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	clk := newFakeClock()
 	clk.ignore = time.Hour // the nudging turns wait out their own ctx instead
 	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
-	cfg.BackoffInitial, cfg.UnavailableGrace, cfg.clock = 200*time.Millisecond, time.Hour, clk
+	cfg.BackoffInitial, cfg.UnavailableGrace, cfg.Clock = 200*time.Millisecond, time.Hour, clk
 	h := startHarness(t, cfg, PoolConfig{})
 
 	// crash-after-init dies at session/new, so nudge each generation with a turn.
