@@ -2,10 +2,7 @@ package acp
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,109 +12,28 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-// fakeAgent is an in-process ACP v1 agent. Hooks left nil fall back to an
-// echo agent that streams "😊 echo: <text>" as three chunks.
-type fakeAgent struct {
-	conn *acpsdk.AgentSideConnection
+// fakeAgent is the test agent (acptest.Agent), named for these tests.
+type fakeAgent = acptest.Agent
 
-	initMeta   map[string]any
-	onPrompt   func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error)
-	closeCap   bool
-	maxPerSess atomic.Int32 // highest concurrent prompts seen on one session
-	maxTotal   atomic.Int32 // highest concurrent prompts overall
+// newFakeAgent is an echo agent with sessions s1, s2, …
+func newFakeAgent() *fakeAgent { return &acptest.Agent{Name: "fake", SessionPrefix: "s"} }
 
-	mu        sync.Mutex
-	sessions  map[string]bool
-	running   map[string]int
-	total     int
-	cancels   []string
-	closed    []string
-	prompts   []string
-	newCount  int
-	lostFirst bool // answer -32000 to the first prompt
+func echoReply(text string) string { return acptest.Echo(text) }
+
+// snapshot is what a has seen: cancels, closes, prompt texts and the
+// number of sessions created.
+func snapshot(a *fakeAgent) (cancels, closed, prompts []string, newCount int) {
+	for _, p := range a.Prompts() {
+		prompts = append(prompts, p.Text)
+	}
+	return a.Cancels(), a.Closed(), prompts, a.NewSessions()
 }
 
-func newFakeAgent() *fakeAgent {
-	return &fakeAgent{sessions: map[string]bool{}, running: map[string]int{}, closeCap: true}
-}
-
-func echoReply(text string) string { return "😊 echo: " + text }
-
-func (a *fakeAgent) chunk(ctx context.Context, sid, text string) error {
-	return a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{
-		SessionId: acpsdk.SessionId(sid),
-		Update:    acpsdk.UpdateAgentMessageText(text),
-	})
-}
-
-func (a *fakeAgent) Initialize(context.Context, acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
-	r := acpsdk.InitializeResponse{
-		ProtocolVersion: acpsdk.ProtocolVersionNumber,
-		AgentInfo:       &acpsdk.Implementation{Name: "fake", Version: "1"},
-		AuthMethods:     []acpsdk.AuthMethod{},
-		Meta:            a.initMeta,
-	}
-	if a.closeCap {
-		r.AgentCapabilities.SessionCapabilities.Close = &acpsdk.SessionCloseCapabilities{}
-	}
-	return r, nil
-}
-
-func (a *fakeAgent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.newCount++
-	sid := fmt.Sprintf("s%d", a.newCount)
-	a.sessions[sid] = true
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(sid)}, nil
-}
-
-func (a *fakeAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
-	sid := string(p.SessionId)
-	var text []string
-	for _, b := range p.Prompt {
-		if b.Text != nil {
-			text = append(text, b.Text.Text)
-		}
-	}
-	a.mu.Lock()
-	if !a.sessions[sid] {
-		a.mu.Unlock()
-		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + sid}
-	}
-	if a.lostFirst {
-		a.lostFirst = false
-		delete(a.sessions, sid)
-		a.mu.Unlock()
-		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + sid}
-	}
-	a.prompts = append(a.prompts, strings.Join(text, "\n"))
-	a.running[sid]++
-	a.total++
-	storeMax(&a.maxPerSess, int32(a.running[sid]))
-	storeMax(&a.maxTotal, int32(a.total))
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.running[sid]--
-		a.total--
-		a.mu.Unlock()
-	}()
-	if a.onPrompt != nil {
-		return a.onPrompt(ctx, a, sid, strings.Join(text, "\n"))
-	}
-	reply := echoReply(strings.Join(text, "\n"))
-	for _, part := range splitN(reply, 3) {
-		if err := a.chunk(ctx, sid, part); err != nil {
-			return acpsdk.PromptResponse{}, err
-		}
-	}
-	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
-}
-
+// storeMax raises v to n if n is higher.
 func storeMax(v *atomic.Int32, n int32) {
 	for {
 		old := v.Load()
@@ -125,57 +41,6 @@ func storeMax(v *atomic.Int32, n int32) {
 			return
 		}
 	}
-}
-
-// splitN splits s into n nearly equal rune slices.
-func splitN(s string, n int) []string {
-	r := []rune(s)
-	var out []string
-	for i := 0; i < n; i++ {
-		out = append(out, string(r[i*len(r)/n:(i+1)*len(r)/n]))
-	}
-	return out
-}
-
-func (a *fakeAgent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
-	a.mu.Lock()
-	a.cancels = append(a.cancels, string(p.SessionId))
-	a.mu.Unlock()
-	return nil
-}
-
-func (a *fakeAgent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
-	a.mu.Lock()
-	a.closed = append(a.closed, string(p.SessionId))
-	delete(a.sessions, string(p.SessionId))
-	a.mu.Unlock()
-	return acpsdk.CloseSessionResponse{}, nil
-}
-
-func (a *fakeAgent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
-	return acpsdk.AuthenticateResponse{}, nil
-}
-
-func (a *fakeAgent) ListSessions(context.Context, acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
-	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
-}
-
-func (a *fakeAgent) ResumeSession(context.Context, acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
-}
-
-func (a *fakeAgent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
-}
-
-func (a *fakeAgent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
-	return acpsdk.SetSessionModeResponse{}, nil
-}
-
-func (a *fakeAgent) snapshot() (cancels, closed, prompts []string, newCount int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.cancels...), append([]string(nil), a.closed...), append([]string(nil), a.prompts...), a.newCount
 }
 
 // testLogger returns an hclog logger whose output is shown only when the
@@ -210,8 +75,7 @@ func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg Config) *C
 	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	fromAgentR, fromAgentW := io.Pipe()
-	a.conn = acpsdk.NewAgentSideConnection(impl, fromAgentW, toAgentR)
-	a.conn.SetLogger(discardSlog())
+	conn := a.Serve(impl, fromAgentW, toAgentR)
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
@@ -233,7 +97,7 @@ func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg Config) *C
 			t.Error("client did not notice the closed connection")
 		}
 		select {
-		case <-a.conn.Done():
+		case <-conn.Done():
 		case <-time.After(5 * time.Second):
 			t.Error("fake agent connection did not close")
 		}
@@ -334,5 +198,3 @@ func (c *fakeClock) Pending() int {
 	defer c.mu.Unlock()
 	return len(c.waiters)
 }
-
-func discardSlog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

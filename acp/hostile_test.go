@@ -330,14 +330,14 @@ func TestLateSessionIsClosed(t *testing.T) {
 // the client's tool table: only live sessions' tools are remembered.
 func TestToolTableBoundedToLiveSessions(t *testing.T) {
 	a := newFakeAgent()
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		for i := range 500 {
-			_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
+			_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
 				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("call-", i)), "shell")})
 		}
-		_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
+		_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
 			Update: acpsdk.StartToolCall("call-own", "shell")})
-		_ = a.chunk(ctx, sid, "😊 ok")
+		_ = a.Chunk(ctx, sid, "😊 ok")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	c := dialFake(t, a, Config{})

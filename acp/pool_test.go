@@ -103,12 +103,12 @@ func TestPoolKeysSelectSessions(t *testing.T) {
 func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 	a := newFakeAgent()
 	release := make(chan struct{})
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		_ = a.chunk(ctx, sid, "😊 ok")
+		_ = a.Chunk(ctx, sid, "😊 ok")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
@@ -127,7 +127,7 @@ func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 		}()
 	}
 	// Three keys → three prompts in flight at once, never two on one session.
-	testkit.WaitFor(t, 5*time.Second, "three concurrent prompts", func() bool { return a.maxTotal.Load() >= 3 })
+	testkit.WaitFor(t, 5*time.Second, "three concurrent prompts", func() bool { return int32(a.MaxConcurrent()) >= 3 })
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -136,10 +136,10 @@ func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := a.maxPerSess.Load(); n != 1 {
+	if n := int32(a.MaxPerSession()); n != 1 {
 		t.Errorf("max concurrent prompts on one session = %d, want 1", n)
 	}
-	if n := a.maxTotal.Load(); n != 3 {
+	if n := int32(a.MaxConcurrent()); n != 3 {
 		t.Errorf("max concurrent prompts = %d, want 3 (one per key)", n)
 	}
 }
@@ -185,7 +185,7 @@ func TestPoolRotation(t *testing.T) {
 			}
 			if tt.rotate {
 				testkit.WaitFor(t, 2*time.Second, "old session closed", func() bool {
-					_, closed, _, _ := a.snapshot()
+					_, closed, _, _ := snapshot(a)
 					return len(closed) == 1 && closed[0] == first.SessionID
 				})
 			}
@@ -198,9 +198,7 @@ func TestPoolRetriesLostSessionOnce(t *testing.T) {
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
 	runPool(t, p)
 	first := turnText(t, p, "k", "warm up", nil)
-	a.mu.Lock()
-	a.lostFirst = true
-	a.mu.Unlock()
+	a.LoseNextSession()
 	var idxs []int
 	res := turnText(t, p, "k", "after loss", &idxs)
 	if res.SessionID == first.SessionID {
@@ -216,7 +214,7 @@ func TestPoolRetriesLostSessionOnce(t *testing.T) {
 
 func TestPoolFailsAfterSecondLostSession(t *testing.T) {
 	a := newFakeAgent()
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + sid}
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
@@ -230,11 +228,11 @@ func TestPoolFailsAfterSecondLostSession(t *testing.T) {
 func TestPoolAgentErrorStartsFreshSession(t *testing.T) {
 	a := newFakeAgent()
 	fail := true
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		if fail {
 			return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}
 		}
-		_ = a.chunk(ctx, sid, "😊 fine")
+		_ = a.Chunk(ctx, sid, "😊 fine")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
@@ -256,9 +254,9 @@ func TestPoolAgentErrorStartsFreshSession(t *testing.T) {
 // unless ignoreCancel is set.
 func slowAgent(ignoreCancel bool) *fakeAgent {
 	a := newFakeAgent()
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		if strings.HasPrefix(text, "quick") {
-			_ = a.chunk(ctx, sid, "😊 quick")
+			_ = a.Chunk(ctx, sid, "😊 quick")
 			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 		}
 		waitCtx := ctx
@@ -266,7 +264,7 @@ func slowAgent(ignoreCancel bool) *fakeAgent {
 			waitCtx = context.Background()
 		}
 		for i := 0; i < 500; i++ {
-			if err := a.chunk(context.Background(), sid, "tick "); err != nil {
+			if err := a.Chunk(context.Background(), sid, "tick "); err != nil {
 				return acpsdk.PromptResponse{}, err
 			}
 			select {
@@ -317,7 +315,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		t.Fatal("Turn did not return after cancel")
 	}
 	testkit.WaitFor(t, 2*time.Second, "session/cancel at the agent", func() bool {
-		cancels, _, _, _ := a.snapshot()
+		cancels, _, _, _ := snapshot(a)
 		return len(cancels) >= 1 && cancels[0] == warm.SessionID
 	})
 	// The next turn on the key waits for the cancelled result, then reuses the session.
@@ -354,7 +352,7 @@ func TestPoolCancelWithoutAnswerRetiresSession(t *testing.T) {
 		t.Errorf("next turn %+v: want a new session at index 0", next)
 	}
 	testkit.WaitFor(t, 3*time.Second, "unresponsive session closed", func() bool {
-		cancels, closed, _, _ := a.snapshot()
+		cancels, closed, _, _ := snapshot(a)
 		return len(cancels) >= 2 && len(closed) >= 1 && closed[0] == warm.SessionID // cancel is re-sent once
 	})
 }
@@ -379,11 +377,11 @@ func (b *blockingPerm) Decide(ctx context.Context, req PermissionRequest) Decisi
 
 func permAgent(outcomes chan<- acpsdk.RequestPermissionOutcome, options []acpsdk.PermissionOption, toolCall acpsdk.ToolCallUpdate) *fakeAgent {
 	a := newFakeAgent()
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
-		_ = a.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
 			Update: acpsdk.StartToolCall("call-1", text, acpsdk.WithStartStatus(acpsdk.ToolCallStatusPending))})
 		// Like ZeroClaw's approval gate, the wait ignores the turn's cancellation.
-		resp, err := a.conn.RequestPermission(context.Background(), acpsdk.RequestPermissionRequest{
+		resp, err := a.Conn().RequestPermission(context.Background(), acpsdk.RequestPermissionRequest{
 			SessionId: acpsdk.SessionId(sid), Options: options, ToolCall: toolCall})
 		if err != nil {
 			return acpsdk.PromptResponse{}, err
@@ -392,7 +390,7 @@ func permAgent(outcomes chan<- acpsdk.RequestPermissionOutcome, options []acpsdk
 		if ctx.Err() != nil {
 			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
 		}
-		_ = a.chunk(ctx, sid, "😊 done")
+		_ = a.Chunk(ctx, sid, "😊 done")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	return a
@@ -500,7 +498,7 @@ func TestPoolSessionLimit(t *testing.T) {
 	turnText(t, p, "b", "quick b", nil)
 	turnText(t, p, "c", "quick c", nil) // evicts a, the least recently used
 	testkit.WaitFor(t, 2*time.Second, "LRU session closed", func() bool {
-		_, closed, _, _ := a.snapshot()
+		_, closed, _, _ := snapshot(a)
 		return len(closed) == 1 && closed[0] == r1.SessionID
 	})
 	if h := p.Health(); h.Sessions != 2 {
@@ -518,7 +516,7 @@ func TestPoolSessionLimit(t *testing.T) {
 			_, _ = p.Turn(ctx, TurnRequest{Key: k, Prompt: func(int) string { return "long" }})
 		}()
 	}
-	testkit.WaitFor(t, 5*time.Second, "two busy sessions", func() bool { return a.maxTotal.Load() >= 2 })
+	testkit.WaitFor(t, 5*time.Second, "two busy sessions", func() bool { return int32(a.MaxConcurrent()) >= 2 })
 	got := make(chan error, 1)
 	go func() {
 		_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
@@ -551,7 +549,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 	clk.Advance(301 * time.Second)
 	p.reap()
 	testkit.WaitFor(t, 2*time.Second, "idle session closed", func() bool {
-		_, closed, _, _ := a.snapshot()
+		_, closed, _, _ := snapshot(a)
 		return len(closed) == 1 && closed[0] == r.SessionID
 	})
 	if h := p.Health(); h.Sessions != 0 || h.CachedSession {
@@ -574,7 +572,7 @@ func TestPoolTurnWaitsForLeaseWithinCtx(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "long" }}) }()
-	testkit.WaitFor(t, 5*time.Second, "first turn running", func() bool { return a.maxTotal.Load() >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "first turn running", func() bool { return int32(a.MaxConcurrent()) >= 1 })
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
 	calls := 0

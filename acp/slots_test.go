@@ -23,8 +23,8 @@ func TestPoolSlotsHammer(t *testing.T) {
 	const keys, limit, turns = 32, 8, 12
 	a := newFakeAgent()
 	var open, maxOpen atomic.Int32
-	a.onPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
-		_ = a.chunk(ctx, sid, "😊 ok")
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		_ = a.Chunk(ctx, sid, "😊 ok")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	counting := &countingAgent{fakeAgent: a, open: &open, max: &maxOpen}
@@ -109,7 +109,7 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 	hold, release := context.WithCancel(context.Background())
 	defer release()
 	go func() { _, _ = p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }}) }()
-	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return int32(a.MaxConcurrent()) >= 1 })
 
 	var mu sync.Mutex
 	var order []string
@@ -276,7 +276,7 @@ func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 		_, err := p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }})
 		held <- err
 	}()
-	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return a.maxTotal.Load() >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return int32(a.MaxConcurrent()) >= 1 })
 	const burst = 6
 	results := make(chan error, burst)
 	for i := range burst {

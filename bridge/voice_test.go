@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -48,7 +49,7 @@ func (k *kidSwitch) KidMode() bool { return k.on.Load() }
 
 type voiceEnv struct {
 	url     string
-	agent   *agenttest.Agent
+	agent   *acptest.Agent
 	metrics *Metrics
 	logDir  string
 	log     *convolog.Log
@@ -58,10 +59,10 @@ type voiceEnv struct {
 
 // newVoiceEnv serves the voice routes on a real HTTP server over a pool
 // on an in-process agent.
-func newVoiceEnv(t *testing.T, a *agenttest.Agent, vcfg VoiceConfig, pcfg acp.PoolConfig) *voiceEnv {
+func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.PoolConfig) *voiceEnv {
 	t.Helper()
 	if a == nil {
-		a = &agenttest.Agent{}
+		a = &acptest.Agent{}
 	}
 	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: turnbus.New(nil)}
 	reg := prometheus.NewRegistry()
@@ -369,7 +370,7 @@ func TestStreamSynthesisesAndPrefixes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply { return agenttest.Reply{Chunks: tt.chunks} }}
+			a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply { return acptest.Reply{Chunks: tt.chunks} }}
 			env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 			_, speech, frames, _ := env.stream(t, map[string]any{"content": "x"})
 			if strings.Join(speech, "|") != strings.Join(tt.speech, "|") {
@@ -394,15 +395,15 @@ func TestFallbacks(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  VoiceConfig
-		a    *agenttest.Agent
+		a    *acptest.Agent
 		want string
 		kind string
 	}{
-		{"agent error", VoiceConfig{}, &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
-			return agenttest.Reply{Err: &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}}
+		{"agent error", VoiceConfig{}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+			return acptest.Reply{Err: &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}}
 		}}, FallbackError, KindException},
-		{"timeout", VoiceConfig{Timeout: 200 * time.Millisecond}, &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
-			return agenttest.Reply{Hang: true}
+		{"timeout", VoiceConfig{Timeout: 200 * time.Millisecond}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+			return acptest.Reply{Hang: true}
 		}}, FallbackTimeout, KindTimeout},
 		{"binary missing", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("start: %w: /opt/zeroclaw", acp.ErrBinaryMissing)
@@ -488,8 +489,8 @@ func TestStreamHeartbeats(t *testing.T) {
 // S8: no raw U+0085 on the wire, so splitting on every Python line
 // boundary still yields whole JSON lines.
 func TestStreamEscapesLineSeparators(t *testing.T) {
-	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
-		return agenttest.Reply{Chunks: []string{"😊 a\u0085b\u2028c\u2029d"}}
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		return acptest.Reply{Chunks: []string{"😊 a\u0085b\u2028c\u2029d"}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
@@ -520,11 +521,11 @@ func TestStreamEscapesLineSeparators(t *testing.T) {
 // S9: a disconnect cancels the agent's turn at once, logs nothing, and the
 // next turn on the same session continues the conversation.
 func TestBargeIn(t *testing.T) {
-	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+	a := &acptest.Agent{Script: func(p acptest.Prompt) acptest.Reply {
 		if strings.Contains(p.Text, "long story") {
-			return agenttest.Reply{ChunkDelay: 100 * time.Millisecond, Chunks: []string{"😊 Once", " upon", " a", " time", " there", " was"}}
+			return acptest.Reply{ChunkDelay: 100 * time.Millisecond, Chunks: []string{"😊 Once", " upon", " a", " time", " there", " was"}}
 		}
-		return agenttest.Reply{Chunks: []string{"😊 short answer."}}
+		return acptest.Reply{Chunks: []string{"😊 short answer."}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	first, _, _, _ := env.stream(t, map[string]any{"content": "warm up", "channel": "dotty", "session_id": "robot"})
@@ -598,7 +599,7 @@ func histogramCount(t *testing.T, m *Metrics, endpoint string) uint64 {
 
 // Buffered barge-in: a caller that leaves cancels the turn too.
 func TestBufferedCallerLeavesCancelsTurn(t *testing.T) {
-	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply { return agenttest.Reply{Hang: true} }}
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply { return acptest.Reply{Hang: true} }}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -626,13 +627,13 @@ func TestConcurrentSessionsOverlap(t *testing.T) {
 	arrived.Add(2)
 	both := make(chan struct{})
 	go func() { arrived.Wait(); close(both) }()
-	a := &agenttest.Agent{Script: func(agenttest.Prompt) agenttest.Reply {
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 		arrived.Done()
 		select {
 		case <-both:
 		case <-time.After(5 * time.Second):
 		}
-		return agenttest.Reply{Chunks: []string{"😊 done."}}
+		return acptest.Reply{Chunks: []string{"😊 done."}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	var wg sync.WaitGroup
@@ -656,11 +657,11 @@ func TestConcurrentSessionsOverlap(t *testing.T) {
 
 // B1: buffered happy path and pipeline order.
 func TestBufferedReply(t *testing.T) {
-	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+	a := &acptest.Agent{Script: func(p acptest.Prompt) acptest.Reply {
 		if strings.HasSuffix(p.Text, "plain") {
-			return agenttest.Reply{Chunks: []string{"Hello ", "there."}}
+			return acptest.Reply{Chunks: []string{"Hello ", "there."}}
 		}
-		return agenttest.Reply{Chunks: []string{"😮 Wow! 🎉 A comet ", "is ice."}}
+		return acptest.Reply{Chunks: []string{"😮 Wow! 🎉 A comet ", "is ice."}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	code, out := env.message(t, map[string]any{"content": "comet", "session_id": "b1"})
@@ -875,11 +876,11 @@ func TestLostSessionRetriesWithFullSuffix(t *testing.T) {
 }
 
 func TestMetricsAndTurnBus(t *testing.T) {
-	a := &agenttest.Agent{Script: func(p agenttest.Prompt) agenttest.Reply {
+	a := &acptest.Agent{Script: func(p acptest.Prompt) acptest.Reply {
 		if strings.HasSuffix(p.Text, "swear") {
-			return agenttest.Reply{Chunks: []string{"What the fuck"}}
+			return acptest.Reply{Chunks: []string{"What the fuck"}}
 		}
-		return agenttest.Reply{Chunks: []string{"😊 ok"}}
+		return acptest.Reply{Chunks: []string{"😊 ok"}}
 	}}
 	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
 	sub, err := env.turns.Subscribe("test", 8)

@@ -1,7 +1,16 @@
-// Package acptest provides fake ACP agents for the acp package's tests. A
-// test binary re-executes itself as the agent child: its TestMain calls
-// MaybeRunHelper first, and Command returns how to start it in a mode. The
-// fake agent speaks on the child's stdin/stdout and logs to stderr.
+// Package acptest provides the fake ACP agents of every test. It imports
+// nothing of this module but the demo agent's Unsupported stubs, so acp's
+// own in-package tests can use it as well as any other package.
+//
+// Agent is the one scriptable in-process agent: Script answers prompts
+// declaratively (chunks, delays, hangs, errors), OnPrompt by hand, and it
+// records prompts, cancels, closes and concurrency. agenttest connects it
+// to a real acp.Pool over pipes.
+//
+// For tests that need a real child process, a test binary re-executes
+// itself as the agent: its TestMain calls MaybeRunHelper first, and
+// Command returns how to start it in a mode. That fake agent speaks on the
+// child's stdin/stdout and logs to stderr.
 //
 // # v1 modes (acp-go-sdk agent side)
 //
@@ -191,14 +200,6 @@ func bumpCounter(name string) bool {
 		fmt.Fprintln(os.Stderr, "acptest: counter:", err)
 	}
 	return n < envInt("ZCB_ACPTEST_CRASHES", 1<<30)
-}
-
-func echoReply(text string) string { return "😊 echo: " + text }
-
-// thirds splits s into three nearly equal rune slices.
-func thirds(s string) []string {
-	r := []rune(s)
-	return []string{string(r[:len(r)/3]), string(r[len(r)/3 : 2*len(r)/3]), string(r[2*len(r)/3:])}
 }
 
 // blockForever parks the process until a signal kills it. A sleeping timer

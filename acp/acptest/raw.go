@@ -338,7 +338,7 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 			chunk(t)
 		}
 	}
-	content := echoReply(text)
+	content := Echo(text)
 	if z.content == "override" {
 		content = "😊 from content"
 	}
@@ -474,7 +474,7 @@ func (l *legacy) prompt(f frame) {
 	if strings.Contains(text, "slow") {
 		delay = l.delay
 	}
-	for i, part := range thirds(echoReply(text)) {
+	for i, part := range Thirds(Echo(text)) {
 		if i > 0 {
 			time.Sleep(delay)
 		}
@@ -486,7 +486,7 @@ func (l *legacy) prompt(f frame) {
 			l.log("chunk sent", false)
 		}
 	}
-	res := map[string]any{sidKey: sid, "content": echoReply(text)}
+	res := map[string]any{sidKey: sid, "content": Echo(text)}
 	if l.dialect == "l2" {
 		res["stopReason"] = "end_turn"
 	}

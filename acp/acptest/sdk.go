@@ -18,6 +18,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 )
 
 // lockedWriter serialises whole writes to stdout. The SDK writes each
@@ -36,6 +37,8 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 
 // sdkAgent is the fake v1 agent on the SDK's agent side.
 type sdkAgent struct {
+	demoagent.Unsupported
+
 	mode  string
 	crash bool // crash-after-init: this run crashes at session/new
 	out   *lockedWriter
@@ -212,7 +215,7 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	case "slow-chunks":
 		n, d := envInt("ZCB_ACPTEST_CHUNKS", 20), envDuration("ZCB_ACPTEST_DELAY", 50*time.Millisecond)
 		for i := 0; i < n; i++ {
-			if err := a.chunk(ctx, sid, fmt.Sprintf("c%d ", i)); err != nil || sleep(ctx, d) != nil {
+			if err := a.chunk(ctx, sid, fmt.Sprintf("c%d ", i)); err != nil || !sleep(ctx, d) {
 				return cancelled, nil
 			}
 		}
@@ -240,7 +243,7 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	case "perm", "perm-hold":
 		return a.permTurn(ctx, sid, text)
 	}
-	for _, part := range thirds(echoReply(text)) {
+	for _, part := range Thirds(Echo(text)) {
 		if err := a.chunk(ctx, sid, part); err != nil {
 			return cancelled, nil
 		}
@@ -356,37 +359,6 @@ func newSessionID() string {
 	_, _ = rand.Read(b[:])
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func (a *sdkAgent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
-	return acpsdk.AuthenticateResponse{}, nil
-}
-
-func (a *sdkAgent) ListSessions(context.Context, acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
-	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
-}
-
-func (a *sdkAgent) ResumeSession(context.Context, acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
-	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
-}
-
-func (a *sdkAgent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
-}
-
-func (a *sdkAgent) SetSessionMode(context.Context, acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
-	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
 }
 
 // runTermLogger waits for SIGTERM, reports it on stderr and exits.

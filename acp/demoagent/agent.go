@@ -43,6 +43,8 @@ type hooks struct {
 // stop a turn), and a session/cancel that overtakes its own prompt, before
 // the turn has registered, finds no turn and is ignored.
 type agent struct {
+	Unsupported
+
 	life  context.Context
 	delay time.Duration
 	log   hclog.Logger
@@ -263,29 +265,32 @@ func sessionNotFound(sid acp.SessionId) error {
 	return &acp.RequestError{Code: codeSessionNotFound, Message: "Session not found: " + string(sid)}
 }
 
-// The remaining Agent methods are not supported.
+// Unsupported answers the optional ACP agent methods with "method not
+// found". The demo agent embeds it, and so do the test agents (acptest),
+// so every agent of this repository refuses them the same way.
+type Unsupported struct{}
 
-// Authenticate is not supported: the agent advertises no auth methods.
-func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+// Authenticate is not supported: the agents advertise no auth methods.
+func (Unsupported) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	return acp.AuthenticateResponse{}, acp.NewMethodNotFound(acp.AgentMethodAuthenticate)
 }
 
 // ListSessions is not supported.
-func (a *agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+func (Unsupported) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
 	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
 }
 
 // ResumeSession is not supported.
-func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+func (Unsupported) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
 	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 }
 
 // SetSessionConfigOption is not supported.
-func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+func (Unsupported) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
 	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
 }
 
 // SetSessionMode is not supported.
-func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+func (Unsupported) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
 }
