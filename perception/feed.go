@@ -36,11 +36,7 @@ func (s *Service) feed(c echo.Context) error {
 	sub := s.bus.Watch(0)
 	defer sub.Close()
 
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	httpapi.StartEventStream(w)
 	flusher.Flush()
 
 	ctx := c.Request().Context()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -219,7 +218,7 @@ func (a *Agent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
 // Prompt implements acpsdk.Agent: OnPrompt, else the script, else echo.
 func (a *Agent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	sid := string(p.SessionId)
-	pr := Prompt{SessionID: sid, Text: PromptText(p.Prompt)}
+	pr := Prompt{SessionID: sid, Text: demoagent.PromptText(p.Prompt)}
 	a.mu.Lock()
 	if !a.sessions[sid] || a.loseNext {
 		if a.sessions[sid] {
@@ -300,17 +299,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// PromptText joins a prompt's text blocks with newlines.
-func PromptText(blocks []acpsdk.ContentBlock) string {
-	var parts []string
-	for _, b := range blocks {
-		if b.Text != nil {
-			parts = append(parts, b.Text.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // Thirds splits s into three nearly equal runs of code points: a reply

@@ -152,7 +152,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	}
 	defer a.endTurn(p.SessionId)
 
-	text := promptText(p.Prompt)
+	text := PromptText(p.Prompt)
 	reply := Reply(text)
 	a.log.Debug("prompt", "session", p.SessionId, "prompt_bytes", len(text), "reply", reply)
 	if a.hooks.turnStarted != nil {
@@ -250,8 +250,9 @@ func (a *agent) cancelled(sid acp.SessionId, sent int) (acp.PromptResponse, erro
 	return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 }
 
-// promptText joins the text of every text content block with "\n".
-func promptText(blocks []acp.ContentBlock) string {
+// PromptText joins the text of every text content block with "\n" (the
+// test agents read prompts the same way).
+func PromptText(blocks []acp.ContentBlock) string {
 	var texts []string
 	for _, b := range blocks {
 		if b.Text != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -272,11 +273,7 @@ func (u *UI) events(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
 	}
 	defer sub.Close()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	httpapi.StartEventStream(w)
 	if _, err := w.Write([]byte("retry: 5000\n\n")); err != nil {
 		return nil
 	}

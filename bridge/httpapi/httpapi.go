@@ -299,6 +299,18 @@ func errorOffset(body []byte, err error) int {
 	return utf8.RuneCount(body[:pos])
 }
 
+// StartEventStream answers 200 with the headers of a Server-Sent Events
+// stream: its content type, no caching, and no buffering by a proxy in
+// front (nginx's X-Accel-Buffering), so each frame reaches the client when
+// it is flushed.
+func StartEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
 // MaxBody is the largest JSON request body the routes read (1 MiB).
 const MaxBody = 1 << 20
 
