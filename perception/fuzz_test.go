@@ -40,6 +40,7 @@ func FuzzDecodeEvent(f *testing.F) {
 }
 
 func mustJSON(t *testing.T, v json.Marshaler) []byte {
+	t.Helper()
 	b, err := v.MarshalJSON()
 	if err != nil {
 		t.Fatalf("encode: %v", err)
