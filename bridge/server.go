@@ -4,9 +4,11 @@
 // limit), GET /health and GET /metrics (also /metrics/), the dotty_* metric
 // series bridge.py exported, and the voice routes /api/message and
 // /api/message/stream with their prompt sandwich. Its sub-packages are the
-// shared kit: httpapi (errors and binding), convolog, turnbus, llm,
-// periphery, sidecar, and testkit for tests. Other feature packages mount
-// their routes on the same echo instance through Server.Echo.
+// kit every feature uses: httpapi (errors, the request binder, SSE
+// headers), fanout (the one publish/subscribe bus and its lag policy),
+// convolog, turnbus, llm, periphery, sidecar, and testkit for tests. Other
+// feature packages mount their routes on the same echo instance through
+// Server.Echo.
 //
 // # Lifecycle
 //

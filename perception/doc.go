@@ -26,7 +26,9 @@
 // # Back-pressure
 //
 // Publishing never blocks and never waits on a subscriber: it offers the
-// event to each subscriber's bounded queue and moves on.
+// event to each subscriber's bounded queue and moves on. The bus is a
+// bridge/fanout.Bus, so the rules below are the same for every fan-out of
+// the bridge (the voice turn bus, the dashboard's turn feed).
 //
 //   - An internal consumer (Bus.Consume, 200 slots) whose queue is full
 //     misses the event; the miss is counted in
