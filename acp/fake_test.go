@@ -154,6 +154,12 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
+// NewTicker is a real ticker: the pool's reaper runs on it, and the tests
+// drive idleness through Now instead.
+func (c *fakeClock) NewTicker(d time.Duration) clockwork.Ticker {
+	return clockwork.NewRealClock().NewTicker(d)
+}
+
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()

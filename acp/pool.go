@@ -93,11 +93,11 @@ func NewPool(cfg PoolConfig, src Source) *Pool {
 // Run closes idle sessions in the background until ctx ends, then waits for
 // the pool's background work (cancel settlements, retirements) to finish.
 func (p *Pool) Run(ctx context.Context) error {
-	tick := time.NewTicker(p.cfg.ReapInterval)
+	tick := p.cfg.Clock.NewTicker(p.cfg.ReapInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case <-tick.Chan():
 			p.reap()
 		case <-ctx.Done():
 			p.stopOnce.Do(func() { close(p.stopping) })

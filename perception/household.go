@@ -90,7 +90,7 @@ func (h *Household) load() (map[string]Person, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := time.Now()
+	now := time.Now() // throttles a stat of a file: real time, like the file's mtime
 	if !h.checked.IsZero() && now.Sub(h.checked) < h.recheck {
 		return h.people, h.exists
 	}
