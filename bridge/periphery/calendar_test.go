@@ -63,6 +63,9 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = f.clock // the fixture's time of day, real timers
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

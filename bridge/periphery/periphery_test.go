@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -121,7 +120,7 @@ func TestRunBoth(t *testing.T) {
 	f := newCalFixture(t, func(c *Config) {
 		c.WeatherLocation = "Brisbane"
 		c.WeatherURL = ws.URL
-		c.Clock = clockwork.NewRealClock() // the hour-long waits are cut by cancel
+		c.Clock = nil // the fixture's clock with real timers; the hour-long waits are cut by cancel
 	}, "context")
 	stop := runPeriphery(t, f.p)
 	defer stop()
