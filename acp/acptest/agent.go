@@ -266,7 +266,7 @@ func (a *Agent) play(ctx context.Context, sid string, r Reply) (acpsdk.PromptRes
 		if i == 0 {
 			d = r.FirstDelay
 		}
-		if !sleep(wait, d) {
+		if !demoagent.Pause(wait, d) {
 			return cancelled, nil
 		}
 		if err := a.Chunk(context.Background(), sid, c); err != nil {
@@ -284,21 +284,6 @@ func (a *Agent) play(ctx context.Context, sid string, r Reply) (acpsdk.PromptRes
 		return cancelled, nil
 	}
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
-}
-
-// sleep waits d unless ctx ends first (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Thirds splits s into three nearly equal runs of code points: a reply

@@ -215,7 +215,7 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	case "slow-chunks":
 		n, d := envInt("ZCB_ACPTEST_CHUNKS", 20), envDuration("ZCB_ACPTEST_DELAY", 50*time.Millisecond)
 		for i := 0; i < n; i++ {
-			if err := a.chunk(ctx, sid, fmt.Sprintf("c%d ", i)); err != nil || !sleep(ctx, d) {
+			if err := a.chunk(ctx, sid, fmt.Sprintf("c%d ", i)); err != nil || !demoagent.Pause(ctx, d) {
 				return cancelled, nil
 			}
 		}

@@ -231,11 +231,16 @@ func (a *agent) stop() <-chan struct{} {
 }
 
 // pause waits ChunkDelay and reports whether the turn may go on.
-func (a *agent) pause(ctx context.Context) bool {
-	if a.delay <= 0 {
+func (a *agent) pause(ctx context.Context) bool { return Pause(ctx, a.delay) }
+
+// Pause waits d and reports whether ctx is still live: the pause between
+// two streamed chunks, which a cancelled turn cuts short (the test agents
+// stream the same way).
+func Pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(a.delay)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
