@@ -129,20 +129,29 @@ func observe(o prometheus.Observer, start time.Time) {
 	}
 }
 
-// explain is POST /api/vision/explain.
-func (s *Service) explain(c echo.Context) error {
-	start := time.Now()
+// readAsk reads an explain request: the device, the upload, and its
+// question (def when the form has none).
+func (s *Service) readAsk(c echo.Context, def string) (string, upload, string, error) {
 	device, err := deviceOf(c)
 	if err != nil {
-		return err
+		return "", upload{}, "", err
 	}
 	u, err := s.readUpload(c)
 	if err != nil {
-		return err
+		return "", upload{}, "", err
 	}
-	question := "What do you see?"
 	if u.hasQuestion {
-		question = u.question
+		def = u.question
+	}
+	return device, u, def, nil
+}
+
+// explain is POST /api/vision/explain.
+func (s *Service) explain(c echo.Context) error {
+	start := time.Now()
+	device, u, question, err := s.readAsk(c, "What do you see?")
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	var desc string
@@ -392,17 +401,9 @@ func AudioFormat(contentType, filename string) string {
 // audioExplain is POST /api/audio/explain.
 func (s *Service) audioExplain(c echo.Context) error {
 	start := time.Now()
-	device, err := deviceOf(c)
+	device, u, question, err := s.readAsk(c, "Describe what you hear.")
 	if err != nil {
 		return err
-	}
-	u, err := s.readUpload(c)
-	if err != nil {
-		return err
-	}
-	question := "Describe what you hear."
-	if u.hasQuestion {
-		question = u.question
 	}
 	format := AudioFormat(u.contentType, u.filename)
 	desc, err := s.audio.ask(c.Request().Context(), audioSystem, []openai.ChatCompletionContentPartUnionParam{
