@@ -299,11 +299,14 @@ func parse(c echo.Context) (*httpapi.Binder, error) {
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
 const pushTimeout = 4 * time.Second
 
-func (h *Handler) push(c echo.Context, what string, call func(ctx context.Context, r Robot) error) bool {
+// push calls the robot within pushTimeout and reports whether it took the
+// call; a failure is logged, never returned: the setting is stored either
+// way, and the robot catches up at its next change.
+func (h *Handler) push(ctx context.Context, what string, call func(ctx context.Context, r Robot) error) bool {
 	if h.cfg.Robot == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), pushTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
 	if err := call(ctx, h.cfg.Robot); err != nil {
 		h.log.Warn("robot push failed", "push", what, "error", err)
@@ -312,35 +315,83 @@ func (h *Handler) push(c echo.Context, what string, call func(ctx context.Contex
 	return true
 }
 
-// setMode is the shared first half of /admin/kid-mode and
-// /admin/smart-mode: validate {enabled, device_id}, store the mode with
-// save, push set-toggle <name>. It returns the value and whether the
-// robot took the toggle.
-func (h *Handler) setMode(c echo.Context, name string, save func(bool) error) (on, pushed bool, err error) {
-	f, err := parse(c)
-	if err != nil {
-		return false, false, err
-	}
-	on = f.Bool("enabled")
-	device := f.StringOr("device_id", "")
-	if err := f.Err(); err != nil {
-		return false, false, err
-	}
+// ModeChange is the outcome of a kid- or smart-mode change.
+type ModeChange struct {
+	// Enabled is the mode's new value.
+	Enabled bool
+	// DevicePushed is whether the robot took the set-toggle.
+	DevicePushed bool
+	// For smart mode: Model is the model now in use; on the Tier1Slim
+	// path SwapOK is whether xiaozhi took it, on the ZeroClaw path Config
+	// and Restart are the file edited and the unit reported.
+	Model, Config, Restart string
+	Tier1Slim, SwapOK      bool
+}
+
+// setMode stores a mode with save and pushes set-toggle <name>.
+func (h *Handler) setMode(ctx context.Context, name string, on bool, device string, save func(bool) error) (ModeChange, error) {
 	label := strings.ReplaceAll(name, "_", " ")
 	if err := save(on); err != nil {
 		h.log.Error(label+" not saved", "error", err)
-		return false, false, httpapi.NewError(http.StatusInternalServerError, "could not save "+label+": "+err.Error())
+		return ModeChange{}, httpapi.NewError(http.StatusInternalServerError, "could not save "+label+": "+err.Error())
 	}
 	h.log.Info(label+" set", "enabled", on)
-	pushed = h.push(c, "set-toggle "+name, func(ctx context.Context, r Robot) error {
+	pushed := h.push(ctx, "set-toggle "+name, func(ctx context.Context, r Robot) error {
 		return r.SetToggle(ctx, device, name, on)
 	})
-	return on, pushed, nil
+	return ModeChange{Enabled: on, DevicePushed: pushed}, nil
+}
+
+// SetKidMode stores kid mode and tells the robot: the one path of
+// /admin/kid-mode and the dashboard's toggle. Every feature reads the
+// stored value live, so it applies from the next turn.
+func (h *Handler) SetKidMode(ctx context.Context, on bool, device string) (ModeChange, error) {
+	return h.setMode(ctx, "kid_mode", on, device, h.cfg.Modes.SetKidMode)
+}
+
+// SetSmartMode stores smart mode, tells the robot, and switches the voice
+// model: xiaozhi's Tier1Slim hot-swap, or ZeroClaw's config.toml and an
+// agent restart. The one path of /admin/smart-mode and the dashboard's
+// toggle.
+func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (ModeChange, error) {
+	m, err := h.setMode(ctx, "smart_mode", on, device, h.cfg.Modes.SetSmartMode)
+	if err != nil {
+		return m, err
+	}
+	if h.Tier1Slim() {
+		t := h.SmartTarget(on)
+		m.Tier1Slim, m.Model = true, t.Model
+		m.SwapOK = h.push(ctx, "set-tier1slim-model", func(ctx context.Context, r Robot) error {
+			return r.SetTier1SlimModel(ctx, t.Model, t.URL, t.APIKey)
+		})
+		return m, nil
+	}
+	m.Model = h.cfg.DefaultModel
+	if on {
+		m.Model = h.cfg.SmartOn.Model
+	}
+	m.Config, m.Restart, err = h.setModel("voice", m.Model, true)
+	return m, err
+}
+
+// modeRequest binds {enabled, device_id}.
+func modeRequest(c echo.Context) (on bool, device string, err error) {
+	f, err := parse(c)
+	if err != nil {
+		return false, "", err
+	}
+	on = f.Bool("enabled")
+	device = f.StringOr("device_id", "")
+	return on, device, f.Err()
 }
 
 // kidMode is POST /admin/kid-mode.
 func (h *Handler) kidMode(c echo.Context) error {
-	on, pushed, err := h.setMode(c, "kid_mode", h.cfg.Modes.SetKidMode)
+	on, device, err := modeRequest(c)
+	if err != nil {
+		return err
+	}
+	m, err := h.SetKidMode(c.Request().Context(), on, device)
 	if err != nil {
 		return err
 	}
@@ -349,7 +400,7 @@ func (h *Handler) kidMode(c echo.Context) error {
 		Enabled      bool `json:"enabled"`
 		DevicePushed bool `json:"device_pushed"`
 		HotApplied   bool `json:"hot_applied"`
-	}{true, on, pushed, true})
+	}{true, m.Enabled, m.DevicePushed, true})
 }
 
 // Tier1Slim reports whether smart mode uses xiaozhi's model hot-swap.
@@ -365,17 +416,25 @@ func (h *Handler) SmartTarget(on bool) Target {
 	return h.cfg.SmartOff
 }
 
+// SmartModels are the models smart mode switches between: off, then on.
+func (h *Handler) SmartModels() (off, on string) {
+	if h.Tier1Slim() {
+		return h.cfg.SmartOff.Model, h.cfg.SmartOn.Model
+	}
+	return h.cfg.DefaultModel, h.cfg.SmartOn.Model
+}
+
 // smartMode is POST /admin/smart-mode.
 func (h *Handler) smartMode(c echo.Context) error {
-	on, pushed, err := h.setMode(c, "smart_mode", h.cfg.Modes.SetSmartMode)
+	on, device, err := modeRequest(c)
 	if err != nil {
 		return err
 	}
-	if h.Tier1Slim() {
-		t := h.SmartTarget(on)
-		swapped := h.push(c, "set-tier1slim-model", func(ctx context.Context, r Robot) error {
-			return r.SetTier1SlimModel(ctx, t.Model, t.URL, t.APIKey)
-		})
+	m, err := h.SetSmartMode(c.Request().Context(), on, device)
+	if err != nil {
+		return err
+	}
+	if m.Tier1Slim {
 		return httpapi.WriteJSON(c, http.StatusOK, struct {
 			OK           bool   `json:"ok"`
 			Enabled      bool   `json:"enabled"`
@@ -383,15 +442,7 @@ func (h *Handler) smartMode(c echo.Context) error {
 			Model        string `json:"model"`
 			SwapOK       bool   `json:"swap_ok"`
 			Provider     string `json:"provider"`
-		}{true, on, pushed, t.Model, swapped, "tier1slim"})
-	}
-	model := h.cfg.DefaultModel
-	if on {
-		model = h.cfg.SmartOn.Model
-	}
-	path, unit, err := h.setModel("voice", model, true)
-	if err != nil {
-		return err
+		}{true, m.Enabled, m.DevicePushed, m.Model, m.SwapOK, "tier1slim"})
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, struct {
 		OK           bool   `json:"ok"`
@@ -400,11 +451,23 @@ func (h *Handler) smartMode(c echo.Context) error {
 		Model        string `json:"model"`
 		Config       string `json:"config"`
 		Restart      string `json:"restart"`
-	}{true, on, pushed, model, path, unit})
+	}{true, m.Enabled, m.DevicePushed, m.Model, m.Config, m.Restart})
 }
 
 // States are the robot states /admin/state accepts.
 var States = []string{"idle", "talk", "story_time", "security", "sleep", "dance"}
+
+// ErrUnknownState is a robot state not in States.
+var ErrUnknownState = errors.New("state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')")
+
+// SetRobotState asks the robot to enter state: the one path of /admin/state
+// and the dashboard's state buttons. It reports whether the robot took it.
+func (h *Handler) SetRobotState(ctx context.Context, state, device string) (bool, error) {
+	if !slices.Contains(States, state) {
+		return false, ErrUnknownState
+	}
+	return h.push(ctx, "set-state", func(ctx context.Context, r Robot) error { return r.SetState(ctx, device, state) }), nil
+}
 
 // state is POST /admin/state.
 func (h *Handler) state(c echo.Context) error {
@@ -417,10 +480,10 @@ func (h *Handler) state(c echo.Context) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	if !slices.Contains(States, st) {
-		return httpapi.NewError(http.StatusBadRequest, "state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')")
+	pushed, err := h.SetRobotState(c.Request().Context(), st, device)
+	if errors.Is(err, ErrUnknownState) {
+		return httpapi.NewError(http.StatusBadRequest, err.Error())
 	}
-	pushed := h.push(c, "set-state", func(ctx context.Context, r Robot) error { return r.SetState(ctx, device, st) })
 	return httpapi.WriteJSON(c, http.StatusOK, struct {
 		OK           bool   `json:"ok"`
 		State        string `json:"state"`
