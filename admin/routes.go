@@ -299,28 +299,33 @@ func parse(c echo.Context) (*httpapi.Binder, error) {
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
 const pushTimeout = 4 * time.Second
 
-// push calls the robot within pushTimeout and reports whether it took the
-// call; a failure is logged, never returned: the setting is stored either
-// way, and the robot catches up at its next change.
-func (h *Handler) push(ctx context.Context, what string, call func(ctx context.Context, r Robot) error) bool {
+// ErrNoRobot is a push with no robot client configured.
+var ErrNoRobot = errors.New("no robot client configured")
+
+// push calls the robot within pushTimeout and returns why it did not take
+// the call (nil: it did). A failure is logged; the setting is stored
+// either way, and the robot catches up at its next change.
+func (h *Handler) push(ctx context.Context, what string, call func(ctx context.Context, r Robot) error) error {
 	if h.cfg.Robot == nil {
-		return false
+		return ErrNoRobot
 	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
 	if err := call(ctx, h.cfg.Robot); err != nil {
 		h.log.Warn("robot push failed", "push", what, "error", err)
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // ModeChange is the outcome of a kid- or smart-mode change.
 type ModeChange struct {
 	// Enabled is the mode's new value.
 	Enabled bool
-	// DevicePushed is whether the robot took the set-toggle.
+	// DevicePushed is whether the robot took the set-toggle; PushErr says
+	// why not.
 	DevicePushed bool
+	PushErr      error
 	// For smart mode: Model is the model now in use; on the Tier1Slim
 	// path SwapOK is whether xiaozhi took it, on the ZeroClaw path Config
 	// and Restart are the file edited and the unit reported.
@@ -336,10 +341,10 @@ func (h *Handler) setMode(ctx context.Context, name string, on bool, device stri
 		return ModeChange{}, httpapi.NewError(http.StatusInternalServerError, "could not save "+label+": "+err.Error())
 	}
 	h.log.Info(label+" set", "enabled", on)
-	pushed := h.push(ctx, "set-toggle "+name, func(ctx context.Context, r Robot) error {
+	perr := h.push(ctx, "set-toggle "+name, func(ctx context.Context, r Robot) error {
 		return r.SetToggle(ctx, device, name, on)
 	})
-	return ModeChange{Enabled: on, DevicePushed: pushed}, nil
+	return ModeChange{Enabled: on, DevicePushed: perr == nil, PushErr: perr}, nil
 }
 
 // SetKidMode stores kid mode and tells the robot: the one path of
@@ -363,7 +368,7 @@ func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (Mod
 		m.Tier1Slim, m.Model = true, t.Model
 		m.SwapOK = h.push(ctx, "set-tier1slim-model", func(ctx context.Context, r Robot) error {
 			return r.SetTier1SlimModel(ctx, t.Model, t.URL, t.APIKey)
-		})
+		}) == nil
 		return m, nil
 	}
 	m.Model = h.cfg.DefaultModel
@@ -461,12 +466,13 @@ var States = []string{"idle", "talk", "story_time", "security", "sleep", "dance"
 var ErrUnknownState = errors.New("state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')")
 
 // SetRobotState asks the robot to enter state: the one path of /admin/state
-// and the dashboard's state buttons. It reports whether the robot took it.
-func (h *Handler) SetRobotState(ctx context.Context, state, device string) (bool, error) {
+// and the dashboard's state buttons. The error is ErrUnknownState, or why
+// the robot did not take it.
+func (h *Handler) SetRobotState(ctx context.Context, state, device string) error {
 	if !slices.Contains(States, state) {
-		return false, ErrUnknownState
+		return ErrUnknownState
 	}
-	return h.push(ctx, "set-state", func(ctx context.Context, r Robot) error { return r.SetState(ctx, device, state) }), nil
+	return h.push(ctx, "set-state", func(ctx context.Context, r Robot) error { return r.SetState(ctx, device, state) })
 }
 
 // state is POST /admin/state.
@@ -480,7 +486,7 @@ func (h *Handler) state(c echo.Context) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	pushed, err := h.SetRobotState(c.Request().Context(), st, device)
+	err = h.SetRobotState(c.Request().Context(), st, device)
 	if errors.Is(err, ErrUnknownState) {
 		return httpapi.NewError(http.StatusBadRequest, err.Error())
 	}
@@ -488,7 +494,7 @@ func (h *Handler) state(c echo.Context) error {
 		OK           bool   `json:"ok"`
 		State        string `json:"state"`
 		DevicePushed bool   `json:"device_pushed"`
-	}{true, st, pushed})
+	}{true, st, err == nil})
 }
 
 // PersonaFiles are the workspace files /admin/persona may write.

@@ -82,7 +82,7 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentInfo: &acp.Implementation{
-			Name:    "zeroclaw-bridge-demo",
+			Name:    Name,
 			Title:   acp.Ptr("zeroclaw-bridge demo agent"),
 			Version: "1",
 		},
@@ -270,6 +270,10 @@ func PromptText(blocks []acp.ContentBlock) string {
 func sessionNotFound(sid acp.SessionId) error {
 	return &acp.RequestError{Code: codeSessionNotFound, Message: "Session not found: " + string(sid)}
 }
+
+// Name is the agent name the demo agent reports on initialize, so the
+// bridge and its dashboard can tell it from a real agent.
+const Name = "zeroclaw-bridge-demo"
 
 // Unsupported answers the optional ACP agent methods with "method not
 // found". The demo agent embeds it, and so do the test agents (acptest),

@@ -55,8 +55,24 @@ type Config struct {
 	// MaxClients bounds concurrent /ui/events clients
 	// (DASHBOARD_MAX_CLIENTS, 64); past it a client gets 503.
 	MaxClients int
-	// Logger gets a warning per client evicted for falling behind (nil:
-	// discard).
+	// Controls, Modes and Robot serve the control panel's actions; nil
+	// ones answer 503 with what is missing.
+	Controls Controls
+	Modes    Modes
+	Robot    Robot
+	// SongAssetBase is the song directory on the xiaozhi host
+	// (VOICE_PLAY_SONG_ASSET_BASE).
+	SongAssetBase string
+	// XiaozhiHost and XiaozhiWSPort are probed over TCP for the robot's
+	// WebSocket (XIAOZHI_HOST, XIAOZHI_WS_PORT).
+	XiaozhiHost   string
+	XiaozhiWSPort int
+	// Version is the bridge's version; DemoAgent reports whether the
+	// built-in demo agent is the one answering.
+	Version   string
+	DemoAgent func() bool
+	// Logger gets a warning per client evicted for falling behind and per
+	// failed action (nil: discard).
 	Logger hclog.Logger
 }
 
@@ -205,6 +221,7 @@ func (u *UI) Routes(e *echo.Echo) {
 	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/ui/static/", http.FileServer(http.FS(sub)))))
 	g.GET("/events", u.events)
 	g.GET("/api/turns", u.turns)
+	u.actions(g)
 }
 
 // auth is Basic auth when both user and password are configured.

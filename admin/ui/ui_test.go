@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/goleak"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -78,6 +80,7 @@ func newEnvOn(t *testing.T, cfg Config, wrap func(net.Listener) net.Listener) *e
 	}
 	u := New(cfg)
 	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	u.Routes(e)
 	ts := httptest.NewUnstartedServer(e)
 	if wrap != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -151,12 +152,19 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision = mem, xz, sight
 	calls := tier1.New(c.Tier1)
 
-	c.UI.Turns, c.UI.Stopping = turns, srv.Stopping()
-	dash := ui.New(c.UI)
-
 	c.Admin.Modes, c.Admin.Robot, c.Admin.Safety = modes, xz, safety
 	c.Admin.Agent, c.Admin.Sessions = sup, pool
 	adminRoutes := admin.NewHandler(c.Admin)
+
+	c.UI.Turns, c.UI.Stopping = turns, srv.Stopping()
+	c.UI.Controls, c.UI.Modes, c.UI.Robot = adminRoutes, modes, xz
+	c.UI.SongAssetBase, c.UI.XiaozhiHost, c.UI.Version = c.Tier1.SongAssetBase, c.Xiaozhi.Host, buildVersion()
+	c.UI.DemoAgent = func() bool { return sup.Health().AgentName == demoagent.Name }
+	dash := ui.New(c.UI)
+	if c.UI.User == "" || c.UI.Pass == "" {
+		log.Warn("the dashboard (/ui) has no credentials: anyone on the network can control the robot; " +
+			"set DOTTY_DASHBOARD_USER and DOTTY_DASHBOARD_PASS to require them")
+	}
 
 	e := srv.Echo()
 	voice.Routes(e)

@@ -261,6 +261,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
 	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API)",
 		parse: func(c *config, v string) error { return parseInt(&c.Xiaozhi.Port, v) }},
+	{env: "XIAOZHI_WS_PORT", def: "8000", help: "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light",
+		parse: func(c *config, v string) error { return parseInt(&c.UI.XiaozhiWSPort, v) }},
 	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
 		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
 	{env: "VOICE_MEMORY_DB", def: "/root/.zeroclaw/workspace/memory/brain.db", help: "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
@@ -611,6 +613,7 @@ func (c config) validate() error {
 	check("SIDECAR_DEADLINE", c.Sidecar.Deadline <= 14*time.Second, formatSeconds(c.Sidecar.Deadline), "want at most 14 seconds (the firmware gives up at 15)")
 	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
+	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
 	return errors.Join(errs...)
 }

@@ -73,7 +73,7 @@ func defaultConfig(t *testing.T) config {
 		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
 			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
 		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64},
-		UI:         ui.Config{MaxClients: 64},
+		UI:         ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
 			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
@@ -275,6 +275,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"greeting hour", nil, []string{"FACE_GREET_HOUR_END", "25"}, []string{`invalid FACE_GREET_HOUR_END "25": want an hour from 0 to 24`}},
 		{"refresh interval zero", nil, []string{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "0"}, []string{`invalid FACE_IDENTITY_REFRESH_INTERVAL_SEC "0": want more than 0 seconds`}},
 		{"xiaozhi port range", nil, []string{"XIAOZHI_OTA_PORT", "0"}, []string{`invalid XIAOZHI_OTA_PORT "0": want a port from 1 to 65535`}},
+		{"xiaozhi websocket port range", nil, []string{"XIAOZHI_WS_PORT", "70000"}, []string{`invalid XIAOZHI_WS_PORT "70000": want a port from 1 to 65535`}},
 		{"flag value names the flag", []string{"-zeroclaw-timeout", "x"}, nil, []string{`invalid -zeroclaw-timeout "x": want a number of seconds`}},
 		{"flag range names the flag", []string{"-port", "99999"}, nil, []string{`invalid -port "99999": want a port from 0 to 65535`}},
 		{"every problem reported", nil, []string{"PORT", "x", "MAX_SENTENCES", "0", "LOG_FORMAT", "xml"},
@@ -367,7 +368,7 @@ func TestSettingsTable(t *testing.T) {
 		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "DOTTY_KID_MODE",
 		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT", "DOTTY_KID_MODE_STATE", "DOTTY_SMART_MODE_STATE",
 		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
-		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT",
+		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT", "XIAOZHI_WS_PORT",
 		"DOTTY_ADMIN_TOKEN", "VOICE_MEMORY_DB", "VOICE_THINKER_URL", "VOICE_THINKER_MODEL", "VOICE_THINKER_TIMEOUT",
 		"VOICE_PLAY_SONG_ASSET_BASE", "HOUSEHOLD_YAML_PATH", "FACE_GREET_MIN_INTERVAL_SEC", "FACE_GREET_COOLDOWN_SEC",
 		"FACE_GREET_TEXT", "FACE_GREET_HOUR_START", "FACE_GREET_HOUR_END", "FACE_NAME_GREET_MIN_INTERVAL_SEC",
@@ -389,8 +390,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 119 {
-		t.Errorf("%d settings, want 119 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 120 {
+		t.Errorf("%d settings, want 120 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -1,0 +1,477 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// Controls changes what admin owns, through the same functions as the
+// /admin routes (*admin.Handler).
+type Controls interface {
+	SetKidMode(ctx context.Context, on bool, device string) (admin.ModeChange, error)
+	SetSmartMode(ctx context.Context, on bool, device string) (admin.ModeChange, error)
+	SetRobotState(ctx context.Context, state, device string) error
+	SmartModels() (off, on string)
+}
+
+// Modes reads the stored modes (*admin.Modes).
+type Modes interface {
+	KidMode() bool
+	SmartMode() bool
+}
+
+// Robot is what the dashboard asks of xiaozhi (*xiaozhi.Client).
+type Robot interface {
+	Enabled() bool
+	InjectText(ctx context.Context, deviceID, text string) error
+	TakePhoto(ctx context.Context, deviceID, question string) error
+	Songs(ctx context.Context) ([]string, error)
+	PlayAsset(ctx context.Context, deviceID, asset string) (xiaozhi.Response, error)
+	Devices(ctx context.Context) ([]string, error)
+}
+
+// Limits and texts of the actions, bridge.py's.
+const (
+	// MaxSay bounds the Say and story texts, in characters.
+	MaxSay = 500
+	// replyWait is how long an action that makes the robot speak waits
+	// for the reply to show it.
+	replyWait = 8 * time.Second
+	// noReply is shown when the reply did not come within replyWait.
+	noReply = "Sent — no reply in 8s."
+	// danceText is what the Dance button makes the robot hear.
+	danceText = "do a dance and sing a song"
+	// photoQuestion is the question of a photo taken from the dashboard.
+	photoQuestion = "What do you see?"
+)
+
+// faceNames are the mood buttons' names for the nine reply emoji; 😠 is
+// "war" when kid mode is off.
+var faceNames = map[string]string{
+	"😊": "happy", "😆": "laughing", "😢": "sad", "😮": "surprised", "🤔": "thinking",
+	"😠": "angry", "😐": "neutral", "😍": "loving", "😴": "sleepy",
+}
+
+// songExt are the song files play-song accepts.
+var songExt = []string{".opus", ".ogg", ".wav", ".mp3"}
+
+// controlChars are C0 controls and DEL: never sent to speech.
+var controlChars = regexp.MustCompile(`[\x00-\x1f\x7f]+`)
+
+// actionResult is what every action answers on success.
+type actionResult struct {
+	OK bool `json:"ok"`
+	// Sent is what the robot was asked, for the page's "you said" line.
+	Sent string `json:"sent,omitempty"`
+	// Response is the robot's reply, or noReply.
+	Response string `json:"response,omitempty"`
+	// Extra fields of some actions.
+	Enabled      *bool `json:"enabled,omitempty"`
+	DevicePushed *bool `json:"device_pushed,omitempty"`
+	// Warning is set when the change was stored but the robot did not
+	// take it (it catches up at its next change).
+	Warning string `json:"warning,omitempty"`
+	Model   string `json:"model,omitempty"`
+	State   string `json:"state,omitempty"`
+}
+
+// actions mounts the POST /ui/api/* actions and their reads.
+func (u *UI) actions(g *echo.Group) {
+	g.GET("/api/status", u.status)
+	g.GET("/api/songs", u.songs)
+	for p, h := range map[string]echo.HandlerFunc{
+		"/api/kid-mode": u.kidMode, "/api/smart-mode": u.smartMode, "/api/state": u.setState,
+		"/api/mood": u.mood, "/api/say": u.say, "/api/story": u.story, "/api/dance": u.dance,
+		"/api/play-song": u.playSong, "/api/take-photo": u.takePhoto,
+	} {
+		g.POST(p, h, sameOrigin)
+	}
+}
+
+// sameOrigin refuses a request a page on another site could have made:
+// an Origin or Referer naming another host (403), or a body that is not
+// JSON (415), which a cross-site form cannot send without the browser
+// asking this server first.
+func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		for _, h := range []string{"Origin", "Referer"} {
+			v := r.Header.Get(h)
+			if v == "" {
+				continue
+			}
+			if u, err := url.Parse(v); err != nil || !strings.EqualFold(u.Host, r.Host) {
+				return httpapi.NewError(http.StatusForbidden, "cross-site request refused")
+			}
+		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
+			return httpapi.NewError(http.StatusUnsupportedMediaType, "send the action as application/json")
+		}
+		return next(c)
+	}
+}
+
+// robotError turns a failed robot call into the reason the page shows.
+func robotError(err error) error {
+	var se *xiaozhi.StatusError
+	switch {
+	case errors.Is(err, xiaozhi.ErrDisabled):
+		return httpapi.NewError(http.StatusServiceUnavailable, "xiaozhi is not configured (XIAOZHI_HOST is empty)")
+	case errors.Is(err, xiaozhi.ErrNoDevice):
+		return httpapi.NewError(http.StatusServiceUnavailable, "Dotty isn't connected right now — try again in a few seconds.")
+	case errors.Is(err, context.DeadlineExceeded):
+		return httpapi.NewError(http.StatusGatewayTimeout, "xiaozhi did not answer in time")
+	case errors.As(err, &se):
+		return httpapi.NewError(http.StatusBadGateway, fmt.Sprintf("xiaozhi answered HTTP %d: %s", se.Status, se.Body))
+	case errors.Is(err, admin.ErrNoRobot):
+		return httpapi.NewError(http.StatusServiceUnavailable, "xiaozhi is not configured (XIAOZHI_HOST is empty)")
+	default:
+		return httpapi.NewError(http.StatusBadGateway, "xiaozhi unreachable: "+err.Error())
+	}
+}
+
+// reason is robotError's text for err.
+func reason(err error) string {
+	var apiErr *httpapi.APIError
+	if errors.As(robotError(err), &apiErr) {
+		if s, ok := apiErr.Detail.(string); ok {
+			return s
+		}
+	}
+	return err.Error()
+}
+
+// unavailable is the answer of an action whose dependency is not wired.
+func unavailable(what string) error {
+	return httpapi.NewError(http.StatusServiceUnavailable, what+" unavailable")
+}
+
+func (u *UI) kidMode(c echo.Context) error   { return u.setMode(c, u.cfg.Controls.SetKidMode) }
+func (u *UI) smartMode(c echo.Context) error { return u.setMode(c, u.cfg.Controls.SetSmartMode) }
+
+// setMode is the body of both toggles: {enabled, device_id?}.
+func (u *UI) setMode(c echo.Context, set func(context.Context, bool, string) (admin.ModeChange, error)) error {
+	if u.cfg.Controls == nil {
+		return unavailable("mode control")
+	}
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	on := b.Bool("enabled")
+	device := b.StringOr("device_id", "")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	m, err := set(c.Request().Context(), on, device)
+	if err != nil {
+		return err
+	}
+	res := actionResult{OK: true, Enabled: &m.Enabled, DevicePushed: &m.DevicePushed, Model: m.Model}
+	if m.PushErr != nil {
+		res.Warning = "Saved, but the robot did not take it: " + reason(m.PushErr)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, res)
+}
+
+// setState is POST /ui/api/state: {state, device_id?}.
+func (u *UI) setState(c echo.Context) error {
+	if u.cfg.Controls == nil {
+		return unavailable("robot state")
+	}
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	st := b.String("state")
+	device := b.StringOr("device_id", "")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	err = u.cfg.Controls.SetRobotState(c.Request().Context(), st, device)
+	if errors.Is(err, admin.ErrUnknownState) {
+		return httpapi.NewError(http.StatusBadRequest, err.Error())
+	}
+	if err != nil {
+		return robotError(err)
+	}
+	pushed := true
+	return httpapi.WriteJSON(c, http.StatusOK, actionResult{OK: true, State: st, DevicePushed: &pushed})
+}
+
+// mood is POST /ui/api/mood: {emoji}, one of the nine.
+func (u *UI) mood(c echo.Context) error {
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	e := b.String("emoji")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	name, ok := faceNames[e]
+	if !ok {
+		return httpapi.NewError(http.StatusBadRequest, "Unknown emoji.")
+	}
+	if e == "😠" && u.cfg.Modes != nil && !u.cfg.Modes.KidMode() {
+		name = "war"
+	}
+	prompt := fmt.Sprintf("Make the %s face. Reply with exactly: '%s This is my %s face.' — nothing else.", e, e, name)
+	return u.inject(c, prompt, "make the "+e+" face")
+}
+
+// cleanText is a Say or story text made safe for speech: control
+// characters become spaces and runs of white space one space.
+func cleanText(s string) string {
+	return strings.Join(strings.Fields(controlChars.ReplaceAllString(s, " ")), " ")
+}
+
+// spoken binds {text}: required, at most MaxSay characters, not empty
+// once cleaned; what names it in the errors ("message", "seed").
+func spoken(c echo.Context, what string) (string, error) {
+	b, err := httpapi.Bind(c.Request().Body, 16<<10)
+	if err != nil {
+		return "", err
+	}
+	text := emoji.Strip(b.String("text"))
+	if err := b.Err(); err != nil {
+		return "", err
+	}
+	switch {
+	case text == "":
+		return "", httpapi.NewError(http.StatusBadRequest, "Empty "+what+" — type something first.")
+	case utf8.RuneCountInString(text) > MaxSay:
+		return "", httpapi.NewError(http.StatusBadRequest, "Too long — keep it under 500 characters.")
+	}
+	if text = cleanText(text); text == "" {
+		return "", httpapi.NewError(http.StatusBadRequest, "The "+what+" was empty after removing control characters.")
+	}
+	return text, nil
+}
+
+// say is POST /ui/api/say: {text}; the robot hears it as an utterance.
+func (u *UI) say(c echo.Context) error {
+	text, err := spoken(c, "message")
+	if err != nil {
+		return err
+	}
+	return u.inject(c, text, text)
+}
+
+// story is POST /ui/api/story: {text}; the robot enters story_time
+// (best effort) and hears a story seed.
+func (u *UI) story(c echo.Context) error {
+	text, err := spoken(c, "seed")
+	if err != nil {
+		return err
+	}
+	if u.cfg.Controls != nil {
+		if err := u.cfg.Controls.SetRobotState(c.Request().Context(), "story_time", ""); err != nil {
+			u.log.Warn("story: state change failed; starting the story anyway", "error", err)
+		}
+	}
+	return u.inject(c, "Tell a new story about: "+text, text)
+}
+
+// dance is POST /ui/api/dance.
+func (u *UI) dance(c echo.Context) error { return u.inject(c, danceText, "dance & sing") }
+
+// inject makes the robot hear text and answers with its reply when it
+// comes within replyWait (the next completed voice turn).
+func (u *UI) inject(c echo.Context, text, label string) error {
+	if u.cfg.Robot == nil {
+		return unavailable("xiaozhi")
+	}
+	var replies <-chan turnbus.Turn
+	if u.cfg.Turns != nil {
+		// Subscribed before the robot hears the text, so the reply
+		// cannot be missed.
+		if sub, err := u.cfg.Turns.Subscribe("dashboard action", 4); err == nil {
+			defer sub.Close()
+			replies = sub.C
+		}
+	}
+	ctx := c.Request().Context()
+	if err := u.cfg.Robot.InjectText(ctx, "", text); err != nil {
+		u.log.Warn("dashboard action failed", "action", label, "error", err)
+		return robotError(err)
+	}
+	res := actionResult{OK: true, Sent: label, Response: noReply}
+	if replies != nil {
+		t := u.cfg.Clock.NewTimer(replyWait)
+		defer t.Stop()
+		select {
+		case r := <-replies:
+			res.Response = r.ResponseText
+			if res.Response == "" {
+				res.Response = "(no text)"
+			}
+		case <-t.Chan():
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, res)
+}
+
+// songsResult is GET /ui/api/songs.
+type songsResult struct {
+	Songs []string `json:"songs"`
+	Error string   `json:"error,omitempty"`
+}
+
+// songs is GET /ui/api/songs: xiaozhi's catalogue, or why it is empty.
+func (u *UI) songs(c echo.Context) error {
+	if u.cfg.Robot == nil {
+		return httpapi.WriteJSON(c, http.StatusOK, songsResult{Songs: []string{}, Error: "xiaozhi unavailable"})
+	}
+	files, err := u.cfg.Robot.Songs(c.Request().Context())
+	res := songsResult{Songs: files}
+	if res.Songs == nil {
+		res.Songs = []string{}
+	}
+	if err != nil {
+		res.Error = reason(err)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, res)
+}
+
+// playSong is POST /ui/api/play-song: {filename}, a bare name with a song
+// extension, played from SongAssetBase.
+func (u *UI) playSong(c echo.Context) error {
+	if u.cfg.Robot == nil {
+		return unavailable("xiaozhi")
+	}
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	name := b.String("filename")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if name == "" || path.Base(name) != name || strings.ContainsAny(name, `/\`) || !slices.Contains(songExt, strings.ToLower(path.Ext(name))) {
+		return httpapi.NewError(http.StatusBadRequest, "Invalid song filename.")
+	}
+	r, err := u.cfg.Robot.PlayAsset(c.Request().Context(), "", strings.TrimRight(u.cfg.SongAssetBase, "/")+"/"+name)
+	if err == nil && r.Status != http.StatusOK {
+		err = &xiaozhi.StatusError{Path: "/xiaozhi/admin/play-asset", Status: r.Status, Body: string(r.Body)}
+	}
+	if err != nil {
+		return robotError(err)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, actionResult{OK: true, Sent: name, Response: "playing " + name})
+}
+
+// takePhoto is POST /ui/api/take-photo: {device_id?}; the photo arrives on
+// /api/vision/explain and shows in the photo card.
+func (u *UI) takePhoto(c echo.Context) error {
+	if u.cfg.Robot == nil {
+		return unavailable("xiaozhi")
+	}
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	device := b.StringOr("device_id", "")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if err := u.cfg.Robot.TakePhoto(c.Request().Context(), device, photoQuestion); err != nil {
+		return robotError(err)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, actionResult{OK: true, Sent: "take a photo", Response: "The photo will show here when it is described."})
+}
+
+// statusResult is GET /ui/api/status: what the status strip and the
+// controls show.
+type statusResult struct {
+	Version string `json:"version"`
+	// DemoAgent is true when the built-in demo agent answers.
+	DemoAgent bool `json:"demo_agent"`
+	// Open is true when /ui has no credentials: anyone on the network
+	// can use the controls.
+	Open      bool          `json:"open"`
+	Xiaozhi   xiaozhiStatus `json:"xiaozhi"`
+	KidMode   bool          `json:"kid_mode"`
+	SmartMode bool          `json:"smart_mode"`
+	// SmartOff and SmartOn are the models smart mode switches between.
+	SmartOff string   `json:"smart_off_model"`
+	SmartOn  string   `json:"smart_on_model"`
+	States   []string `json:"states"`
+}
+
+// xiaozhiStatus is xiaozhi's and the robot's reachability.
+type xiaozhiStatus struct {
+	Configured bool `json:"configured"`
+	// Reachable is true when xiaozhi's admin API answered.
+	Reachable bool     `json:"reachable"`
+	Devices   []string `json:"devices"`
+	// WebSocket is true when the robot's WebSocket port accepts TCP.
+	WebSocket bool   `json:"websocket"`
+	Error     string `json:"error,omitempty"`
+}
+
+// status is GET /ui/api/status.
+func (u *UI) status(c echo.Context) error {
+	res := statusResult{Version: u.cfg.Version, Open: u.cfg.User == "" || u.cfg.Pass == "", States: admin.States,
+		Xiaozhi: xiaozhiStatus{Devices: []string{}}}
+	if u.cfg.DemoAgent != nil {
+		res.DemoAgent = u.cfg.DemoAgent()
+	}
+	if u.cfg.Modes != nil {
+		res.KidMode, res.SmartMode = u.cfg.Modes.KidMode(), u.cfg.Modes.SmartMode()
+	}
+	if u.cfg.Controls != nil {
+		res.SmartOff, res.SmartOn = u.cfg.Controls.SmartModels()
+	}
+	if r := u.cfg.Robot; r != nil && r.Enabled() {
+		res.Xiaozhi.Configured = true
+		ctx := c.Request().Context()
+		devices, err := r.Devices(ctx)
+		if err != nil {
+			res.Xiaozhi.Error = err.Error()
+		} else {
+			res.Xiaozhi.Reachable, res.Xiaozhi.Devices = true, devices
+			if devices == nil {
+				res.Xiaozhi.Devices = []string{}
+			}
+		}
+		if u.cfg.XiaozhiHost != "" && u.cfg.XiaozhiWSPort > 0 {
+			res.Xiaozhi.WebSocket = tcpOpen(ctx, net.JoinHostPort(u.cfg.XiaozhiHost, strconv.Itoa(u.cfg.XiaozhiWSPort)))
+		}
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, res)
+}
+
+// tcpOpen reports whether addr accepts a TCP connection within 2 s.
+func tcpOpen(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
