@@ -14,8 +14,14 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -79,8 +85,7 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) {
 
 // TestPageInBrowser drives the page against a fake bridge in headless
 // Chromium: every section fills, markup in data stays text, and the
-// turn feed is live. UI_SCREENSHOT_DIR keeps PNGs at desktop and phone
-// widths, light and dark.
+// turn feed is live.
 func TestPageInBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
@@ -160,6 +165,173 @@ func TestPageInBrowser(t *testing.T) {
 		t.Error("an event name ran as markup")
 	}
 
+}
+
+// TestControlPanelInBrowser clicks every control of the page against the
+// real admin handler and a recording fake xiaozhi: each sends the exact
+// admin call and shows its result, failures show their reason, and the
+// phone layout has no sideways scroll.
+func TestControlPanelInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
+		}
+		t.Skipf("%s not installed", chromiumPath)
+	}
+	xz := xiaozhitest.New(t)
+	xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["Lullaby.opus","Waltz.mp3"]}`})
+	xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 200, Body: `{"devices":["dotty-kitchen"]}`})
+	host, port := xz.HostPort()
+	robot := xiaozhi.New(xiaozhi.Config{Host: host, Port: port})
+	dir := t.TempDir()
+	modes := admin.NewModes(admin.ModesConfig{KidStatePath: filepath.Join(dir, "kid"), KidDefault: true, SmartStatePath: filepath.Join(dir, "smart")})
+	controls := admin.NewHandler(admin.Config{Modes: modes, Robot: robot, Provider: "tier1slim",
+		SmartOn: admin.Target{Model: "big-cloud"}, SmartOff: admin.Target{Model: "small-local"}, Logger: hclog.NewNullLogger()})
+	bus := turnbus.New(nil)
+	u := New(Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
+		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true }})
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	u.Routes(e)
+	feed, done := make(chan string), make(chan struct{})
+	fakeBridge(e, feed, done)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer close(done)
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = u.Run(runCtx) }()
+	defer func() { stopRun(); <-ran }()
+	// The robot answers every utterance, as a voice turn.
+	go func() {
+		seen := 0
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			calls := xz.CallsTo("/xiaozhi/admin/inject-text")
+			for ; seen < len(calls); seen++ {
+				bus.Publish(turnbus.Turn{TS: time.Now(), ResponseText: "😊 heard: " + fmt.Sprint(calls[seen].Body["text"])})
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	holds := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
+			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	click := func(sel string) {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+	result := func(what, kind, text string) {
+		t.Helper()
+		holds(what, fmt.Sprintf(`(r => r.dataset.kind === %q && r.textContent.includes(%q))(document.getElementById("result"))`, kind, text))
+	}
+	called := func(path string, want map[string]any) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, "a call to "+path, func() bool {
+			calls := xz.CallsTo(path)
+			return len(calls) > 0 && cmp.Equal(calls[len(calls)-1].Body, want)
+		})
+	}
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatalf("load /ui: %v", err)
+	}
+	holds("status strip", `document.getElementById("st-version").textContent === "v9.9.9" &&
+		document.getElementById("st-robot").dataset.state === "live" && document.getElementById("st-xiaozhi").dataset.state === "live"`)
+	holds("demo and open banners", `!document.getElementById("banner-demo").hidden && !document.getElementById("banner-open").hidden`)
+	holds("kid mode shown on, models named", `document.getElementById("kid-mode").checked &&
+		document.getElementById("smart-models").textContent === "off: small-local · on: big-cloud"`)
+	holds("state buttons, current one pressed", `document.querySelectorAll("#states button").length === 6 &&
+		document.querySelector('#states [data-state="talk"]').getAttribute("aria-pressed") === "true"`)
+	holds("mood buttons named", `document.querySelectorAll("#moods button[aria-label]").length === 9`)
+
+	click("#kid-mode")
+	called("/xiaozhi/admin/set-toggle", map[string]any{"device_id": "", "name": "kid_mode", "enabled": false})
+	result("kid mode off", "ok", "Kid mode off")
+	click("#smart-mode")
+	called("/xiaozhi/admin/set-tier1slim-model", map[string]any{"model": "big-cloud"})
+	result("smart mode on", "ok", "Smart mode on — big-cloud")
+
+	click(`#states [data-state="sleep"]`)
+	called("/xiaozhi/admin/set-state", map[string]any{"device_id": "", "state": "sleep"})
+	holds("sleep pressed", `document.querySelector('#states [data-state="sleep"]').getAttribute("aria-pressed") === "true"`)
+
+	click(`#moods [data-emoji="😴"]`)
+	called("/xiaozhi/admin/inject-text", map[string]any{"device_id": "", "text": "Make the 😴 face. Reply with exactly: '😴 This is my sleepy face.' — nothing else."})
+	result("mood reply", "ok", "😊 heard: Make the 😴 face")
+
+	if err := chromedp.Do(bctx, chromedp.SendKeys(chromedp.CSS("#say-text"), "Hello <b>Nana</b>")); err != nil {
+		t.Fatal(err)
+	}
+	click("#say-send")
+	called("/xiaozhi/admin/inject-text", map[string]any{"device_id": "", "text": "Hello <b>Nana</b>"})
+	result("say reply as text", "ok", "Hello <b>Nana</b> → 😊 heard: Hello <b>Nana</b>")
+	holds("no markup from the reply", `!document.querySelector("#result b")`)
+
+	if err := chromedp.Do(bctx, chromedp.SendKeys(chromedp.CSS("#story-text"), "a brave snail")); err != nil {
+		t.Fatal(err)
+	}
+	click("#story-send")
+	called("/xiaozhi/admin/inject-text", map[string]any{"device_id": "", "text": "Tell a new story about: a brave snail"})
+	result("story reply", "ok", "heard: Tell a new story about: a brave snail")
+
+	click("#dance")
+	called("/xiaozhi/admin/inject-text", map[string]any{"device_id": "", "text": "do a dance and sing a song"})
+	result("dance reply", "ok", "dance & sing → 😊 heard: do a dance")
+
+	click("#take-photo")
+	called("/xiaozhi/admin/take-photo", map[string]any{"device_id": "", "question": "What do you see?"})
+	result("photo asked", "ok", "The photo will show here")
+
+	click("#load-songs")
+	holds("songs listed", `document.querySelectorAll("#songs button[data-song]").length === 2`)
+	click(`#songs [data-song="Waltz.mp3"]`)
+	called("/xiaozhi/admin/play-asset", map[string]any{"asset": "/srv/songs/Waltz.mp3"})
+	result("song playing", "ok", "playing Waltz.mp3")
+
+	screenshots(t, bctx)
+
+	// Failures show their reason.
+	xz.Set("/xiaozhi/admin/inject-text", xiaozhitest.Reply{Status: 503, Body: `{"error":"no device connected"}`})
+	click("#dance")
+	result("robot away", "bad", "Dotty isn't connected right now")
+	holds("button usable again", `!document.getElementById("dance").disabled`)
+	xz.Set("/xiaozhi/admin/play-asset", xiaozhitest.Reply{Status: 404, Body: `{"error":"asset not found"}`})
+	click(`#songs [data-song="Lullaby.opus"]`)
+	result("missing song", "bad", "xiaozhi answered HTTP 404")
+	xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 500, Body: "down"})
+	holds("xiaozhi light down", `document.getElementById("st-xiaozhi").dataset.state === "down"`)
+
+	// The phone layout: one column, nothing wider than the screen.
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390`)
+}
+
+// screenshots writes the page at desktop and phone widths, light and dark,
+// to UI_SCREENSHOT_DIR when it is set (docs/ keeps the current ones).
+func screenshots(t *testing.T, bctx context.Context) {
+	t.Helper()
 	dir := os.Getenv("UI_SCREENSHOT_DIR")
 	if dir == "" {
 		return

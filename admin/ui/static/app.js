@@ -1,6 +1,7 @@
 "use strict";
-// Dotty's live dashboard: agent health (polled), devices (polled and
-// nudged by events), the perception event stream and voice turns (SSE).
+// Dotty's dashboard: the controls (actions as JSON POSTs, status polled),
+// agent health (polled), devices (polled and nudged by events), the
+// perception event stream and voice turns (SSE).
 (() => {
   const $ = (id) => document.getElementById(id);
   const el = (tag, cls, text) => {
@@ -67,6 +68,8 @@
     try {
       const all = await getJSON("/api/perception/state");
       for (const [id, s] of Object.entries(all)) renderDevice(id, s);
+      const first = Object.values(all).find((s) => s && s.current_state);
+      if (first && first.current_state !== currentState) { currentState = first.current_state; markState(); }
       return Object.keys(all);
     } catch (e) { return []; }
   }
@@ -150,7 +153,148 @@
     try { for (const t of await getJSON("/ui/api/turns")) turnRow(t, false); } catch (e) { /* the feed still works */ }
   }
 
+
+  // Controls: every action is a same-origin JSON POST; its button is
+  // disabled while it runs, and the result line says what happened.
+  const stateLabels = { idle: "Idle", talk: "Talk", story_time: "Story", security: "Security", dance: "Dance", sleep: "Sleep" };
+  const moods = [["😊", "happy"], ["😆", "laughing"], ["😢", "sad"], ["😮", "surprised"], ["🤔", "thinking"],
+    ["😠", "angry"], ["😐", "neutral"], ["😍", "loving"], ["😴", "sleepy"]];
+  function show(text, kind) {
+    const r = $("result");
+    r.textContent = text;
+    r.dataset.kind = kind;
+  }
+  function detailText(d) {
+    if (typeof d === "string") return d;
+    if (Array.isArray(d)) return d.map((i) => `${(i.loc || []).slice(1).join(".")}: ${i.msg}`).join("; ");
+    return "";
+  }
+  async function act(path, body, btn) {
+    if (btn) btn.disabled = true;
+    show("…", "busy");
+    try {
+      const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+      let j = {};
+      try { j = await r.json(); } catch (e) { /* no body */ }
+      if (!r.ok) {
+        show(detailText(j.detail) || `The bridge answered HTTP ${r.status}.`, "bad");
+        return null;
+      }
+      if (j.warning) show(j.warning, "warn");
+      else if (j.response) show(`${j.sent ? j.sent + " → " : ""}${j.response}`, "ok");
+      else show("Done.", "ok");
+      return j;
+    } catch (e) {
+      show("The bridge did not answer: " + e.message, "bad");
+      return null;
+    } finally {
+      if (btn) btn.disabled = false;
+    }
+  }
+  function toggle(id, path) {
+    const box = $(id);
+    box.addEventListener("change", async () => {
+      const want = box.checked;
+      const j = await act(path, { enabled: want }, box);
+      if (!j) box.checked = !want;
+      else if (!j.warning) show(`${id === "kid-mode" ? "Kid mode" : "Smart mode"} ${want ? "on" : "off"}${j.model ? " — " + j.model : ""}.`, "ok");
+    });
+  }
+  let currentState = "";
+  function markState() {
+    for (const b of $("states").children) b.setAttribute("aria-pressed", String(b.dataset.state === currentState));
+  }
+  function buildControls(states) {
+    const box = $("states");
+    box.replaceChildren();
+    for (const st of states) {
+      const b = el("button", "", stateLabels[st] || st);
+      b.type = "button";
+      b.dataset.state = st;
+      b.addEventListener("click", async () => {
+        if (await act("/ui/api/state", { state: st }, b)) { currentState = st; markState(); show(`State: ${stateLabels[st] || st}.`, "ok"); }
+      });
+      box.append(b);
+    }
+    markState();
+  }
+  function setupControls() {
+    toggle("kid-mode", "/ui/api/kid-mode");
+    toggle("smart-mode", "/ui/api/smart-mode");
+    for (const [emoji, name] of moods) {
+      const b = el("button", "", emoji);
+      b.type = "button";
+      b.dataset.emoji = emoji;
+      b.setAttribute("aria-label", name + " face");
+      b.title = name;
+      b.addEventListener("click", () => act("/ui/api/mood", { emoji }, b));
+      $("moods").append(b);
+    }
+    $("say-form").addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      if (await act("/ui/api/say", { text: $("say-text").value }, $("say-send"))) $("say-text").value = "";
+    });
+    $("story-form").addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      if (await act("/ui/api/story", { text: $("story-text").value }, $("story-send"))) $("story-text").value = "";
+    });
+    $("dance").addEventListener("click", () => act("/ui/api/dance", {}, $("dance")));
+    $("take-photo").addEventListener("click", () => act("/ui/api/take-photo", {}, $("take-photo")));
+    $("load-songs").addEventListener("click", loadSongs);
+  }
+  async function loadSongs() {
+    const btn = $("load-songs");
+    const list = $("songs");
+    btn.disabled = true;
+    try {
+      const j = await getJSON("/ui/api/songs");
+      list.replaceChildren();
+      for (const name of j.songs) {
+        const li = el("li");
+        const play = el("button", "", "Play");
+        play.type = "button";
+        play.dataset.song = name;
+        play.setAttribute("aria-label", "Play " + name);
+        play.addEventListener("click", () => act("/ui/api/play-song", { filename: name }, play));
+        li.append(el("span", "", name.replace(/\.[^.]+$/, "")), play);
+        list.append(li);
+      }
+      list.hidden = false;
+      btn.setAttribute("aria-expanded", "true");
+      if (j.error) show("Songs unavailable: " + j.error, "bad");
+      else if (!j.songs.length) show("xiaozhi has no songs.", "warn");
+    } catch (e) {
+      show("The bridge did not answer: " + e.message, "bad");
+    } finally {
+      btn.disabled = false;
+    }
+  }
+  let built = false;
+  async function status() {
+    let s;
+    try { s = await getJSON("/ui/api/status"); } catch (e) { return; }
+    if (!built) { buildControls(s.states || []); built = true; }
+    $("st-version").textContent = s.version || "";
+    $("banner-demo").hidden = !s.demo_agent;
+    $("banner-open").hidden = !s.open;
+    for (const [id, on] of [["kid-mode", s.kid_mode], ["smart-mode", s.smart_mode]]) if (!$(id).disabled) $(id).checked = on;
+    $("smart-models").textContent = s.smart_off_model || s.smart_on_model ? `off: ${s.smart_off_model} · on: ${s.smart_on_model}` : "";
+    const x = s.xiaozhi || {};
+    const light = (id, state, title) => { $(id).dataset.state = state; $(id).title = title; };
+    if (!x.configured) {
+      light("st-xiaozhi", "off", "XIAOZHI_HOST is not set");
+      light("st-robot", "off", "xiaozhi is not configured");
+    } else {
+      light("st-xiaozhi", x.reachable ? "live" : "down", x.reachable ? "admin API answering" : x.error || "unreachable");
+      const n = (x.devices || []).length;
+      light("st-robot", n ? "live" : "down", n ? `${n} connected: ${x.devices.join(", ")}` : x.websocket ? "none connected" : "WebSocket port closed");
+    }
+  }
+
   async function start() {
+    setupControls();
+    status();
+    setInterval(status, 5000);
     followFeed();
     followTurns();
     health();
