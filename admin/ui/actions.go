@@ -99,6 +99,8 @@ type actionResult struct {
 func (u *UI) actions(g *echo.Group) {
 	g.GET("/api/status", u.status)
 	g.GET("/api/songs", u.songs)
+	g.GET("/api/photos", u.photos)
+	g.GET("/api/photo", u.photo)
 	for p, h := range map[string]echo.HandlerFunc{
 		"/api/kid-mode": u.kidMode, "/api/smart-mode": u.smartMode, "/api/state": u.setState,
 		"/api/mood": u.mood, "/api/say": u.say, "/api/story": u.story, "/api/dance": u.dance,

@@ -348,3 +348,43 @@ func TestStatus(t *testing.T) {
 		t.Errorf("xiaozhi down: %+v", got.Xiaozhi)
 	}
 }
+
+func TestPhotoRoutes(t *testing.T) {
+	at := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
+	var kept *Photo
+	p := newPanel(t, func(c *Config, _ *admin.Config) {
+		c.Location = time.UTC
+		c.LatestPhoto = func(device string) (Photo, bool) {
+			if kept == nil || (device != "" && device != kept.Device) {
+				return Photo{}, false
+			}
+			return *kept, true
+		}
+		c.PhotoList = func() []Photo {
+			if kept == nil {
+				return nil
+			}
+			k := *kept
+			k.JPEG = nil
+			return []Photo{k}
+		}
+	})
+	if _, body := get(t, p.url+"/ui/api/photos", "", ""); body != `[]` {
+		t.Errorf("no photos: %s", body)
+	}
+	if resp, body := get(t, p.url+"/ui/api/photo", "", ""); resp.StatusCode != 404 || body != `{"detail":"no photo yet"}` {
+		t.Errorf("no photo: %d %s", resp.StatusCode, body)
+	}
+	kept = &Photo{Device: "dotty/1", Description: "A <b>cat</b>.", At: at, Size: 4, JPEG: []byte("\xff\xd8\xff\xd9")}
+	if _, body := get(t, p.url+"/ui/api/photos", "", ""); body != `[{"device_id":"dotty/1","description":"A <b>cat</b>.","at":"2026-11-24T09:30:00Z","bytes":4}]` {
+		t.Errorf("photos: %s", body)
+	}
+	resp, body := get(t, p.url+"/ui/api/photo?device_id=dotty%2F1&download=1", "", "")
+	if resp.StatusCode != 200 || body != "\xff\xd8\xff\xd9" || resp.Header.Get("Content-Type") != "image/jpeg" ||
+		resp.Header.Get("Content-Disposition") != `attachment; filename="dotty-dotty_1-20261124-093000.jpg"` {
+		t.Errorf("photo: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if resp, _ := get(t, p.url+"/ui/api/photo?device_id=other", "", ""); resp.StatusCode != 404 {
+		t.Errorf("other device: %d", resp.StatusCode)
+	}
+}

@@ -1,13 +1,17 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,8 +192,24 @@ func TestControlPanelInBrowser(t *testing.T) {
 	controls := admin.NewHandler(admin.Config{Modes: modes, Robot: robot, Provider: "tier1slim",
 		SmartOn: admin.Target{Model: "big-cloud"}, SmartOff: admin.Target{Model: "small-local"}, Logger: hclog.NewNullLogger()})
 	bus := turnbus.New(nil)
+	var photoMu sync.Mutex
+	var photo *Photo // arrives after "Take a photo now"
+	latest := func(string) (Photo, bool) {
+		photoMu.Lock()
+		defer photoMu.Unlock()
+		if photo == nil {
+			return Photo{}, false
+		}
+		return *photo, true
+	}
 	u := New(Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
-		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true }})
+		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true },
+		LatestPhoto: latest, PhotoList: func() []Photo {
+			if p, ok := latest(""); ok {
+				return []Photo{p}
+			}
+			return nil
+		}})
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	u.Routes(e)
@@ -298,9 +318,29 @@ func TestControlPanelInBrowser(t *testing.T) {
 	called("/xiaozhi/admin/inject-text", map[string]any{"device_id": "", "text": "do a dance and sing a song"})
 	result("dance reply", "ok", "dance & sing → 😊 heard: do a dance")
 
+	holds("no photo yet", `!document.getElementById("photo-empty").hidden`)
 	click("#take-photo")
 	called("/xiaozhi/admin/take-photo", map[string]any{"device_id": "", "question": "What do you see?"})
 	result("photo asked", "ok", "The photo will show here")
+	var jpg bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for i := range img.Pix {
+		img.Pix[i] = 200
+	}
+	if err := jpeg.Encode(&jpg, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	photoMu.Lock()
+	photo = &Photo{Device: "dotty-kitchen", Description: "A <b>teddy</b> on the sofa.", At: time.Now(), Size: jpg.Len(), JPEG: jpg.Bytes()}
+	photoMu.Unlock()
+	holds("one robot: no chooser", `document.getElementById("photo-devices").offsetParent === null`)
+	holds("the photo shows with its description as text", `(i => i.complete && i.naturalWidth === 64)(document.getElementById("photo-img")) &&
+		document.getElementById("photo-desc").textContent === "A <b>teddy</b> on the sofa." && !document.querySelector("#photo-card b") &&
+		document.getElementById("photo-download").href.includes("download=1")`)
+	click("#photo-open")
+	holds("large view", `document.getElementById("photo-large").open`)
+	click("#photo-large button")
+	holds("large view closed", `!document.getElementById("photo-large").open`)
 
 	click("#load-songs")
 	holds("songs listed", `document.querySelectorAll("#songs button[data-song]").length === 2`)

@@ -67,6 +67,11 @@ type Config struct {
 	// WebSocket (XIAOZHI_HOST, XIAOZHI_WS_PORT).
 	XiaozhiHost   string
 	XiaozhiWSPort int
+	// LatestPhoto gives a device's latest photo ("" for the newest of
+	// any); PhotoList the devices with one, newest first, without bytes.
+	// Nil: no photos.
+	LatestPhoto func(device string) (Photo, bool)
+	PhotoList   func() []Photo
 	// Version is the bridge's version; DemoAgent reports whether the
 	// built-in demo agent is the one answering.
 	Version   string

@@ -160,6 +160,17 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.UI.Controls, c.UI.Modes, c.UI.Robot = adminRoutes, modes, xz
 	c.UI.SongAssetBase, c.UI.XiaozhiHost, c.UI.Version = c.Tier1.SongAssetBase, c.Xiaozhi.Host, buildVersion()
 	c.UI.DemoAgent = func() bool { return sup.Health().AgentName == demoagent.Name }
+	c.UI.LatestPhoto = func(device string) (ui.Photo, bool) {
+		d, p, ok := sight.LatestPhoto(device)
+		return ui.Photo{Device: d, Description: p.Description, At: p.At, Size: len(p.JPEG), JPEG: p.JPEG}, ok
+	}
+	c.UI.PhotoList = func() []ui.Photo {
+		var out []ui.Photo
+		for _, p := range sight.Photos() {
+			out = append(out, ui.Photo{Device: p.Device, Description: p.Description, At: p.At, Size: p.Bytes})
+		}
+		return out
+	}
 	dash := ui.New(c.UI)
 	if c.UI.User == "" || c.UI.Pass == "" {
 		log.Warn("the dashboard (/ui) has no credentials: anyone on the network can control the robot; " +

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -120,5 +122,49 @@ func TestDeviceFloodAcrossPerceptionAndVision(t *testing.T) {
 	}
 	if got := p.Bus().Recent(fmt.Sprint("ear-", 3*limit-1), 0); len(got) != 1 || got[0].Name != "audio_captioned" {
 		t.Errorf("newest caption's ring: %v", got)
+	}
+}
+
+// The dashboard's photos keep within their byte budget, the oldest going
+// first; a photo larger than the budget is not kept, and a forgotten
+// device loses its photo.
+func TestPhotosKeepTheirBudget(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	c := NewCache(CacheConfig{MaxDevices: 8, Clock: clk, PhotoBytes: 100})
+	for i, d := range []string{"a", "b", "c"} {
+		c.keepPhoto(d, Photo{JPEG: make([]byte, 40), Description: d, At: clk.Now().Add(time.Duration(i) * time.Second)})
+	}
+	if _, _, ok := c.LatestPhoto("a"); ok {
+		t.Error("the oldest photo was kept past the budget")
+	}
+	if d, p, ok := c.LatestPhoto(""); !ok || d != "c" || p.Description != "c" {
+		t.Errorf("newest photo %q %+v %v", d, p, ok)
+	}
+	c.keepPhoto("big", Photo{JPEG: make([]byte, 101)})
+	if _, _, ok := c.LatestPhoto("big"); ok {
+		t.Error("a photo over the whole budget was kept")
+	}
+	c.Forget("c")
+	if list := c.Photos(); len(list) != 1 || list[0].Device != "b" || list[0].Bytes != 40 {
+		t.Errorf("photos after forgetting c: %+v", list)
+	}
+	c.mu.Lock()
+	n := c.photoN
+	c.mu.Unlock()
+	if n != 40 {
+		t.Errorf("%d bytes counted, want 40", n)
+	}
+}
+
+// A described photo is kept with its description for the dashboard.
+func TestExplainKeepsThePhoto(t *testing.T) {
+	e := newEnv(t, nil)
+	e.model.set(200, "A red ball on a wooden floor.")
+	if code, body := e.upload(t, "/api/vision/explain", "dotty-1", "", jpeg, "image/jpeg"); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	d, p, ok := e.s.LatestPhoto("")
+	if !ok || d != "dotty-1" || string(p.JPEG) != string(jpeg) || p.Description != "A red ball on a wooden floor." {
+		t.Errorf("kept %q %q %v", d, p.Description, ok)
 	}
 }

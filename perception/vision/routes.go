@@ -165,7 +165,9 @@ func (s *Service) explain(c echo.Context) error {
 		}
 		desc = s.describe(ctx, question, u.file)
 	}
-	s.storeImage(device, entry{desc: desc, at: s.clock.Now(), roomID: roomID, question: question, source: "explain"})
+	now := s.clock.Now()
+	s.storeImage(device, entry{desc: desc, at: now, roomID: roomID, question: question, source: "explain"})
+	s.keepPhoto(device, Photo{JPEG: u.file, Description: desc, At: now})
 	s.log.Info("photo described", "device", device, "bytes", len(u.file), "room_match", roomID != nil, "elapsed", time.Since(start))
 	observe(s.cfg.VisionDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})

@@ -155,6 +155,20 @@ type CacheConfig struct {
 	MaxDevices int
 	// Clock stamps and ages the entries; nil is the real clock.
 	Clock clockwork.Clock
+	// PhotoBytes bounds the photos kept for the dashboard, all devices
+	// together (DefaultPhotoBytes); the oldest go first.
+	PhotoBytes int
+}
+
+// DefaultPhotoBytes is the default budget of kept photos: a robot's JPEG
+// is tens of KiB, so this keeps the latest photo of dozens of devices.
+const DefaultPhotoBytes = 8 << 20
+
+// Photo is a device's latest photo with its description.
+type Photo struct {
+	JPEG        []byte
+	Description string
+	At          time.Time
 }
 
 // Cache holds each device's latest camera and microphone descriptions and
@@ -165,11 +179,14 @@ type CacheConfig struct {
 type Cache struct {
 	clock clockwork.Clock
 
-	mu      sync.Mutex
-	images  *lru.Cache[string, entry]
-	sounds  *lru.Cache[string, entry]
-	waiters map[string][]chan bool // true: a result arrived; false: the device was forgotten
-	nWait   int
+	mu       sync.Mutex
+	images   *lru.Cache[string, entry]
+	sounds   *lru.Cache[string, entry]
+	photos   *lru.Cache[string, Photo]
+	photoN   int // bytes in photos
+	photoMax int
+	waiters  map[string][]chan bool // true: a result arrived; false: the device was forgotten
+	nWait    int
 }
 
 // NewCache returns an empty cache.
@@ -180,11 +197,16 @@ func NewCache(cfg CacheConfig) *Cache {
 	if cfg.MaxDevices <= 0 {
 		cfg.MaxDevices = perception.DefaultMaxDevices
 	}
+	if cfg.PhotoBytes <= 0 {
+		cfg.PhotoBytes = DefaultPhotoBytes
+	}
 	return &Cache{
-		clock:   cfg.Clock,
-		images:  lru.New[string, entry](cfg.MaxDevices),
-		sounds:  lru.New[string, entry](cfg.MaxDevices),
-		waiters: map[string][]chan bool{},
+		clock:    cfg.Clock,
+		images:   lru.New[string, entry](cfg.MaxDevices),
+		sounds:   lru.New[string, entry](cfg.MaxDevices),
+		photos:   lru.New[string, Photo](cfg.MaxDevices),
+		photoMax: cfg.PhotoBytes,
+		waiters:  map[string][]chan bool{},
 	}
 }
 
@@ -283,6 +305,79 @@ func (s *Cache) storeSound(device string, e entry) {
 	s.storeLocked(s.sounds, device, e, AudioTTL)
 }
 
+// keepPhoto keeps jpeg as device's latest photo for the dashboard, the
+// oldest photos making room when the byte budget is spent. A photo larger
+// than the whole budget is not kept.
+func (s *Cache) keepPhoto(device string, p Photo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropPhotoLocked(device)
+	if len(p.JPEG) > s.photoMax {
+		return
+	}
+	for s.photoN+len(p.JPEG) > s.photoMax {
+		d, _, ok := s.photos.Oldest()
+		if !ok {
+			break
+		}
+		s.dropPhotoLocked(d)
+	}
+	// Put may evict the least recent device past MaxDevices; a recount
+	// (at most MaxDevices entries) keeps photoN exact either way.
+	s.photos.Put(device, p)
+	s.photoN = 0
+	for _, q := range s.photos.All() {
+		s.photoN += len(q.JPEG)
+	}
+}
+
+func (s *Cache) dropPhotoLocked(device string) {
+	if p, ok := s.photos.Get(device); ok {
+		s.photoN -= len(p.JPEG)
+		s.photos.Remove(device)
+	}
+}
+
+// LatestPhoto returns device's latest kept photo; with device "", the
+// newest of any device, and its device.
+func (s *Cache) LatestPhoto(device string) (string, Photo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if device != "" {
+		p, ok := s.photos.Get(device)
+		return device, p, ok
+	}
+	var best Photo
+	var bestDev string
+	found := false
+	for d, p := range s.photos.All() {
+		if !found || p.At.After(best.At) {
+			best, bestDev, found = p, d, true
+		}
+	}
+	return bestDev, best, found
+}
+
+// Photos lists the devices with a kept photo, newest first.
+func (s *Cache) Photos() []PhotoInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PhotoInfo, 0, s.photos.Len())
+	for d, p := range s.photos.All() {
+		out = append(out, PhotoInfo{Device: d, Description: p.Description, At: p.At, Bytes: len(p.JPEG)})
+	}
+	slices.SortFunc(out, func(a, b PhotoInfo) int { return b.At.Compare(a.At) })
+	return out
+}
+
+// PhotoInfo describes a kept photo without its bytes.
+type PhotoInfo struct {
+	Device      string
+	Description string
+	At          time.Time
+	Bytes       int
+}
+
 // storeLocked caches e for device in m, first dropping entries older than
 // ttl (the cache is in store order, so they are at its old end). A new
 // device past MaxDevices replaces the least recently stored one: uploads
@@ -316,6 +411,7 @@ func (s *Cache) Forget(device string) {
 	defer s.mu.Unlock()
 	s.images.Remove(device)
 	s.sounds.Remove(device)
+	s.dropPhotoLocked(device)
 	s.wakeLocked(device, false)
 }
 

@@ -239,8 +239,11 @@
       if (await act("/ui/api/story", { text: $("story-text").value }, $("story-send"))) $("story-text").value = "";
     });
     $("dance").addEventListener("click", () => act("/ui/api/dance", {}, $("dance")));
-    $("take-photo").addEventListener("click", () => act("/ui/api/take-photo", {}, $("take-photo")));
+    $("take-photo").addEventListener("click", async () => {
+      if (await act("/ui/api/take-photo", {}, $("take-photo"))) for (const ms of [2000, 5000, 10000]) setTimeout(photos, ms);
+    });
     $("load-songs").addEventListener("click", loadSongs);
+    $("photo-open").addEventListener("click", () => $("photo-large").showModal());
   }
   async function loadSongs() {
     const btn = $("load-songs");
@@ -269,6 +272,36 @@
       btn.disabled = false;
     }
   }
+  // Latest photo: the chosen robot's (the newest by default).
+  let photoDevice = "";
+  async function photos() {
+    let list;
+    try { list = await getJSON("/ui/api/photos"); } catch (e) { return; }
+    $("photo-empty").hidden = list.length > 0;
+    $("photo").hidden = list.length === 0;
+    const chooser = $("photo-devices");
+    chooser.hidden = list.length < 2;
+    chooser.replaceChildren();
+    if (!list.length) return;
+    let p = list.find((x) => x.device_id === photoDevice) || list[0];
+    for (const x of list) {
+      const b = el("button", "", x.device_id || "(no id)");
+      b.type = "button";
+      b.setAttribute("aria-pressed", String(x === p));
+      b.addEventListener("click", () => { photoDevice = x.device_id; photos(); });
+      chooser.append(b);
+    }
+    const src = `/ui/api/photo?device_id=${encodeURIComponent(p.device_id)}&at=${encodeURIComponent(p.at)}`;
+    const img = $("photo-img");
+    if (img.getAttribute("src") !== src) img.setAttribute("src", src);
+    img.alt = p.description || "photo from " + p.device_id;
+    $("photo-desc").textContent = p.description || "(no description)";
+    $("photo-meta").textContent = `${p.device_id} · ${new Date(p.at).toLocaleTimeString()}`;
+    $("photo-download").href = src + "&download=1";
+    $("photo-large-img").setAttribute("src", src);
+    $("photo-large-img").alt = img.alt;
+  }
+
   let built = false;
   async function status() {
     let s;
@@ -295,6 +328,8 @@
     setupControls();
     status();
     setInterval(status, 5000);
+    photos();
+    setInterval(photos, 5000);
     followFeed();
     followTurns();
     health();
