@@ -286,19 +286,19 @@ func (v *Voice) record(o turnOutcome) {
 	}
 	used, _ := emoji.Leading(o.text)
 	now := v.cfg.Clock.Now()
+	var phases *convolog.Phases
+	if o.phases != nil && o.kind == "" {
+		phases = &convolog.Phases{Total: o.phases.Total, NewSession: o.phases.NewSession,
+			Prompt: o.phases.Prompt, Reused: o.phases.Reused}
+	}
 	if v.cfg.ConvoLog != nil {
-		rec := convolog.Record{TS: now, Type: "chat", Channel: o.req.channel, SessionID: o.req.sessionID,
-			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind}
-		if o.phases != nil && o.kind == "" {
-			rec.Phases = &convolog.Phases{Total: o.phases.Total, NewSession: o.phases.NewSession,
-				Prompt: o.phases.Prompt, Reused: o.phases.Reused}
-		}
-		v.cfg.ConvoLog.Write(rec)
+		v.cfg.ConvoLog.Write(convolog.Record{TS: now, Type: "chat", Channel: o.req.channel, SessionID: o.req.sessionID,
+			RequestText: o.req.content, ResponseText: o.text, EmojiUsed: used, Latency: o.elapsed, Error: o.kind, Phases: phases})
 	}
 	if v.cfg.Turns != nil {
 		v.cfg.Turns.Publish(turnbus.Turn{TS: now, Channel: o.req.channel, SessionID: o.req.sessionID,
 			RequestText: convolog.Clip(o.req.content, convolog.MaxText), ResponseText: convolog.Clip(o.text, convolog.MaxText), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
-			Latency: o.elapsed, Error: o.kind})
+			Latency: o.elapsed, Error: o.kind, Phases: phases})
 	}
 }
 

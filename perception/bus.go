@@ -1,6 +1,9 @@
 package perception
 
 import (
+	"bytes"
+	"cmp"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -134,6 +137,35 @@ func (b *Bus) Recent(device string, limit int) []Event {
 		return []Event{}
 	}
 	return r.newestFirst(limit)
+}
+
+// RecentJSON is every device's recent events as one JSON array of feed
+// frames (device_id, ts, name, data), newest first: the dashboard's
+// history in one request instead of one per device.
+func (b *Bus) RecentJSON() []byte {
+	b.mu.Lock()
+	var all []Event
+	for _, r := range b.recent.All() {
+		all = append(all, r.newestFirst(0)...)
+	}
+	b.mu.Unlock()
+	slices.SortStableFunc(all, func(x, y Event) int { return cmp.Compare(y.TS, x.TS) })
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	n := 0
+	for _, ev := range all {
+		mark := buf.Len()
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		if ev.appendJSON(&buf) != nil {
+			buf.Truncate(mark) // not encodable: skipped, as on the feed
+			continue
+		}
+		n++
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
 }
 
 // Forget drops a device's recent ring (the device was evicted).

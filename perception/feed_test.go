@@ -3,6 +3,7 @@ package perception
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -289,4 +290,32 @@ func TestSubscribersComeAndGo(t *testing.T) {
 
 func newDropped() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "d"}, []string{"consumer"})
+}
+
+// RecentJSON is every ring's events as feed frames, newest first.
+func TestRecentJSON(t *testing.T) {
+	b := NewBus(BusConfig{})
+	if got := string(b.RecentJSON()); got != "[]" {
+		t.Errorf("empty bus: %s", got)
+	}
+	b.Publish(Event{DeviceID: "a", Name: "face_detected", TS: 1, Data: map[string]any{}})
+	b.Publish(Event{DeviceID: "b", Name: "sound_event", TS: 3, Data: map[string]any{"direction": "left"}})
+	b.Publish(Event{DeviceID: "a", Name: "face_lost", TS: 2, Data: map[string]any{}})
+	b.Publish(Event{DeviceID: "unknown", Name: "x", TS: 9}) // no ring
+	var got []struct {
+		DeviceID string  `json:"device_id"`
+		Name     string  `json:"name"`
+		TS       float64 `json:"ts"`
+	}
+	if err := json.Unmarshal(b.RecentJSON(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "b sound_event 3|a face_lost 2|a face_detected 1"
+	var parts []string
+	for _, e := range got {
+		parts = append(parts, fmt.Sprintf("%s %s %g", e.DeviceID, e.Name, e.TS))
+	}
+	if strings.Join(parts, "|") != want {
+		t.Errorf("got %v, want %s", parts, want)
+	}
 }

@@ -100,6 +100,7 @@ func (u *UI) actions(g *echo.Group) {
 	g.GET("/api/status", u.status)
 	g.GET("/api/songs", u.songs)
 	g.GET("/api/photos", u.photos)
+	g.GET("/api/events", u.recentEvents)
 	g.GET("/api/photo", u.photo)
 	for p, h := range map[string]echo.HandlerFunc{
 		"/api/kid-mode": u.kidMode, "/api/smart-mode": u.smartMode, "/api/state": u.setState,
@@ -403,6 +404,15 @@ func (u *UI) takePhoto(c echo.Context) error {
 		return robotError(err)
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, actionResult{OK: true, Sent: "take a photo", Response: "The photo will show here when it is described."})
+}
+
+// recentEvents is GET /ui/api/events: every robot's recent events, newest
+// first; 404 when perception is not wired (the page then asks per robot).
+func (u *UI) recentEvents(c echo.Context) error {
+	if u.cfg.RecentEvents == nil {
+		return httpapi.NewError(http.StatusNotFound, "Not Found")
+	}
+	return c.JSONBlob(http.StatusOK, u.cfg.RecentEvents())
 }
 
 // statusResult is GET /ui/api/status: what the status strip and the

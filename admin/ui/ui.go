@@ -24,6 +24,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
@@ -67,6 +68,10 @@ type Config struct {
 	// WebSocket (XIAOZHI_HOST, XIAOZHI_WS_PORT).
 	XiaozhiHost   string
 	XiaozhiWSPort int
+	// RecentEvents is every robot's recent perception events as a JSON
+	// array of feed frames, newest first (perception's Bus.RecentJSON);
+	// nil: the page asks each robot's /api/perception/recent.
+	RecentEvents func() []byte
 	// LatestPhoto gives a device's latest photo ("" for the newest of
 	// any); PhotoList the devices with one, newest first, without bytes.
 	// Nil: no photos.
@@ -95,6 +100,9 @@ func (c Config) Validate() error {
 
 // DefaultMaxClients is the default bound on turn-feed clients.
 const DefaultMaxClients = 64
+
+// FeedMax is how many entries the page's feed keeps (app.js FEED_MAX).
+const FeedMax = 500
 
 // ringSize is how many recent turns /ui/api/turns keeps.
 const ringSize = 50
@@ -177,17 +185,20 @@ type turnFrame struct {
 	Error        *string `json:"error"`
 	EmojiUsed    string  `json:"emoji_used"`
 	Emotion      string  `json:"emotion"`
+	// LatencyPhases are the agent's phases of a successful turn.
+	LatencyPhases *convolog.Phases `json:"latency_phases,omitempty"`
 }
 
 func (u *UI) encode(t turnbus.Turn) []byte {
 	f := turnFrame{
-		TS:           t.TS.In(u.cfg.Location).Format("2006-01-02T15:04:05.000000-07:00"),
-		Channel:      t.Channel,
-		RequestText:  userText(t.RequestText),
-		ResponseText: t.ResponseText,
-		LatencyMS:    int64(math.Round(float64(t.Latency) / float64(time.Millisecond))),
-		EmojiUsed:    t.EmojiUsed,
-		Emotion:      t.Emotion,
+		TS:            t.TS.In(u.cfg.Location).Format("2006-01-02T15:04:05.000000-07:00"),
+		Channel:       t.Channel,
+		RequestText:   userText(t.RequestText),
+		ResponseText:  t.ResponseText,
+		LatencyMS:     int64(math.Round(float64(t.Latency) / float64(time.Millisecond))),
+		EmojiUsed:     t.EmojiUsed,
+		Emotion:       t.Emotion,
+		LatencyPhases: t.Phases,
 	}
 	if t.Error != "" {
 		f.Error = &t.Error

@@ -112,7 +112,7 @@ func get(t *testing.T, url, user, pass string) (*http.Response, string) {
 func TestPageAndAssets(t *testing.T) {
 	e := newEnv(t, Config{})
 	for _, tt := range []struct{ path, ctype, has string }{
-		{"/ui", "text/html", `<ol id="events"`},
+		{"/ui", "text/html", `<ol id="feed"`},
 		{"/ui/", "text/html", `/ui/static/app.js`},
 		{"/ui/static/app.js", "javascript", "EventSource"},
 		{"/ui/static/app.css", "text/css", "prefers-color-scheme"},

@@ -48,6 +48,22 @@ type Phases struct {
 	Reused                          bool
 }
 
+// MarshalJSON writes bridge.py's latency_phases object: whole
+// milliseconds, and reused as 1.0 or 0.0.
+func (p Phases) MarshalJSON() ([]byte, error) {
+	reused := json.RawMessage("0.0")
+	if p.Reused {
+		reused = json.RawMessage("1.0")
+	}
+	return json.Marshal(phasesJSON{
+		TotalMS:  p.Total.Round(time.Millisecond).Milliseconds(),
+		NewMS:    p.NewSession.Round(time.Millisecond).Milliseconds(),
+		PromptMS: p.Prompt.Round(time.Millisecond).Milliseconds(),
+		StopMS:   p.Stop.Round(time.Millisecond).Milliseconds(),
+		Reused:   reused,
+	})
+}
+
 // Config configures the log.
 type Config struct {
 	// Dir is CONVO_LOG_DIR.
@@ -150,17 +166,17 @@ func errorsJoin(a, b error) error {
 
 // record is the on-disk shape; field order is bridge.py's.
 type record struct {
-	TS            string      `json:"ts"`
-	Type          string      `json:"type"`
-	Channel       string      `json:"channel"`
-	SessionID     string      `json:"session_id"`
-	RequestText   string      `json:"request_text"`
-	ResponseLen   int         `json:"response_len"`
-	ResponseText  string      `json:"response_text"`
-	EmojiUsed     string      `json:"emoji_used"`
-	LatencyMS     int64       `json:"latency_ms"`
-	Error         *string     `json:"error"`
-	LatencyPhases *phasesJSON `json:"latency_phases,omitempty"`
+	TS            string  `json:"ts"`
+	Type          string  `json:"type"`
+	Channel       string  `json:"channel"`
+	SessionID     string  `json:"session_id"`
+	RequestText   string  `json:"request_text"`
+	ResponseLen   int     `json:"response_len"`
+	ResponseText  string  `json:"response_text"`
+	EmojiUsed     string  `json:"emoji_used"`
+	LatencyMS     int64   `json:"latency_ms"`
+	Error         *string `json:"error"`
+	LatencyPhases *Phases `json:"latency_phases,omitempty"`
 	// RequestLen is the request's length in code points, written only when
 	// request_text was clipped (a Go addition after bridge.py's keys, the
 	// request-side twin of response_len).
@@ -223,19 +239,7 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 		e := r.Error
 		out.Error = &e
 	}
-	if p := r.Phases; p != nil {
-		reused := json.RawMessage("0.0")
-		if p.Reused {
-			reused = json.RawMessage("1.0")
-		}
-		out.LatencyPhases = &phasesJSON{
-			TotalMS:  p.Total.Round(time.Millisecond).Milliseconds(),
-			NewMS:    p.NewSession.Round(time.Millisecond).Milliseconds(),
-			PromptMS: p.Prompt.Round(time.Millisecond).Milliseconds(),
-			StopMS:   p.Stop.Round(time.Millisecond).Milliseconds(),
-			Reused:   reused,
-		}
-	}
+	out.LatencyPhases = r.Phases
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -27,6 +27,8 @@ type Turn struct {
 	Latency      time.Duration
 	// Error is the failure kind ("timeout", "binary_missing", "exception"), empty on success.
 	Error string
+	// Phases are the agent's latency phases of a successful turn, or nil.
+	Phases *convolog.Phases
 }
 
 // Bus fans completed turns out to in-process consumers on a fanout.Bus:

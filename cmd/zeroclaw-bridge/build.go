@@ -160,6 +160,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.UI.Controls, c.UI.Modes, c.UI.Robot = adminRoutes, modes, xz
 	c.UI.SongAssetBase, c.UI.XiaozhiHost, c.UI.Version = c.Tier1.SongAssetBase, c.Xiaozhi.Host, buildVersion()
 	c.UI.DemoAgent = func() bool { return sup.Health().AgentName == demoagent.Name }
+	c.UI.RecentEvents = percep.Bus().RecentJSON
 	c.UI.LatestPhoto = func(device string) (ui.Photo, bool) {
 		d, p, ok := sight.LatestPhoto(device)
 		return ui.Photo{Device: d, Description: p.Description, At: p.At, Size: len(p.JPEG), JPEG: p.JPEG}, ok

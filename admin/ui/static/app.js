@@ -10,9 +10,11 @@
     if (text !== undefined) e.textContent = text;
     return e;
   };
-  const clock = (secs) => new Date(secs * 1000).toLocaleTimeString();
+  // One formatter for every row: toLocaleTimeString builds a new one per
+  // call, which costs more than the rest of a row.
+  const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
+  const clock = (secs) => timeFormat.format(secs * 1000);
   const ago = (s) => s == null ? "never" : s < 1 ? "just now" : s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
-  const cap = (list, n, seen) => { while (list.children.length > n) { seen.delete(list.lastChild.dataset.key); list.lastChild.remove(); } };
   const getJSON = async (url) => { const r = await fetch(url, { cache: "no-store" }); if (!r.ok) throw new Error(r.status); return r.json(); };
 
   // Agent health.
@@ -86,14 +88,41 @@
     }, 150);
   }
 
-  // Events; history and the live feed may overlap, so rows are keyed.
-  const seenEvents = new Set();
-  function eventRow(ev, prepend) {
-    const key = `${ev.device_id}|${ev.ts}|${ev.name}`;
-    if (seenEvents.has(key)) return;
-    seenEvents.add(key);
+  // The feed: perception events and voice turns in one list, newest
+  // first, filtered by tab. History and the live streams may overlap, so
+  // rows are keyed.
+  const FEED_MAX = 500;
+  const seen = new Set();
+  let errors = 0;
+  function countError(d) {
+    errors += d;
+    const c = $("error-count");
+    c.textContent = String(errors);
+    c.classList.toggle("some", errors > 0);
+  }
+  function trim() {
+    const list = $("feed");
+    while (list.children.length > FEED_MAX) {
+      const last = list.lastChild;
+      seen.delete(last.dataset.key);
+      if (last.dataset.error) countError(-1);
+      last.remove();
+    }
+  }
+  function row(key, kind, ts, isError) {
+    if (seen.has(key)) return null;
+    seen.add(key);
     const li = el("li");
     li.dataset.key = key;
+    li.dataset.kind = kind;
+    li.dataset.ts = String(ts);
+    if (isError) { li.dataset.error = "1"; countError(1); }
+    return li;
+  }
+  function eventRow(ev) {
+    const isError = /(^|_)(error|failed)$/.test(ev.name || "");
+    const li = row(`e|${ev.device_id}|${ev.ts}|${ev.name}`, "event", ev.ts || 0, isError);
+    if (!li) return null;
     li.dataset.eventName = ev.name;
     li.dataset.device = ev.device_id || "";
     const what = el("div");
@@ -101,39 +130,15 @@
     const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : "";
     if (data) what.append(el("div", "data", data));
     li.append(el("span", "time", clock(ev.ts)), what);
-    const list = $("events");
-    prepend ? list.prepend(li) : list.append(li);
-    cap(list, 100, seenEvents);
+    return li;
   }
-  function live(id, source) {
-    const set = (state) => { $(id).dataset.state = state; $(id).title = state; };
-    source.onopen = () => set("live");
-    source.onerror = () => set(source.readyState === EventSource.CLOSED ? "down" : "reconnecting");
-  }
-  function followFeed() {
-    const src = new EventSource("/api/perception/feed");
-    live("conn-feed", src);
-    src.addEventListener("open", () => { $("feed-note").hidden = true; });
-    src.onmessage = (m) => {
-      let ev;
-      try { ev = JSON.parse(m.data); } catch (e) { return; }
-      if (ev.name === "fell_behind") { $("feed-note").hidden = false; return; }
-      $("feed-note").hidden = true;
-      eventRow(ev, true);
-      if (ev.device_id) refreshDevice(ev.device_id);
-    };
-  }
-
-  // Voice turns, keyed like events.
-  const seenTurns = new Set();
-  function turnRow(t, prepend) {
-    const key = `${t.ts}|${t.channel}|${t.latency_ms}`;
-    if (seenTurns.has(key)) return;
-    seenTurns.add(key);
-    const li = el("li");
-    li.dataset.key = key;
-    // Microseconds trimmed to milliseconds, which every browser parses.
-    const when = t.ts ? new Date(t.ts.replace(/(\.\d{3})\d+/, "$1")).toLocaleTimeString() : "";
+  // Turn timestamps carry microseconds; trimmed to milliseconds, which
+  // every browser parses.
+  const turnTime = (t) => t.ts ? Date.parse(t.ts.replace(/(\.\d{3})\d+/, "$1")) / 1000 : 0;
+  function turnRow(t) {
+    const ts = turnTime(t);
+    const li = row(`t|${t.ts}|${t.channel}|${t.latency_ms}`, "turn", ts, !!t.error);
+    if (!li) return null;
     const body = el("div");
     const head = el("div");
     const lat = el("span", "lat " + (t.latency_ms < 1500 ? "fast" : t.latency_ms < 4000 ? "mid" : "slow"), `${t.latency_ms} ms`);
@@ -141,18 +146,55 @@
       el("span", "time", t.channel || ""));
     if (t.error) head.append(document.createTextNode(" "), el("span", "badge err", t.error));
     body.append(head, el("div", "req", t.request_text || ""), el("div", "reply", t.response_text || ""));
-    li.append(el("span", "time", when), body);
-    const list = $("turns");
-    prepend ? list.prepend(li) : list.append(li);
-    cap(list, 50, seenTurns);
+    const p = t.latency_phases;
+    if (p) body.append(el("div", "phases", `agent ${p.total_ms} ms · new session ${p.new_ms} ms · prompt ${p.prompt_ms} ms${p.reused >= 1 ? " · session reused" : ""}`));
+    li.append(el("span", "time", ts ? clock(ts) : ""), body);
+    return li;
   }
-  async function followTurns() {
+  function live(li) {
+    if (!li) return;
+    $("feed").prepend(li);
+    trim();
+  }
+  // history places rows already in the feed's order (newest first) at its end.
+  function history(rows) {
+    rows = rows.filter(Boolean).sort((a, b) => Number(b.dataset.ts) - Number(a.dataset.ts));
+    const frag = document.createDocumentFragment();
+    frag.append(...rows);
+    $("feed").append(frag);
+    trim();
+  }
+  function setupTabs() {
+    for (const tab of document.querySelectorAll(".tabs [role=tab]")) {
+      tab.addEventListener("click", () => {
+        for (const t of document.querySelectorAll(".tabs [role=tab]")) t.setAttribute("aria-selected", String(t === tab));
+        $("feed").dataset.tab = tab.dataset.tab;
+      });
+    }
+  }
+  function connection(id, source) {
+    const set = (state) => { $(id).dataset.state = state; $(id).title = state; };
+    source.onopen = () => set("live");
+    source.onerror = () => set(source.readyState === EventSource.CLOSED ? "down" : "reconnecting");
+  }
+  function followFeed() {
+    const src = new EventSource("/api/perception/feed");
+    connection("conn-feed", src);
+    src.addEventListener("open", () => { $("feed-note").hidden = true; });
+    src.onmessage = (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      if (ev.name === "fell_behind") { $("feed-note").hidden = false; return; }
+      $("feed-note").hidden = true;
+      live(eventRow(ev));
+      if (ev.device_id) refreshDevice(ev.device_id);
+    };
+  }
+  function followTurns() {
     const src = new EventSource("/ui/events");
-    live("conn-turns", src);
-    src.onmessage = (m) => { try { turnRow(JSON.parse(m.data), true); } catch (e) { /* skip */ } };
-    try { for (const t of await getJSON("/ui/api/turns")) turnRow(t, false); } catch (e) { /* the feed still works */ }
+    connection("conn-turns", src);
+    src.onmessage = (m) => { try { live(turnRow(JSON.parse(m.data))); } catch (e) { /* skip */ } };
   }
-
 
   // Controls: every action is a same-origin JSON POST; its button is
   // disabled while it runs, and the result line says what happened.
@@ -296,7 +338,7 @@
     if (img.getAttribute("src") !== src) img.setAttribute("src", src);
     img.alt = p.description || "photo from " + p.device_id;
     $("photo-desc").textContent = p.description || "(no description)";
-    $("photo-meta").textContent = `${p.device_id} · ${new Date(p.at).toLocaleTimeString()}`;
+    $("photo-meta").textContent = `${p.device_id} · ${clock(Date.parse(p.at) / 1000)}`;
     $("photo-download").href = src + "&download=1";
     $("photo-large-img").setAttribute("src", src);
     $("photo-large-img").alt = img.alt;
@@ -325,22 +367,33 @@
   }
 
   async function start() {
+    const t0 = performance.now();
     setupControls();
-    status();
-    setInterval(status, 5000);
-    photos();
-    setInterval(photos, 5000);
+    setupTabs();
     followFeed();
     followTurns();
-    health();
+    setTimeout(() => { status(); photos(); health(); }, 0);
+    setInterval(status, 5000);
+    setInterval(photos, 5000);
     setInterval(health, 5000);
-    const ids = await loadDevices();
-    const history = [];
-    for (const id of ids) {
-      try { for (const r of await getJSON("/api/perception/recent?device_id=" + encodeURIComponent(id))) history.push({ ...r, device_id: id }); } catch (e) { /* skip */ }
-    }
-    history.sort((a, b) => b.ts - a.ts);
-    for (const ev of history) eventRow(ev, false);
+    // History: every robot's recent events in one request when the bridge
+    // offers it, else one request per robot.
+    const [turns, events] = await Promise.all([
+      getJSON("/ui/api/turns").catch(() => []),
+      getJSON("/ui/api/events").catch(async () => {
+        const ids = await loadDevices();
+        const lists = await Promise.all(ids.map((id) => getJSON("/api/perception/recent?device_id=" + encodeURIComponent(id))
+          .then((list) => list.map((r) => ({ ...r, device_id: id }))).catch(() => [])));
+        return lists.flat();
+      }),
+      loadDevices(),
+    ]);
+    const t1 = performance.now();
+    history([...turns.map(turnRow), ...events.map(eventRow)]);
+    // For the browser test: how long the first full feed took from the
+    // script's start, and how much of it was building the rows.
+    window.feedBuild = performance.now() - t1;
+    window.feedReady = performance.now() - t0;
     setInterval(loadDevices, 5000);
   }
   start();
