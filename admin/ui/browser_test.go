@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -361,6 +362,31 @@ func TestControlPanelInBrowser(t *testing.T) {
 	result("song playing", "ok", "playing Waltz.mp3")
 
 	screenshots(t, bctx)
+
+	// A page on another site cannot drive the robot: its request (the
+	// kind a browser sends without asking first) is refused.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "<!doctype html><title>evil</title>")
+	}))
+	defer evil.Close()
+	injects := len(xz.CallsTo("/xiaozhi/admin/inject-text"))
+	if err := chromedp.Do(bctx, chromedp.Navigate(evil.URL)); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`fetch(`+strconv.Quote(srv.URL+"/ui/api/dance")+`, {method: "POST", mode: "no-cors",
+		headers: {"Content-Type": "text/plain"}, body: "{}"}).then(() => true, () => false)`, chromedp.EvalAwaitPromise))
+	if err != nil || !sent {
+		t.Fatalf("the forged request was not sent (%v): the test proves nothing", err)
+	}
+	if n := len(xz.CallsTo("/xiaozhi/admin/inject-text")); n != injects {
+		t.Error("a cross-site POST reached the robot")
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	holds("back on the page", `document.querySelectorAll("#states button").length === 6`)
+	click("#load-songs")
+	holds("songs listed again", `document.querySelectorAll("#songs button[data-song]").length === 2`)
 
 	// Failures show their reason.
 	xz.Set("/xiaozhi/admin/inject-text", xiaozhitest.Reply{Status: 503, Body: `{"error":"no device connected"}`})
