@@ -63,7 +63,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code, body := p.post("/api/perception/event", `{"device_id":"dotty-test","name":"face_detected","data":{}}`); code != http.StatusNoContent {
 		t.Fatalf("post event: %d %s", code, body)
 	}
-	if err := present(bctx, `#events [data-event-name="face_detected"][data-device="dotty-test"]`, 2*time.Second); err != nil {
+	if err := present(bctx, `#feed [data-event-name="face_detected"][data-device="dotty-test"]`, 2*time.Second); err != nil {
 		t.Fatalf("event not on the page within 2 s: %v", err)
 	}
 	t.Logf("event on the page %v after the POST", time.Since(posted).Round(time.Millisecond))
