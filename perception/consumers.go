@@ -26,6 +26,25 @@ type Robot interface {
 	SetHeadAngles(ctx context.Context, deviceID string, yaw, pitch, speed int) error
 	Abort(ctx context.Context, deviceID string) error
 	PlayAsset(ctx context.Context, deviceID, asset string) (xiaozhi.Response, error)
+	TakePhoto(ctx context.Context, deviceID, question string) error
+	CaptureAudio(ctx context.Context, deviceID string, duration time.Duration) error
+}
+
+// Camera is what the camera consumers need from the vision cache
+// (*vision.Cache): the robot's photos and clips come back to the bridge
+// over /api/vision/explain and /api/audio/explain, and the consumers wait
+// for them here, in process.
+type Camera interface {
+	// Mark numbers the newest stored result; NextPhoto and NextSound wait
+	// for one stored after it.
+	Mark() uint64
+	// NextPhoto waits until device has a camera description stored after
+	// mark; ok is false when ctx ends first.
+	NextPhoto(ctx context.Context, device string, mark uint64) (desc string, ok bool)
+	// NextSound is NextPhoto for audio captions.
+	NextSound(ctx context.Context, device string, mark uint64) (desc string, ok bool)
+	// NewestPhotoDevice is the device whose description was stored last.
+	NewestPhotoDevice() (string, bool)
 }
 
 // Consumers are the robot-behaviour consumers' settings, with bridge.py's
@@ -60,6 +79,24 @@ type Consumers struct {
 	PurrCooldown  time.Duration // PURR_COOLDOWN_SEC
 	PurrDuration  time.Duration // PURR_DURATION_SEC
 
+	SecurityEnabled       bool          // SECURITY_WATCH_ENABLED
+	SecurityInterval      time.Duration // SECURITY_CAPTURE_INTERVAL_SEC, between the end of a cycle and the next
+	SecurityPrompt        string        // SECURITY_VLM_PROMPT, the take-photo question
+	SecurityPhotoWait     time.Duration // SECURITY_VLM_TIMEOUT_SEC, for the photo's description
+	SecuritySoundWait     time.Duration // SECURITY_AUDIO_TIMEOUT_SEC, for the clip's caption
+	SecurityAudioDuration time.Duration // SECURITY_AUDIO_DURATION_MS, the clip asked for
+	SecurityRingSize      int           // SECURITY_RING_BUFFER_SIZE, records kept for /api/security/recent
+
+	IdleEnabled    bool          // IDLE_PHOTOGRAPHER_ENABLED
+	IdleSleepMin   time.Duration // IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC
+	IdleSleepMax   time.Duration // IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC
+	IdleResultWait time.Duration // IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC
+	IdleJaccard    float64       // IDLE_PHOTOGRAPHER_NOTABLE_JACCARD: at or above it a description repeats the last
+
+	SceneEnabled  bool          // SCENE_SYNTHESIS_ENABLED
+	SceneInterval time.Duration // SCENE_SYNTHESIS_INTERVAL_SEC: a tick after this long without a trigger
+	SceneMinGap   time.Duration // SCENE_SYNTHESIS_MIN_GAP_SEC, per device
+
 	// HouseholdPath is HOUSEHOLD_YAML_PATH; "" means no roster.
 	HouseholdPath string
 	// QueueSize is each consumer's bus queue (ConsumerQueue).
@@ -76,9 +113,23 @@ func DefaultConsumers() Consumers {
 		WakeTurnEnabled: true, WakeTurnYaw: 45, WakeTurnSpeed: 200,
 		SoundTurnCooldown: 3 * time.Second, SoundTurnYaw: 45, SoundTurnSpeed: 250,
 		PurrAudioPath: "bridge/assets/purr.opus", PurrCooldown: 5 * time.Second, PurrDuration: 2 * time.Second,
+		SecurityEnabled: true, SecurityInterval: 20 * time.Second, SecurityPrompt: SecurityPrompt,
+		SecurityPhotoWait: 20 * time.Second, SecuritySoundWait: 20 * time.Second,
+		SecurityAudioDuration: 5 * time.Second, SecurityRingSize: 60,
+		IdleEnabled: true, IdleSleepMin: 180 * time.Second, IdleSleepMax: 300 * time.Second,
+		IdleResultWait: 20 * time.Second, IdleJaccard: 0.7,
+		SceneEnabled: true, SceneInterval: 300 * time.Second, SceneMinGap: 120 * time.Second,
 		HouseholdPath: "~/.zeroclaw/household.yaml",
 	}
 }
+
+// Model-visible prompts of the camera consumers, bridge.py's byte for byte.
+const (
+	// SecurityPrompt is SECURITY_VLM_PROMPT's default.
+	SecurityPrompt = "Describe everything visible in this image. Note any people, movements, or items of interest. Be concise."
+	// IdlePrompt is the idle photographer's question.
+	IdlePrompt = "Describe what you see in 1–3 sentences as a curious robot would notice it — light, objects, the room's mood. No people identification needed. Stay short and concrete."
+)
 
 // validate reports hours outside a day and negative durations or sizes.
 func (c Consumers) validate() error {
@@ -94,6 +145,11 @@ func (c Consumers) validate() error {
 		"identity refresh interval": c.RefreshInterval, "identity refresh quiet time": c.RefreshQuiet,
 		"face-lost abort window": c.AbortWindow, "face-lost abort grace": c.AbortGrace,
 		"sound turn cooldown": c.SoundTurnCooldown, "purr cooldown": c.PurrCooldown, "purr duration": c.PurrDuration,
+		"security capture interval": c.SecurityInterval, "security photo wait": c.SecurityPhotoWait,
+		"security audio wait": c.SecuritySoundWait, "security audio duration": c.SecurityAudioDuration,
+		"idle photographer minimum sleep": c.IdleSleepMin, "idle photographer maximum sleep": c.IdleSleepMax,
+		"idle photographer result wait": c.IdleResultWait, "scene synthesis interval": c.SceneInterval,
+		"scene synthesis minimum gap": c.SceneMinGap,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
@@ -101,6 +157,15 @@ func (c Consumers) validate() error {
 	}
 	if c.QueueSize < 0 {
 		errs = append(errs, fmt.Errorf("consumer queue size %d is negative", c.QueueSize))
+	}
+	if c.SecurityRingSize < 0 {
+		errs = append(errs, fmt.Errorf("security ring size %d is negative", c.SecurityRingSize))
+	}
+	if c.IdleSleepMax < c.IdleSleepMin {
+		errs = append(errs, fmt.Errorf("idle photographer maximum sleep %s is below its minimum %s", c.IdleSleepMax, c.IdleSleepMin))
+	}
+	if c.IdleJaccard < 0 || c.IdleJaccard > 1 {
+		errs = append(errs, fmt.Errorf("idle photographer Jaccard threshold %v is outside 0-1", c.IdleJaccard))
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
@@ -113,8 +178,25 @@ func (c Consumers) withDefaults() Consumers {
 	if c.QueueSize <= 0 {
 		c.QueueSize = ConsumerQueue
 	}
-	if c.RefreshInterval <= 0 {
-		c.RefreshInterval = 3 * time.Second
+	// Loops that sleep these must never spin: a zero means the default.
+	def := DefaultConsumers()
+	for _, p := range []struct{ v, d *time.Duration }{
+		{&c.RefreshInterval, &def.RefreshInterval}, {&c.SecurityInterval, &def.SecurityInterval},
+		{&c.SecurityPhotoWait, &def.SecurityPhotoWait}, {&c.SecuritySoundWait, &def.SecuritySoundWait},
+		{&c.IdleResultWait, &def.IdleResultWait}, {&c.SceneInterval, &def.SceneInterval},
+	} {
+		if *p.v <= 0 {
+			*p.v = *p.d
+		}
+	}
+	if c.IdleSleepMax <= 0 {
+		c.IdleSleepMin, c.IdleSleepMax = def.IdleSleepMin, def.IdleSleepMax
+	}
+	if c.SecurityRingSize <= 0 {
+		c.SecurityRingSize = def.SecurityRingSize
+	}
+	if c.SecurityPrompt == "" {
+		c.SecurityPrompt = SecurityPrompt
 	}
 	return c
 }
@@ -127,6 +209,9 @@ const (
 	PurrPlayer        = "purr_player"
 	IdentityRefresher = "face_identified_refresher"
 	SoundTurner       = "sound_turner"
+	SecurityWatch     = "security_watch"
+	SceneSynthesis    = "scene_synthesis"
+	IdlePhotographer  = "idle_photographer"
 )
 
 // triggers are the event names each consumer receives; the bus filters
@@ -137,6 +222,8 @@ var triggers = map[string][]string{
 	PurrPlayer:      {"head_pet_started"},
 	WakeWordTurner:  {"wake_word_detected"},
 	SoundTurner:     {"sound_event"},
+	SecurityWatch:   {"state_changed"},
+	SceneSynthesis:  {"face_recognized", "audio_captioned", "state_changed"},
 }
 
 // maxInFlight bounds concurrent outbound calls of all consumers together;
@@ -158,6 +245,10 @@ type consumers struct {
 
 	abortMu sync.Mutex
 	aborts  map[string]clockwork.Timer
+
+	watch    *watch        // the security watch's loops and ring
+	sceneSub *Subscription // scene synthesis runs its own loop (it ticks)
+	journals journals
 }
 
 // newConsumers subscribes the enabled consumers at once, so no event
@@ -173,9 +264,17 @@ func newConsumers(s *Service) *consumers {
 	if c.cfg.SoundTurnerEnabled {
 		names = append(names, SoundTurner)
 	}
+	if c.cfg.SecurityEnabled {
+		names = append(names, SecurityWatch)
+	}
 	for _, n := range names {
 		c.subs[n] = s.bus.Consume(n, c.cfg.QueueSize, triggers[n]...)
 	}
+	if c.cfg.SceneEnabled {
+		c.sceneSub = s.bus.Consume(SceneSynthesis, c.cfg.QueueSize, triggers[SceneSynthesis]...)
+	}
+	c.watch = newWatch(c.cfg.SecurityRingSize)
+	c.journals = newJournals(s.cfg)
 	return c
 }
 
@@ -191,6 +290,8 @@ func (c *consumers) handler(name string) func(Event) {
 		return c.wakeWordTurner
 	case SoundTurner:
 		return c.soundTurner
+	case SecurityWatch:
+		return c.securityWatch
 	}
 	return nil
 }
@@ -218,13 +319,23 @@ func (s *Service) runConsumers(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.refresher(ctx)
-	}()
+	loops := []func(context.Context){c.refresher}
+	if c.sceneSub != nil {
+		loops = append(loops, c.sceneLoop)
+	}
+	if c.cfg.IdleEnabled {
+		loops = append(loops, c.idleLoop)
+	}
+	for _, loop := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
 	<-ctx.Done()
 	wg.Wait()
+	c.stopWatches()
 	c.abortMu.Lock()
 	for dev, t := range c.aborts {
 		t.Stop()

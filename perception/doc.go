@@ -56,14 +56,26 @@
 // # Consumers
 //
 // Each consumer (face_greeter with the named acknowledger, wake_word_turner,
-// face_lost_aborter, purr_player, sound_turner when enabled) runs on its own
-// goroutine with its own queue; face_identified_refresher runs on a ticker.
+// face_lost_aborter, purr_player, sound_turner when enabled, and the
+// security watch) runs on its own goroutine with its own queue;
+// face_identified_refresher runs on a ticker, scene synthesis on its queue
+// and a tick, the idle photographer on a random timer.
+//
+// The camera consumers ask the robot for a photo (or a clip) and wait, in
+// process, for its description to reach the vision cache through Camera:
+// the security watch runs one loop per device in the security state (so
+// at most one per device in the table, stopped with the device), the idle
+// photographer now and then photographs an idle room and keeps what is
+// new, and scene synthesis turns what the robot sees, hears and who is
+// there into one line for the prompt and the dashboard. Their records go
+// to daily NDJSON files in JournalDir (bridge/convolog's Daily).
 // Gates compare the event's ts with state timestamps, except where the spec
 // says wall-clock now (the greeting hours, identity freshness); the clock is
 // injectable. Robot actions go through the xiaozhi admin client on their own
 // goroutines (at most 16 at once, extra ones dropped with a warning), so a
-// slow or failing xiaozhi never stalls a consumer; failures are logged and
-// never retried. A panic while handling one event is logged and the
+// slow or failing xiaozhi never stalls a consumer (the camera loops, which
+// need the answer, make their calls themselves within the same bound,
+// waiting for a slot); failures are logged and never retried. A panic while handling one event is logged and the
 // consumer goes on with the next. Run returns only after every consumer
 // goroutine, timer and robot call has finished.
 package perception

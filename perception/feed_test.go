@@ -181,13 +181,14 @@ func TestFeedEvictsSlowClient(t *testing.T) {
 func TestFeedEndsWhenServerStops(t *testing.T) {
 	stopping := make(chan struct{})
 	e := newEnv(t, func(c *Config) { c.Stopping = stopping })
+	base := e.s.bus.Subscribers()
 	c := openFeed(t, e.url)
-	waitSubscribers(t, e.s.bus, len(e.c.subs)+1)
+	waitSubscribers(t, e.s.bus, base+1)
 	close(stopping)
 	if f := c.next(t); f != "" {
 		t.Errorf("frame after stop %q", f)
 	}
-	waitSubscribers(t, e.s.bus, len(e.c.subs))
+	waitSubscribers(t, e.s.bus, base)
 }
 
 // TestStuckConsumerCannotDelayOthers: a consumer that never reads loses

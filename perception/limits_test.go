@@ -140,8 +140,9 @@ func TestDeviceIDValidation(t *testing.T) {
 // frame; the body cap is 64 KiB.
 func TestLargeDataIsSummarised(t *testing.T) {
 	e := newEnv(t, nil)
+	base := e.s.bus.Subscribers()
 	feed := openFeed(t, e.url)
-	waitSubscribers(t, e.s.bus, len(e.c.subs)+1)
+	waitSubscribers(t, e.s.bus, base+1)
 	big := strings.Repeat("y", 40<<10)
 	code, body := e.post(t, `{"device_id":"d1","name":"sound_event","data":{"direction":"left","blob":"`+big+`","nested":{"list":[`+strings.Repeat(`1,`, 3000)+`1]}}}`)
 	if code != 204 {
@@ -173,7 +174,7 @@ func TestLargeDataIsSummarised(t *testing.T) {
 // and a freed slot is reusable at once.
 func TestFeedClientCap(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxFeedClients = 3 })
-	base := len(e.c.subs)
+	base := e.s.bus.Subscribers()
 	var clients []*sseClient
 	for range 3 {
 		clients = append(clients, openFeed(t, e.url))
@@ -272,8 +273,9 @@ func TestNoAbortForEvictedDevice(t *testing.T) {
 // frame; twenty such devices do not grow the heap by their size.
 func TestMiBDataRetainedSmall(t *testing.T) {
 	e := newEnv(t, nil)
+	base := e.s.bus.Subscribers()
 	feed := openFeed(t, e.url)
-	waitSubscribers(t, e.s.bus, len(e.c.subs)+1)
+	waitSubscribers(t, e.s.bus, base+1)
 	bigEvent := func(device string) Event {
 		return ev(device, "sound_event", at(0), map[string]any{
 			"direction": strings.Repeat("l", 1<<20),

@@ -15,8 +15,9 @@ const StoryTimeLine = "You are inside the story you're telling — not narrating
 const identityLineTTL = 30 * time.Second
 
 // PerceptionLines returns the voice prompt's perception lines for a device
-// (bridge.py's order): the story-time line, the face line, then the fresh
-// vision and audio descriptions. A panic while building them is logged and
+// (bridge.py's order): the story-time line, the face line, then the scene
+// synthesised in the last ten minutes, or else the fresh vision and audio
+// descriptions. A panic while building them is logged and
 // yields none, so the turn goes on.
 func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	defer func() {
@@ -40,6 +41,12 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 		lines = append(lines, line)
 	} else if isTrue(st.FacePresent) {
 		lines = append(lines, "You see an unrecognised face in front of you.")
+	}
+	if sc := st.Scene; sc != nil && epochSeconds(now)-sc.TSWall <= sceneTTL.Seconds() {
+		if text := emoji.Strip(sc.Text); text != "" {
+			// The scene already says what the robot sees and hears.
+			return append(lines, text)
+		}
 	}
 	if s.cfg.Senses != nil {
 		vision, audio := s.cfg.Senses.Fresh(deviceID)

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -29,8 +30,20 @@ type Config struct {
 	// Senses gives fresh vision and audio descriptions for the prompt's
 	// perception block (the vision package); nil means none.
 	Senses Senses
+	// Camera is the vision cache the security watch and the idle
+	// photographer wait on for the photos they ask for; nil leaves the
+	// idle photographer idle and records every security photo as missed.
+	Camera Camera
 	// Consumers holds the consumers' settings.
 	Consumers Consumers
+	// JournalDir is CONVO_LOG_DIR: the security, scene-synthesis and idle
+	// perception daily NDJSON files are written there; "" writes none.
+	JournalDir string
+	// JournalMetrics counts records those files lost; nil counts nothing.
+	JournalMetrics *convolog.Metrics
+	// SecurityLocation is DOTTY_LOCAL_TZ, the zone of the security
+	// records' timestamps and file dates; nil means Location.
+	SecurityLocation *time.Location
 	// Location is TZ, for the greeter's hour window.
 	Location *time.Location
 	// Clock is the time source (wall now, timers); nil is the real clock.
@@ -115,6 +128,9 @@ func New(cfg Config) *Service {
 	if cfg.Location == nil {
 		cfg.Location = time.Local
 	}
+	if cfg.SecurityLocation == nil {
+		cfg.SecurityLocation = cfg.Location
+	}
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = 15 * time.Second
 	}
@@ -161,6 +177,7 @@ const DefaultMaxFeedClients = 64
 func (s *Service) forgetDevice(device string) {
 	s.bus.Forget(device)
 	s.consumers.cancelAbort(device)
+	s.consumers.stopWatch(device, "forgotten")
 	if x := s.cfg.Senses; x != nil {
 		x.Forget(device)
 	}
@@ -232,6 +249,8 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.GET("/api/perception/state", s.getState)
 	e.GET("/api/perception/recent", s.getRecent)
 	e.GET("/api/perception/feed", s.feed)
+	e.GET("/api/perception/scene", s.getScene)
+	e.GET("/api/security/recent", s.getSecurityRecent)
 }
 
 // maxEventBody bounds a POSTed event: real events are a few hundred bytes.
@@ -333,20 +352,9 @@ func (s *Service) getState(c echo.Context) error {
 
 // getRecent is GET /api/perception/recent?device_id=[&limit=].
 func (s *Service) getRecent(c echo.Context) error {
-	limit := 0
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return httpapi.Validation(httpapi.ValidationItem{Type: "int_parsing", Loc: []any{"query", "limit"},
-				Msg: "Input should be a valid integer, unable to parse string as an integer", Input: v})
-		}
-		limit = n
-	}
-	device := c.QueryParam("device_id")
-	if device != "" {
-		if item, ok := CheckDeviceID(device, "query"); !ok {
-			return httpapi.Validation(item)
-		}
+	device, limit, err := deviceAndLimit(c)
+	if err != nil {
+		return err
 	}
 	events := s.bus.Recent(device, limit)
 	out := make([]recentJSON, len(events))
@@ -354,6 +362,27 @@ func (s *Service) getRecent(c echo.Context) error {
 		out[i] = recentJSON(ev)
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, out)
+}
+
+// deviceAndLimit reads the optional device_id and limit (0: no limit) of
+// the read routes, validated like every device id a caller names.
+func deviceAndLimit(c echo.Context) (string, int, error) {
+	limit := 0
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return "", 0, httpapi.Validation(httpapi.ValidationItem{Type: "int_parsing", Loc: []any{"query", "limit"},
+				Msg: "Input should be a valid integer, unable to parse string as an integer", Input: v})
+		}
+		limit = n
+	}
+	device := c.QueryParam("device_id")
+	if device != "" {
+		if item, ok := CheckDeviceID(device, "query"); !ok {
+			return "", 0, httpapi.Validation(item)
+		}
+	}
+	return device, limit, nil
 }
 
 // Run starts the consumers and blocks until ctx ends and every consumer

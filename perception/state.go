@@ -49,6 +49,20 @@ type DeviceState struct {
 	LastRoomViewCaptureT   *float64
 	LastIdlePerceptionText *string
 	LastIdlePerceptionT    *float64
+
+	// Written by scene synthesis; not part of /api/perception/state (its
+	// own route serves it). A Scene is never changed once stored, so
+	// copies share it.
+	Scene *Scene
+}
+
+// Scene is a device's latest scene synthesis: the one-line summary the
+// prompt's perception block and the dashboard read.
+type Scene struct {
+	Text   string  `json:"text"`
+	TSWall float64 `json:"ts_wall"`
+	FaceID *string `json:"face_id"`
+	State  string  `json:"state"`
 }
 
 // MaxNameGreets bounds LastNameGreetT: the household is a few people, and
@@ -350,6 +364,33 @@ func (s *States) Update(device string, fn func(d *DeviceState)) {
 	if evicted && s.onEvict != nil {
 		s.onEvict(gone)
 	}
+}
+
+// Amend runs fn on a kept device's state under the lock, for the
+// consumers that finish their work after a wait: unlike Update it never
+// brings back a device forgotten meanwhile. It reports whether the device
+// was there. fn must not block.
+func (s *States) Amend(device string, fn func(d *DeviceState)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices.Get(device)
+	if ok {
+		fn(d)
+	}
+	return ok
+}
+
+// Latest returns the most recently seen device with a real id (not "" or
+// "unknown").
+func (s *States) Latest() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.devices.All() {
+		if id != "" && id != "unknown" {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // Devices returns the ids of every device kept, sorted.

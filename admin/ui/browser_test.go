@@ -13,12 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
@@ -39,25 +42,89 @@ const chromiumPath = "/usr/bin/chromium"
 // xss is an event name that must show up as text, never as markup.
 const xss = `<img src=x onerror="document.title='pwned'">`
 
+// bridgeStub is the fake bridge's data; tests change it while the page
+// runs, and count the page's requests for scenes and security records.
+type bridgeStub struct {
+	mu      sync.Mutex
+	states  map[string]map[string]any
+	scenes  map[string]any // device → scene
+	records []any          // security records, newest first
+	missing bool           // the scene and security routes answer 404, as an older bridge's do
+	// sceneCalls and securityCalls count the page's requests.
+	sceneCalls, securityCalls int
+}
+
+// set changes the stub's data.
+func (b *bridgeStub) set(f func(b *bridgeStub)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(b)
+}
+
+// calls reports how often the page asked for scenes and security records.
+func (b *bridgeStub) calls() (scene, security int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sceneCalls, b.securityCalls
+}
+
+// securityRecord is one record of GET /api/security/recent, as the
+// security watch writes it.
+func securityRecord(at time.Time, device, desc string, transcript, class any, errs ...string) map[string]any {
+	if errs == nil {
+		errs = []string{}
+	}
+	return map[string]any{"ts": at.Format("2006-01-02T15:04:05.000000-07:00"), "device": device, "photo_desc": desc,
+		"audio_transcript": transcript, "audio_classification": class, "errors": errs}
+}
+
+// xssDesc is a photo description that must show up as text.
+const xssDesc = `A note on the mat: <img src=x onerror=alert(1)>`
+
+// scene is one device's entry of GET /api/perception/scene.
+func scene(at time.Time, text, face, state string) map[string]any {
+	var faceID any
+	if face != "" {
+		faceID = face
+	}
+	return map[string]any{"text": text, "ts_wall": float64(at.UnixNano()) / 1e9, "face_id": faceID, "state": state}
+}
+
 // fakeBridge serves the bridge routes the page reads besides its own:
-// /health and /api/perception/{state,recent,feed}.
-func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) {
-	now := float64(time.Now().UnixNano()) / 1e9
-	states := map[string]any{
-		"dotty-kitchen": map[string]any{"current_state": "talk", "face_present": true, "last_face_id": "hudson",
-			"listening": true, "last_sound_dir": "left", "last_event_name": "chat_status", "last_event_t": now - 2,
-			"sensor_age_s": 2.4, "sensor_stale": false},
-		"dotty-hall": map[string]any{"sensor_age_s": nil, "sensor_stale": true},
+// /health, /api/perception/{state,recent,feed,scene} and
+// /api/security/recent.
+func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeStub {
+	t0 := time.Now()
+	now := float64(t0.UnixNano()) / 1e9
+	b := &bridgeStub{
+		states: map[string]map[string]any{
+			"dotty-kitchen": {"current_state": "talk", "face_present": true, "last_face_id": "hudson",
+				"listening": true, "last_sound_dir": "left", "last_event_name": "chat_status", "last_event_t": now - 2,
+				"sensor_age_s": 2.4, "sensor_stale": false},
+			"dotty-hall": {"sensor_age_s": nil, "sensor_stale": true},
+		},
+		scenes: map[string]any{"dotty-kitchen": scene(t0.Add(-2*time.Minute), t0.Add(-2*time.Minute).Format("2006-01-02 15:04")+
+			" — hudson is in the room. Dotty sees a child holding a red kite. Heard: birdsong. State: talk.", "hudson", "talk")},
+		records: []any{
+			securityRecord(t0.Add(-20*time.Second), "dotty-hall", "A dim hallway; a coat on a chair.", nil, nil, "audio_capture_pending"),
+			securityRecord(t0.Add(-40*time.Second), "dotty-hall", "", nil, nil, "photo_poll_miss", "audio_capture_pending"),
+			securityRecord(t0.Add(-60*time.Second), "dotty-hall", xssDesc, nil, "door knock", "audio_poll_endpoint_pending"),
+			securityRecord(t0.Add(-80*time.Second), "dotty-hall", "", nil, nil, "photo_dispatch_failed", "audio_capture_pending"),
+			securityRecord(t0.Add(-100*time.Second), "dotty-hall", "The front door, closed; a long scarf on the hook labelled "+
+				"https://example.org/a-very-long-unbroken-address-that-must-wrap-on-a-phone", "is anyone home?", nil),
+		},
 	}
 	e.GET("/health", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]any{"status": "ok", "acp_running": true, "sessions": 2, "session_turns": 7,
 			"agent": map[string]any{"state": "ready", "dialect": "v1", "pid": 4242, "restarts": 1}})
 	})
 	e.GET("/api/perception/state", func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		if id := c.QueryParam("device_id"); id != "" {
-			return c.JSON(http.StatusOK, map[string]any{id: states[id]})
+			return c.JSON(http.StatusOK, map[string]any{id: b.states[id]})
 		}
-		return c.JSON(http.StatusOK, states)
+		return c.JSON(http.StatusOK, b.states)
 	})
 	e.GET("/api/perception/recent", func(c echo.Context) error {
 		if c.QueryParam("device_id") != "dotty-kitchen" {
@@ -67,6 +134,39 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) {
 			map[string]any{"ts": now - 2, "name": "chat_status", "data": map[string]any{"listening": true}},
 			map[string]any{"ts": now - 9, "name": "sound_event", "data": map[string]any{"direction": "left", "energy": 0.61}},
 		})
+	})
+	e.GET("/api/perception/scene", func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.sceneCalls++
+		if b.missing {
+			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		}
+		out := map[string]any{}
+		for id, sc := range b.scenes {
+			if want := c.QueryParam("device_id"); want == "" || want == id {
+				out[id] = sc
+			}
+		}
+		return c.JSON(http.StatusOK, out)
+	})
+	e.GET("/api/security/recent", func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.securityCalls++
+		if b.missing {
+			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		}
+		out := []any{}
+		for _, r := range b.records {
+			if want := c.QueryParam("device_id"); want == "" || r.(map[string]any)["device"] == want {
+				out = append(out, r)
+			}
+		}
+		if n, err := strconv.Atoi(c.QueryParam("limit")); err == nil && n >= 0 && n < len(out) {
+			out = out[:n]
+		}
+		return c.JSON(http.StatusOK, out)
 	})
 	e.GET("/api/perception/feed", func(c echo.Context) error {
 		w := c.Response()
@@ -87,6 +187,7 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) {
 			}
 		}
 	})
+	return b
 }
 
 // TestPageInBrowser drives the page against a fake bridge in headless
@@ -227,7 +328,15 @@ func TestControlPanelInBrowser(t *testing.T) {
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	u.Routes(e)
 	feed, done := make(chan string), make(chan struct{})
-	fakeBridge(e, feed, done)
+	stub := fakeBridge(e, feed, done)
+	// A third robot is on security watch: the screenshots show its card.
+	stub.set(func(b *bridgeStub) {
+		b.states["dotty-porch"] = map[string]any{"current_state": "security", "face_present": false, "listening": false,
+			"last_event_name": "security_capture", "sensor_age_s": 6.0, "sensor_stale": false}
+		for _, r := range b.records {
+			r.(map[string]any)["device"] = "dotty-porch"
+		}
+	})
 	srv := httptest.NewServer(e)
 	defer srv.Close()
 	defer close(done)
@@ -361,6 +470,21 @@ func TestControlPanelInBrowser(t *testing.T) {
 	called("/xiaozhi/admin/play-asset", map[string]any{"asset": "/srv/songs/Waltz.mp3"})
 	result("song playing", "ok", "playing Waltz.mp3")
 
+	// Live events of both kinds, so the screenshots show their summaries.
+	for _, ev := range []string{
+		fmt.Sprintf(`{"name":"security_capture","data":{"photo_desc":"A dim hallway; a coat on a chair.","errors":["audio_capture_pending"]},"device_id":"dotty-porch","ts":%d}`, time.Now().Unix()),
+		fmt.Sprintf(`{"name":"scene_synthesised","data":{"reason":"face_recognized","preview":"hudson is in the room. Dotty sees a child holding a red kite."},"device_id":"dotty-kitchen","ts":%d}`, time.Now().Unix()),
+	} {
+		select {
+		case feed <- ev:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the page is not reading the feed")
+		}
+	}
+	holds("security watch with its records", `!document.getElementById("security-card").hidden &&
+		!document.getElementById("sec-watching").hidden && document.querySelectorAll("#sec-list li").length === 5`)
+	holds("kitchen scene", `!!document.querySelector('#devices [data-device="dotty-kitchen"] .scene') &&
+		document.querySelectorAll("#feed .summary").length === 2`)
 	screenshots(t, bctx)
 
 	// A page on another site cannot drive the robot: its request (the
@@ -403,7 +527,194 @@ func TestControlPanelInBrowser(t *testing.T) {
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390`)
+	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390 &&
+		document.getElementById("security-card").offsetParent !== null`)
+}
+
+// TestSceneAndSecurityInBrowser drives the Scene line and the Security
+// watch card against a fake bridge in headless Chromium: both fill from
+// their routes, follow scene_synthesised and security_capture events with
+// one request per burst, show markup as text, follow a robot into and
+// out of the security state, say so quietly when the routes are missing,
+// and fit a phone.
+func TestSceneAndSecurityInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
+		}
+		t.Skipf("%s not installed", chromiumPath)
+	}
+	bus := turnbus.New(nil)
+	u := New(Config{Turns: bus, Location: time.UTC})
+	e := echo.New()
+	u.Routes(e)
+	feed, done := make(chan string), make(chan struct{})
+	stub := fakeBridge(e, feed, done)
+	records := stub.records
+	stub.set(func(b *bridgeStub) { b.records = nil }) // nothing recorded, nobody watching yet
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer close(done) // before srv.Close: the feed handler returns
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = u.Run(runCtx) }()
+	defer func() { stopRun(); <-ran }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	// A dialog means markup from the data ran; it would block the page
+	// until the deadline, so the tab closes at once.
+	var dialog atomic.Pointer[string]
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialog.Store(&d.Message)
+			go cancelBrowser()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	holds := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second),
+			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			if m := dialog.Load(); m != nil {
+				t.Fatalf("%s: a script from the data ran (dialog %q)", what, *m)
+			}
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	send := func(evs ...string) {
+		t.Helper()
+		select {
+		case feed <- strings.Join(evs, "\n\ndata: "): // several frames, one write
+		case <-time.After(5 * time.Second):
+			t.Fatal("the page is not reading the feed")
+		}
+	}
+	// burst is n copies of an event, a millisecond apart, in one write.
+	burst := func(n int, name, device, data string) []string {
+		ts := float64(time.Now().UnixNano()) / 1e9
+		var evs []string
+		for i := range n {
+			evs = append(evs, fmt.Sprintf(`{"name":%q,"data":%s,"device_id":%q,"ts":%.3f}`, name, data, device, ts+float64(i)/1000))
+		}
+		return evs
+	}
+	// oneRequest waits until a burst's request has come and the page has
+	// had time to send any more, then checks it sent one or two at most.
+	oneRequest := func(what string, before int, count func() int) {
+		t.Helper()
+		testkit.WaitFor(t, 5*time.Second, what+" fetched again", func() bool { return count() > before })
+		time.Sleep(800 * time.Millisecond) // past the page's 300 ms debounce
+		if n := count() - before; n > 2 {
+			t.Errorf("%s: %d requests for one burst of events", what, n)
+		}
+	}
+	sceneCalls := func() int { n, _ := stub.calls(); return n }
+	securityCalls := func() int { _, n := stub.calls(); return n }
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatalf("load /ui: %v", err)
+	}
+
+	// The Scene line: the kitchen's, with its age; none for the hall.
+	holds("kitchen scene with its age", `(d => d && d.textContent.includes("holding a red kite") && d.querySelector(".time").textContent === "2 min ago")(
+		document.querySelector('#devices [data-device="dotty-kitchen"] dd.scene'))`)
+	holds("no scene line without a scene", `!!document.querySelector('#devices [data-device="dotty-hall"]') &&
+		!document.querySelector('#devices [data-device="dotty-hall"] .scene') && document.getElementById("scene-note").hidden`)
+	// No records and nobody in security: no card.
+	testkit.WaitFor(t, 5*time.Second, "the first security request", func() bool { return securityCalls() > 0 })
+	holds("no security card", `document.getElementById("security-card").hidden`)
+
+	// A burst of new scenes: one request, the new text.
+	stub.set(func(b *bridgeStub) {
+		b.scenes["dotty-kitchen"] = scene(time.Now(), "hudson is in the room. Dotty sees a <b>paper boat</b>. State: talk.", "hudson", "talk")
+	})
+	before := sceneCalls()
+	send(burst(10, "scene_synthesised", "dotty-kitchen", `{"reason":"face_recognized","preview":"hudson is in the room. Dotty sees a <b>paper boat</b>."}`)...)
+	holds("the new scene, as text", `(d => d && d.textContent.includes("Dotty sees a <b>paper boat</b>.") && d.querySelector(".time").textContent === "just now")(
+		document.querySelector('#devices [data-device="dotty-kitchen"] dd.scene')) && !document.querySelector("#devices b")`)
+	oneRequest("scene", before, sceneCalls)
+	holds("scene event summarised in the feed", `(li => li && li.querySelector(".summary")?.textContent === "face recognised: hudson is in the room. Dotty sees a <b>paper boat</b>." &&
+		!li.querySelector(".data"))(document.querySelector('#feed [data-event-name="scene_synthesised"]'))`)
+
+	// Security captures: one request per burst; the records, newest first,
+	// descriptions and missing photos in words, markup as text.
+	stub.set(func(b *bridgeStub) { b.records = records })
+	before = securityCalls()
+	send(burst(10, "security_capture", "dotty-hall", `{"photo_desc":"A dim hallway; a coat on a chair.","errors":["audio_capture_pending"]}`)...)
+	holds("security card with its records", `!document.getElementById("security-card").hidden &&
+		document.querySelectorAll("#sec-list li").length === 5 && document.getElementById("sec-watching").hidden`)
+	oneRequest("security records", before, securityCalls)
+	for _, c := range []struct{ what, js string }{
+		{"newest first", `document.querySelector("#sec-list li .desc").textContent === "A dim hallway; a coat on a chair."`},
+		{"device named", `document.querySelector("#sec-list li .name").textContent === "dotty-hall"`},
+		{"no description in time", `[...document.querySelectorAll("#sec-list .desc.miss")].map(d => d.textContent).join("|") ===
+			"no photo — no description in time|no photo — camera route missing on xiaozhi"`},
+		{"markup as text", `[...document.querySelectorAll("#sec-list .desc")].some(d => d.textContent === ` + strconv.Quote(xssDesc) + `) &&
+			!document.querySelector("#security-card img, #feed img")`},
+		{"audio errors as a note", `[...document.querySelectorAll("#sec-list li")].map(li => li.querySelector(".note")?.textContent || "").join("|") ===
+			"audio not available|audio not available|audio not available|audio not available|"`},
+		{"heard and sound", `document.querySelector("#sec-list li:nth-child(5)").textContent.includes("Heard: is anyone home?") &&
+			document.querySelector("#sec-list li:nth-child(3)").textContent.includes("Sound: door knock")`},
+		{"capture summarised in the feed", `document.querySelector('#feed [data-event-name="security_capture"] .summary')?.textContent ===
+			"A dim hallway; a coat on a chair. · audio not available"`},
+		{"list labelled", `document.getElementById("sec-list").getAttribute("aria-label") !== null &&
+			document.getElementById("security-card").getAttribute("aria-labelledby") === "security-title"`},
+	} {
+		holds(c.what, c.js)
+	}
+	send(burst(1, "security_capture", "dotty-hall", `{"photo_desc":"","errors":["photo_dispatch_failed","audio_poll_endpoint_pending"]}`)...)
+	holds("a capture without a photo, in words", `document.querySelector('#feed [data-event-name="security_capture"] .summary')?.textContent ===
+		"no photo — camera route missing on xiaozhi · audio not available"`)
+
+	// The Watching badge follows the kitchen into and out of security,
+	// and each change fetches the records again.
+	stub.set(func(b *bridgeStub) { b.states["dotty-kitchen"]["current_state"] = "security" })
+	time.Sleep(500 * time.Millisecond) // the capture's request is done
+	before = securityCalls()
+	send(burst(1, "state_changed", "dotty-kitchen", `{"state":"security"}`)...)
+	holds("watching", `!document.getElementById("sec-watching").hidden &&
+		document.getElementById("sec-who").textContent === "On watch: dotty-kitchen"`)
+	testkit.WaitFor(t, 5*time.Second, "records fetched on entering security", func() bool { return securityCalls() > before })
+	stub.set(func(b *bridgeStub) { b.states["dotty-kitchen"]["current_state"] = "idle" })
+	before = securityCalls()
+	send(burst(1, "state_changed", "dotty-kitchen", `{"state":"idle"}`)...)
+	holds("not watching", `document.getElementById("sec-watching").hidden && document.getElementById("sec-who").hidden &&
+		!document.getElementById("security-card").hidden`)
+	testkit.WaitFor(t, 5*time.Second, "records fetched on leaving security", func() bool { return securityCalls() > before })
+
+	// The phone layout with the new card: nothing wider than the screen.
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390 &&
+		document.getElementById("security-card").offsetParent !== null && !!document.querySelector("#devices .scene")`)
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
+	// An older bridge without the routes: quiet notices, the rest works.
+	stub.set(func(b *bridgeStub) { b.missing = true })
+	send(append(burst(1, "scene_synthesised", "dotty-kitchen", `{"reason":"tick","preview":"…"}`),
+		burst(1, "security_capture", "dotty-hall", `{"photo_desc":"","errors":[]}`)...)...)
+	holds("quiet notices", `document.getElementById("scene-note").textContent === "Scene summaries unavailable (HTTP 404)." &&
+		document.getElementById("sec-note").textContent === "Security records unavailable (HTTP 404)." &&
+		!document.getElementById("scene-note").hidden && !document.getElementById("sec-note").hidden`)
+	send(burst(1, "face_detected", "dotty-hall", `{}`)...)
+	holds("the feed goes on", `!!document.querySelector('#feed [data-event-name="face_detected"][data-device="dotty-hall"]') &&
+		document.getElementById("conn-feed").dataset.state === "live"`)
+	stub.set(func(b *bridgeStub) { b.missing = false })
+	send(burst(1, "security_capture", "dotty-hall", `{"photo_desc":"","errors":[]}`)...)
+	holds("notice gone once the route answers", `document.getElementById("sec-note").hidden`)
 }
 
 // screenshots writes the page at desktop and phone widths, light and dark,

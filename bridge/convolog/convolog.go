@@ -1,21 +1,20 @@
-// Package convolog writes the conversation log: one NDJSON record per
-// completed voice turn in <dir>/convo-YYYY-MM-DD.ndjson, in bridge.py's
-// schema and key order, with the directory at 0700, files at 0600 and dates
-// in the configured time zone. A write failure is logged and never fails
-// the turn.
+// Package convolog writes the bridge's daily NDJSON files. The
+// conversation log is one record per completed voice turn in
+// <dir>/convo-YYYY-MM-DD.ndjson, in bridge.py's schema and key order; the
+// robot's journals (security watch, scene synthesis, idle perception) are
+// Daily file sets beside it. Everywhere the directory is 0700, files are
+// 0600, dates are in the configured time zone, and a write failure is
+// logged and counted and never fails the turn or the behaviour.
 package convolog
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Record is one completed turn.
@@ -72,60 +71,28 @@ type Config struct {
 	Location *time.Location
 	// Logger receives write failures. Nil discards.
 	Logger hclog.Logger
+	// Failures counts records that could not be written; nil counts
+	// nothing.
+	Failures prometheus.Counter
 }
 
 // Log appends records; safe for concurrent use.
 type Log struct {
-	dir string
-	loc *time.Location
-	log hclog.Logger
-
-	mu     sync.Mutex
-	dirOK  bool
-	warned bool
+	loc   *time.Location
+	log   hclog.Logger
+	daily *Daily
 }
 
 // New returns a log writing under cfg.Dir, creating the directory (0700)
 // now; a failure is logged and retried at the next write.
 func New(cfg Config) *Log {
-	l := &Log{dir: cfg.Dir, loc: cfg.Location, log: cfg.Logger}
-	if l.loc == nil {
-		l.loc = time.Local
-	}
-	if l.log == nil {
-		l.log = hclog.NewNullLogger()
-	}
-	l.mu.Lock()
-	l.ensureDirLocked()
-	l.mu.Unlock()
-	return l
-}
-
-func (l *Log) ensureDirLocked() bool {
-	if l.dirOK {
-		return true
-	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		l.warnLocked("cannot create the conversation log directory", err)
-		return false
-	}
-	l.dirOK = true
-	return true
-}
-
-func (l *Log) warnLocked(msg string, err error) {
-	if l.warned {
-		l.log.Debug(msg, "dir", l.dir, "error", err)
-		return
-	}
-	l.warned = true
-	l.log.Warn(msg+"; turns continue without it", "dir", l.dir, "error", err)
+	d := NewDaily(DailyConfig{Dir: cfg.Dir, Prefix: "convo", Location: cfg.Location, Logger: cfg.Logger,
+		Failures: cfg.Failures, What: "the conversation log; turns continue without it"})
+	return &Log{loc: d.loc, log: d.log, daily: d}
 }
 
 // Path returns the file a record stamped t goes to.
-func (l *Log) Path(t time.Time) string {
-	return filepath.Join(l.dir, "convo-"+t.In(l.loc).Format("2006-01-02")+".ndjson")
-}
+func (l *Log) Path(t time.Time) string { return l.daily.Path(t) }
 
 // Write appends r. Failures are logged (the first at Warn), never returned.
 func (l *Log) Write(r Record) {
@@ -134,34 +101,7 @@ func (l *Log) Write(r Record) {
 		l.log.Error("cannot encode conversation record", "error", err)
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ensureDirLocked() {
-		return
-	}
-	path := l.Path(r.TS)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- CONVO_LOG_DIR plus a date we format
-	if err != nil {
-		l.warnLocked("cannot open the conversation log", err)
-		return
-	}
-	_, werr := f.Write(line)
-	cerr := f.Close()
-	if err := os.Chmod(path, 0o600); err != nil && werr == nil {
-		werr = err
-	}
-	if werr != nil || cerr != nil {
-		l.warnLocked("cannot write the conversation log", fmt.Errorf("%s: %w", path, errorsJoin(werr, cerr)))
-		return
-	}
-	l.warned = false
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+	l.daily.appendLine(r.TS, line)
 }
 
 // record is the on-disk shape; field order is bridge.py's.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,18 +23,50 @@ import (
 //	if err := b.Err(); err != nil {
 //		return err // 422 {"detail":[…]}
 //	}
+//
+// BindQuery gives the same reader over a query string, so query
+// parameters follow the same rules with "query" items.
 type Binder struct {
 	obj   map[string]json.RawMessage
 	body  []byte
 	whole any
 	read  bool // whole has been decoded
 	items []ValidationItem
+	src   string // first element of every item's loc: "body" or "query"
 }
+
+// Sources of the values a Binder reads, the first element of an item's loc.
+const (
+	locBody  = "body"
+	locQuery = "query"
+)
 
 // NewBinder binds an object already decoded (DecodeObject); body is the
 // raw request, quoted by "missing" items.
 func NewBinder(obj map[string]json.RawMessage, body []byte) *Binder {
-	return &Binder{obj: obj, body: body}
+	return &Binder{obj: obj, body: body, src: locBody}
+}
+
+// BindQuery binds query parameters, as FastAPI reads a route's scalar
+// parameters: each value is a string (so String, OptString, OptNumber and
+// the lax Bool words apply as to a JSON string), a repeated name takes its
+// last value, and items are located at ["query", name]. A missing
+// required parameter quotes null, as FastAPI does.
+func BindQuery(q url.Values) *Binder {
+	obj := make(map[string]json.RawMessage, len(q))
+	for name, vs := range q {
+		if len(vs) == 0 {
+			continue
+		}
+		// Marshalling a string cannot fail; invalid UTF-8 becomes U+FFFD,
+		// as Starlette's query decoding does.
+		raw, err := json.Marshal(vs[len(vs)-1])
+		if err != nil {
+			continue
+		}
+		obj[name] = raw
+	}
+	return &Binder{obj: obj, src: locQuery}
 }
 
 // Bind reads a JSON object body of at most limit bytes (MaxBody when not
@@ -57,7 +90,15 @@ func (b *Binder) Err() error {
 // Add records an item a handler checked itself.
 func (b *Binder) Add(item ValidationItem) { b.items = append(b.items, item) }
 
-// Has reports whether the body has field name (null included).
+// at is the loc of field name in the bound source.
+func (b *Binder) at(name string) []any {
+	if b.src == "" {
+		return []any{locBody, name}
+	}
+	return []any{b.src, name}
+}
+
+// Has reports whether the body (or query) has field name (null included).
 func (b *Binder) Has(name string) bool {
 	_, ok := b.obj[name]
 	return ok
@@ -69,7 +110,7 @@ func (b *Binder) missing(name string) {
 	if !b.read {
 		b.whole, b.read = RawValue(b.body), true
 	}
-	b.Add(Missing(name, b.whole))
+	b.Add(missingAt(b.at(name), b.whole))
 }
 
 // String is a required string field.
@@ -81,7 +122,7 @@ func (b *Binder) String(name string) string {
 	}
 	s, ok := StringValue(raw)
 	if !ok {
-		b.Add(StringType(name, RawValue(raw)))
+		b.Add(stringTypeAt(b.at(name), RawValue(raw)))
 	}
 	return s
 }
@@ -104,7 +145,7 @@ func (b *Binder) OptString(name string) (string, bool) {
 	}
 	s, ok := StringValue(raw)
 	if !ok {
-		b.Add(StringType(name, RawValue(raw)))
+		b.Add(stringTypeAt(b.at(name), RawValue(raw)))
 	}
 	return s, ok
 }
@@ -113,7 +154,7 @@ func (b *Binder) OptString(name string) (string, bool) {
 // has more than max code points.
 func (b *Binder) MaxRunes(name, s string, max int) {
 	if utf8.RuneCountInString(s) > max {
-		b.Add(StringTooLong(name, s, max))
+		b.Add(stringTooLongAt(b.at(name), s, max))
 	}
 }
 
@@ -137,7 +178,7 @@ func (b *Binder) ObjectOr(name string, dst any) {
 
 func (b *Binder) object(name string, raw json.RawMessage, dst any) bool {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, dst) != nil {
-		b.Add(DictType(name, RawValue(raw)))
+		b.Add(dictTypeAt(b.at(name), RawValue(raw)))
 		return false
 	}
 	return true
@@ -160,7 +201,7 @@ func (b *Binder) OptNumber(name string) (float64, bool) {
 			return f, true
 		}
 	}
-	b.Add(ValidationItem{Type: "float_parsing", Loc: []any{"body", name},
+	b.Add(ValidationItem{Type: "float_parsing", Loc: b.at(name),
 		Msg: "Input should be a valid number, unable to parse string as a number", Input: RawValue(raw)})
 	return 0, false
 }
@@ -188,12 +229,21 @@ func (b *Binder) Bool(name string) bool {
 			return false
 		}
 	default:
-		b.Add(ValidationItem{Type: "bool_type", Loc: []any{"body", name}, Msg: "Input should be a valid boolean", Input: v})
+		b.Add(ValidationItem{Type: "bool_type", Loc: b.at(name), Msg: "Input should be a valid boolean", Input: v})
 		return false
 	}
-	b.Add(ValidationItem{Type: "bool_parsing", Loc: []any{"body", name},
+	b.Add(ValidationItem{Type: "bool_parsing", Loc: b.at(name),
 		Msg: "Input should be a valid boolean, unable to interpret input", Input: RawValue(raw)})
 	return false
+}
+
+// BoolOr is a boolean field with a default, read like Bool: absent is
+// def; null, like any other non-boolean, is an error.
+func (b *Binder) BoolOr(name string, def bool) bool {
+	if _, ok := b.obj[name]; !ok {
+		return def
+	}
+	return b.Bool(name)
 }
 
 // StringValue decodes raw when it is a JSON string.

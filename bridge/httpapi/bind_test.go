@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -141,4 +142,134 @@ func FuzzBinder(f *testing.F) {
 			t.Fatalf("detail does not encode: %v", err)
 		}
 	})
+}
+
+// queryDetail binds the raw query string q with read and returns the 422
+// detail as JSON, or "".
+func queryDetail(t *testing.T, q string, read func(b *Binder)) string {
+	t.Helper()
+	vals, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatalf("ParseQuery(%q): %v", q, err)
+	}
+	b := BindQuery(vals)
+	read(b)
+	err = b.Err()
+	if err == nil {
+		return ""
+	}
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 {
+		t.Fatalf("Err() = %v, want a 422", err)
+	}
+	out, _ := Marshal(apiErr.Detail)
+	return string(out)
+}
+
+func TestBindQueryItems(t *testing.T) {
+	boolIs := func(name string, def, want bool) func(*Binder) {
+		return func(b *Binder) {
+			if got := b.BoolOr(name, def); got != want {
+				t.Errorf("BoolOr(%q, %v) = %v, want %v", name, def, got, want)
+			}
+		}
+	}
+	tests := []struct {
+		name, query string
+		read        func(*Binder)
+		want        string
+	}{
+		{"optional string absent", ``, func(b *Binder) {
+			if s, ok := b.OptString("person"); ok || s != "" {
+				t.Errorf("OptString = %q %v, want absent", s, ok)
+			}
+		}, ``},
+		{"optional string empty is present", `person=`, func(b *Binder) {
+			if s, ok := b.OptString("person"); !ok || s != "" {
+				t.Errorf("OptString = %q %v, want \"\" present", s, ok)
+			}
+		}, ``},
+		{"the word null is a string", `person=null`, func(b *Binder) {
+			if s, ok := b.OptString("person"); !ok || s != "null" {
+				t.Errorf("OptString = %q %v", s, ok)
+			}
+		}, ``},
+		{"escaped value", `person=Alex%20B%C3%A9`, func(b *Binder) {
+			if s, _ := b.OptString("person"); s != "Alex Bé" {
+				t.Errorf("OptString = %q", s)
+			}
+		}, ``},
+		{"repeated name takes the last value", `person=a&person=b`, func(b *Binder) {
+			if s, _ := b.OptString("person"); s != "b" {
+				t.Errorf("OptString = %q, want b", s)
+			}
+		}, ``},
+		{"bool default when absent", `other=1`, boolIs("flag", true, true), ``},
+		{"bool default false when absent", ``, boolIs("flag", false, false), ``},
+		{"bool false", `flag=false`, boolIs("flag", true, false), ``},
+		{"bool 0", `flag=0`, boolIs("flag", true, false), ``},
+		{"bool 1", `flag=1`, boolIs("flag", false, true), ``},
+		{"bool Off", `flag=Off`, boolIs("flag", true, false), ``},
+		{"bool YES", `flag=YES`, boolIs("flag", false, true), ``},
+		{"bool n", `flag=n`, boolIs("flag", true, false), ``},
+		{"bool T", `flag=T`, boolIs("flag", false, true), ``},
+		{"bool a word it does not know", `flag=maybe`, func(b *Binder) { b.BoolOr("flag", true) },
+			`[{"type":"bool_parsing","loc":["query","flag"],"msg":"Input should be a valid boolean, unable to interpret input","input":"maybe"}]`},
+		{"bool empty", `flag=`, func(b *Binder) { b.BoolOr("flag", true) },
+			`[{"type":"bool_parsing","loc":["query","flag"],"msg":"Input should be a valid boolean, unable to interpret input","input":""}]`},
+		{"bool 2", `flag=2`, func(b *Binder) { b.BoolOr("flag", true) },
+			`[{"type":"bool_parsing","loc":["query","flag"],"msg":"Input should be a valid boolean, unable to interpret input","input":"2"}]`},
+		{"required missing quotes null", `other=x`, func(b *Binder) { b.String("q") },
+			`[{"type":"missing","loc":["query","q"],"msg":"Field required","input":null}]`},
+		{"number", `n=2.5`, func(b *Binder) {
+			if f, ok := b.OptNumber("n"); !ok || f != 2.5 {
+				t.Errorf("OptNumber = %v %v", f, ok)
+			}
+		}, ``},
+		{"number: not one", `n=x`, func(b *Binder) { b.OptNumber("n") },
+			`[{"type":"float_parsing","loc":["query","n"],"msg":"Input should be a valid number, unable to parse string as a number","input":"x"}]`},
+		{"too long", `s=abc`, func(b *Binder) { s := b.String("s"); b.MaxRunes("s", s, 2) },
+			`[{"type":"string_too_long","loc":["query","s"],"msg":"String should have at most 2 characters","input":"abc","ctx":{"max_length":2}}]`},
+		{"items in read order", `b=x`, func(b *Binder) { b.String("z"); b.BoolOr("b", true); b.String("a") },
+			`[{"type":"missing","loc":["query","z"],"msg":"Field required","input":null},` +
+				`{"type":"bool_parsing","loc":["query","b"],"msg":"Input should be a valid boolean, unable to interpret input","input":"x"},` +
+				`{"type":"missing","loc":["query","a"],"msg":"Field required","input":null}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := queryDetail(t, tt.query, tt.read); got != tt.want {
+				t.Errorf("detail\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// BoolOr on a body: absent is the default, null is an error, as pydantic
+// treats a field with a default.
+func TestBinderBoolOr(t *testing.T) {
+	if got := detail(t, `{}`, func(b *Binder) {
+		if !b.BoolOr("a", true) {
+			t.Error("default not used")
+		}
+	}); got != "" {
+		t.Errorf("detail %s, want none", got)
+	}
+	want := `[{"type":"bool_type","loc":["body","a"],"msg":"Input should be a valid boolean","input":null}]`
+	if got := detail(t, `{"a":null}`, func(b *Binder) { b.BoolOr("a", true) }); got != want {
+		t.Errorf("detail\n got %s\nwant %s", got, want)
+	}
+}
+
+// A zero Binder locates its items in the body, as before query binding.
+func TestBinderZeroValueLoc(t *testing.T) {
+	var b Binder
+	b.String("a")
+	var apiErr *APIError
+	if !errors.As(b.Err(), &apiErr) {
+		t.Fatalf("Err() = %v", b.Err())
+	}
+	out, _ := Marshal(apiErr.Detail)
+	if want := `[{"type":"missing","loc":["body","a"],"msg":"Field required","input":null}]`; string(out) != want {
+		t.Errorf("detail\n got %s\nwant %s", out, want)
+	}
 }

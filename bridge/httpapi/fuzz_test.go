@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
+	"net/url"
 	"testing"
 )
 
@@ -24,6 +26,43 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		if _, err := json.Marshal(map[string]any{"detail": apiErr.Detail}); err != nil {
 			t.Fatalf("detail does not encode for %q: %v", body, err)
+		}
+	})
+}
+
+// FuzzBindQuery: whatever the query string, reading every kind of
+// parameter ends in nil or a 422 located in the query, never a panic.
+func FuzzBindQuery(f *testing.F) {
+	for _, seed := range []string{``, `s=x&b=on&n=1`, `b=maybe&n=x`, `s=%ff&s=`, `b&b=1&b=`, `a=%zz`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, _ := url.ParseQuery(raw) // keeps what parses, as net/http does
+		b := BindQuery(q)
+		s := b.String("s")
+		b.MaxRunes("s", s, 3)
+		b.OptString("o")
+		b.OptNumber("n")
+		b.BoolOr("b", true)
+		err := b.Err()
+		if err == nil {
+			return
+		}
+		var e *APIError
+		if !errors.As(err, &e) || e.Status != 422 {
+			t.Fatalf("Err() = %v", err)
+		}
+		items, ok := e.Detail.([]ValidationItem)
+		if !ok || len(items) == 0 {
+			t.Fatalf("detail %#v", e.Detail)
+		}
+		for _, it := range items {
+			if it.Loc[0] != "query" {
+				t.Fatalf("item located at %v", it.Loc)
+			}
+		}
+		if _, err := json.Marshal(e.Detail); err != nil {
+			t.Fatalf("detail does not encode: %v", err)
 		}
 	})
 }

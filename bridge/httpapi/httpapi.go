@@ -2,7 +2,7 @@
 // shares: one error type with FastAPI-shaped bodies, the echo error handler
 // that writes them, JSON output with raw UTF-8, the pydantic-v2 style 422
 // validation items, which callers parse, and Binder, the one way a route
-// reads a JSON body.
+// reads a JSON body or its query parameters.
 //
 // It is a leaf package: it imports no other package of this module, so every
 // feature package (bridge, perception, tier1, admin) can use it without
@@ -181,8 +181,9 @@ func writePlain500(c echo.Context, logger hclog.Logger) {
 type ValidationItem struct {
 	// Type is pydantic's error type, e.g. "missing" or "string_type".
 	Type string `json:"type"`
-	// Loc locates the problem: "body", then a field name or, for malformed
-	// JSON, the character offset of the error.
+	// Loc locates the problem: "body" (or "query" for a query parameter),
+	// then a field name or, for malformed JSON, the character offset of the
+	// error.
 	Loc []any `json:"loc"`
 	// Msg is pydantic's message.
 	Msg string `json:"msg"`
@@ -202,7 +203,11 @@ func Validation(items ...ValidationItem) *APIError {
 
 // Missing is a required field absent from the body; body is the whole body.
 func Missing(field string, body any) ValidationItem {
-	return ValidationItem{Type: "missing", Loc: []any{"body", field}, Msg: "Field required", Input: body}
+	return missingAt([]any{locBody, field}, body)
+}
+
+func missingAt(loc []any, input any) ValidationItem {
+	return ValidationItem{Type: "missing", Loc: loc, Msg: "Field required", Input: input}
 }
 
 // BodyMissing is a request without a body (or with a JSON null body).
@@ -222,15 +227,23 @@ func NotObject(body any) ValidationItem {
 
 // StringType is a field whose value v should have been a string.
 func StringType(field string, v any) ValidationItem {
-	return ValidationItem{Type: "string_type", Loc: []any{"body", field}, Msg: "Input should be a valid string", Input: v}
+	return stringTypeAt([]any{locBody, field}, v)
+}
+
+func stringTypeAt(loc []any, v any) ValidationItem {
+	return ValidationItem{Type: "string_type", Loc: loc, Msg: "Input should be a valid string", Input: v}
 }
 
 // StringTooLong is a string field whose value v has more than max code
 // points.
 func StringTooLong(field string, v any, max int) ValidationItem {
+	return stringTooLongAt([]any{locBody, field}, v, max)
+}
+
+func stringTooLongAt(loc []any, v any, max int) ValidationItem {
 	return ValidationItem{
 		Type:  "string_too_long",
-		Loc:   []any{"body", field},
+		Loc:   loc,
 		Msg:   fmt.Sprintf("String should have at most %d characters", max),
 		Input: v,
 		Ctx:   map[string]any{"max_length": max},
@@ -239,7 +252,11 @@ func StringTooLong(field string, v any, max int) ValidationItem {
 
 // DictType is a field whose value v should have been an object.
 func DictType(field string, v any) ValidationItem {
-	return ValidationItem{Type: "dict_type", Loc: []any{"body", field}, Msg: "Input should be a valid dictionary", Input: v}
+	return dictTypeAt([]any{locBody, field}, v)
+}
+
+func dictTypeAt(loc []any, v any) ValidationItem {
+	return ValidationItem{Type: "dict_type", Loc: loc, Msg: "Input should be a valid dictionary", Input: v}
 }
 
 // JSONInvalid is a body that does not parse: offset is the character (code

@@ -279,11 +279,15 @@ func (p *Periphery) countFailure(kind string) {
 }
 
 // calendarLoop refreshes at start, then every CalendarPoll and just after
-// local midnight; failed rounds back off 60/120/300/600 s.
+// local midnight; failed rounds back off 60/120/300/600 s. A round that
+// finds a request's refresh running takes that refresh's result.
 func (p *Periphery) calendarLoop(ctx context.Context) {
 	failures := 0
 	for {
-		err := p.refreshCalendar(ctx)
+		ran, err := p.sharedRefresh(ctx, false)
+		for errors.Is(err, errAbandoned) {
+			ran, err = p.sharedRefresh(ctx, false)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -297,7 +301,8 @@ func (p *Periphery) calendarLoop(ctx context.Context) {
 		} else {
 			failures++
 			delay = calendarBackoff(failures)
-			if failures == 1 {
+			// A request's refresh that failed has already said so.
+			if failures == 1 && ran {
 				p.log.Warn("calendar refresh failed", "error", err, "attempt", failures, "delay", delay)
 			} else {
 				p.log.Debug("calendar refresh failed", "error", err, "attempt", failures, "delay", delay)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults, bridge.py's.
@@ -30,6 +31,10 @@ const (
 	weatherRequestTimeout = 10 * time.Second
 	weatherOverallTimeout = 15 * time.Second
 	calendarFetchTimeout  = 15 * time.Second
+	// requestRefreshHold is how long a failed on-request calendar refresh
+	// answers for later requests, so a client polling the route cannot
+	// start a gws process per request.
+	requestRefreshHold = 5 * time.Second
 	// processWaitDelay bounds Wait after a kill when a grandchild still
 	// holds gws's output pipes.
 	processWaitDelay = 2 * time.Second
@@ -84,6 +89,15 @@ type Config struct {
 	// Metrics are the calendar's series (NewMetrics); nil
 	// counts nothing.
 	Metrics *Metrics
+	// RequestDuration is
+	// dotty_request_duration_seconds{endpoint="calendar_today"}: every
+	// answered GET /api/calendar/today, 500s included, 422s not; nil
+	// records nothing.
+	RequestDuration prometheus.Observer
+	// RequestErrors is
+	// dotty_request_errors_total{endpoint="calendar_today",kind="exception"}:
+	// each 500 of that route; nil counts nothing.
+	RequestErrors prometheus.Counter
 	// HTTPClient fetches the weather; nil means a client with a 10 s timeout
 	// and no keep-alive (one request every half hour).
 	HTTPClient *http.Client

@@ -9,6 +9,7 @@
 //	p := periphery.New(cfg)          // cfg.Validate() first, in cmd
 //	go p.Run(ctx)                    // or as an actor of the run group
 //	parts := p.ContextParts()        // "Brisbane: …", "Today: …"
+//	p.Routes(e)                      // GET /api/calendar/today
 //
 // # Concurrency properties
 //
@@ -18,6 +19,11 @@
 // [Periphery.Run] owns two goroutines (weather and calendar), each doing its
 // I/O outside the lock and storing the result under it; Run returns only after
 // both have ended. Run may be called once.
+//
+// Calendar refreshes, from the loop or from the route, run one at a time: a
+// caller that finds one running waits for it (bounded by its own context)
+// and takes its result. A refresh ends with the context of the caller that
+// started it; callers still waiting then refresh under their own.
 //
 // # Weather
 //
@@ -39,6 +45,23 @@
 // than CalendarTTL or the local date has changed. Polls run every
 // CalendarPoll (and just after local midnight); consecutive failed rounds
 // back off 60/120/300/600 s.
+//
+// # GET /api/calendar/today
+//
+// Query: person (optional string) and include_household (lax boolean,
+// default true; a bad value is a 422 located at ["query",
+// "include_household"]). When some calendar has no usable entry for today,
+// the request refreshes the cache first, bounded by its context and the
+// per-calendar timeout. It answers 200 with
+// {"ok","date","fetched","consecutive_failures","person",
+// "include_household","events","count"}, events from the same funnel as the
+// prompt: with person unset (or "") every event, person events tagged
+// "[Name] "; otherwise that person's, plus the household's when asked. A
+// failed refresh with no calendar usable is a plain-text 500 (counted as
+// dotty_request_errors_total{endpoint="calendar_today",kind="exception"});
+// with some calendars usable it is a 200 with those. A failed on-request
+// refresh answers for the next 5 s instead of a new gws run, so a client
+// polling the route cannot start one process per request.
 //
 // # Environment (parsed by cmd)
 //

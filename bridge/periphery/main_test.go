@@ -1,10 +1,13 @@
 package periphery
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -44,6 +47,9 @@ type gwsCall struct {
 //	badjson  invalid JSON
 //	apierror a Calendar API error object, exit 0
 //	toggle   the mode named in $GOOGLE_APPLICATION_CREDENTIALS.mode (default ok)
+//	gate     (also as a toggle mode) connect to the test's gwsGate at the
+//	         address in $GOOGLE_APPLICATION_CREDENTIALS.gate and wait for the
+//	         line naming the mode to answer as
 func fakeGWS(args []string) int {
 	gac := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")
 	if gac != "" {
@@ -73,6 +79,12 @@ func fakeGWS(args []string) int {
 		mode = "ok"
 		if b, err := os.ReadFile(gac + ".mode"); err == nil {
 			mode = strings.TrimSpace(string(b))
+		}
+	}
+	if mode == "gate" {
+		if mode, err = awaitGate(gac + ".gate"); err != nil {
+			fmt.Fprintln(os.Stderr, "fake gws: gate:", err)
+			return 4
 		}
 	}
 	at := func(hhmm string) map[string]string {
@@ -123,6 +135,93 @@ func fakeGWS(args []string) int {
 	return 0
 }
 
+// awaitGate connects to the gate whose address is in file and returns the
+// mode the test releases this run with.
+func awaitGate(file string) (string, error) {
+	addr, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	conn, err := net.Dial("tcp", strings.TrimSpace(string(addr)))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("no mode from the test: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// gwsGate holds each gated fake gws run until the test releases it, so a
+// test knows a refresh is under way and decides when it ends.
+type gwsGate struct {
+	ln    net.Listener
+	runs  chan net.Conn
+	quit  chan struct{}
+	ended chan struct{}
+}
+
+// newGate serves the gate for f's fake gws until the test ends.
+func newGate(t *testing.T, f *calFixture) *gwsGate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.sa+".gate", []byte(ln.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := &gwsGate{ln: ln, runs: make(chan net.Conn, 64), quit: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(g.ended)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case g.runs <- c:
+			case <-g.quit:
+				_ = c.Close()
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(g.quit)
+		_ = ln.Close()
+		<-g.ended
+		close(g.runs)
+		for c := range g.runs {
+			_ = c.Close()
+		}
+	})
+	return g
+}
+
+// arrive waits (bounded) for the next gated run to reach the gate.
+func (g *gwsGate) arrive(t testing.TB) net.Conn {
+	t.Helper()
+	select {
+	case c := <-g.runs:
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatal("no gws run reached the gate within 5s")
+		return nil
+	}
+}
+
+// release lets the held run c go on as mode.
+func (g *gwsGate) release(t testing.TB, c net.Conn, mode string) {
+	t.Helper()
+	if _, err := io.WriteString(c, mode+"\n"); err != nil {
+		t.Errorf("release gws run: %v", err)
+	}
+	_ = c.Close()
+}
+
 // readCalls returns the fake's recorded invocations for sa.
 func readCalls(t testing.TB, sa string) []gwsCall {
 	t.Helper()
@@ -133,8 +232,14 @@ func readCalls(t testing.TB, sa string) []gwsCall {
 	if err != nil {
 		t.Fatalf("read calls: %v", err)
 	}
+	// Only whole lines: a running fake may have created the file and not
+	// yet written its line.
+	b = bytes.TrimSpace(b[:bytes.LastIndexByte(b, '\n')+1])
+	if len(b) == 0 {
+		return nil
+	}
 	var calls []gwsCall
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+	for _, line := range bytes.Split(b, []byte("\n")) {
 		var c gwsCall
 		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatalf("decode call %q: %v", line, err)

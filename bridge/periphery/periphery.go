@@ -26,6 +26,13 @@ type Periphery struct {
 	cals        map[string]calEntry
 	calFetched  time.Time // last successful fetch of any calendar
 	calFailures int       // consecutive failed refresh rounds
+
+	// refreshMu guards the calendar refresh coordination below, so the
+	// loop and the requests never run two refreshes at once.
+	refreshMu sync.Mutex
+	inflight  *refreshRound // the refresh running now; nil when none
+	reqFailAt time.Time     // when the last on-request refresh failed
+	reqFail   error         // its error; nil after any good refresh
 }
 
 // calEntry is one calendar's last good fetch.
@@ -120,18 +127,34 @@ func (p *Periphery) Weather() string {
 // events of that person (case-insensitive), plus the household's when
 // includeHousehold.
 func (p *Periphery) Today(person string, includeHousehold bool) []string {
+	v := p.calendarView()
+	return p.formatEvents(v.events, person, includeHousehold)
+}
+
+// calView is the calendar cache as served at one instant.
+type calView struct {
+	date     string    // today's date when some calendar is usable, else ""
+	fetched  time.Time // last successful fetch of any calendar
+	failures int       // consecutive failed refresh rounds
+	events   []event   // the usable calendars' events, a private copy
+}
+
+// calendarView reads the cache under one lock, so the date, the events and
+// the counters agree with each other.
+func (p *Periphery) calendarView() calView {
 	now := p.cfg.Clock.Now()
 	today := dateKey(now.In(p.cfg.Location))
-	var evs []event
+	var v calView
 	p.mu.RLock()
+	defer p.mu.RUnlock()
 	for _, id := range p.cfg.CalendarIDs {
-		e, ok := p.cals[id]
-		if ok && p.usableLocked(e, today, now) {
-			evs = append(evs, e.events...)
+		if e, ok := p.cals[id]; ok && p.usableLocked(e, today, now) {
+			v.date = today
+			v.events = append(v.events, e.events...)
 		}
 	}
-	p.mu.RUnlock()
-	return p.formatEvents(evs, person, includeHousehold)
+	v.fetched, v.failures = p.calFetched, p.calFailures
+	return v
 }
 
 // usableLocked reports whether e may be served at now (today's date key).
@@ -197,17 +220,8 @@ func (p *Periphery) ContextParts() []string {
 // calendar's events are usable now), the last successful fetch (zero when
 // none), and the number of consecutive failed refresh rounds.
 func (p *Periphery) CalendarStatus() (date string, fetched time.Time, consecutiveFailures int) {
-	now := p.cfg.Clock.Now()
-	today := dateKey(now.In(p.cfg.Location))
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	for _, id := range p.cfg.CalendarIDs {
-		if e, ok := p.cals[id]; ok && p.usableLocked(e, today, now) {
-			date = today
-			break
-		}
-	}
-	return date, p.calFetched, p.calFailures
+	v := p.calendarView()
+	return v.date, v.fetched, v.failures
 }
 
 func dateKey(t time.Time) string { return t.Format(time.DateOnly) }

@@ -82,13 +82,17 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
-	c.ConvoLog.Location, c.ConvoLog.Logger = c.TZ, log.Named("convolog")
+	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
+	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)
+	journals := convolog.NewMetrics(reg)
+	c.ConvoLog.Location, c.ConvoLog.Logger, c.ConvoLog.Failures = c.TZ, log.Named("convolog"), journals.Failures("convo")
 	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
 	c.Memory.AgentAlias, c.Memory.Logger = c.ACP.AgentAlias, log.Named("memory")
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
 	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
 	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")
 	c.Perception.Metrics = perception.NewMetrics(reg)
+	c.Perception.JournalDir, c.Perception.JournalMetrics = c.ConvoLog.Dir, journals
 	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
 	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
 	visionKey := cmp.Or(c.Keys.Vision, c.Keys.OpenRouter)
@@ -136,7 +140,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	mem := memstore.New(c.Memory)
 	sight := vision.NewCache(vision.CacheConfig{MaxDevices: c.Vision.MaxDevices})
 
-	c.Perception.Robot, c.Perception.Senses, c.Perception.Stopping = xz, sight, srv.Stopping()
+	c.Perception.Robot, c.Perception.Senses, c.Perception.Camera, c.Perception.Stopping = xz, sight, sight, srv.Stopping()
 	percep := perception.New(c.Perception)
 
 	c.Vision.Cache, c.Vision.KidMode = sight, modes.KidMode
@@ -188,6 +192,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	calls.Routes(e)
 	percep.Routes(e)
 	eyes.Routes(e)
+	peri.Routes(e)
 	dash.Routes(e)
 	adminRoutes.Routes(e)
 

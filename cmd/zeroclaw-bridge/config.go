@@ -207,14 +207,7 @@ var settings = []setting{
 	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
 		parse: func(c *config, v string) error { return parseInt(&c.Voice.MaxSentences, v) }},
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
-		parse: func(c *config, v string) error {
-			loc, err := time.LoadLocation(strings.TrimSpace(v))
-			if err != nil {
-				return errors.New("want an IANA time zone name such as Australia/Brisbane")
-			}
-			c.TZ = loc
-			return nil
-		}},
+		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
 	{env: "CONVO_LOG_DIR", def: "/root/zeroclaw-bridge/logs", help: "directory of the conversation logs",
 		parse: func(c *config, v string) error { c.ConvoLog.Dir = v; return nil }},
 	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
@@ -348,6 +341,38 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrCooldown, v) }},
 	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrDuration, v) }},
+	{env: "SECURITY_WATCH_ENABLED", def: "1", help: "photograph and describe the room every SECURITY_CAPTURE_INTERVAL_SEC while a robot is in the security state; on only for exactly 1",
+		parse: func(c *config, v string) error { c.Perception.Consumers.SecurityEnabled = v == "1"; return nil }},
+	{env: "SECURITY_CAPTURE_INTERVAL_SEC", def: "20", help: "seconds from the end of one security cycle to the next",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecurityInterval, v) }},
+	{env: "SECURITY_VLM_PROMPT", def: perception.SecurityPrompt, help: "question the security photos are described with",
+		parse: func(c *config, v string) error { c.Perception.Consumers.SecurityPrompt = v; return nil }},
+	{env: "SECURITY_VLM_TIMEOUT_SEC", def: "20", help: "seconds a security cycle waits for its photo's description",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecurityPhotoWait, v) }},
+	{env: "SECURITY_AUDIO_DURATION_MS", def: "5000", help: "milliseconds of sound a security cycle asks the robot to record (capture-audio)",
+		parse: func(c *config, v string) error { return parseMillis(&c.Perception.Consumers.SecurityAudioDuration, v) }},
+	{env: "SECURITY_AUDIO_TIMEOUT_SEC", def: "20", help: "seconds a security cycle waits for its clip's caption when xiaozhi accepted capture-audio",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecuritySoundWait, v) }},
+	{env: "SECURITY_RING_BUFFER_SIZE", def: "60", help: "security records kept in memory for /api/security/recent and the dashboard",
+		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SecurityRingSize, v) }},
+	{env: "DOTTY_LOCAL_TZ", def: "Australia/Brisbane", help: "IANA time zone of the security records' timestamps and file dates",
+		parse: func(c *config, v string) error { return parseZone(&c.Perception.SecurityLocation, v) }},
+	{env: "IDLE_PHOTOGRAPHER_ENABLED", def: "1", help: "now and then photograph the room of an idle robot and keep notable descriptions; on only for exactly 1",
+		parse: func(c *config, v string) error { c.Perception.Consumers.IdleEnabled = v == "1"; return nil }},
+	{env: "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", def: "180", help: "shortest random wait in seconds between idle photos",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMin, v) }},
+	{env: "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", def: "300", help: "longest random wait in seconds between idle photos",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMax, v) }},
+	{env: "IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", def: "20", help: "seconds to wait for an idle photo's description",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleResultWait, v) }},
+	{env: "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", def: "0.7", help: "word-overlap (Jaccard, 0-1) with the last kept idle description at or above which a new one counts as a repeat",
+		parse: func(c *config, v string) error { return parseFloat(&c.Perception.Consumers.IdleJaccard, v) }},
+	{env: "SCENE_SYNTHESIS_ENABLED", def: "1", help: "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard; on only for exactly 1",
+		parse: func(c *config, v string) error { c.Perception.Consumers.SceneEnabled = v == "1"; return nil }},
+	{env: "SCENE_SYNTHESIS_INTERVAL_SEC", def: "300", help: "seconds without a recognised face, a caption or a story/security/sleep state after which every robot's scene is composed",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneInterval, v) }},
+	{env: "SCENE_SYNTHESIS_MIN_GAP_SEC", def: "120", help: "least seconds between two scenes of one robot",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneMinGap, v) }},
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
 		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
@@ -575,6 +600,12 @@ func (c config) validate() error {
 		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.Vision.TalkKickoffGrace},
 		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
 		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
+		{"SECURITY_CAPTURE_INTERVAL_SEC", c.Perception.Consumers.SecurityInterval},
+		{"SECURITY_VLM_TIMEOUT_SEC", c.Perception.Consumers.SecurityPhotoWait},
+		{"SECURITY_AUDIO_TIMEOUT_SEC", c.Perception.Consumers.SecuritySoundWait},
+		{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", c.Perception.Consumers.IdleSleepMax},
+		{"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", c.Perception.Consumers.IdleResultWait},
+		{"SCENE_SYNTHESIS_INTERVAL_SEC", c.Perception.Consumers.SceneInterval},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
@@ -593,9 +624,15 @@ func (c config) validate() error {
 		{"SOUND_TURN_COOLDOWN_SEC", c.Perception.Consumers.SoundTurnCooldown},
 		{"PURR_COOLDOWN_SEC", c.Perception.Consumers.PurrCooldown},
 		{"PURR_DURATION_SEC", c.Perception.Consumers.PurrDuration},
+		{"IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", c.Perception.Consumers.IdleSleepMin},
+		{"SCENE_SYNTHESIS_MIN_GAP_SEC", c.Perception.Consumers.SceneMinGap},
 	} {
 		check(d.env, d.v >= 0, formatSeconds(d.v), "want 0 or more seconds")
 	}
+	cons := c.Perception.Consumers
+	check("IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", cons.IdleSleepMax >= cons.IdleSleepMin, formatSeconds(cons.IdleSleepMax), "want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC")
+	check("IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", cons.IdleJaccard >= 0 && cons.IdleJaccard <= 1, strconv.FormatFloat(cons.IdleJaccard, 'f', -1, 64), "want a number from 0 to 1")
+	check("SECURITY_AUDIO_DURATION_MS", cons.SecurityAudioDuration > 0, strconv.FormatInt(cons.SecurityAudioDuration.Milliseconds(), 10), "want more than 0 milliseconds")
 	check("FACE_GREET_HOUR_START", c.Perception.Consumers.GreetHourStart >= 0 && c.Perception.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourStart), "want an hour from 0 to 24")
 	check("FACE_GREET_HOUR_END", c.Perception.Consumers.GreetHourEnd >= 0 && c.Perception.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourEnd), "want an hour from 0 to 24")
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
@@ -605,7 +642,8 @@ func (c config) validate() error {
 		env string
 		v   int
 	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
-		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}, {"VISION_MAX_WAITERS", c.Vision.MaxWaiters}} {
+		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}, {"VISION_MAX_WAITERS", c.Vision.MaxWaiters},
+		{"SECURITY_RING_BUFFER_SIZE", c.Perception.Consumers.SecurityRingSize}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
 	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
@@ -664,6 +702,36 @@ func parseSeconds(dst *time.Duration, v string) error {
 
 func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// parseZone reads an IANA time zone name.
+func parseZone(dst **time.Location, v string) error {
+	loc, err := time.LoadLocation(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("want an IANA time zone name such as Australia/Brisbane")
+	}
+	*dst = loc
+	return nil
+}
+
+// parseMillis reads a whole number of milliseconds.
+func parseMillis(dst *time.Duration, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+		return errors.New("want a whole number of milliseconds")
+	}
+	*dst = time.Duration(n) * time.Millisecond
+	return nil
+}
+
+// parseFloat reads a finite decimal number.
+func parseFloat(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return errors.New("want a number")
+	}
+	*dst = f
+	return nil
 }
 
 func parseInt(dst *int, v string) error {

@@ -72,7 +72,7 @@ func defaultConfig(t *testing.T) config {
 		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db"},
 		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
 			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
-		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64},
+		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane},
 		UI:         ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
@@ -184,6 +184,20 @@ func TestParseConfigValues(t *testing.T) {
 				c.Perception.Consumers.GreetHourStart, c.Perception.Consumers.GreetHourEnd = 0, 24
 				c.Perception.Consumers.HouseholdPath, c.Perception.Consumers.NameGreetTemplate = "/etc/household.yaml", "Hey {name}"
 			}},
+		{"camera consumers", []string{"SECURITY_WATCH_ENABLED", "0", "SECURITY_CAPTURE_INTERVAL_SEC", "5", "SECURITY_VLM_PROMPT", "What moved?",
+			"SECURITY_VLM_TIMEOUT_SEC", "8", "SECURITY_AUDIO_DURATION_MS", "1500", "SECURITY_AUDIO_TIMEOUT_SEC", "9", "SECURITY_RING_BUFFER_SIZE", "10",
+			"DOTTY_LOCAL_TZ", "UTC", "IDLE_PHOTOGRAPHER_ENABLED", "true", "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "0", "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "30.5",
+			"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", "4", "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", " 0.5 ", "SCENE_SYNTHESIS_ENABLED", "0",
+			"SCENE_SYNTHESIS_INTERVAL_SEC", "60", "SCENE_SYNTHESIS_MIN_GAP_SEC", "0"},
+			func(c *config) {
+				p := &c.Perception.Consumers
+				p.SecurityEnabled, p.SecurityInterval, p.SecurityPrompt = false, 5*time.Second, "What moved?"
+				p.SecurityPhotoWait, p.SecurityAudioDuration, p.SecuritySoundWait, p.SecurityRingSize = 8*time.Second, 1500*time.Millisecond, 9*time.Second, 10
+				c.Perception.SecurityLocation = utc
+				p.IdleEnabled, p.IdleSleepMin, p.IdleSleepMax = false, 0, 30500*time.Millisecond // exactly 1 turns it on
+				p.IdleResultWait, p.IdleJaccard = 4*time.Second, 0.5
+				p.SceneEnabled, p.SceneInterval, p.SceneMinGap = false, time.Minute, 0
+			}},
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
 		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.UI.User, c.UI.Pass = "admin", "pw" }},
@@ -274,6 +288,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative cooldown", nil, []string{"PURR_COOLDOWN_SEC", "-1"}, []string{`invalid PURR_COOLDOWN_SEC "-1": want 0 or more seconds`}},
 		{"greeting hour", nil, []string{"FACE_GREET_HOUR_END", "25"}, []string{`invalid FACE_GREET_HOUR_END "25": want an hour from 0 to 24`}},
 		{"refresh interval zero", nil, []string{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", "0"}, []string{`invalid FACE_IDENTITY_REFRESH_INTERVAL_SEC "0": want more than 0 seconds`}},
+		{"idle sleeps", nil, []string{"IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "300", "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "200"},
+			[]string{`invalid IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC "200": want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC`}},
+		{"jaccard range", nil, []string{"IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", "1.5"}, []string{`invalid IDLE_PHOTOGRAPHER_NOTABLE_JACCARD "1.5": want a number from 0 to 1`}},
+		{"jaccard word", nil, []string{"IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", "high"}, []string{`invalid IDLE_PHOTOGRAPHER_NOTABLE_JACCARD "high": want a number`}},
+		{"security interval zero", nil, []string{"SECURITY_CAPTURE_INTERVAL_SEC", "0"}, []string{`invalid SECURITY_CAPTURE_INTERVAL_SEC "0": want more than 0 seconds`}},
+		{"security audio milliseconds", nil, []string{"SECURITY_AUDIO_DURATION_MS", "2.5"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "2.5": want a whole number of milliseconds`}},
+		{"security audio zero", nil, []string{"SECURITY_AUDIO_DURATION_MS", "0"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "0": want more than 0 milliseconds`}},
+		{"security ring", nil, []string{"SECURITY_RING_BUFFER_SIZE", "0"}, []string{`invalid SECURITY_RING_BUFFER_SIZE "0": want at least 1`}},
+		{"security zone", nil, []string{"DOTTY_LOCAL_TZ", "Nowhere"}, []string{`invalid DOTTY_LOCAL_TZ "Nowhere": want an IANA time zone name such as Australia/Brisbane`}},
 		{"xiaozhi port range", nil, []string{"XIAOZHI_OTA_PORT", "0"}, []string{`invalid XIAOZHI_OTA_PORT "0": want a port from 1 to 65535`}},
 		{"xiaozhi websocket port range", nil, []string{"XIAOZHI_WS_PORT", "70000"}, []string{`invalid XIAOZHI_WS_PORT "70000": want a port from 1 to 65535`}},
 		{"flag value names the flag", []string{"-zeroclaw-timeout", "x"}, nil, []string{`invalid -zeroclaw-timeout "x": want a number of seconds`}},
@@ -385,13 +408,17 @@ func TestSettingsTable(t *testing.T) {
 		"AUDIO_CAPTION_API_KEY", "AUDIO_CAPTION_API_URL", "AUDIO_CAPTION_TIMEOUT", "DOTTY_IDLE_VISION_COOLDOWN_SEC",
 		"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "STT_URL", "STT_MODEL", "STT_API_KEY", "STT_LANGUAGE", "STT_TIMEOUT",
 		"SIDECAR_PATH", "SIDECAR_TOKEN", "SIDECAR_ALLOW_NO_TOKEN", "SIDECAR_PERSONAS_DIR", "SIDECAR_DEFAULT_PERSONA",
-		"SIDECAR_DEADLINE"} {
+		"SIDECAR_DEADLINE", "SECURITY_WATCH_ENABLED", "SECURITY_CAPTURE_INTERVAL_SEC", "SECURITY_VLM_PROMPT",
+		"SECURITY_VLM_TIMEOUT_SEC", "SECURITY_AUDIO_DURATION_MS", "SECURITY_AUDIO_TIMEOUT_SEC", "SECURITY_RING_BUFFER_SIZE",
+		"DOTTY_LOCAL_TZ", "IDLE_PHOTOGRAPHER_ENABLED", "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC",
+		"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", "SCENE_SYNTHESIS_ENABLED",
+		"SCENE_SYNTHESIS_INTERVAL_SEC", "SCENE_SYNTHESIS_MIN_GAP_SEC"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 120 {
-		t.Errorf("%d settings, want 120 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 136 {
+		t.Errorf("%d settings, want 136 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

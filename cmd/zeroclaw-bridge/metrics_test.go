@@ -34,6 +34,7 @@ var dottyFamilies = map[string]family{
 	"dotty_perception_devices_evicted_total":   {"counter", "", nil},
 	"dotty_memory_writes_dropped_total":        {"counter", "", nil},
 	"dotty_http_connections_turned_away_total": {"counter", "", nil},
+	"dotty_journal_write_failures_total":       {"counter", "", []string{"file"}},
 }
 
 // TestBuiltBridgeExportsEveryFamily builds the bridge (nothing starts) and

@@ -134,6 +134,7 @@ type entry struct {
 	roomID   *string   // room_match_person_id
 	question string
 	source   string
+	seq      uint64 // Cache.seq when stored: later results have larger ones
 }
 
 // Service is the vision feature: the explain, latest and audio routes
@@ -187,6 +188,14 @@ type Cache struct {
 	photoMax int
 	waiters  map[string][]chan bool // true: a result arrived; false: the device was forgotten
 	nWait    int
+	// seq numbers stored results, so a consumer can ask for "a result
+	// newer than this one" without comparing clock readings (a fake clock
+	// gives equal ones).
+	seq uint64
+	// changed is closed and replaced whenever a result is stored, waking
+	// in-process waiters (NextPhoto, NextSound): they are few (one per
+	// camera consumer at most per device) and need no table of their own.
+	changed chan struct{}
 }
 
 // NewCache returns an empty cache.
@@ -207,6 +216,7 @@ func NewCache(cfg CacheConfig) *Cache {
 		photos:   lru.New[string, Photo](cfg.MaxDevices),
 		photoMax: cfg.PhotoBytes,
 		waiters:  map[string][]chan bool{},
+		changed:  make(chan struct{}),
 	}
 }
 
@@ -305,6 +315,57 @@ func (s *Cache) storeSound(device string, e entry) {
 	s.storeLocked(s.sounds, device, e, AudioTTL)
 }
 
+// Mark returns the number of the newest stored result: NextPhoto and
+// NextSound with it wait for a result stored after this call.
+func (s *Cache) Mark() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
+// NextPhoto waits until device has a camera description stored after mark
+// and returns it (stripped); ok is false when ctx ends first.
+func (s *Cache) NextPhoto(ctx context.Context, device string, mark uint64) (string, bool) {
+	return s.next(ctx, s.images, device, mark)
+}
+
+// NextSound is NextPhoto for audio captions.
+func (s *Cache) NextSound(ctx context.Context, device string, mark uint64) (string, bool) {
+	return s.next(ctx, s.sounds, device, mark)
+}
+
+func (s *Cache) next(ctx context.Context, m *lru.Cache[string, entry], device string, mark uint64) (string, bool) {
+	for {
+		s.mu.Lock()
+		e, ok := m.Get(device)
+		changed := s.changed
+		s.mu.Unlock()
+		if ok && e.seq > mark {
+			return emoji.Strip(e.desc), true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+}
+
+// NewestPhotoDevice returns the device whose camera description was
+// stored last, among those still cached.
+func (s *Cache) NewestPhotoDevice() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best string
+	var bestSeq uint64
+	for d, e := range s.images.All() {
+		if e.seq > bestSeq {
+			best, bestSeq = d, e.seq
+		}
+	}
+	return best, bestSeq > 0
+}
+
 // keepPhoto keeps jpeg as device's latest photo for the dashboard, the
 // oldest photos making room when the byte budget is spent. A photo larger
 // than the whole budget is not kept.
@@ -383,6 +444,10 @@ type PhotoInfo struct {
 // device past MaxDevices replaces the least recently stored one: uploads
 // can name devices perception never saw, so the cache keeps its own bound.
 func (s *Cache) storeLocked(m *lru.Cache[string, entry], device string, e entry, ttl time.Duration) {
+	s.seq++
+	e.seq = s.seq
+	close(s.changed)
+	s.changed = make(chan struct{})
 	for {
 		d, old, ok := m.Oldest()
 		if !ok || e.at.Sub(old.at) <= ttl {

@@ -40,6 +40,8 @@ type modelFake struct {
 	auth     []string
 	reply    string
 	status   int
+	// audioReply, when set, answers requests carrying an audio clip.
+	audioReply string
 }
 
 func newModelFake(t *testing.T) *modelFake {
@@ -51,6 +53,9 @@ func newModelFake(t *testing.T) *modelFake {
 		f.requests = append(f.requests, body)
 		f.auth = append(f.auth, r.URL.Path+" "+r.Header.Get("Authorization"))
 		status, reply := f.status, f.reply
+		if raw, _ := json.Marshal(body); f.audioReply != "" && bytes.Contains(raw, []byte(`"input_audio"`)) {
+			reply = f.audioReply
+		}
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -118,6 +123,7 @@ func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perceptio
 	ech := echo.New()
 	ech.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	e.s.Routes(ech)
+	e.p.Routes(ech)
 	ts := httptest.NewServer(ech)
 	t.Cleanup(ts.Close)
 	e.url = ts.URL

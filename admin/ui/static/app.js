@@ -41,9 +41,27 @@
     }
   }
 
+  // later runs fn once, ms after the first of a burst of calls with the
+  // same key: a flood of events becomes one request.
+  const timers = new Set();
+  function later(key, ms, fn) {
+    if (timers.has(key)) return;
+    timers.add(key);
+    setTimeout(() => { timers.delete(key); fn(); }, ms);
+  }
+  // notice shows a quiet inline line (hidden when text is empty).
+  function notice(id, text) {
+    const n = $(id);
+    n.textContent = text || "";
+    n.hidden = !text;
+  }
+  const why = (e) => /^\d+$/.test(e.message) ? `HTTP ${e.message}` : e.message || "no answer";
+
   // Devices.
   const devices = new Map();
+  const deviceStates = new Map(); // the last state each card shows
   function renderDevice(id, s) {
+    deviceStates.set(id, s);
     let card = devices.get(id);
     if (!card) {
       card = el("article", "device");
@@ -66,7 +84,14 @@
     if (s.dance_active) add("dancing", "yes");
     if (s.last_sound_dir != null) add("last sound", String(s.last_sound_dir));
     add("last event", `${s.last_event_name || "—"} · ${ago(s.sensor_age_s)}`);
+    const sc = scenes.get(id);
+    if (sc) {
+      const dd = el("dd", "scene", sc.text);
+      if (typeof sc.ts_wall === "number") dd.append(" ", el("span", "time", ago(Math.max(0, Date.now() / 1000 - sc.ts_wall))));
+      dl.append(el("dt", "", "scene"), dd);
+    }
     card.append(h, dl);
+    checkWatch();
   }
   async function loadDevices() {
     try {
@@ -88,6 +113,107 @@
         if (one[id]) renderDevice(id, one[id]);
       } catch (e) { /* next poll */ }
     }, 150);
+  }
+
+  // Scenes: each robot's latest one-line summary, on its device card.
+  // Every answer carries the number of the request that asked for it, so
+  // a slow older answer never replaces a newer one.
+  const scenes = new Map(); // device → {text, ts_wall, seq}
+  let sceneSeq = 0;
+  async function loadScenes(id) {
+    const seq = ++sceneSeq;
+    let got;
+    try {
+      got = await getJSON("/api/perception/scene" + (id ? "?device_id=" + encodeURIComponent(id) : ""));
+      if (!got || typeof got !== "object" || Array.isArray(got)) throw new Error("unexpected answer");
+    } catch (e) {
+      notice("scene-note", `Scene summaries unavailable (${why(e)}).`);
+      return;
+    }
+    notice("scene-note", "");
+    const scope = new Set(id ? [id] : [...scenes.keys(), ...Object.keys(got)]);
+    for (const d of scope) {
+      const old = scenes.get(d);
+      if (old && old.seq > seq) continue;
+      const sc = Object.hasOwn(got, d) ? got[d] : null;
+      if (sc && typeof sc.text === "string" && sc.text) scenes.set(d, { text: sc.text, ts_wall: sc.ts_wall, seq });
+      else scenes.delete(d);
+      if (deviceStates.has(d)) renderDevice(d, deviceStates.get(d));
+    }
+  }
+
+  // Security watch: the recent records of robots in the security state,
+  // and which robots are watching now.
+  const SEC_MAX = 20;
+  const photoWords = { photo_dispatch_failed: "camera route missing on xiaozhi", photo_poll_miss: "no description in time" };
+  // secText says what a capture saw, or why there is no photo; audio says
+  // whether an audio error came with it.
+  function secText(desc, errs) {
+    errs = Array.isArray(errs) ? errs.filter((x) => typeof x === "string") : [];
+    const photo = errs.filter((x) => !x.startsWith("audio_")).map((x) => photoWords[x] || x.replace(/_/g, " "));
+    return {
+      text: typeof desc === "string" && desc ? desc : "no photo" + (photo.length ? " — " + photo.join("; ") : ""),
+      miss: !(typeof desc === "string" && desc),
+      audio: errs.some((x) => x.startsWith("audio_")),
+    };
+  }
+  const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "short" });
+  function secRow(r, t) {
+    const li = el("li");
+    li.dataset.device = typeof r.device === "string" ? r.device : "";
+    let when = t ? clock(t) : "";
+    if (t && new Date(t * 1000).toDateString() !== new Date().toDateString()) when = dayFormat.format(t * 1000) + " " + when;
+    const s = secText(r.photo_desc, r.errors);
+    const body = el("div");
+    body.append(el("div", "name", li.dataset.device || "(no device)"), el("div", s.miss ? "desc miss" : "desc", s.text));
+    if (typeof r.audio_transcript === "string" && r.audio_transcript) body.append(el("div", "heard", "Heard: " + r.audio_transcript));
+    if (typeof r.audio_classification === "string" && r.audio_classification) body.append(el("div", "heard", "Sound: " + r.audio_classification));
+    if (s.audio) body.append(el("div", "note", "audio not available"));
+    li.append(el("span", "time", when), body);
+    return li;
+  }
+  let secSeq = 0, secShown = 0, secRecords = 0, secFailed = "", watching = [], watchKey = null;
+  function secVisible() {
+    $("security-card").hidden = !secRecords && !watching.length && !secFailed;
+  }
+  async function loadSecurity() {
+    const seq = ++secSeq;
+    let list;
+    try {
+      list = await getJSON("/api/security/recent?limit=" + SEC_MAX);
+      if (!Array.isArray(list)) throw new Error("unexpected answer");
+    } catch (e) {
+      if (seq < secShown) return;
+      secShown = seq;
+      secFailed = `Security records unavailable (${why(e)}).`;
+      notice("sec-note", secFailed);
+      secVisible();
+      return;
+    }
+    if (seq < secShown) return;
+    secShown = seq;
+    secFailed = "";
+    notice("sec-note", "");
+    const rows = list.filter((r) => r && typeof r === "object").map((r) => [r, typeof r.ts === "string" ? turnTime(r) || 0 : 0])
+      .sort((a, b) => b[1] - a[1]).slice(0, SEC_MAX);
+    $("sec-list").replaceChildren(...rows.map(([r, t]) => secRow(r, t)));
+    secRecords = rows.length;
+    secVisible();
+  }
+  // checkWatch follows which robots are in the security state: the badge
+  // shows while any is, and the records are fetched again when one enters
+  // or leaves it.
+  function checkWatch() {
+    const ids = [...deviceStates].filter(([, s]) => s && s.current_state === "security").map(([id]) => id).sort();
+    const key = ids.join("\n");
+    if (key === watchKey) return;
+    const first = watchKey === null;
+    watchKey = key;
+    watching = ids;
+    $("sec-watching").hidden = !ids.length;
+    notice("sec-who", ids.length ? "On watch: " + ids.join(", ") : "");
+    secVisible();
+    if (!first) later("security", 300, loadSecurity);
   }
 
   // The feed: perception events and voice turns in one list, newest
@@ -121,6 +247,12 @@
     if (isError) { li.dataset.error = "1"; countError(1); }
     return li;
   }
+  // Events shown as a short sentence rather than their data.
+  const sceneReasons = { tick: "periodic", face_recognized: "face recognised", audio_captioned: "new sound", state_changed: "state changed" };
+  const summaries = new Map([
+    ["security_capture", (d) => { const s = secText(d.photo_desc, d.errors); return s.text + (s.audio ? " · audio not available" : ""); }],
+    ["scene_synthesised", (d) => `${sceneReasons[d.reason] || d.reason || "new scene"}: ${d.preview ?? ""}`],
+  ]);
   function eventRow(ev) {
     const isError = /(^|_)(error|failed)$/.test(ev.name || "");
     const li = row(`e|${ev.device_id}|${ev.ts}|${ev.name}`, "event", ev.ts || 0, isError);
@@ -129,8 +261,12 @@
     li.dataset.device = ev.device_id || "";
     const what = el("div");
     what.append(el("span", "name", ev.name || "(unnamed)"), document.createTextNode(" "), el("span", "time", ev.device_id || ""));
-    const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : "";
-    if (data) what.append(el("div", "data", data));
+    const sum = summaries.get(ev.name);
+    if (sum && ev.data && typeof ev.data === "object") what.append(el("div", "summary", String(sum(ev.data))));
+    else {
+      const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : "";
+      if (data) what.append(el("div", "data", data));
+    }
     li.append(el("span", "time", clock(ev.ts)), what);
     return li;
   }
@@ -182,7 +318,12 @@
   function followFeed() {
     const src = new EventSource("/api/perception/feed");
     connection("conn-feed", src);
-    src.addEventListener("open", () => { $("feed-note").hidden = true; });
+    // After a reconnect, what the stream missed is fetched again.
+    let opens = 0;
+    src.addEventListener("open", () => {
+      $("feed-note").hidden = true;
+      if (opens++) { later("scenes", 300, () => loadScenes("")); later("security", 300, loadSecurity); }
+    });
     src.onmessage = (m) => {
       let ev;
       try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -190,6 +331,10 @@
       $("feed-note").hidden = true;
       live(eventRow(ev));
       if (ev.device_id) refreshDevice(ev.device_id);
+      if (ev.name === "scene_synthesised") {
+        const id = ev.device_id || "";
+        later("scene|" + id, 300, () => loadScenes(id));
+      } else if (ev.name === "security_capture") later("security", 300, loadSecurity);
     };
   }
   function followTurns() {
@@ -396,6 +541,10 @@
     // script's start, and how much of it was building the rows.
     window.feedBuild = performance.now() - t1;
     window.feedReady = performance.now() - t0;
+    // Scenes and security records after the history: the browser's few
+    // connections to the bridge go to the feed first.
+    loadScenes("");
+    loadSecurity();
     setInterval(loadDevices, 5000);
   }
   start();

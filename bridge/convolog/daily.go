@@ -1,0 +1,185 @@
+package convolog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// DailyConfig configures one set of daily NDJSON files,
+// <Dir>/<Prefix>-YYYY-MM-DD.ndjson.
+type DailyConfig struct {
+	// Dir is the directory (CONVO_LOG_DIR for every file bridge.py wrote),
+	// created 0700 when missing.
+	Dir string
+	// Prefix names the set: "convo", "security", "scene-synthesis", …
+	Prefix string
+	// Location is the zone of the file dates.
+	Location *time.Location
+	// Logger receives write failures; nil discards.
+	Logger hclog.Logger
+	// Failures counts records that could not be written
+	// (dotty_journal_write_failures_total{file=Prefix}); nil counts nothing.
+	Failures prometheus.Counter
+	// What names the files in log lines ("the security log; …"); empty
+	// means "the <Prefix> log".
+	What string
+}
+
+// Daily appends JSON records, one line each, to the file of their date.
+// Each record is one write(2) on a file opened O_APPEND under the set's
+// lock, so concurrent writers never interleave or tear lines. A failure
+// is logged (the first of a run at Warn, the rest at Debug until a write
+// succeeds again) and counted, and never reaches the caller: a full SD
+// card must not stop the robot. Safe for concurrent use.
+type Daily struct {
+	dir, prefix, what string
+	loc               *time.Location
+	log               hclog.Logger
+	failures          prometheus.Counter
+
+	mu     sync.Mutex
+	dirOK  bool
+	warned bool
+}
+
+// NewDaily returns the file set, creating its directory now; a failure is
+// logged and retried at the next write.
+func NewDaily(cfg DailyConfig) *Daily {
+	d := &Daily{dir: cfg.Dir, prefix: cfg.Prefix, what: cfg.What, loc: cfg.Location, log: cfg.Logger, failures: cfg.Failures}
+	if d.loc == nil {
+		d.loc = time.Local
+	}
+	if d.log == nil {
+		d.log = hclog.NewNullLogger()
+	}
+	if d.what == "" {
+		d.what = "the " + d.prefix + " log"
+	}
+	d.mu.Lock()
+	d.ensureDirLocked()
+	d.mu.Unlock()
+	return d
+}
+
+// Path returns the file a record stamped t goes to.
+func (d *Daily) Path(t time.Time) string {
+	return filepath.Join(d.dir, d.prefix+"-"+t.In(d.loc).Format("2006-01-02")+".ndjson")
+}
+
+// Location is the zone of the file dates.
+func (d *Daily) Location() *time.Location { return d.loc }
+
+// Append writes v as one JSON line (raw UTF-8, HTML characters unescaped)
+// to the file of t's date.
+func (d *Daily) Append(t time.Time, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		d.log.Error("cannot encode a record", "file", d.prefix, "error", err)
+		d.count()
+		return
+	}
+	d.appendLine(t, buf.Bytes())
+}
+
+// appendLine writes line (ending in a newline) with one write.
+func (d *Daily) appendLine(t time.Time, line []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ensureDirLocked() {
+		d.count()
+		return
+	}
+	path := d.Path(t)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- the configured directory plus a date we format
+	if err != nil {
+		d.failLocked("cannot open "+d.what, err)
+		return
+	}
+	_, werr := f.Write(line)
+	cerr := f.Close()
+	// The mode is re-asserted after each append, as bridge.py did, so a
+	// file created by hand or by an older version ends up private too.
+	merr := os.Chmod(path, 0o600)
+	if err := errors.Join(werr, cerr, merr); err != nil {
+		d.failLocked("cannot write "+d.what, fmt.Errorf("%s: %w", path, err))
+		return
+	}
+	d.warned = false
+}
+
+func (d *Daily) ensureDirLocked() bool {
+	if d.dirOK {
+		return true
+	}
+	if err := os.MkdirAll(d.dir, 0o700); err != nil {
+		d.warnLocked("cannot create the directory of "+d.what, err)
+		return false
+	}
+	d.dirOK = true
+	return true
+}
+
+func (d *Daily) failLocked(msg string, err error) {
+	d.warnLocked(msg, err)
+	d.count()
+}
+
+func (d *Daily) count() {
+	if d.failures != nil {
+		d.failures.Inc()
+	}
+}
+
+func (d *Daily) warnLocked(msg string, err error) {
+	if d.warned {
+		d.log.Debug(msg, "dir", d.dir, "error", err)
+		return
+	}
+	d.warned = true
+	d.log.Warn(msg, "dir", d.dir, "error", err)
+}
+
+// Metrics are the daily files' series.
+type Metrics struct {
+	// WriteFailures is dotty_journal_write_failures_total{file}: records of
+	// a daily NDJSON file set (the label is its prefix) that could not be
+	// written.
+	WriteFailures *prometheus.CounterVec
+}
+
+// Files are the prefixes of the daily file sets the bridge writes, created
+// at zero so a dashboard sees each before its first failure.
+var Files = []string{"convo", "security", "scene-synthesis", "perception"}
+
+// NewMetrics creates the series on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{WriteFailures: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_journal_write_failures_total",
+		Help: "Records of the daily NDJSON files (conversation, security, scene, idle perception) that could not be written, by file prefix.",
+	}, []string{"file"})}
+	for _, f := range Files {
+		m.WriteFailures.WithLabelValues(f)
+	}
+	return m
+}
+
+// Failures returns the counter of one file set; nil for a nil m.
+func (m *Metrics) Failures(prefix string) prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.WriteFailures.WithLabelValues(strings.TrimSpace(prefix))
+}

@@ -1,0 +1,137 @@
+package perception
+
+import (
+	"context"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+)
+
+// IdleRecord is one notable idle photo, in bridge.py's key order.
+type IdleRecord struct {
+	TS     string `json:"ts"`
+	Device string `json:"device"`
+	Type   string `json:"type"` // "perception"
+	Mode   string `json:"mode"` // "idle"
+	Text   string `json:"text"`
+}
+
+// idleLoop sleeps a random time between IdleSleepMin and IdleSleepMax,
+// then tries one silent photo, until ctx ends.
+func (c *consumers) idleLoop(ctx context.Context) {
+	log := c.s.log.Named(IdlePhotographer)
+	log.Debug("idle photographer started", "sleep_min", c.cfg.IdleSleepMin, "sleep_max", c.cfg.IdleSleepMax,
+		"jaccard", c.cfg.IdleJaccard, "wait", c.cfg.IdleResultWait)
+	for {
+		t := c.clock.NewTimer(c.idleSleep())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.Chan():
+		}
+		c.safely(log, IdlePhotographer, func() { c.idleOnce(ctx) })
+	}
+}
+
+// idleSleep is uniform in [IdleSleepMin, IdleSleepMax]: the photos come at
+// no fixed rhythm, so they never line up with anything in the house.
+func (c *consumers) idleSleep() time.Duration {
+	span := c.cfg.IdleSleepMax - c.cfg.IdleSleepMin
+	if span <= 0 {
+		return c.cfg.IdleSleepMin
+	}
+	return c.cfg.IdleSleepMin + time.Duration(rand.Int64N(int64(span)+1)) // #nosec G404 -- timing jitter, not a secret
+}
+
+// idleOnce photographs the room of an idle robot and keeps the description
+// when it says something new.
+func (c *consumers) idleOnce(ctx context.Context) {
+	log := c.s.log.Named(IdlePhotographer)
+	cam := c.s.cfg.Camera
+	if cam == nil || c.s.cfg.Robot == nil || !c.s.cfg.Robot.Enabled() {
+		return
+	}
+	device, ok := cam.NewestPhotoDevice()
+	if !ok {
+		if device, ok = c.s.states.Latest(); !ok {
+			return
+		}
+	}
+	st, ok := c.s.states.Get(device)
+	if !ok || strings.ToLower(st.State()) != "idle" || isTrue(st.Listening) || isTrue(st.FacePresent) {
+		return // someone is there, or the robot is busy: the room view and the talk own the camera
+	}
+	mark := cam.Mark()
+	if err := c.call(ctx, IdlePhotographer, "take-photo", func(ctx context.Context, r Robot) error {
+		return r.TakePhoto(ctx, device, IdlePrompt)
+	}); err != nil {
+		return // the client logged it (a missing route once)
+	}
+	desc := c.await(ctx, cam, device, mark, c.cfg.IdleResultWait, Camera.NextPhoto)
+	if desc == "" {
+		if ctx.Err() == nil {
+			log.Info("no fresh description of the idle photo", "device", device)
+		}
+		return
+	}
+	now := c.clock.Now()
+	notable := false
+	c.s.states.Amend(device, func(d *DeviceState) {
+		last := ""
+		if d.LastIdlePerceptionText != nil {
+			last = *d.LastIdlePerceptionText
+		}
+		if notable = Notable(desc, last, c.cfg.IdleJaccard); notable {
+			d.LastIdlePerceptionText, d.LastIdlePerceptionT = ptr(desc), ptr(epochSeconds(now))
+		}
+	})
+	if !notable {
+		log.Info("idle photo not notable", "device", device, "len", utf8.RuneCountInString(desc))
+		return
+	}
+	appendTo(c.journals.idle, now, IdleRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Device: device,
+		Type: "perception", Mode: "idle", Text: desc})
+	log.Info("idle photo kept", "device", device, "len", utf8.RuneCountInString(desc))
+}
+
+// wordRE is Python's Unicode \w: letters, digits and numbers of any
+// script, and the underscore.
+var wordRE = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+
+// Notable reports whether an idle description is worth keeping: at least
+// 20 characters, not a "same as before", and a lower-cased word-set
+// Jaccard similarity with the last kept one below threshold (no last one,
+// or no words on either side, counts as new).
+func Notable(desc, last string, threshold float64) bool {
+	if utf8.RuneCountInString(desc) < 20 || strings.Contains(strings.ToLower(desc), "same as before") {
+		return false
+	}
+	if last == "" {
+		return true
+	}
+	cur, prev := words(desc), words(last)
+	if len(cur) == 0 || len(prev) == 0 {
+		return true
+	}
+	both := 0
+	for w := range cur {
+		if prev[w] {
+			both++
+		}
+	}
+	union := len(cur) + len(prev) - both
+	return float64(both)/float64(union) < threshold
+}
+
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordRE.FindAllString(s, -1) {
+		out[strings.ToLower(w)] = true
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package perception
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+)
+
+// SceneRecord is one scene synthesis in the day's file, in bridge.py's key
+// order.
+type SceneRecord struct {
+	TS              string  `json:"ts"`
+	Type            string  `json:"type"` // "scene_synthesis"
+	Device          string  `json:"device"`
+	Text            string  `json:"text"`
+	FaceID          *string `json:"face_id"`
+	State           string  `json:"state"`
+	HasVision       bool    `json:"has_vision"`
+	HasAudioCaption bool    `json:"has_audio_caption"`
+}
+
+// sceneStates are the state changes that make a scene, matched as sent:
+// the moments worth a line of memory.
+var sceneStates = map[string]bool{"story_time": true, "security": true, "sleep": true}
+
+// sceneTTL is how long a scene stands in for the raw vision and audio
+// lines of the prompt's perception block.
+const sceneTTL = 600 * time.Second
+
+// sceneLoop composes a scene for a device when it is recognised, heard or
+// enters one of sceneStates, and for every device after SceneInterval
+// without such an event, until ctx ends.
+func (c *consumers) sceneLoop(ctx context.Context) {
+	sub := c.sceneSub
+	defer sub.Close()
+	log := c.s.log.Named(SceneSynthesis)
+	t := c.clock.NewTimer(c.cfg.SceneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-sub.C:
+			if !t.Stop() {
+				select { // a tick that fired meanwhile is superseded by this event
+				case <-t.Chan():
+				default:
+				}
+			}
+			t.Reset(c.cfg.SceneInterval)
+			if ignored(ev) {
+				continue
+			}
+			if ev.Name == "state_changed" {
+				if s, _ := ev.Data["state"].(string); !sceneStates[s] {
+					continue
+				}
+			}
+			c.safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name) })
+		case <-t.Chan():
+			t.Reset(c.cfg.SceneInterval)
+			for _, dev := range c.s.states.Devices() {
+				if dev == "" || dev == "unknown" {
+					continue
+				}
+				c.safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick") })
+			}
+		}
+	}
+}
+
+// synthesise composes device's scene from what the robot saw (60 s) and
+// heard (120 s) and who is there, and keeps it unless the device had one
+// less than SceneMinGap ago. Nothing fresh seen or heard, no scene.
+func (c *consumers) synthesise(device, reason string) {
+	var vision, audio string
+	if c.s.cfg.Senses != nil {
+		vision, audio = c.s.cfg.Senses.Fresh(device)
+		vision, audio = emoji.Strip(vision), emoji.Strip(audio)
+	}
+	if vision == "" && audio == "" {
+		return
+	}
+	now := c.clock.Now()
+	wall := epochSeconds(now)
+	var scene *Scene
+	kept := c.s.states.Amend(device, func(d *DeviceState) {
+		if d.Scene != nil && wall-d.Scene.TSWall < c.cfg.SceneMinGap.Seconds() {
+			return
+		}
+		scene = composeScene(d, now.In(c.s.cfg.Location), c.cfg.IdentityTTL, vision, audio)
+		d.Scene = scene
+	})
+	if !kept || scene == nil {
+		return
+	}
+	appendTo(c.journals.scene, now, SceneRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Type: "scene_synthesis",
+		Device: device, Text: scene.Text, FaceID: scene.FaceID, State: scene.State, HasVision: vision != "", HasAudioCaption: audio != ""})
+	c.s.Broadcast(Event{DeviceID: device, TS: wall, Name: "scene_synthesised",
+		Data: map[string]any{"reason": reason, "preview": emoji.FirstRunes(scene.Text, 80)}})
+	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", emoji.FirstRunes(scene.Text, 160))
+}
+
+// composeScene is the scene line: "<YYYY-MM-DD HH:MM> — <who>", then
+// " Dotty sees <vision>.", " Heard: <audio>." and " State: <state>.".
+func composeScene(d *DeviceState, now time.Time, identityTTL time.Duration, vision, audio string) *Scene {
+	sc := &Scene{TSWall: epochSeconds(now), State: d.State()}
+	who := "No one is detected."
+	if id, ok := d.FreshIdentity(now, identityTTL); ok {
+		sc.FaceID = ptr(id)
+		who = id + " is in the room."
+	} else if isTrue(d.FacePresent) {
+		who = "Someone is in the room."
+	}
+	parts := []string{now.Format("2006-01-02 15:04") + " — " + who}
+	if vision != "" {
+		parts = append(parts, "Dotty sees "+strings.TrimRight(vision, ".")+".")
+	}
+	if audio != "" {
+		parts = append(parts, "Heard: "+strings.TrimRight(audio, ".")+".")
+	}
+	parts = append(parts, "State: "+sc.State+".")
+	sc.Text = strings.Join(parts, " ")
+	return sc
+}

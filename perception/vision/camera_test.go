@@ -1,0 +1,519 @@
+package vision
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/perceptiontest"
+)
+
+// The camera consumers (security watch, idle photographer, scene
+// synthesis) are perception's, but they act through the camera: these
+// tests run them on a fake clock against the real vision routes and
+// cache, a fake VLM, and a recording fake xiaozhi that plays the robot
+// (an accepted take-photo uploads a JPEG to /api/vision/explain).
+
+var brisbane = func() *time.Location {
+	loc, err := time.LoadLocation("Australia/Brisbane")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+type camEnv struct {
+	*env
+	xz     *xiaozhitest.Server
+	dir    string // CONVO_LOG_DIR: the journals
+	logs   *testkit.LogBuffer
+	feed   *perceptiontest.Watcher
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan error
+	base   int // fake-clock waiters of the loops that always run
+}
+
+// newCamEnv builds the env with only the consumers edit enables (security
+// watch on, scene synthesis and idle photographer off by default). The
+// clock starts at 15:00 UTC, which is 01:00 the next day in Brisbane
+// (DOTTY_LOCAL_TZ), while TZ is UTC.
+func newCamEnv(t *testing.T, edit func(*perception.Config)) *camEnv {
+	t.Helper()
+	c := &camEnv{xz: xiaozhitest.New(t), dir: filepath.Join(t.TempDir(), "logs"), logs: &testkit.LogBuffer{}}
+	host, port := c.xz.HostPort()
+	c.env = newEnvWith(t, nil, func(p *perception.Config) {
+		p.Robot = xiaozhi.New(xiaozhi.Config{Host: host, Port: port, Logger: hclog.New(&hclog.LoggerOptions{Output: c.logs})})
+		p.Camera = p.Senses.(*Cache)
+		p.JournalDir, p.Location, p.SecurityLocation = c.dir, time.UTC, brisbane
+		p.Logger = hclog.New(&hclog.LoggerOptions{Output: c.logs, Level: hclog.Debug})
+		p.Consumers.SceneEnabled, p.Consumers.IdleEnabled = false, false
+		if edit != nil {
+			edit(p)
+		}
+	})
+	c.clock.Advance(5 * time.Hour)
+	c.xz.TakesPhotos(c.url, jpeg)
+	c.feed = perceptiontest.NewWatcher(t, c.p.Bus())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", c.logs.String())
+		}
+	})
+	return c
+}
+
+// run starts the consumers; the test's end stops them (bounded wait).
+func (c *camEnv) run(t *testing.T, loops int) {
+	t.Helper()
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.done = make(chan error, 1)
+	go func() { c.done <- c.p.Run(c.ctx) }()
+	t.Cleanup(func() {
+		c.cancel()
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+	c.base = loops
+	c.waiters(t, 0)
+}
+
+// waiters waits until the loops that always run plus n more are blocked
+// on the fake clock.
+func (c *camEnv) waiters(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if err := c.clock.BlockUntilContext(ctx, c.base+n); err != nil {
+		t.Fatalf("waiting for %d clock waiters: %v", c.base+n, err)
+	}
+}
+
+func (c *camEnv) event(device, name string, data map[string]any) {
+	c.p.Ingest(perception.Event{DeviceID: device, TS: float64(c.clock.Now().UnixNano()) / 1e9, Name: name, Data: data})
+}
+
+// lines reads a journal file, one string per line; none when absent.
+func (c *camEnv) lines(t *testing.T, name string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(c.dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+func (c *camEnv) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(c.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, strings.TrimSpace(b.String())
+}
+
+func named(name, key, want string) perceptiontest.Matcher {
+	return func(ev perception.Event) bool {
+		got, _ := ev.Data[key].(string)
+		return ev.Name == name && (want == "" || got == want)
+	}
+}
+
+func bodyOf(call xiaozhitest.Call) string { return string(call.Raw) }
+
+// TestSecurityWatchCycles: entering security photographs the room at once
+// and then every 20 s after each cycle; each record reaches the day's file
+// (dated in DOTTY_LOCAL_TZ), the ring behind /api/security/recent and the
+// feed; another state stops the loop.
+func TestSecurityWatchCycles(t *testing.T) {
+	c := newCamEnv(t, nil)
+	c.xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: 404, Body: "Not Found"})
+	c.model.set(200, "A dim hallway; a coat on a chair.")
+	c.run(t, 1) // the identity refresher's ticker
+
+	c.event("d1", "state_changed", map[string]any{"state": " Security "})
+	c.feed.Expect(5*time.Second, named("security_capture", "photo_desc", "A dim hallway; a coat on a chair."))
+	const file = "security-2026-11-23.ndjson"
+	want1 := `{"ts":"2026-11-23T01:00:00+10:00","device":"d1","photo_desc":"A dim hallway; a coat on a chair.","audio_transcript":null,"audio_classification":null,"errors":["audio_capture_pending"]}`
+	if got := c.lines(t, file); len(got) != 1 || got[0] != want1 {
+		t.Fatalf("%s:\n%q\nwant\n%q", file, got, want1)
+	}
+	photo := c.xz.CallsTo("/xiaozhi/admin/take-photo")
+	if len(photo) != 1 || bodyOf(photo[0]) != `{"device_id":"d1","question":"`+perception.SecurityPrompt+`"}` {
+		t.Errorf("take-photo calls %+v", photo)
+	}
+	if audio := c.xz.CallsTo("/xiaozhi/admin/capture-audio"); len(audio) != 1 || bodyOf(audio[0]) != `{"device_id":"d1","duration_ms":5000}` {
+		t.Errorf("capture-audio calls %+v", audio)
+	}
+
+	// The next cycle waits the interval after the end of this one.
+	c.waiters(t, 1)
+	c.model.set(200, "The hallway is empty.")
+	c.clock.Advance(19 * time.Second)
+	c.feed.ExpectNoMore(named("security_capture", "", ""))
+	c.clock.Advance(time.Second)
+	c.feed.Expect(5*time.Second, named("security_capture", "photo_desc", "The hallway is empty."))
+	got := c.lines(t, file)
+	if len(got) != 2 || got[0] != want1 || got[1] != strings.NewReplacer("01:00:00", "01:00:20", "A dim hallway; a coat on a chair.", "The hallway is empty.").Replace(want1) {
+		t.Fatalf("%s after two cycles:\n%s", file, strings.Join(got, "\n"))
+	}
+	if n := strings.Count(c.logs.String(), "xiaozhi does not have this admin route"); n != 1 {
+		t.Errorf("the missing capture-audio route was logged %d times, want once", n)
+	}
+
+	// The ring, newest first, by device and limited.
+	if code, body := c.get(t, "/api/security/recent?device_id=d1"); code != 200 || body != "["+got[1]+","+got[0]+"]" {
+		t.Errorf("recent: %d %s", code, body)
+	}
+	if _, body := c.get(t, "/api/security/recent?limit=1"); body != "["+got[1]+"]" {
+		t.Errorf("recent limit 1: %s", body)
+	}
+	if _, body := c.get(t, "/api/security/recent?device_id=other"); body != "[]" {
+		t.Errorf("recent of another device: %s", body)
+	}
+	for _, q := range []string{"limit=-1", "limit=x", "device_id=" + strings.Repeat("d", 300)} {
+		if code, body := c.get(t, "/api/security/recent?"+q); code != 422 || !strings.Contains(body, `"detail":[`) {
+			t.Errorf("%s: %d %s", q, code, body)
+		}
+	}
+
+	// Any other state stops the loop: no more photos, however long.
+	c.waiters(t, 1)
+	c.event("d1", "state_changed", map[string]any{"state": "idle"})
+	testkit.WaitFor(t, 5*time.Second, "the watch to stop", func() bool { return len(c.p.Watching()) == 0 })
+	c.waiters(t, 0)
+	c.clock.Advance(time.Minute)
+	c.waiters(t, 0)
+	if n := len(c.xz.CallsTo("/xiaozhi/admin/take-photo")); n != 2 {
+		t.Errorf("%d photos after the watch stopped, want 2", n)
+	}
+}
+
+// TestSecurityWatchMissesAndAudio: a refused take-photo, a photo that never
+// comes back and a clip that is captioned each shape the record.
+func TestSecurityWatchMissesAndAudio(t *testing.T) {
+	c := newCamEnv(t, nil)
+	c.model.audioReply = "A dog barks twice, then quiet."
+	c.xz.RecordsAudio(c.url, []byte("RIFF....WAVEfmt "))
+	c.xz.Set("/xiaozhi/admin/take-photo", xiaozhitest.Reply{Status: 503, Body: `{"error":"no device connected","known":[]}`})
+	c.run(t, 1)
+	c.event("d1", "state_changed", map[string]any{"state": "security"})
+	ev := c.feed.Expect(5*time.Second, named("security_capture", "", ""))[0]
+	if errs, _ := json.Marshal(ev.Data["errors"]); string(errs) != `["photo_dispatch_failed"]` {
+		t.Errorf("errors on the feed %s", errs)
+	}
+	rec := c.p.SecurityRecent("d1", 0)
+	if len(rec) != 1 || rec[0].PhotoDesc != "" || rec[0].AudioClassification == nil || *rec[0].AudioClassification != "A dog barks twice, then quiet." {
+		t.Fatalf("record %+v", rec)
+	}
+
+	// The photo is taken but never uploaded: a miss after the 20 s wait,
+	// and the clip is asked for but never arrives: a pending poll.
+	c.xz.Set("/xiaozhi/admin/take-photo", xiaozhitest.Reply{Status: 200, Body: `{"ok":true}`})
+	c.xz.After("/xiaozhi/admin/take-photo", func(xiaozhitest.Call) {})
+	c.xz.After("/xiaozhi/admin/capture-audio", func(xiaozhitest.Call) {})
+	c.waiters(t, 1)
+	c.clock.Advance(20 * time.Second)
+	c.waiters(t, 1) // the photo wait
+	c.clock.Advance(20 * time.Second)
+	c.waiters(t, 1) // the clip wait
+	c.clock.Advance(20 * time.Second)
+	c.feed.Expect(5*time.Second, named("security_capture", "", ""))
+	lines := c.lines(t, "security-2026-11-23.ndjson")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], `"photo_desc":"","audio_transcript":null,"audio_classification":null,"errors":["photo_poll_miss","audio_poll_endpoint_pending"]}`) ||
+		!strings.HasPrefix(lines[1], `{"ts":"2026-11-23T01:01:00+10:00",`) {
+		t.Errorf("lines:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestSecurityWatchStopsMidCycle: a state change while the cycle waits for
+// its photo ends it at once without a record, and so does shutdown.
+func TestSecurityWatchStopsMidCycle(t *testing.T) {
+	c := newCamEnv(t, nil)
+	c.xz.After("/xiaozhi/admin/take-photo", func(xiaozhitest.Call) {}) // the photo never comes
+	c.run(t, 1)
+	c.event("d1", "state_changed", map[string]any{"state": "security"})
+	testkit.WaitFor(t, 5*time.Second, "the take-photo", func() bool { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) == 1 })
+	c.waiters(t, 1) // waiting for the description
+	c.event("d1", "state_changed", map[string]any{"state": "sleep"})
+	c.waiters(t, 0)
+	testkit.WaitFor(t, 5*time.Second, "the watch to stop", func() bool { return len(c.p.Watching()) == 0 })
+	if got := c.lines(t, "security-2026-11-23.ndjson"); got != nil || len(c.p.SecurityRecent("", 0)) != 0 {
+		t.Errorf("a cut cycle left a record: %q", got)
+	}
+
+	c.event("d2", "state_changed", map[string]any{"state": "security"})
+	testkit.WaitFor(t, 5*time.Second, "the second take-photo", func() bool { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) == 2 })
+	c.waiters(t, 1)
+	start := time.Now()
+	c.cancel()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("shutdown took %v with a cycle waiting, want under 1 s", d)
+	}
+	t.Logf("shutdown with a cycle waiting took %v", time.Since(start))
+	if len(c.p.Watching()) != 0 {
+		t.Error("a loop survived shutdown")
+	}
+}
+
+// panicky is a robot whose first take-photo panics.
+type panicky struct {
+	perception.Robot
+	n atomic.Int32
+}
+
+func (p *panicky) TakePhoto(ctx context.Context, device, question string) error {
+	if p.n.Add(1) == 1 {
+		panic("camera exploded")
+	}
+	return p.Robot.TakePhoto(ctx, device, question)
+}
+
+// TestSecurityWatchSurvivesPanic: a cycle that panics is logged and the
+// next one runs on time.
+func TestSecurityWatchSurvivesPanic(t *testing.T) {
+	c := newCamEnv(t, func(p *perception.Config) { p.Robot = &panicky{Robot: p.Robot} })
+	c.xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: 404})
+	c.run(t, 1)
+	c.event("d1", "state_changed", map[string]any{"state": "security"})
+	testkit.WaitFor(t, 5*time.Second, "the panic logged", func() bool { return strings.Contains(c.logs.String(), "camera exploded") })
+	c.waiters(t, 1)
+	c.clock.Advance(20 * time.Second)
+	c.feed.Expect(5*time.Second, named("security_capture", "photo_desc", "A red ball on a wooden floor."))
+}
+
+// TestSecurityWatchFlood: devices entering security past the device table
+// keep at most MaxDevices loops; evicted devices' loops end, and all end at
+// shutdown with no goroutine left behind.
+func TestSecurityWatchFlood(t *testing.T) {
+	c := newCamEnv(t, func(p *perception.Config) { p.MaxDevices = 8 })
+	c.xz.After("/xiaozhi/admin/take-photo", func(xiaozhitest.Call) {})
+	c.xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: 404})
+	c.run(t, 1)
+	// Fewer events than the consumer's queue holds, so none is dropped
+	// and the last eight devices end up watched.
+	for i := range 150 {
+		c.event("flood-"+strconv.Itoa(i), "state_changed", map[string]any{"state": "security"})
+		if n := len(c.p.Watching()); n > 8 {
+			t.Fatalf("%d loops after %d devices, want at most 8", n, i+1)
+		}
+	}
+	testkit.WaitFor(t, 5*time.Second, "the last devices watched", func() bool {
+		w := c.p.Watching()
+		return len(w) == 8 && c.p.States().Len() == 8
+	})
+	for _, d := range c.p.Watching() {
+		if _, ok := c.p.States().Get(d); !ok {
+			t.Errorf("loop for forgotten device %s", d)
+		}
+	}
+	c.cancel()
+	if err := <-c.done; err != nil {
+		t.Fatal(err)
+	}
+	c.done <- nil
+	if w := c.p.Watching(); len(w) != 0 {
+		t.Errorf("loops after shutdown: %v", w)
+	}
+}
+
+// TestIdlePhotographer: after its sleep, an idle robot is photographed
+// silently; a new view is kept (file and state), a repeat is not, and a
+// busy robot is left alone.
+func TestIdlePhotographer(t *testing.T) {
+	c := newCamEnv(t, func(p *perception.Config) {
+		p.Consumers.SecurityEnabled, p.Consumers.IdleEnabled = false, true
+		p.Consumers.IdleSleepMin, p.Consumers.IdleSleepMax = 180*time.Second, 180*time.Second
+	})
+	c.run(t, 2) // the refresher and the photographer's sleep
+	c.event("d1", "chat_status", map[string]any{"listening": false})
+	view := "Late sun on the bookshelf; a blue mug by the lamp."
+	c.model.set(200, view)
+	c.clock.Advance(180 * time.Second)
+	testkit.WaitFor(t, 5*time.Second, "the kept view", func() bool { return len(c.lines(t, "perception-2026-11-22.ndjson")) == 1 })
+	want := `{"ts":"2026-11-22T15:03:00+00:00","device":"d1","type":"perception","mode":"idle","text":"` + view + `"}`
+	if got := c.lines(t, "perception-2026-11-22.ndjson")[0]; got != want {
+		t.Errorf("record\n%s\nwant\n%s", got, want)
+	}
+	if calls := c.xz.CallsTo("/xiaozhi/admin/take-photo"); len(calls) != 1 || bodyOf(calls[0]) != `{"device_id":"d1","question":"`+perception.IdlePrompt+`"}` {
+		t.Errorf("take-photo %+v", calls)
+	}
+	if st, _ := c.p.States().Get("d1"); st.LastIdlePerceptionText == nil || *st.LastIdlePerceptionText != view || *st.LastIdlePerceptionT != float64(c.clock.Now().Unix()) {
+		t.Errorf("state not updated: %+v", st)
+	}
+
+	// The same view again (Jaccard 1): photographed, not kept.
+	shot := func(n int, what string) {
+		t.Helper()
+		c.waiters(t, 0)
+		c.clock.Advance(180 * time.Second)
+		testkit.WaitFor(t, 5*time.Second, what, func() bool { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) == n })
+		testkit.WaitFor(t, 5*time.Second, what+" judged", func() bool {
+			return strings.Count(c.logs.String(), "idle photo not notable")+strings.Count(c.logs.String(), "idle photo kept") == n
+		})
+	}
+	shot(2, "the repeat")
+	c.model.set(200, "Same as before: the bookshelf and the mug.")
+	shot(3, "a same-as-before")
+	c.model.set(200, "A cat asleep on the sofa cushion, curled up.")
+	shot(4, "a new view")
+	if got := c.lines(t, "perception-2026-11-22.ndjson"); len(got) != 2 || !strings.Contains(got[1], "A cat asleep") {
+		t.Errorf("kept:\n%s", strings.Join(got, "\n"))
+	}
+
+	// A face in front of the robot, a story, or an open mic: no photo.
+	for _, busy := range []struct{ name, ev string }{{"face", "face_detected"}, {"story", "state_changed"}, {"listening", "chat_status"}} {
+		data := map[string]any{"state": "story_time", "listening": true}
+		c.event("d1", busy.ev, data)
+		c.waiters(t, 0)
+		c.clock.Advance(180 * time.Second)
+		c.waiters(t, 0) // re-armed without a photo
+		if n := len(c.xz.CallsTo("/xiaozhi/admin/take-photo")); n != 4 {
+			t.Fatalf("%s: photographed (%d calls)", busy.name, n)
+		}
+		c.event("d1", "face_lost", nil)
+		c.event("d1", "state_changed", map[string]any{"state": "idle"})
+		c.event("d1", "chat_status", map[string]any{"listening": false})
+	}
+}
+
+func TestNotable(t *testing.T) {
+	for _, tt := range []struct {
+		desc, last string
+		want       bool
+	}{
+		{"short view", "", false}, // under 20 characters
+		{"A lamp glows softly in the corner.", "", true},
+		{"Nothing new — SAME AS BEFORE, really.", "", false},
+		{"A lamp glows softly in the corner.", "a lamp glows softly in the corner", false},            // Jaccard 1
+		{"A lamp glows softly in the corner.", "A lamp glows softly in the corner tonight.", false},   // 7/8
+		{"A lamp glows softly in the corner.", "A lamp glows in the corner by the door.", true},       // 6/9
+		{"A lamp glows softly in the corner.", "Rain streaks the window; the street is dark.", true},  // 1/13
+		{"Кот спит на диване у окна, тихо.", "Кот спит на диване у окна, тихо и спокойно.", false},    // Unicode words: 7/9
+		{"A lamp glows softly in the corner.", "— … —", true},                                         // no words in the last one
+		{"Ein Hund läuft über die Straße heute.", "Ein Hund läuft über die Wiese morgen früh.", true}, // 5/10
+	} {
+		if got := perception.Notable(tt.desc, tt.last, 0.7); got != tt.want {
+			t.Errorf("Notable(%q, %q) = %v, want %v", tt.desc, tt.last, got, tt.want)
+		}
+	}
+}
+
+// TestSceneSynthesis: a recognised face, a caption or a story/security/
+// sleep state makes a device's scene from what is fresh, at most once per
+// minimum gap; the scene is cached for the prompt and the dashboard,
+// written to the day's file and announced on the feed; after the interval
+// with no trigger a tick makes one for every device.
+func TestSceneSynthesis(t *testing.T) {
+	c := newCamEnv(t, func(p *perception.Config) { p.Consumers.SecurityEnabled, p.Consumers.SceneEnabled = false, true })
+	c.model.audioReply = "Birdsong through the window."
+	c.run(t, 2) // the refresher and the scene tick
+
+	// Nothing seen or heard yet: no scene.
+	c.event("d1", "face_recognized", map[string]any{"identity": "alex"})
+	if code, _ := c.upload(t, "/api/vision/explain", "d2", "", jpeg, "image/jpeg"); code != 200 {
+		t.Fatal(code)
+	}
+	c.event("d2", "state_changed", map[string]any{"state": "Sleep"}) // matched as sent: not a trigger
+	c.event("d2", "face_detected", nil)
+	c.event("d2", "state_changed", map[string]any{"state": "story_time"})
+	ev := c.feed.Expect(5*time.Second, named("scene_synthesised", "reason", "state_changed"))[0]
+	if ev.DeviceID != "d2" {
+		t.Fatalf("scene for %s, want d2 (d1 has seen nothing)", ev.DeviceID)
+	}
+	want := "2026-11-22 15:00 — Someone is in the room. Dotty sees A red ball on a wooden floor. State: story_time."
+	if ev.Data["preview"] != string([]rune(want)[:80]) {
+		t.Errorf("preview %q", ev.Data["preview"])
+	}
+	if _, body := c.get(t, "/api/perception/scene"); body != `{"d2":{"text":"`+want+`","ts_wall":`+strconv.FormatInt(c.clock.Now().Unix(), 10)+`,"face_id":null,"state":"story_time"}}` {
+		t.Errorf("scene route: %s", body)
+	}
+	if lines := c.lines(t, "scene-synthesis-2026-11-22.ndjson"); len(lines) != 1 || lines[0] !=
+		`{"ts":"2026-11-22T15:00:00+00:00","type":"scene_synthesis","device":"d2","text":"`+want+`","face_id":null,"state":"story_time","has_vision":true,"has_audio_caption":false}` {
+		t.Errorf("file:\n%s", strings.Join(lines, "\n"))
+	}
+	if got := c.p.PerceptionLines("d2"); len(got) != 3 || got[2] != want {
+		t.Errorf("prompt lines %q", got)
+	}
+
+	// Within the 120 s gap a trigger makes nothing; a caption for d1 (heard
+	// just now) does.
+	c.clock.Advance(30 * time.Second)
+	c.event("d2", "face_recognized", map[string]any{"identity": "alex"})
+	if code, _ := c.upload(t, "/api/audio/explain", "d1", "", []byte("RIFF"), "audio/wav"); code != 200 {
+		t.Fatal(code)
+	}
+	ev = c.feed.Expect(5*time.Second, named("scene_synthesised", "reason", "audio_captioned"))[0]
+	c.feed.ExpectNoMore(named("scene_synthesised", "", ""))
+	if ev.DeviceID != "d1" {
+		t.Fatalf("scene for %s", ev.DeviceID)
+	}
+	if _, body := c.get(t, "/api/perception/scene?device_id=d1"); !strings.Contains(body, `"text":"2026-11-22 15:00 — alex is in the room. Heard: Birdsong through the window. State: idle.","ts_wall":`) ||
+		!strings.Contains(body, `"face_id":"alex"`) {
+		t.Errorf("d1 scene: %s", body)
+	}
+
+	// The tick: 300 s after the last trigger, every device with something
+	// fresh gets a scene (d2's gap has passed; d1's caption is 280 s old,
+	// past the 120 s an audio caption counts).
+	c.clock.Advance(250 * time.Second)
+	if code, _ := c.upload(t, "/api/vision/explain", "d2", "", jpeg, "image/jpeg"); code != 200 {
+		t.Fatal(code)
+	}
+	c.clock.Advance(49 * time.Second)
+	c.feed.ExpectNoMore(named("scene_synthesised", "", ""))
+	c.clock.Advance(time.Second)
+	ev = c.feed.Expect(5*time.Second, named("scene_synthesised", "reason", "tick"))[0]
+	if ev.DeviceID != "d2" {
+		t.Errorf("tick scene for %s", ev.DeviceID)
+	}
+	lines := c.lines(t, "scene-synthesis-2026-11-22.ndjson")
+	if len(lines) != 3 || !strings.Contains(lines[2], `"text":"2026-11-22 15:05 — Someone is in the room. Dotty sees A red ball on a wooden floor. State: story_time."`) {
+		t.Errorf("file after the tick:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// The cached scene stands in for the raw lines for ten minutes.
+	c.clock.Advance(601 * time.Second)
+	if got := c.p.PerceptionLines("d2"); len(got) != 2 || got[0] != perception.StoryTimeLine {
+		t.Errorf("lines after the scene aged out: %q", got)
+	}
+}
