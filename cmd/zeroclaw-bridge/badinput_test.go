@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -94,6 +95,18 @@ func TestBadInputMatrix(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tt.status || !bytes.Contains(raw, []byte(`"detail"`)) {
 			t.Errorf("%s %s: %d %s", tt.method, tt.path, resp.StatusCode, raw)
+		}
+	}
+	// Read routes with bad query parameters: a 422 in the documented shape.
+	for _, path := range []string{"/api/calendar/today?include_household=maybe", "/api/security/recent?limit=-1",
+		"/api/security/recent?device_id=%01", "/api/perception/scene?device_id=" + strings.Repeat("d", 200),
+		"/api/perception/recent?limit=x"} {
+		code, body := p.get(path)
+		var shape struct {
+			Detail []map[string]any `json:"detail"`
+		}
+		if code != 422 || json.Unmarshal([]byte(body), &shape) != nil || len(shape.Detail) != 1 || fmt.Sprint(shape.Detail[0]["loc"])[:6] != "[query" {
+			t.Errorf("GET %s: %d %s", path, code, body)
 		}
 	}
 	// Multipart routes: no file, not multipart, oversized.
