@@ -23,12 +23,18 @@ type promptInput struct {
 	content  string
 	roomView string // metadata.room_description, "" when absent or not a string
 	deviceID string // metadata.device_id
+
+	speaker      string // the speaker line, resolved before the lease
+	personMemory string // the resolved person's memory block
 }
 
 // buildPrompt assembles the text sent to the agent for turn turnIndex:
-// prefix, room view, perception, context, content, suffix — or the content
-// unchanged on other channels. It runs after the session lease is held, so
-// the turn index, kid mode and the snapshots are those at send time.
+// prefix, speaker, person memory, room view, perception, context, content,
+// suffix — or the content unchanged on other channels: who is talking
+// first, then what the robot knows about them, then what it sees, then
+// the time. It runs after the session lease is held, so the turn index,
+// kid mode and the perception and context snapshots are those at send
+// time; the speaker and their memory were read once before the lease.
 func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 	if !sandwichChannel(in.channel) {
 		return in.content
@@ -36,6 +42,8 @@ func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 	var b strings.Builder
 	b.Grow(len(in.content) + 2048)
 	b.WriteString(promptPrefix)
+	b.WriteString(in.speaker)
+	b.WriteString(in.personMemory)
 	if rv := roomViewLine(in.roomView); rv != "" {
 		b.WriteString(rv)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -73,6 +74,22 @@ type PerceptionReader interface {
 // today's calendar (bridge/periphery). It must not block.
 type ContextReader interface{ ContextParts() []string }
 
+// Speaker names who is talking to the robot (perception's Service): the
+// prompt's "[Speaking with] …\n" line for a request's text, channel,
+// device and room-view roster match, and the person's id; both "" when
+// nobody was resolved. It does no I/O and never fails a turn.
+type Speaker interface {
+	SpeakerBlock(text, channel, deviceID, roomMatchPersonID string) (block, personID string)
+}
+
+// PersonMemory gives what the robot remembers about a person (tier1's
+// memory store): "[Person memory]\n- fact\n…" or "" when nothing is kept.
+// It must return soon after ctx ends: the turn stops waiting then, but the
+// call runs on until it returns.
+type PersonMemory interface {
+	PersonBlock(ctx context.Context, personID string) string
+}
+
 // VoiceConfig configures the voice routes.
 type VoiceConfig struct {
 	// Agent runs the turns.
@@ -91,6 +108,16 @@ type VoiceConfig struct {
 	// Perception and Context feed the sandwich; nil means none.
 	Perception PerceptionReader
 	Context    ContextReader
+	// Speaker resolves who is talking, once per turn, before the session
+	// is leased; nil means no speaker line and no person memory.
+	Speaker Speaker
+	// PersonMemory gives the resolved person's memory block; nil means
+	// none.
+	PersonMemory PersonMemory
+	// PersonMemoryWait caps the wait for PersonMemory (500 ms): a busy
+	// memory store must never hold a voice turn up noticeably, and a turn
+	// goes on without the block when it does not answer in time.
+	PersonMemoryWait time.Duration
 	// ConvoLog receives one record per completed turn; nil writes none.
 	ConvoLog *convolog.Log
 	// Turns receives completed turns for the dashboard; nil publishes none.
@@ -115,6 +142,9 @@ type VoiceConfig struct {
 
 // DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
 const DefaultMaxContentRunes = 16 << 10
+
+// DefaultPersonMemoryWait is the default VoiceConfig.PersonMemoryWait.
+const DefaultPersonMemoryWait = 500 * time.Millisecond
 
 // MaxIDRunes bounds channel and session_id in code points: real callers
 // send a word and a UUID, and both are kept with every turn (the session
@@ -142,6 +172,9 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 	}
 	if c.MaxContentRunes <= 0 {
 		c.MaxContentRunes = DefaultMaxContentRunes
+	}
+	if c.PersonMemoryWait <= 0 {
+		c.PersonMemoryWait = DefaultPersonMemoryWait
 	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
@@ -208,10 +241,78 @@ type voiceRequest struct {
 	sessionID string
 	deviceID  string
 	roomView  string
+	roomMatch string // metadata.room_match_person_id
+
+	// Resolved once per request by prepare.
+	speaker      string // the speaker line
+	personMemory string // the person-memory block
 }
 
 func (r voiceRequest) prompt() promptInput {
-	return promptInput{channel: r.channel, content: r.content, roomView: r.roomView, deviceID: r.deviceID}
+	return promptInput{channel: r.channel, content: r.content, roomView: r.roomView, deviceID: r.deviceID,
+		speaker: r.speaker, personMemory: r.personMemory}
+}
+
+// prepare resolves the speaker and reads their memory, once per request
+// and before the session is leased (a retry on a new session reuses
+// them). Only the sandwich channels get either. The memory read waits at
+// most PersonMemoryWait and ends with ctx; an answer after that is
+// dropped.
+func (v *Voice) prepare(ctx context.Context, r *voiceRequest) {
+	if v.cfg.Speaker == nil || !sandwichChannel(r.channel) {
+		return
+	}
+	block, person := v.speaker(r)
+	if person == "" || block == "" {
+		return
+	}
+	r.speaker = block
+	if v.cfg.PersonMemory == nil {
+		return
+	}
+	r.personMemory = v.personMemory(ctx, person, r.sessionID)
+}
+
+// speaker asks Speaker; a panic there costs the turn only its line.
+func (v *Voice) speaker(r *voiceRequest) (block, person string) {
+	defer func() {
+		if p := recover(); p != nil {
+			v.log.Error("resolving the speaker panicked; the turn goes on without it", "session", r.sessionID, "panic", fmt.Sprint(p))
+			block, person = "", ""
+		}
+	}()
+	return v.cfg.Speaker.SpeakerBlock(r.content, r.channel, r.deviceID, r.roomMatch)
+}
+
+// personMemory runs PersonBlock on its own goroutine so an implementation
+// that ignores ctx still cannot hold the turn past the cap; that goroutine
+// ends when PersonBlock returns, its answer discarded.
+func (v *Voice) personMemory(ctx context.Context, person, session string) string {
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.PersonMemoryWait)
+	defer cancel()
+	got := make(chan string, 1) // never blocks the reader's send
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				v.log.Error("reading person memory panicked; the turn goes on without it", "person", person, "panic", fmt.Sprint(p))
+				got <- ""
+			}
+		}()
+		got <- v.cfg.PersonMemory.PersonBlock(ctx, person)
+	}()
+	select {
+	case b := <-got:
+		if b != "" && !strings.HasSuffix(b, "\n") {
+			b += "\n"
+		}
+		return b
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			v.log.Warn("person memory not read in time; the turn goes on without it", "person", person,
+				"session", session, "wait", v.cfg.PersonMemoryWait)
+		}
+		return ""
+	}
 }
 
 // bind reads and validates the body with FastAPI's rules: content is a
@@ -233,6 +334,7 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 		// Non-string values are ignored rather than failing the turn.
 		r.deviceID, _ = httpapi.StringValue(meta["device_id"])
 		r.roomView, _ = httpapi.StringValue(meta["room_description"])
+		r.roomMatch, _ = httpapi.StringValue(meta["room_match_person_id"])
 	}
 	if err := b.Err(); err != nil {
 		return voiceRequest{}, err
@@ -324,6 +426,7 @@ func (v *Voice) message(c echo.Context) error {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
+	v.prepare(ctx, &req)
 	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
 		Key:    req.sessionID,
 		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
@@ -384,6 +487,7 @@ func (v *Voice) stream(c echo.Context) error {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
+	v.prepare(ctx, &req)
 	st := v.pipeline.Stream()
 	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
 		Key:    req.sessionID,
@@ -525,19 +629,23 @@ type ReplyRequest struct {
 	Channel string
 	// Content is what the user said.
 	Content string
+	// DeviceID is the robot's device id when known ("" otherwise): it
+	// keys the speaker's self-ID latch and picks the perception block.
+	DeviceID string
 }
 
 // Reply runs one buffered voice turn for a caller other than the HTTP
-// routes (the firmware sidecar): the prompt sandwich for r.Channel, the
-// agent turn keyed by r.Key (ctx bounds it, lease wait included, and its
-// end cancels the turn like a barge-in), the reply pipeline, then metrics
-// under r.Endpoint, the conversation log and the turn bus. On failure it
-// returns the spoken fallback with the agent's error; a timeout is ctx's
-// deadline passing.
+// routes (the firmware sidecar): the speaker and their memory as on the
+// routes, the prompt sandwich for r.Channel, the agent turn keyed by r.Key
+// (ctx bounds it, lease wait included, and its end cancels the turn like
+// a barge-in), the reply pipeline, then metrics under r.Endpoint, the
+// conversation log and the turn bus. On failure it returns the spoken
+// fallback with the agent's error; a timeout is ctx's deadline passing.
 func (v *Voice) Reply(ctx context.Context, r ReplyRequest) (string, error) {
-	req := voiceRequest{content: r.Content, channel: r.Channel, sessionID: r.SessionID}
+	req := voiceRequest{content: r.Content, channel: r.Channel, sessionID: r.SessionID, deviceID: r.DeviceID}
 	endpoint, key, sessionID := r.Endpoint, r.Key, r.SessionID
 	t0 := time.Now()
+	v.prepare(ctx, &req)
 	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
 		Key:    key,
 		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },

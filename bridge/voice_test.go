@@ -55,6 +55,7 @@ type voiceEnv struct {
 	log     *convolog.Log
 	kid     *kidSwitch
 	turns   *turnbus.Bus
+	voice   *Voice
 }
 
 // newVoiceEnv serves the voice routes on a real HTTP server over a pool
@@ -77,7 +78,8 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.Pool
 	}
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-	NewVoice(vcfg).Routes(e)
+	env.voice = NewVoice(vcfg)
+	env.voice.Routes(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)
 	env.url = ts.URL

@@ -314,7 +314,7 @@ func (s *Service) runConsumers(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case ev := <-sub.C:
-					c.safely(log, name, func() { handle(ev) })
+					Safely(log, name, func() { handle(ev) })
 				}
 			}
 		}()
@@ -346,14 +346,38 @@ func (s *Service) runConsumers(ctx context.Context) error {
 	return nil
 }
 
-// safely runs fn, logging a panic instead of ending the consumer.
-func (c *consumers) safely(log interface{ Error(string, ...any) }, name string, fn func()) {
+// Safely runs fn, logging a panic (with its stack, under the consumer's
+// name) instead of ending the consumer.
+func Safely(log interface{ Error(string, ...any) }, name string, fn func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("consumer panicked; it goes on with the next event", "consumer", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
 	fn()
+}
+
+// ClockTimeout is context.WithTimeout on clock. Its timer is stopped on
+// cancel, so a fake clock in a test counts only live waits (clockwork's own
+// WithTimeout leaves its timer behind, and its context's Err blocks until
+// the context is done).
+func ClockTimeout(ctx context.Context, clock clockwork.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := clock.NewTimer(d)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-t.Chan():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		t.Stop()
+		<-stopped
+	}
 }
 
 // robot reports whether outbound calls are possible, warning when not.
@@ -392,8 +416,9 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 	}()
 }
 
-// ignored is true for events without a real device.
-func ignored(ev Event) bool { return ev.DeviceID == "" || ev.DeviceID == "unknown" }
+// NoDevice is true for events without a real device (no device id, or
+// "unknown"); the consumers ignore them.
+func NoDevice(ev Event) bool { return ev.DeviceID == "" || ev.DeviceID == "unknown" }
 
 // since is ts − state timestamp in seconds, a missing timestamp being 0.
 func since(ts float64, p *float64) float64 { return ts - orZero(p) }
@@ -401,7 +426,7 @@ func since(ts float64, p *float64) float64 { return ts - orZero(p) }
 // faceGreeter greets a detected face (#1) and names a recognised household
 // member (#1b).
 func (c *consumers) faceGreeter(ev Event) {
-	if ignored(ev) {
+	if NoDevice(ev) {
 		return
 	}
 	switch ev.Name {
@@ -482,7 +507,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 
 // wakeWordTurner turns the head toward a wake word heard left or right (#2).
 func (c *consumers) wakeWordTurner(ev Event) {
-	if ev.Name != "wake_word_detected" || ignored(ev) {
+	if ev.Name != "wake_word_detected" || NoDevice(ev) {
 		return
 	}
 	dir, _ := ev.Data["direction"].(string)
@@ -507,7 +532,7 @@ func (c *consumers) wakeWordTurner(ev Event) {
 
 // soundTurner turns the head toward a sound (#6).
 func (c *consumers) soundTurner(ev Event) {
-	if ev.Name != "sound_event" || ignored(ev) {
+	if ev.Name != "sound_event" || NoDevice(ev) {
 		return
 	}
 	dir, _ := ev.Data["direction"].(string)
@@ -565,7 +590,7 @@ func (c *consumers) turnHead(consumer string, ev Event, yaw, speed int, extra ma
 // faceLostAborter aborts a greeting conversation when the face leaves
 // soon after a bare greeting (#3).
 func (c *consumers) faceLostAborter(ev Event) {
-	if ignored(ev) {
+	if NoDevice(ev) {
 		return
 	}
 	switch ev.Name {
@@ -620,7 +645,7 @@ func (c *consumers) cancelAbort(device string) {
 
 // purrPlayer purrs when the head is petted (#4).
 func (c *consumers) purrPlayer(ev Event) {
-	if ev.Name != "head_pet_started" || ignored(ev) {
+	if ev.Name != "head_pet_started" || NoDevice(ev) {
 		return
 	}
 	purr := false
@@ -652,7 +677,7 @@ func (c *consumers) refresher(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			c.safely(c.s.log.Named(IdentityRefresher), IdentityRefresher, c.refreshOnce)
+			Safely(c.s.log.Named(IdentityRefresher), IdentityRefresher, c.refreshOnce)
 		}
 	}
 }

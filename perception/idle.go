@@ -34,7 +34,7 @@ func (c *consumers) idleLoop(ctx context.Context) {
 			return
 		case <-t.Chan():
 		}
-		c.safely(log, IdlePhotographer, func() { c.idleOnce(ctx) })
+		Safely(log, IdlePhotographer, func() { c.idleOnce(ctx) })
 	}
 }
 

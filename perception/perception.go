@@ -36,6 +36,11 @@ type Config struct {
 	Camera Camera
 	// Consumers holds the consumers' settings.
 	Consumers Consumers
+	// Speaker tunes the speaker resolver (SPEAKER_*).
+	Speaker SpeakerConfig
+	// Calendar gives today's person-tagged events for the speaker
+	// resolver (bridge/periphery); nil means no calendar signal.
+	Calendar CalendarPeople
 	// JournalDir is CONVO_LOG_DIR: the security, scene-synthesis and idle
 	// perception daily NDJSON files are written there; "" writes none.
 	JournalDir string
@@ -83,7 +88,7 @@ func (c Config) Validate() error {
 	if c.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("perception feed keepalive %s is negative", c.Keepalive))
 	}
-	return errors.Join(append(errs, c.Consumers.validate())...)
+	return errors.Join(append(errs, c.Consumers.validate(), c.Speaker.validate())...)
 }
 
 // Senses gives the freshest camera and microphone descriptions of a device.
@@ -106,6 +111,7 @@ type Service struct {
 	bus    *Bus
 
 	consumers *consumers
+	speaker   *speaker
 
 	// order makes state updates and broadcasts one total order.
 	order sync.Mutex
@@ -155,6 +161,7 @@ func New(cfg Config) *Service {
 		s.logEviction(device)
 	}
 	s.consumers = newConsumers(s)
+	s.speaker = newSpeaker(cfg.Speaker, cfg.Calendar, cfg.Location)
 	return s
 }
 

@@ -51,7 +51,7 @@ func (c *consumers) sceneLoop(ctx context.Context) {
 				}
 			}
 			t.Reset(c.cfg.SceneInterval)
-			if ignored(ev) {
+			if NoDevice(ev) {
 				continue
 			}
 			if ev.Name == "state_changed" {
@@ -59,14 +59,14 @@ func (c *consumers) sceneLoop(ctx context.Context) {
 					continue
 				}
 			}
-			c.safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name) })
+			Safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name) })
 		case <-t.Chan():
 			t.Reset(c.cfg.SceneInterval)
 			for _, dev := range c.s.states.Devices() {
 				if dev == "" || dev == "unknown" {
 					continue
 				}
-				c.safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick") })
+				Safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick") })
 			}
 		}
 	}

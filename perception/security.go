@@ -124,7 +124,7 @@ func (s *Service) SecurityRecent(device string, limit int) []SecurityRecord {
 // securityWatch starts a device's capture loop when it enters the
 // security state and stops it on any other state.
 func (c *consumers) securityWatch(ev Event) {
-	if ev.Name != "state_changed" || ignored(ev) {
+	if ev.Name != "state_changed" || NoDevice(ev) {
 		return
 	}
 	raw, _ := ev.Data["state"].(string)
@@ -192,7 +192,7 @@ func (c *consumers) stopWatches() {
 func (c *consumers) securityLoop(ctx context.Context, device string) {
 	log := c.s.log.Named(SecurityWatch)
 	for {
-		c.safely(log, SecurityWatch, func() { c.securityCycle(ctx, device) })
+		Safely(log, SecurityWatch, func() { c.securityCycle(ctx, device) })
 		t := c.clock.NewTimer(c.cfg.SecurityInterval)
 		select {
 		case <-ctx.Done():
@@ -264,32 +264,10 @@ func (c *consumers) await(ctx context.Context, cam Camera, device string, mark u
 	if cam == nil {
 		return ""
 	}
-	wctx, cancel := c.timeout(ctx, d)
+	wctx, cancel := ClockTimeout(ctx, c.clock, d)
 	defer cancel()
 	desc, _ := next(cam, wctx, device, mark)
 	return desc
-}
-
-// timeout is context.WithTimeout on the consumers' clock. Its timer is
-// stopped on cancel, so a fake clock in a test counts only live waits
-// (clockwork's own WithTimeout leaves its timer behind).
-func (c *consumers) timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	t := c.clock.NewTimer(d)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-t.Chan():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		cancel()
-		t.Stop()
-		<-stopped
-	}
 }
 
 // call makes one robot call on the caller's goroutine, for the loops that

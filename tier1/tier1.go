@@ -30,6 +30,14 @@ const (
 type Memory interface {
 	Search(ctx context.Context, query string, limit int) ([]memstore.Row, error)
 	Enqueue(w memstore.Write) error
+	EnqueuePerson(w memstore.PersonWrite) error
+}
+
+// People is the household's kid-safety gate (perception.Household): a
+// fact about a person it does not know to be an adult is held for a
+// grown-up's review. Nil holds every fact.
+type People interface {
+	NeedsReview(personID string) bool
 }
 
 // Vision gives the freshest camera description of any device (the vision
@@ -51,6 +59,9 @@ type Config struct {
 	Memory  Memory
 	Vision  Vision
 	Xiaozhi Xiaozhi
+	// People decides which per-person facts wait for review; nil means
+	// all of them do.
+	People People
 	// Thinker is think_hard's model endpoint.
 	Thinker ThinkerConfig
 	// SongAssetBase is VOICE_PLAY_SONG_ASSET_BASE, a directory on the xiaozhi host.
@@ -107,6 +118,7 @@ func (h *Handler) Routes(e *echo.Echo) {
 	e.POST("/api/voice/escalate", h.escalate)
 	e.POST("/api/voice/remember", h.remember)
 	e.POST("/api/voice/memory_log", h.memoryLog)
+	e.POST("/api/voice/remember_person", h.rememberPersonRoute)
 }
 
 // escalate is POST /api/voice/escalate.
@@ -123,7 +135,7 @@ func (h *Handler) escalate(c echo.Context) error {
 		return err
 	}
 	start := time.Now() // a latency, on the real clock
-	result := h.run(c.Request().Context(), tool, args)
+	result := h.run(c.Request().Context(), tool, session, args)
 	if utf8.RuneCountInString(result) > ResultCap {
 		result = string([]rune(result)[:ResultCap])
 	}
@@ -149,7 +161,7 @@ func strArg(args map[string]json.RawMessage, name string) (string, error) {
 }
 
 // run dispatches one tool within its budget.
-func (h *Handler) run(ctx context.Context, tool string, args map[string]json.RawMessage) string {
+func (h *Handler) run(ctx context.Context, tool, session string, args map[string]json.RawMessage) string {
 	var result string
 	var err error
 	switch tool {
@@ -167,6 +179,8 @@ func (h *Handler) run(ctx context.Context, tool string, args map[string]json.Raw
 		ctx, cancel := context.WithTimeout(ctx, h.cfg.shortBudget)
 		defer cancel()
 		result, err = h.playSong(ctx, args)
+	case "remember_person":
+		result, err = h.rememberPersonTool(args, session)
 	default:
 		return "(unknown tool: " + tool + ")"
 	}
@@ -216,11 +230,21 @@ func (h *Handler) memoryLog(c echo.Context) error {
 
 func (h *Handler) enqueue(c echo.Context, w memstore.Write) error {
 	if err := h.cfg.Memory.Enqueue(w); err != nil {
-		if h.cfg.Metrics != nil {
-			h.cfg.Metrics.MemoryWritesDropped.Inc()
-		}
-		h.log.Warn("memory write refused", "category", w.Category, "error", err)
-		return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
+		h.refused(w.Category, err)
+		return writerBusy()
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// writerBusy is the 503 for a write the memory writer did not accept.
+func writerBusy() error {
+	return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
+}
+
+// refused counts and logs a write the memory writer did not accept.
+func (h *Handler) refused(category string, err error) {
+	if h.cfg.Metrics != nil {
+		h.cfg.Metrics.MemoryWritesDropped.Inc()
+	}
+	h.log.Warn("memory write refused", "category", category, "error", err)
 }

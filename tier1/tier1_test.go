@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,54 +20,10 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
-
-// thinkerFake is an OpenAI-compatible chat endpoint.
-type thinkerFake struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []map[string]any
-	auth     []string
-	status   int
-	answer   string
-	stall    chan struct{}
-}
-
-func newThinkerFake(t *testing.T) *thinkerFake {
-	f := &thinkerFake{status: 200, answer: "  A comet is icy.  "}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		f.mu.Lock()
-		f.requests = append(f.requests, body)
-		f.auth = append(f.auth, r.URL.Path+" "+r.Header.Get("Authorization"))
-		status, answer, stall := f.status, f.answer, f.stall
-		f.mu.Unlock()
-		if stall != nil {
-			select {
-			case <-stall:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
-	t.Cleanup(func() {
-		f.mu.Lock()
-		if f.stall != nil {
-			close(f.stall)
-			f.stall = nil
-		}
-		f.mu.Unlock()
-		f.Close()
-	})
-	return f
-}
 
 type visionStub struct {
 	desc string
@@ -81,15 +36,26 @@ type env struct {
 	url     string
 	db      string
 	store   *memstore.Store
-	thinker *thinkerFake
+	thinker *llmtest.Server
 	xz      *xiaozhitest.Server
 	dropped prometheus.Counter
 }
 
 func newEnv(t *testing.T, edit func(*Config)) *env {
 	t.Helper()
-	e := &env{db: memstoretest.V1(t), thinker: newThinkerFake(t), xz: xiaozhitest.New(t)}
-	e.store = memstore.New(memstore.Config{Path: e.db, WriteBusyTimeout: 50 * time.Millisecond})
+	return newEnvAt(t, memstoretest.V1(t), nil, edit)
+}
+
+// newEnvAt serves the routes over the brain.db at db; store edits the
+// memory's configuration.
+func newEnvAt(t *testing.T, db string, store func(*memstore.Config), edit func(*Config)) *env {
+	t.Helper()
+	e := &env{db: db, thinker: llmtest.New(t, "  A comet is icy.  "), xz: xiaozhitest.New(t)}
+	mc := memstore.Config{Path: e.db, WriteBusyTimeout: 50 * time.Millisecond}
+	if store != nil {
+		store(&mc)
+	}
+	e.store = memstore.New(mc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.store.Run(ctx) }()
@@ -252,9 +218,8 @@ func TestThinkHard(t *testing.T) {
 	if got := e.escalate(t, "think_hard", map[string]any{"question": "  what is a comet? "}); got != "A comet is icy." {
 		t.Errorf("answer %q", got)
 	}
-	e.thinker.mu.Lock()
-	req, auth := e.thinker.requests[0], e.thinker.auth[0]
-	e.thinker.mu.Unlock()
+	r := e.thinker.Request(0)
+	req, auth := r.Body, r.Path+" "+r.Auth
 	want := map[string]any{
 		"model": "qwen-test", "max_tokens": 200.0, "temperature": 0.3, "stream": false,
 		"chat_template_kwargs": map[string]any{"enable_thinking": false},
@@ -269,15 +234,11 @@ func TestThinkHard(t *testing.T) {
 	if auth != "/v1/chat/completions " {
 		t.Errorf("path and Authorization %q: want the chat path and no auth header", auth)
 	}
-	e.thinker.mu.Lock()
-	e.thinker.answer = strings.Repeat("x", 800)
-	e.thinker.mu.Unlock()
+	e.thinker.Answer(strings.Repeat("x", 800))
 	if got := e.escalate(t, "think_hard", map[string]any{"question": "long?"}); len(got) != 500 {
 		t.Errorf("answer of %d characters, want the first 500", len(got))
 	}
-	e.thinker.mu.Lock()
-	e.thinker.status = 500
-	e.thinker.mu.Unlock()
+	e.thinker.Set(llmtest.Reply{Status: 500, Text: strings.Repeat("x", 800)})
 	if got := e.escalate(t, "think_hard", map[string]any{"question": "q"}); got != ThinkingFailed {
 		t.Errorf("500: %q", got)
 	}
@@ -289,9 +250,7 @@ func TestThinkHardBudget(t *testing.T) {
 		c.longBudget = 300 * time.Millisecond
 		c.Thinker.Timeout = time.Hour // VOICE_THINKER_TIMEOUT larger than the budget
 	})
-	e.thinker.mu.Lock()
-	e.thinker.stall = make(chan struct{})
-	e.thinker.mu.Unlock()
+	e.thinker.Set(llmtest.Reply{Block: true})
 	start := time.Now()
 	if got := e.escalate(t, "think_hard", map[string]any{"question": "q"}); got != ThinkerSlow {
 		t.Errorf("%q", got)

@@ -102,10 +102,12 @@ func (u *UI) actions(g *echo.Group) {
 	g.GET("/api/photos", u.photos)
 	g.GET("/api/events", u.recentEvents)
 	g.GET("/api/photo", u.photo)
+	g.GET("/api/memory", u.memory)
 	for p, h := range map[string]echo.HandlerFunc{
 		"/api/kid-mode": u.kidMode, "/api/smart-mode": u.smartMode, "/api/state": u.setState,
 		"/api/mood": u.mood, "/api/say": u.say, "/api/story": u.story, "/api/dance": u.dance,
 		"/api/play-song": u.playSong, "/api/take-photo": u.takePhoto,
+		"/api/memory/approve": u.approveMemory, "/api/memory/redact": u.redactMemory,
 	} {
 		g.POST(p, h, sameOrigin)
 	}

@@ -3,12 +3,15 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -386,5 +389,291 @@ func TestPhotoRoutes(t *testing.T) {
 	}
 	if resp, _ := get(t, p.url+"/ui/api/photo?device_id=other", "", ""); resp.StatusCode != 404 {
 		t.Errorf("other device: %d", resp.StatusCode)
+	}
+}
+
+// fakeMemory is a recording fake of the memory store: it keeps records,
+// held ones first, and every approve and redact call it receives.
+type fakeMemory struct {
+	mu      sync.Mutex
+	records []MemoryRecord
+	more    bool
+	calls   []string // "approve <id>", "redact <id>"
+	lists   int      // listings served
+	busy    error    // every call fails with it while set
+	// gate, while set, holds approve and redact (after they are recorded)
+	// until it closes.
+	gate chan struct{}
+}
+
+func newFakeMemory(records ...MemoryRecord) *fakeMemory {
+	return &fakeMemory{records: records}
+}
+
+// wire sets the memory functions of cfg to the fake's.
+func (m *fakeMemory) wire(cfg *Config) {
+	cfg.MemoryRecords, cfg.ApproveMemory, cfg.RedactMemory = m.list, m.approve, m.redact
+}
+
+func (m *fakeMemory) list(context.Context) ([]MemoryRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lists++
+	if m.busy != nil {
+		return nil, false, m.busy
+	}
+	out := slices.Clone(m.records)
+	slices.SortStableFunc(out, func(a, b MemoryRecord) int { // held first, as the store lists them
+		switch {
+		case a.Pending == b.Pending:
+			return 0
+		case a.Pending:
+			return -1
+		}
+		return 1
+	})
+	return out, m.more, nil
+}
+
+// call records a call and waits for the gate, if any.
+func (m *fakeMemory) call(ctx context.Context, what string) error {
+	m.mu.Lock()
+	m.calls = append(m.calls, what)
+	gate := m.gate
+	m.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *fakeMemory) approve(ctx context.Context, id string) (bool, error) {
+	if err := m.call(ctx, "approve "+id); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy != nil {
+		return false, m.busy
+	}
+	for i, r := range m.records {
+		if r.ID == id && r.Pending {
+			m.records[i].Pending = false
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *fakeMemory) redact(ctx context.Context, id string) (bool, error) {
+	if err := m.call(ctx, "redact "+id); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy != nil {
+		return false, m.busy
+	}
+	for i, r := range m.records {
+		if r.ID == id {
+			m.records = slices.Delete(m.records, i, i+1)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// received is the calls so far.
+func (m *fakeMemory) received() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+func (m *fakeMemory) set(f func(m *fakeMemory)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m)
+}
+
+// errMemoryBusy is the fake's locked database.
+var errMemoryBusy = errors.New("approve person memory: memory database busy: context deadline exceeded")
+
+// memoryFacts are the review card's test records: one held fact with
+// markup in it, one held about an unknown person, one approved.
+func memoryFacts() []MemoryRecord {
+	return []MemoryRecord{
+		{ID: "m-held-1", PersonID: "hudson", Content: `likes <img src=x onerror=alert(1)> dinosaurs`, Pending: true, Importance: 0.7,
+			CreatedAt: "2026-05-17T01:02:03.000000+00:00", UpdatedAt: "2026-05-17T01:02:03.000000+00:00"},
+		{ID: "m-approved", PersonID: "brett", Content: "drinks his coffee black", Importance: 0.7,
+			CreatedAt: "2026-05-16T08:00:00.000000+00:00", UpdatedAt: "2026-05-16T09:00:00.000000+00:00"},
+		{ID: "m-held-2", PersonID: "unknown-1", Content: "has a dog called Biscuit", Pending: true, Importance: 0.5,
+			CreatedAt: "2026-05-17T02:00:00.000000+00:00", UpdatedAt: "2026-05-17T02:00:00.000000+00:00"},
+	}
+}
+
+// The memory review routes: the listing's exact body, approve and redact
+// with the exact store call, 404 with the reason for a fact that is gone,
+// 503 with the reason when the store is busy.
+func TestMemoryRoutes(t *testing.T) {
+	mem := newFakeMemory(memoryFacts()...)
+	p := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c) })
+
+	resp, body := get(t, p.url+"/ui/api/memory", "", "")
+	want := `{"records":[` +
+		`{"id":"m-held-1","person_id":"hudson","content":"likes <img src=x onerror=alert(1)> dinosaurs","pending":true,"importance":0.7,"created_at":"2026-05-17T01:02:03.000000+00:00","updated_at":"2026-05-17T01:02:03.000000+00:00"},` +
+		`{"id":"m-held-2","person_id":"unknown-1","content":"has a dog called Biscuit","pending":true,"importance":0.5,"created_at":"2026-05-17T02:00:00.000000+00:00","updated_at":"2026-05-17T02:00:00.000000+00:00"},` +
+		`{"id":"m-approved","person_id":"brett","content":"drinks his coffee black","pending":false,"importance":0.7,"created_at":"2026-05-16T08:00:00.000000+00:00","updated_at":"2026-05-16T09:00:00.000000+00:00"}` +
+		`],"more":false}`
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || body != want {
+		t.Errorf("listing: %d %s %s\nwant %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+	}
+
+	code, out := p.post(t, "/ui/api/memory/approve", `{"id":"m-held-1"}`)
+	if code != 200 || !cmp.Equal(out, map[string]any{"ok": true, "id": "m-held-1", "action": "approved"}) {
+		t.Errorf("approve: %d %v", code, out)
+	}
+	// Approving twice: the fact is no longer held.
+	code, out = p.post(t, "/ui/api/memory/approve", `{"id":"m-held-1"}`)
+	if code != 404 || out["detail"] != "That fact is not waiting for review any more: it was approved or redacted already." {
+		t.Errorf("approve again: %d %v", code, out)
+	}
+	code, out = p.post(t, "/ui/api/memory/redact", `{"id":"m-approved"}`)
+	if code != 200 || !cmp.Equal(out, map[string]any{"ok": true, "id": "m-approved", "action": "redacted"}) {
+		t.Errorf("redact: %d %v", code, out)
+	}
+	code, out = p.post(t, "/ui/api/memory/redact", `{"id":"m-approved"}`)
+	if code != 404 || out["detail"] != "That fact is not stored any more: it was redacted already." {
+		t.Errorf("redact again: %d %v", code, out)
+	}
+	if got, want := mem.received(), []string{"approve m-held-1", "approve m-held-1", "redact m-approved", "redact m-approved"}; !cmp.Equal(got, want) {
+		t.Errorf("store calls %q, want %q", got, want)
+	}
+	if _, body := get(t, p.url+"/ui/api/memory", "", ""); !strings.HasPrefix(body, `{"records":[{"id":"m-held-2",`) ||
+		strings.Count(body, `"id"`) != 2 || !strings.Contains(body, `{"id":"m-held-1","person_id":"hudson","content":"likes <img src=x onerror=alert(1)> dinosaurs","pending":false`) {
+		t.Errorf("listing after the actions: %s", body)
+	}
+
+	// A busy store: 503 with the reason, for the listing and the actions.
+	mem.set(func(m *fakeMemory) { m.busy = errMemoryBusy })
+	for _, path := range []string{"/ui/api/memory/approve", "/ui/api/memory/redact"} {
+		verb := strings.TrimPrefix(path, "/ui/api/memory/")
+		code, out := p.post(t, path, `{"id":"m-held-2"}`)
+		if want := "Could not " + verb + " the fact (" + errMemoryBusy.Error() + "). Try again in a moment."; code != 503 || out["detail"] != want {
+			t.Errorf("%s busy: %d %v", path, code, out)
+		}
+	}
+	if resp, body := get(t, p.url+"/ui/api/memory", "", ""); resp.StatusCode != 503 ||
+		body != `{"detail":"Could not read the memory store (`+errMemoryBusy.Error()+`). Try again in a moment."}` {
+		t.Errorf("listing busy: %d %s", resp.StatusCode, body)
+	}
+	mem.set(func(m *fakeMemory) { m.busy, m.records, m.more = nil, nil, true })
+	if _, body := get(t, p.url+"/ui/api/memory", "", ""); body != `{"records":[],"more":true}` {
+		t.Errorf("empty listing: %s", body)
+	}
+}
+
+// Bad input to the memory actions is a clear 4xx, never a 500, and never
+// reaches the store.
+func TestMemoryActionValidation(t *testing.T) {
+	mem := newFakeMemory(memoryFacts()...)
+	p := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c) })
+	for _, tt := range []struct {
+		body   string
+		status int
+		detail string // a string detail, or the type of the one 422 item
+	}{
+		{`{}`, 422, "missing"},
+		{`{"id":null}`, 422, "string_type"},
+		{`{"id":42}`, 422, "string_type"},
+		{`{"id":""}`, 400, "The fact id is empty."},
+		{`{"id":"   "}`, 400, "The fact id is empty."},
+		{`{"id":"` + strings.Repeat("a", MaxMemoryID+1) + `"}`, 422, "string_too_long"},
+		{`["m-held-1"]`, 422, "model_attributes_type"},
+		{`{"id":`, 422, "json_invalid"},
+		{`{"id":"m-held-1","pad":"` + strings.Repeat("x", 8<<10) + `"}`, 413, ""},
+	} {
+		for _, path := range []string{"/ui/api/memory/approve", "/ui/api/memory/redact"} {
+			code, out := p.post(t, path, tt.body)
+			if code != tt.status {
+				t.Errorf("%s %.40s: %d %v, want %d", path, tt.body, code, out, tt.status)
+				continue
+			}
+			switch d := out["detail"].(type) {
+			case string:
+				if tt.detail != "" && d != tt.detail {
+					t.Errorf("%s %.40s: detail %q, want %q", path, tt.body, d, tt.detail)
+				}
+			case []any:
+				if item, _ := d[0].(map[string]any); len(d) != 1 || item["type"] != tt.detail {
+					t.Errorf("%s %.40s: detail %v, want one %s item", path, tt.body, d, tt.detail)
+				}
+			default:
+				t.Errorf("%s %.40s: detail %v", path, tt.body, out)
+			}
+		}
+	}
+	// A 128-character id is fine: the store says it has no such fact.
+	if code, out := p.post(t, "/ui/api/memory/redact", `{"id":"`+strings.Repeat("a", MaxMemoryID)+`"}`); code != 404 {
+		t.Errorf("a %d-character id: %d %v", MaxMemoryID, code, out)
+	}
+	if got := mem.received(); len(got) != 1 {
+		t.Errorf("bad input reached the store: %q", got)
+	}
+
+	// Cross-site and form posts are refused before the store is asked.
+	for _, tt := range []struct {
+		headers []string
+		status  int
+	}{
+		{[]string{"Origin", "http://evil.example"}, 403},
+		{[]string{"Origin", "", "Referer", "http://evil.example/page"}, 403},
+		{[]string{"Content-Type", "text/plain"}, 415},
+	} {
+		if code, out := p.post(t, "/ui/api/memory/redact", `{"id":"m-held-1"}`, tt.headers...); code != tt.status {
+			t.Errorf("%v: %d %v, want %d", tt.headers, code, out, tt.status)
+		}
+	}
+	if got := mem.received(); len(got) != 1 {
+		t.Errorf("a refused request reached the store: %q", got)
+	}
+
+	// Behind the dashboard's Basic auth like every /ui route.
+	locked := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c); c.User, c.Pass = "parent", "secret" })
+	if code, _ := locked.post(t, "/ui/api/memory/redact", `{"id":"m-held-1"}`); code != 401 {
+		t.Errorf("redact without credentials: %d", code)
+	}
+	if resp, _ := get(t, locked.url+"/ui/api/memory", "", ""); resp.StatusCode != 401 {
+		t.Errorf("listing without credentials: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, locked.url+"/ui/api/memory", "parent", "secret"); resp.StatusCode != 200 {
+		t.Errorf("listing with credentials: %d", resp.StatusCode)
+	}
+	if got := mem.received(); len(got) != 1 {
+		t.Errorf("an unauthenticated request reached the store: %q", got)
+	}
+}
+
+// Without a memory store every memory route says so.
+func TestMemoryNotConfigured(t *testing.T) {
+	p := newPanel(t, nil)
+	if resp, body := get(t, p.url+"/ui/api/memory", "", ""); resp.StatusCode != 503 || body != `{"detail":"Memory not configured"}` {
+		t.Errorf("listing: %d %s", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/ui/api/memory/approve", "/ui/api/memory/redact"} {
+		if code, out := p.post(t, path, `{"id":"m-1"}`); code != 503 || out["detail"] != "Memory not configured" {
+			t.Errorf("%s: %d %v", path, code, out)
+		}
+	}
+	// A listing alone: the actions still say what is missing.
+	mem := newFakeMemory(memoryFacts()...)
+	only := newPanel(t, func(c *Config, _ *admin.Config) { c.MemoryRecords = mem.list })
+	if code, out := only.post(t, "/ui/api/memory/approve", `{"id":"m-held-1"}`); code != 503 || out["detail"] != "Memory not configured" {
+		t.Errorf("approve without ApproveMemory: %d %v", code, out)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
@@ -49,9 +50,10 @@ type bridgeStub struct {
 	states  map[string]map[string]any
 	scenes  map[string]any // device → scene
 	records []any          // security records, newest first
-	missing bool           // the scene and security routes answer 404, as an older bridge's do
-	// sceneCalls and securityCalls count the page's requests.
-	sceneCalls, securityCalls int
+	journal map[string]any // GET /api/journal/today; nil: a day with nothing in it
+	missing bool           // the scene, security and journal routes answer 404, as an older bridge's do
+	// sceneCalls, securityCalls and journalCalls count the page's requests.
+	sceneCalls, securityCalls, journalCalls int
 }
 
 // set changes the stub's data.
@@ -66,6 +68,38 @@ func (b *bridgeStub) calls() (scene, security int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.sceneCalls, b.securityCalls
+}
+
+// journalCount reports how often the page asked for today's journal.
+func (b *bridgeStub) journalCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.journalCalls
+}
+
+// dreamText is a dream longer than the card's preview, with markup that
+// must show up as text.
+const dreamText = "The dunes sang under two moons, and Dotty walked them barefoot with <b>spice</b> in the air. " +
+	"Every footstep left a little song behind, and the songs followed like ducklings all the way to the edge of the sea, " +
+	"where a sandworm as long as a street asked politely whether robots dream of water. Dotty said yes."
+
+// journalDay is a GET /api/journal/today answer with a dream (summary
+// given or not), a dance reflection and two greetings, one of them not
+// spoken.
+func journalDay(now time.Time, summary string) map[string]any {
+	ts := func(ago time.Duration) string { return now.Add(-ago).Format(time.RFC3339) }
+	return map[string]any{"date": now.Format(time.DateOnly),
+		"dreams": []any{map[string]any{"ts": ts(3 * time.Hour), "type": "dream", "dream_id": "5f0c2a9e41d84b7c9a6e3d2f1b0c8a7e",
+			"seed": "Dune", "summary": summary, "full_text": dreamText}},
+		"dances": []any{map[string]any{"ts": ts(40 * time.Minute), "type": "dance", "device": "dotty-kitchen", "dance": "robot",
+			"reflection": "I kept time with the kettle. Hudson laughed at the wobbly bit, so I kept the wobbly bit."}},
+		"greetings": []any{
+			map[string]any{"ts": ts(5 * time.Minute), "device": "dotty-kitchen", "identity": "hudson",
+				"text": "Good morning, Hudson! Ready to fly the red kite?", "error": nil},
+			map[string]any{"ts": ts(90 * time.Minute), "device": "dotty-hall", "identity": "brett",
+				"text": "Hello there <i>Brett</i>!", "error": "xiaozhi unreachable: connection refused"},
+		},
+	}
 }
 
 // securityRecord is one record of GET /api/security/recent, as the
@@ -167,6 +201,19 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			out = out[:n]
 		}
 		return c.JSON(http.StatusOK, out)
+	})
+	e.GET("/api/journal/today", func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.journalCalls++
+		if b.missing {
+			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		}
+		if b.journal == nil {
+			return c.JSON(http.StatusOK, map[string]any{"date": time.Now().Format(time.DateOnly),
+				"dreams": []any{}, "dances": []any{}, "greetings": []any{}})
+		}
+		return c.JSON(http.StatusOK, b.journal)
 	})
 	e.GET("/api/perception/feed", func(c echo.Context) error {
 		w := c.Response()
@@ -316,14 +363,25 @@ func TestControlPanelInBrowser(t *testing.T) {
 		}
 		return *photo, true
 	}
-	u := New(Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
+	// Facts for the Memory review card in the screenshots.
+	learned := time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04:05.000000+00:00")
+	mem := newFakeMemory(
+		MemoryRecord{ID: "m-1", PersonID: "hudson", Content: "is learning to ride his bike without training wheels", Pending: true,
+			Importance: 0.7, CreatedAt: learned, UpdatedAt: learned},
+		MemoryRecord{ID: "m-2", PersonID: "unknown-1", Content: "has a dog called Biscuit", Pending: true,
+			Importance: 0.7, CreatedAt: learned, UpdatedAt: learned},
+		MemoryRecord{ID: "m-3", PersonID: "brett", Content: "drinks his coffee black", Importance: 0.7,
+			CreatedAt: "2026-05-16T08:00:00.000000+00:00", UpdatedAt: "2026-05-16T08:00:00.000000+00:00"})
+	cfg := Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
 		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true },
 		LatestPhoto: latest, PhotoList: func() []Photo {
 			if p, ok := latest(""); ok {
 				return []Photo{p}
 			}
 			return nil
-		}})
+		}}
+	mem.wire(&cfg)
+	u := New(cfg)
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	u.Routes(e)
@@ -336,6 +394,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		for _, r := range b.records {
 			r.(map[string]any)["device"] = "dotty-porch"
 		}
+		b.journal = journalDay(time.Now(), "Dotty walked singing dunes under two moons, and the songs followed it to the sea.")
+		b.journal["greetings"].([]any)[1].(map[string]any)["text"] = "Hello there, Brett!"
 	})
 	srv := httptest.NewServer(e)
 	defer srv.Close()
@@ -485,6 +545,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		!document.getElementById("sec-watching").hidden && document.querySelectorAll("#sec-list li").length === 5`)
 	holds("kitchen scene", `!!document.querySelector('#devices [data-device="dotty-kitchen"] .scene') &&
 		document.querySelectorAll("#feed .summary").length === 2`)
+	holds("memory review and today's journal", `document.getElementById("mem-count").textContent === "2 to review" &&
+		!document.getElementById("today-card").hidden && document.querySelectorAll("#today-greetings li").length === 2`)
 	screenshots(t, bctx)
 
 	// A page on another site cannot drive the robot: its request (the
@@ -528,7 +590,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390 &&
-		document.getElementById("security-card").offsetParent !== null`)
+		document.getElementById("security-card").offsetParent !== null &&
+		document.getElementById("memory-card").offsetParent !== null && document.getElementById("today-card").offsetParent !== null`)
 }
 
 // TestSceneAndSecurityInBrowser drives the Scene line and the Security
@@ -715,6 +778,339 @@ func TestSceneAndSecurityInBrowser(t *testing.T) {
 	stub.set(func(b *bridgeStub) { b.missing = false })
 	send(burst(1, "security_capture", "dotty-hall", `{"photo_desc":"","errors":[]}`)...)
 	holds("notice gone once the route answers", `document.getElementById("sec-note").hidden`)
+}
+
+// TestMemoryAndJournalInBrowser drives the Memory review and Today cards
+// against a recording fake memory store and a fake journal in headless
+// Chromium: facts show as text, Approve and Redact (with its second
+// press, by mouse and by keyboard) make the exact store call and show
+// their result, a busy store shows why, a forged cross-site redact is
+// refused before the store; the journal card fills, refreshes on the
+// events that can change it (one request per burst), hides when the day
+// is empty, says so quietly on an older bridge, and both cards fit a
+// phone.
+func TestMemoryAndJournalInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
+		}
+		t.Skipf("%s not installed", chromiumPath)
+	}
+	mem := newFakeMemory(memoryFacts()...)
+	cfg := Config{Location: time.UTC}
+	mem.wire(&cfg)
+	u := New(cfg)
+	e := echo.New()
+	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	// Every answer to a memory action, with the Origin it came from.
+	type answer struct {
+		path, origin string
+		status       int
+	}
+	var answersMu sync.Mutex
+	var answers []answer
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			if r := c.Request(); strings.HasPrefix(r.URL.Path, "/ui/api/memory/") {
+				answersMu.Lock()
+				answers = append(answers, answer{r.URL.Path, r.Header.Get("Origin"), c.Response().Status})
+				answersMu.Unlock()
+			}
+			return nil
+		}
+	})
+	u.Routes(e)
+	feed, done := make(chan string), make(chan struct{})
+	stub := fakeBridge(e, feed, done)
+	t0 := time.Now()
+	stub.set(func(b *bridgeStub) { b.journal = journalDay(t0, "") })
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer close(done) // before srv.Close: the feed handler returns
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = u.Run(runCtx) }()
+	defer func() { stopRun(); <-ran }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	// The page never opens a dialog (Redact confirms with a second press):
+	// one means markup from the data ran, and would block the page until
+	// the deadline, so the tab closes at once.
+	var dialog atomic.Pointer[string]
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialog.Store(&d.Message)
+			go cancelBrowser()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
+			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			if m := dialog.Load(); m != nil {
+				t.Fatalf("%s: a script from the data ran (dialog %q)", what, *m)
+			}
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	click := func(sel string) { t.Helper(); do("click "+sel, chromedp.Click(chromedp.CSS(sel))) }
+	calls := func(want ...string) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the store calls %q", want), func() bool { return cmp.Equal(mem.received(), want) })
+	}
+	// still checks that the store got no further call.
+	still := func(want ...string) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond)
+		if got := mem.received(); !cmp.Equal(got, want) {
+			t.Fatalf("store calls %q, want %q", got, want)
+		}
+	}
+	result := func(what, kind, text string) {
+		t.Helper()
+		holds(what, fmt.Sprintf(`(r => r.dataset.kind === %q && r.textContent === %q)(document.getElementById("mem-result"))`, kind, text))
+	}
+	send := func(evs ...string) {
+		t.Helper()
+		select {
+		case feed <- strings.Join(evs, "\n\ndata: "): // several frames, one write
+		case <-time.After(5 * time.Second):
+			t.Fatal("the page is not reading the feed")
+		}
+	}
+	// sendUntil sends evs until js holds: after a navigation the first
+	// frames can go to the previous page's stream before the server
+	// notices it is gone.
+	sendUntil := func(what, js string, evs ...string) {
+		t.Helper()
+		for range 5 {
+			send(evs...)
+			if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(2*time.Second),
+				chromedp.WithPollingInterval(20*time.Millisecond))); err == nil {
+				return
+			}
+		}
+		t.Fatalf("%s: not after 5 tries", what)
+	}
+	event := func(n int, name, device, data string) []string {
+		ts := float64(time.Now().UnixNano()) / 1e9
+		var evs []string
+		for i := range n {
+			evs = append(evs, fmt.Sprintf(`{"name":%q,"data":%s,"device_id":%q,"ts":%.3f}`, name, data, device, ts+float64(i)/1000))
+		}
+		return evs
+	}
+	pending := func(id, action string) string {
+		return fmt.Sprintf(`#mem-pending li[data-id=%q] button[data-action=%q]`, id, action)
+	}
+	do("load /ui", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui"))
+
+	// The card: held facts first, markup as text, each button named.
+	holds("memory card with two held facts", `!document.getElementById("memory-card").hidden &&
+		document.querySelectorAll("#mem-pending li").length === 2 && document.getElementById("mem-count").textContent === "2 to review" &&
+		!document.getElementById("mem-count").hidden`)
+	for _, c := range []struct{ what, js string }{
+		{"held facts in order", `[...document.querySelectorAll("#mem-pending li")].map(li => li.dataset.id).join() === "m-held-1,m-held-2"`},
+		{"the fact as text", `(li => li.querySelector(".name").textContent === "hudson" &&
+			li.querySelector(".fact").textContent === "likes <img src=x onerror=alert(1)> dinosaurs")(document.querySelector("#mem-pending li"))`},
+		{"no markup from the facts", `!document.querySelector("#memory-card img")`},
+		{"buttons named for screen readers", `document.querySelector(` + strconv.Quote(pending("m-held-1", "approve")) + `).getAttribute("aria-label") ===
+			"Approve fact about hudson: likes <img src=x onerror=alert(1)> dinosaurs" &&
+			document.querySelector(` + strconv.Quote(pending("m-held-2", "redact")) + `).getAttribute("aria-label") ===
+			"Redact fact about unknown-1: has a dog called Biscuit"`},
+		{"approved facts collapsed below", `(d => !d.hidden && !d.open && document.getElementById("mem-approved-count").textContent === "1" &&
+			!document.querySelector('#mem-approved li[data-id="m-approved"]').checkVisibility() &&
+			!document.querySelector('#mem-approved [data-action="approve"]') && !!document.querySelector('#mem-approved [data-action="redact"]'))(
+			document.getElementById("mem-approved-box"))`},
+		{"the time it was learned", `document.querySelector('#mem-pending li[data-id="m-held-2"] .time').title === "2026-05-17T02:00:00.000000+00:00"`},
+	} {
+		holds(c.what, c.js)
+	}
+
+	// Approve: both buttons of the fact wait for the answer, then the
+	// result, the fact moves to the approved list and the badge counts one.
+	gate := make(chan struct{})
+	mem.set(func(m *fakeMemory) { m.gate = gate })
+	click(pending("m-held-1", "approve"))
+	calls("approve m-held-1")
+	holds("buttons disabled while the request runs", `[...document.querySelectorAll('#mem-pending li[data-id="m-held-1"] button')].every(b => b.disabled) &&
+		document.getElementById("mem-result").dataset.kind === "busy"`)
+	close(gate)
+	mem.set(func(m *fakeMemory) { m.gate = nil })
+	result("approved", "ok", "Approved: Dotty may now use the fact about hudson.")
+	holds("list read again", `document.getElementById("mem-count").textContent === "1 to review" &&
+		document.querySelectorAll("#mem-pending li").length === 1 && !!document.querySelector('#mem-approved li[data-id="m-held-1"]') &&
+		document.getElementById("mem-approved-count").textContent === "2"`)
+	holds("focus on the next fact", `document.activeElement === document.querySelector(`+strconv.Quote(pending("m-held-2", "approve"))+`)`)
+
+	// A busy store: the reason, and the buttons usable again.
+	mem.set(func(m *fakeMemory) { m.busy = errMemoryBusy })
+	click(pending("m-held-2", "approve"))
+	calls("approve m-held-1", "approve m-held-2")
+	result("busy store", "bad", "Could not approve the fact ("+errMemoryBusy.Error()+"). Try again in a moment.")
+	holds("buttons usable again, the fact still held", `[...document.querySelectorAll('#mem-pending li[data-id="m-held-2"] button')].every(b => !b.disabled) &&
+		document.getElementById("mem-count").textContent === "1 to review"`)
+	holds("the listing's failure in a quiet line", `(n => !n.hidden && n.textContent.startsWith("Could not read the memory store ("))(document.getElementById("mem-note"))`)
+	mem.set(func(m *fakeMemory) { m.busy = nil })
+
+	// Redact asks for a second press: the first one only arms the button.
+	click(pending("m-held-2", "redact"))
+	holds("armed", `(b => b.textContent === "Confirm redact" && b.getAttribute("aria-label") === "Confirm: redact fact about unknown-1: has a dog called Biscuit")(
+		document.querySelector(`+strconv.Quote(pending("m-held-2", "redact"))+`))`)
+	result("asks for the second press", "warn", "Press “Confirm redact” to delete the fact about unknown-1 for good.")
+	still("approve m-held-1", "approve m-held-2")
+	click(pending("m-held-2", "redact"))
+	calls("approve m-held-1", "approve m-held-2", "redact m-held-2")
+	result("redacted", "ok", "Redacted: the fact about unknown-1 is deleted.")
+	holds("nothing held: no badge, the empty line", `document.getElementById("mem-count").hidden &&
+		document.querySelectorAll("#mem-pending li").length === 0 && document.getElementById("mem-note").hidden`)
+
+	// By keyboard, in the approved list: Escape disarms, Enter twice redacts.
+	click("#mem-approved-box summary")
+	holds("approved facts shown", `document.getElementById("mem-approved-box").open &&
+		document.querySelector('#mem-approved li[data-id="m-approved"]').checkVisibility()`)
+	brett := `#mem-approved li[data-id="m-approved"] button[data-action="redact"]`
+	do("arm by keyboard", chromedp.Focus(chromedp.CSS(brett)), chromedp.KeyEvent(kb.Enter))
+	holds("armed by keyboard", `document.querySelector(`+strconv.Quote(brett)+`).textContent === "Confirm redact"`)
+	do("Escape", chromedp.KeyEvent(kb.Escape))
+	holds("disarmed", `document.querySelector(`+strconv.Quote(brett)+`).textContent === "Redact" && document.getElementById("mem-result").textContent === ""`)
+	still("approve m-held-1", "approve m-held-2", "redact m-held-2")
+	do("redact by keyboard", chromedp.Focus(chromedp.CSS(brett)), chromedp.KeyEvent(kb.Enter), chromedp.KeyEvent(kb.Enter))
+	calls("approve m-held-1", "approve m-held-2", "redact m-held-2", "redact m-approved")
+	result("redacted by keyboard", "ok", "Redacted: the fact about brett is deleted.")
+	holds("approved list read again, still open", `document.getElementById("mem-approved-count").textContent === "1" &&
+		!document.querySelector('#mem-approved li[data-id="m-approved"]') && document.getElementById("mem-approved-box").open`)
+
+	// Today: the dream's first words (no summary) with the full text
+	// behind a disclosure, the dance reflection, the greetings.
+	holds("today card", `!document.getElementById("today-card").hidden && !document.getElementById("today-dream").hidden &&
+		!document.getElementById("today-dance").hidden && document.querySelectorAll("#today-greetings li").length === 2`)
+	for _, c := range []struct{ what, js string }{
+		{"dream preview", `(p => p.length <= 201 && p.endsWith("…") && ` + strconv.Quote(dreamText) + `.startsWith(p.slice(0, -1)))(
+			document.getElementById("today-dream-text").textContent)`},
+		{"dream seed", `document.getElementById("today-dream-meta").textContent.startsWith("seed: Dune · ")`},
+		{"full text behind the disclosure", `(d => !d.hidden && !d.open && document.getElementById("today-dream-full").textContent === ` +
+			strconv.Quote(dreamText) + ` && !document.getElementById("today-dream-full").checkVisibility())(document.getElementById("today-dream-more"))`},
+		{"dance reflection", `document.getElementById("today-dance-text").textContent === "I kept time with the kettle. Hudson laughed at the wobbly bit, so I kept the wobbly bit." &&
+			document.getElementById("today-dance-meta").textContent.startsWith("robot · dotty-kitchen · ")`},
+		{"greetings, newest first", `(li => li[0].querySelector(".name").textContent === "hudson dotty-kitchen" &&
+			li[0].querySelector(".said").textContent === "Good morning, Hudson! Ready to fly the red kite?" && !li[0].querySelector(".note") &&
+			li[1].querySelector(".said").textContent === "Hello there <i>Brett</i>!" &&
+			li[1].querySelector(".note").textContent === "not spoken: xiaozhi unreachable: connection refused")(document.querySelectorAll("#today-greetings li"))`},
+		{"markup as text", `!document.querySelector("#today-card b, #today-card i")`},
+	} {
+		holds(c.what, c.js)
+	}
+	click("#today-dream-more summary")
+	holds("the whole dream", `document.getElementById("today-dream-more").open && document.getElementById("today-dream-full").checkVisibility() &&
+		document.getElementById("today-dream-full").textContent.includes("<b>spice</b>")`)
+
+	// Events that cannot change the journal fetch nothing; the ones that
+	// can fetch it once per burst.
+	testkit.WaitFor(t, 5*time.Second, "the first journal request", func() bool { return stub.journalCount() > 0 })
+	before := stub.journalCount()
+	send(event(3, "face_detected", "dotty-kitchen", `{}`)...)
+	send(event(1, "state_changed", "dotty-kitchen", `{"state":"talk"}`)...)
+	time.Sleep(800 * time.Millisecond) // past the page's 300 ms debounce
+	if n := stub.journalCount() - before; n != 0 {
+		t.Errorf("%d journal requests for events that cannot change it", n)
+	}
+	later := journalDay(time.Now(), "")
+	later["dances"] = append([]any{map[string]any{"ts": time.Now().Format(time.RFC3339), "type": "dance", "device": "dotty-hall",
+		"dance": "wiggle", "reflection": "The hall is an <em>echo</em>; I liked dancing with myself."}}, later["dances"].([]any)...)
+	stub.set(func(b *bridgeStub) { b.journal = later })
+	before = stub.journalCount()
+	send(event(10, "dance_ended", "dotty-hall", `{"dance":"wiggle"}`)...)
+	holds("the new reflection, as text", `document.getElementById("today-dance-text").textContent === "The hall is an <em>echo</em>; I liked dancing with myself." &&
+		document.getElementById("today-dance-meta").textContent.startsWith("wiggle · dotty-hall · ") && !document.querySelector("#today-card em")`)
+	testkit.WaitFor(t, 5*time.Second, "the journal fetched again", func() bool { return stub.journalCount() > before })
+	time.Sleep(800 * time.Millisecond)
+	if n := stub.journalCount() - before; n > 2 {
+		t.Errorf("%d journal requests for one burst of dance_ended", n)
+	}
+	// Waking from sleep: the night's dream, now with a summary.
+	stub.set(func(b *bridgeStub) { b.journal = journalDay(time.Now(), "Dotty walked singing dunes under two moons.") })
+	send(event(1, "state_changed", "dotty-kitchen", `{"state":"sleep"}`)...)
+	holds("dream summary", `document.getElementById("today-dream-text").textContent === "Dotty walked singing dunes under two moons." &&
+		!document.getElementById("today-dream-more").hidden`)
+	// A day with nothing in it: no card.
+	stub.set(func(b *bridgeStub) { b.journal = nil })
+	send(event(1, "face_recognized", "dotty-kitchen", `{"identity":"hudson"}`)...)
+	holds("no card for an empty day", `document.getElementById("today-card").hidden`)
+
+	// A page on another site cannot redact: its request reaches the
+	// bridge, which refuses it (403) before the store is asked.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "<!doctype html><title>evil</title>")
+	}))
+	defer evil.Close()
+	do("open the other site", chromedp.Navigate(evil.URL))
+	sent, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`fetch(`+strconv.Quote(srv.URL+"/ui/api/memory/redact")+`, {method: "POST", mode: "no-cors",
+		headers: {"Content-Type": "text/plain"}, body: '{"id":"m-held-1"}'}).then(() => true, () => false)`, chromedp.EvalAwaitPromise))
+	if err != nil || !sent {
+		t.Fatalf("the forged request was not sent (%v): the test proves nothing", err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the forged request answered 403", func() bool {
+		answersMu.Lock()
+		defer answersMu.Unlock()
+		for _, a := range answers {
+			if a.origin == evil.URL && a.path == "/ui/api/memory/redact" && a.status == http.StatusForbidden {
+				return true
+			}
+		}
+		return false
+	})
+	still("approve m-held-1", "approve m-held-2", "redact m-held-2", "redact m-approved")
+
+	// Back on the page, an older bridge without the journal and without
+	// memory: quiet lines, the rest works.
+	mem.set(func(m *fakeMemory) {
+		m.records = append(m.records, MemoryRecord{ID: "m-held-3", PersonID: "nana", Content: "is visiting on Sunday with " +
+			"https://example.org/a-very-long-unbroken-address-that-must-wrap-on-a-phone", Pending: true, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+	})
+	stub.set(func(b *bridgeStub) { b.missing = true })
+	do("back to /ui", chromedp.Navigate(srv.URL+"/ui"))
+	holds("journal unavailable, quietly", `(n => !n.hidden && n.textContent === "Today's journal unavailable (HTTP 404).")(document.getElementById("today-note")) &&
+		!document.getElementById("today-card").hidden && document.getElementById("today-dream").hidden`)
+	holds("memory still works", `document.getElementById("mem-count").textContent === "1 to review"`)
+	holds("the feed connected", `document.getElementById("conn-feed").dataset.state === "live"`)
+	sendUntil("the feed goes on", `!!document.querySelector('#feed [data-event-name="face_detected"][data-device="dotty-hall"]')`,
+		event(1, "face_detected", "dotty-hall", `{}`)...)
+	stub.set(func(b *bridgeStub) { b.missing, b.journal = false, journalDay(time.Now(), "") })
+	sendUntil("notice gone once the route answers", `document.getElementById("today-note").hidden && !document.getElementById("today-dream").hidden`,
+		event(1, "dance_ended", "dotty-kitchen", `{}`)...)
+
+	// The phone layout with both cards, the disclosures open: nothing
+	// wider than the screen.
+	click("#mem-approved-box summary")
+	click("#today-dream-more summary")
+	do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	holds("no sideways scroll at 390 px", `document.documentElement.scrollWidth <= 390 &&
+		document.getElementById("memory-card").offsetParent !== null && document.getElementById("today-card").offsetParent !== null &&
+		document.getElementById("mem-approved-box").open && document.getElementById("today-dream-more").open`)
+	if m := dialog.Load(); m != nil {
+		t.Errorf("a script from the data ran (dialog %q)", *m)
+	}
 }
 
 // screenshots writes the page at desktop and phone widths, light and dark,

@@ -77,6 +77,17 @@ type Config struct {
 	// Nil: no photos.
 	LatestPhoto func(device string) (Photo, bool)
 	PhotoList   func() []Photo
+	// MemoryRecords lists the per-person facts for the Memory review
+	// card, held-for-review first (as given); more reports that the store
+	// left some off. Nil: memory is not configured, and the memory routes
+	// answer 503.
+	MemoryRecords func(ctx context.Context) (records []MemoryRecord, more bool, err error)
+	// ApproveMemory makes a held fact one Dotty may use; RedactMemory
+	// deletes a fact, held or approved. Both report false, nil when there
+	// is no such fact (for approve: none held with that id). Nil: the
+	// action answers 503.
+	ApproveMemory func(ctx context.Context, id string) (bool, error)
+	RedactMemory  func(ctx context.Context, id string) (bool, error)
 	// Version is the bridge's version; DemoAgent reports whether the
 	// built-in demo agent is the one answering.
 	Version   string

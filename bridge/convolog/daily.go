@@ -162,7 +162,7 @@ type Metrics struct {
 
 // Files are the prefixes of the daily file sets the bridge writes, created
 // at zero so a dashboard sees each before its first failure.
-var Files = []string{"convo", "security", "scene-synthesis", "perception"}
+var Files = []string{"convo", "security", "scene-synthesis", "perception", "dreams", "dances"}
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {

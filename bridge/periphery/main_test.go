@@ -113,6 +113,13 @@ func fakeGWS(args []string) int {
 			{"summary": "[Alex] Swimming", "start": at("9h30m")},
 			{"summary": "Bin night", "start": date},
 		}
+	case "people":
+		items = []map[string]any{
+			{"summary": "[Sam] Piano", "start": at("16h15m")},
+			{"summary": "Bin night", "start": date},
+			{"summary": "[Alex] Sports day", "start": date},
+			{"summary": "[Alex] Swimming", "start": at("9h30m")},
+		}
 	case "empty":
 	case "fail":
 		fmt.Fprintln(os.Stderr, "gws: permission denied")

@@ -131,6 +131,25 @@ func (p *Periphery) Today(person string, includeHousehold bool) []string {
 	return p.formatEvents(v.events, person, includeHousehold)
 }
 
+// PersonEventsToday calls fn for each of today's events tagged with a
+// person, all-day events first, then by start time: the person as the tag
+// wrote it ("Alex"), the start, and whether the event lasts all day (its
+// start is then local midnight). Household events carry no person and are
+// left out. It reads the cache Today serves, so a stale cache gives
+// nothing; an event shared by two calendars comes once per calendar. fn
+// runs with no lock held. The speaker resolver uses it to guess who is
+// about at this hour.
+func (p *Periphery) PersonEventsToday(fn func(person string, start time.Time, allDay bool)) {
+	evs := p.calendarView().events
+	sort.SliceStable(evs, func(i, j int) bool { return eventLess(evs[i], evs[j]) })
+	for _, e := range evs {
+		if e.name == "" || e.bucket == p.cfg.HouseholdBucket {
+			continue
+		}
+		fn(e.name, e.start, e.allDay)
+	}
+}
+
 // calView is the calendar cache as served at one instant.
 type calView struct {
 	date     string    // today's date when some calendar is usable, else ""

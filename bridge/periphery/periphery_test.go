@@ -141,3 +141,36 @@ func TestRunDisabled(t *testing.T) {
 		t.Errorf("CalendarStatus = %q, %v, %d", date, fetched, fails)
 	}
 }
+
+// TestPersonEventsToday: the speaker resolver's view of the calendar is
+// the tagged events of the usable cache, all-day first, household events
+// left out, and nothing once the cache is stale.
+func TestPersonEventsToday(t *testing.T) {
+	f := newCalFixture(t, func(c *Config) { c.CalendarTTL = time.Hour }, "people")
+	type got struct {
+		Person string
+		Start  string
+		AllDay bool
+	}
+	collect := func() []got {
+		var out []got
+		f.p.PersonEventsToday(func(person string, start time.Time, allDay bool) {
+			out = append(out, got{person, start.In(aest).Format("15:04"), allDay})
+		})
+		return out
+	}
+	if evs := collect(); evs != nil {
+		t.Errorf("before any fetch: %v, want none", evs)
+	}
+	if err := f.p.refreshCalendar(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []got{{"Alex", "00:00", true}, {"Alex", "09:30", false}, {"Sam", "16:15", false}}
+	if d := cmp.Diff(collect(), want); d != "" {
+		t.Errorf("events (-got +want):\n%s", d)
+	}
+	f.clock.Set(morning.Add(time.Hour + time.Second))
+	if evs := collect(); evs != nil {
+		t.Errorf("past the TTL: %v, want none", evs)
+	}
+}

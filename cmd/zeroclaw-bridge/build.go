@@ -20,10 +20,12 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
@@ -96,6 +98,10 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
 	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
 	visionKey := cmp.Or(c.Keys.Vision, c.Keys.OpenRouter)
+	// Dreams and dance reflections go to VISION_API_URL with the vision
+	// key, as bridge.py's narrative calls did (VLM_* overrides only the
+	// photo path).
+	c.Narrative.URL, c.Narrative.APIKey, c.Narrative.Logger = c.Vision.Vision.URL, visionKey, log.Named("narrative")
 	c.Vision.Vision.URL = cmp.Or(c.Keys.VLMURL, c.Vision.Vision.URL)
 	c.Vision.Vision.Model = cmp.Or(c.Keys.VLMModel, c.Vision.Vision.Model)
 	c.Vision.Vision.APIKey = cmp.Or(c.Keys.VLM, visionKey)
@@ -109,9 +115,15 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Sidecar.Metrics, c.Sidecar.Logger = sidecar.NewMetrics(reg), log.Named("sidecar")
 	withSidecar := c.Sidecar.STT.URL != ""
 
+	c.Social.Location, c.Social.Logger = c.TZ, log.Named("perception")
+	c.Social.JournalDir, c.Social.JournalMetrics = c.ConvoLog.Dir, journals
+	if c.Social.Settings.GreetAgentTimeout == 0 {
+		c.Social.Settings.GreetAgentTimeout = c.Voice.Timeout // a greeting is a turn like any other
+	}
+
 	errs := []error{c.ACP.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
 		c.Voice.Validate(), c.Memory.Validate(), c.Tier1.Validate(), c.Perception.Validate(),
-		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate()}
+		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate()}
 	if withSidecar {
 		errs = append(errs, c.Sidecar.Validate())
 	}
@@ -141,6 +153,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	sight := vision.NewCache(vision.CacheConfig{MaxDevices: c.Vision.MaxDevices})
 
 	c.Perception.Robot, c.Perception.Senses, c.Perception.Camera, c.Perception.Stopping = xz, sight, sight, srv.Stopping()
+	c.Perception.Calendar = peri
 	percep := perception.New(c.Perception)
 
 	c.Vision.Cache, c.Vision.KidMode = sight, modes.KidMode
@@ -150,10 +163,15 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	turns := turnbus.New(log.Named("turns"))
 	c.Voice.Agent, c.Voice.KidMode, c.Voice.Turns = pool, modes, turns
 	c.Voice.Perception, c.Voice.Context = percep, peri
+	c.Voice.Speaker, c.Voice.PersonMemory = percep, mem
 	c.Voice.ConvoLog = convolog.New(c.ConvoLog)
 	voice := bridge.NewVoice(c.Voice)
 
-	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision = mem, xz, sight
+	c.Social.Perception, c.Social.Robot, c.Social.Agent, c.Social.Calendar = percep, xz, agentPrompter{pool}, peri
+	c.Social.KidMode, c.Social.Narrator, c.Social.ConvoLog = modes.KidMode, llm.NewNarrative(c.Narrative), c.Voice.ConvoLog
+	household := social.New(c.Social)
+
+	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision, c.Tier1.People = mem, xz, sight, percep.Household()
 	calls := tier1.New(c.Tier1)
 
 	c.Admin.Modes, c.Admin.Robot, c.Admin.Safety = modes, xz, safety
@@ -176,6 +194,16 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		}
 		return out
 	}
+	c.UI.MemoryRecords = func(ctx context.Context) ([]ui.MemoryRecord, bool, error) {
+		recs, more, err := mem.PersonRecords(ctx)
+		out := make([]ui.MemoryRecord, len(recs))
+		for i, r := range recs {
+			out[i] = ui.MemoryRecord{ID: r.ID, PersonID: r.PersonID, Content: r.Content, Pending: r.Pending,
+				Importance: r.Importance, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		}
+		return out, more, err
+	}
+	c.UI.ApproveMemory, c.UI.RedactMemory = mem.Approve, mem.Redact
 	dash := ui.New(c.UI)
 	if c.UI.User == "" || c.UI.Pass == "" {
 		log.Warn("the dashboard (/ui) has no credentials: anyone on the network can control the robot; " +
@@ -191,6 +219,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	calls.Routes(e)
 	percep.Routes(e)
+	household.Routes(e)
 	eyes.Routes(e)
 	peri.Routes(e)
 	dash.Routes(e)
@@ -211,15 +240,28 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},
-		{"http", srv.Run},          // stop accepting, drain requests (ShutdownTimeout)
-		{"perception", percep.Run}, // stop the consumers, finish robot calls in flight
-		{"dashboard", dash.Run},    // stop following voice turns
-		{"admin", adminRoutes.Run}, // start-up Tier1Slim push, delayed unit restarts
-		{"memory", mem.Run},        // write every accepted memory (DrainTimeout)
-		{"pool", pool.Run},         // finish background cancel settlements
-		{"agent", sup.Run},         // retire sessions, stop the agent child
-		{"periphery", peri.Run},    // stop refreshing weather and calendar
+		{"http", srv.Run},            // stop accepting, drain requests (ShutdownTimeout)
+		{"perception", percep.Run},   // stop the consumers, finish robot calls in flight
+		{"household", household.Run}, // stop the greeter, the dreamer and the dance reflector
+		{"dashboard", dash.Run},      // stop following voice turns
+		{"admin", adminRoutes.Run},   // start-up Tier1Slim push, delayed unit restarts
+		{"memory", mem.Run},          // write every accepted memory (DrainTimeout)
+		{"pool", pool.Run},           // finish background cancel settlements
+		{"agent", sup.Run},           // retire sessions, stop the agent child
+		{"periphery", peri.Run},      // stop refreshing weather and calendar
 	}}, nil
+}
+
+// agentPrompter runs the greeter's prompts as turns under their own
+// session key, so a greeting never lands in a conversation in progress.
+type agentPrompter struct{ pool *acp.Pool }
+
+func (a agentPrompter) Prompt(ctx context.Context, key, prompt string) (string, error) {
+	res, err := a.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }})
+	if err != nil {
+		return "", fmt.Errorf("greeting turn: %w", err)
+	}
+	return res.Text, nil
 }
 
 // run starts every actor and waits for SIGINT, SIGTERM or the end of ctx;

@@ -23,9 +23,11 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
@@ -55,6 +57,8 @@ type config struct {
 	UI          ui.Config
 	Admin       admin.Config
 	Sidecar     sidecar.Config
+	Social      social.Config
+	Narrative   llm.NarrativeConfig
 	Keys        apiKeys
 
 	// TZ is the zone of every component that formats local time.
@@ -373,6 +377,65 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneInterval, v) }},
 	{env: "SCENE_SYNTHESIS_MIN_GAP_SEC", def: "120", help: "least seconds between two scenes of one robot",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneMinGap, v) }},
+	{env: "SPEAKER_STICKY_SEC", def: "600", help: "seconds a self-identified speaker (\"it's Brett\") stays the speaker of that robot; 0 turns the latch off",
+		parse: func(c *config, v string) error { return parseOptSeconds(&c.Perception.Speaker.Sticky, v, time.Second) }},
+	{env: "SPEAKER_CALENDAR_WINDOW_MIN", def: "30", help: "minutes around a person's calendar event in which it suggests they are the speaker; 0 turns the calendar signal off",
+		parse: func(c *config, v string) error {
+			return parseOptSeconds(&c.Perception.Speaker.CalendarWindow, v, time.Minute)
+		}},
+	{env: "SPEAKER_PERCEPTION_WINDOW_SEC", def: "30", help: "seconds a recognised face on the robot suggests that person is the speaker; 0 turns the signal off",
+		parse: func(c *config, v string) error {
+			return parseOptSeconds(&c.Perception.Speaker.PerceptionWindow, v, time.Second)
+		}},
+	{env: "SPEAKER_ASK_THRESHOLD", def: "0.5", help: "confidence under which the speaker is only a guess (logged as ask); 0 never asks",
+		parse: func(c *config, v string) error {
+			if err := parseFloat(&c.Perception.Speaker.AskThreshold, v); err != nil {
+				return err
+			}
+			if c.Perception.Speaker.AskThreshold <= 0 {
+				c.Perception.Speaker.AskThreshold = -1
+			}
+			return nil
+		}},
+	{env: "PERSON_MEMORY_MAX_FACTS", def: "8", help: "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
+		parse: func(c *config, v string) error {
+			if err := parseInt(&c.Memory.PersonMaxFacts, v); err != nil {
+				return err
+			}
+			if c.Memory.PersonMaxFacts < 0 {
+				return errors.New("want 0 or more")
+			}
+			if c.Memory.PersonMaxFacts == 0 {
+				c.Memory.PersonMaxFacts = -1
+			}
+			return nil
+		}},
+	{env: "NARRATIVE_MODEL", def: llm.DefaultNarrativeModel, help: "model writing dreams and dance reflections, at VISION_API_URL with the vision key",
+		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
+	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
+	{env: "DREAMER_ENABLED", def: "1", help: "write dreams while a robot sleeps; on only for exactly 1",
+		parse: func(c *config, v string) error { c.Social.Settings.DreamerEnabled = v == "1"; return nil }},
+	{env: "DREAM_WINDOW_SECONDS", def: "28800", help: "seconds of a night the dreams are spread over",
+		parse: func(c *config, v string) error { return parseSeconds(&c.Social.Settings.DreamWindow, v) }},
+	{env: "DREAM_COUNT_PER_NIGHT", def: "3", help: "dreams per night",
+		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.DreamCount, v) }},
+	{env: "DANCE_REFLECTOR_ENABLED", def: "1", help: "write a private reflection after each dance; on only for exactly 1",
+		parse: func(c *config, v string) error { c.Social.Settings.DanceReflectorEnabled = v == "1"; return nil }},
+	{env: "GREETER_ENABLED", def: "true", help: "greet a recognised household member with a greeting the agent writes; on for 1, true, yes or on",
+		parse: func(c *config, v string) error { c.Social.Settings.GreeterEnabled = onOff(v); return nil }},
+	{env: "GREETER_USE_FACE_DETECTED", def: "false", help: "count a face detected without a name as an unknown face for the greeter (1, true, yes or on)",
+		parse: func(c *config, v string) error { c.Social.Settings.GreetOnFaceSeen = onOff(v); return nil }},
+	{env: "GREETER_GREET_UNKNOWN", def: "false", help: "greet unknown faces too (1, true, yes or on)",
+		parse: func(c *config, v string) error { c.Social.Settings.GreetUnknown = onOff(v); return nil }},
+	{env: "GREETER_COOLDOWN_HOURS", def: "4", help: "hours between two greetings of one person (not before the first of the day)",
+		parse: func(c *config, v string) error { return parseUnits(&c.Social.Settings.GreetCooldown, v, time.Hour) }},
+	{env: "GREETER_PER_DAY_MAX", def: "3", help: "greetings of one person per local day",
+		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetPerDayMax, v) }},
+	{env: "GREETER_GREETING_MAX_WORDS", def: "15", help: "longest greeting, in words, the agent is asked for",
+		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetMaxWords, v) }},
+	{env: "GREETER_STATE_PATH", def: "~/.zeroclaw/greeter_state.json", help: "file keeping today's greeting counts across restarts (written atomically)",
+		parse: func(c *config, v string) error { c.Social.Settings.GreeterStatePath = v; return nil }},
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
 		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
@@ -632,6 +695,12 @@ func (c config) validate() error {
 	cons := c.Perception.Consumers
 	check("IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", cons.IdleSleepMax >= cons.IdleSleepMin, formatSeconds(cons.IdleSleepMax), "want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC")
 	check("IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", cons.IdleJaccard >= 0 && cons.IdleJaccard <= 1, strconv.FormatFloat(cons.IdleJaccard, 'f', -1, 64), "want a number from 0 to 1")
+	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
+	check("DREAM_WINDOW_SECONDS", c.Social.Settings.DreamWindow > 0, formatSeconds(c.Social.Settings.DreamWindow), "want more than 0 seconds")
+	check("DREAM_COUNT_PER_NIGHT", c.Social.Settings.DreamCount >= 0 && c.Social.Settings.DreamCount <= 100, strconv.Itoa(c.Social.Settings.DreamCount), "want 0 to 100")
+	check("GREETER_PER_DAY_MAX", c.Social.Settings.GreetPerDayMax >= 1, strconv.Itoa(c.Social.Settings.GreetPerDayMax), "want at least 1")
+	check("GREETER_GREETING_MAX_WORDS", c.Social.Settings.GreetMaxWords >= 1, strconv.Itoa(c.Social.Settings.GreetMaxWords), "want at least 1")
+	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
 	check("SECURITY_AUDIO_DURATION_MS", cons.SecurityAudioDuration > 0, strconv.FormatInt(cons.SecurityAudioDuration.Milliseconds(), 10), "want more than 0 milliseconds")
 	check("FACE_GREET_HOUR_START", c.Perception.Consumers.GreetHourStart >= 0 && c.Perception.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourStart), "want an hour from 0 to 24")
 	check("FACE_GREET_HOUR_END", c.Perception.Consumers.GreetHourEnd >= 0 && c.Perception.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourEnd), "want an hour from 0 to 24")
@@ -712,6 +781,41 @@ func parseZone(dst **time.Location, v string) error {
 	}
 	*dst = loc
 	return nil
+}
+
+// parseOptSeconds reads a number of units (seconds, minutes, hours) where 0
+// switches the behaviour off: it is stored as −1, since a zero field
+// means "the default" to the component.
+func parseOptSeconds(dst *time.Duration, v string, unit time.Duration) error {
+	if err := parseUnits(dst, v, unit); err != nil {
+		return err
+	}
+	if *dst == 0 {
+		*dst = -1
+	}
+	return nil
+}
+
+// parseUnits reads a non-negative number of units (a decimal allowed).
+func parseUnits(dst *time.Duration, v string, unit time.Duration) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(unit) {
+		return errors.New("want a number of " + map[time.Duration]string{time.Second: "seconds", time.Minute: "minutes", time.Hour: "hours"}[unit])
+	}
+	if f < 0 {
+		return errors.New("want 0 or more")
+	}
+	*dst = time.Duration(f * float64(unit))
+	return nil
+}
+
+// onOff is the greeter switches' rule: 1, true, yes or on in any case.
+func onOff(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // parseMillis reads a whole number of milliseconds.

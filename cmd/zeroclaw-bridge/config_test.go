@@ -21,9 +21,11 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
@@ -44,6 +46,14 @@ var cmpConfig = []cmp.Option{
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() }),
 	cmp.Comparer(func(a, b *regexp.Regexp) bool { return a.String() == b.String() }),
+}
+
+// tableSocial is social.DefaultSettings as the settings table fills it:
+// the agent timeout and identity bound have no variable.
+func tableSocial() social.Settings {
+	s := social.DefaultSettings()
+	s.GreetAgentTimeout, s.MaxGreetIdentities = 0, 0
+	return s
 }
 
 func defaultConfig(t *testing.T) config {
@@ -69,11 +79,14 @@ func defaultConfig(t *testing.T) config {
 			PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`)},
 		LogLevel: hclog.Info, LogFormat: "text",
 		Xiaozhi: xiaozhi.Config{Port: 8003},
-		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db"},
+		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db", PersonMaxFacts: 8},
 		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
 			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
-		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane},
-		UI:         ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
+		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
+			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
+		Narrative: llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
+		Social:    social.Config{Settings: tableSocial()},
+		UI:        ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
 			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
@@ -198,6 +211,20 @@ func TestParseConfigValues(t *testing.T) {
 				p.IdleResultWait, p.IdleJaccard = 4*time.Second, 0.5
 				p.SceneEnabled, p.SceneInterval, p.SceneMinGap = false, time.Minute, 0
 			}},
+		{"social and speaker", []string{"SPEAKER_STICKY_SEC", "0", "SPEAKER_CALENDAR_WINDOW_MIN", "45", "SPEAKER_PERCEPTION_WINDOW_SEC", "10",
+			"SPEAKER_ASK_THRESHOLD", "0", "PERSON_MEMORY_MAX_FACTS", "0", "NARRATIVE_MODEL", "m", "NARRATIVE_TIMEOUT_SEC", "5",
+			"DREAMER_ENABLED", "true", "DREAM_WINDOW_SECONDS", "60", "DREAM_COUNT_PER_NIGHT", "2", "DANCE_REFLECTOR_ENABLED", "0",
+			"GREETER_ENABLED", "Off", "GREETER_USE_FACE_DETECTED", "on", "GREETER_GREET_UNKNOWN", "YES", "GREETER_COOLDOWN_HOURS", "0.5",
+			"GREETER_PER_DAY_MAX", "1", "GREETER_GREETING_MAX_WORDS", "9", "GREETER_STATE_PATH", "/s/greeter.json"},
+			func(c *config) {
+				c.Perception.Speaker = perception.SpeakerConfig{Sticky: -1, CalendarWindow: 45 * time.Minute, PerceptionWindow: 10 * time.Second, AskThreshold: -1}
+				c.Memory.PersonMaxFacts = -1 // 0 leaves the block out
+				c.Narrative.Model, c.Narrative.Timeout = "m", 5*time.Second
+				s := &c.Social.Settings
+				s.DreamerEnabled, s.DreamWindow, s.DreamCount, s.DanceReflectorEnabled = false, time.Minute, 2, false
+				s.GreeterEnabled, s.GreetOnFaceSeen, s.GreetUnknown, s.GreetCooldown = false, true, true, 30*time.Minute
+				s.GreetPerDayMax, s.GreetMaxWords, s.GreeterStatePath = 1, 9, "/s/greeter.json"
+			}},
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
 		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.UI.User, c.UI.Pass = "admin", "pw" }},
@@ -295,6 +322,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"security interval zero", nil, []string{"SECURITY_CAPTURE_INTERVAL_SEC", "0"}, []string{`invalid SECURITY_CAPTURE_INTERVAL_SEC "0": want more than 0 seconds`}},
 		{"security audio milliseconds", nil, []string{"SECURITY_AUDIO_DURATION_MS", "2.5"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "2.5": want a whole number of milliseconds`}},
 		{"security audio zero", nil, []string{"SECURITY_AUDIO_DURATION_MS", "0"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "0": want more than 0 milliseconds`}},
+		{"dream count", nil, []string{"DREAM_COUNT_PER_NIGHT", "101"}, []string{`invalid DREAM_COUNT_PER_NIGHT "101": want 0 to 100`}},
+		{"greeter cap", nil, []string{"GREETER_PER_DAY_MAX", "0"}, []string{`invalid GREETER_PER_DAY_MAX "0": want at least 1`}},
+		{"greeter cooldown", nil, []string{"GREETER_COOLDOWN_HOURS", "-1"}, []string{`invalid GREETER_COOLDOWN_HOURS "-1": want 0 or more`}},
+		{"speaker window word", nil, []string{"SPEAKER_CALENDAR_WINDOW_MIN", "soon"}, []string{`invalid SPEAKER_CALENDAR_WINDOW_MIN "soon": want a number of minutes`}},
+		{"person facts", nil, []string{"PERSON_MEMORY_MAX_FACTS", "101"}, []string{`invalid PERSON_MEMORY_MAX_FACTS "101": want at most 100`}},
+		{"person facts negative", nil, []string{"PERSON_MEMORY_MAX_FACTS", "-1"}, []string{`invalid PERSON_MEMORY_MAX_FACTS "-1": want 0 or more`}},
 		{"security ring", nil, []string{"SECURITY_RING_BUFFER_SIZE", "0"}, []string{`invalid SECURITY_RING_BUFFER_SIZE "0": want at least 1`}},
 		{"security zone", nil, []string{"DOTTY_LOCAL_TZ", "Nowhere"}, []string{`invalid DOTTY_LOCAL_TZ "Nowhere": want an IANA time zone name such as Australia/Brisbane`}},
 		{"xiaozhi port range", nil, []string{"XIAOZHI_OTA_PORT", "0"}, []string{`invalid XIAOZHI_OTA_PORT "0": want a port from 1 to 65535`}},
@@ -412,13 +445,17 @@ func TestSettingsTable(t *testing.T) {
 		"SECURITY_VLM_TIMEOUT_SEC", "SECURITY_AUDIO_DURATION_MS", "SECURITY_AUDIO_TIMEOUT_SEC", "SECURITY_RING_BUFFER_SIZE",
 		"DOTTY_LOCAL_TZ", "IDLE_PHOTOGRAPHER_ENABLED", "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC",
 		"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", "SCENE_SYNTHESIS_ENABLED",
-		"SCENE_SYNTHESIS_INTERVAL_SEC", "SCENE_SYNTHESIS_MIN_GAP_SEC"} {
+		"SCENE_SYNTHESIS_INTERVAL_SEC", "SCENE_SYNTHESIS_MIN_GAP_SEC", "SPEAKER_STICKY_SEC", "SPEAKER_CALENDAR_WINDOW_MIN",
+		"SPEAKER_PERCEPTION_WINDOW_SEC", "SPEAKER_ASK_THRESHOLD", "PERSON_MEMORY_MAX_FACTS", "NARRATIVE_MODEL",
+		"NARRATIVE_TIMEOUT_SEC", "DREAMER_ENABLED", "DREAM_WINDOW_SECONDS", "DREAM_COUNT_PER_NIGHT", "DANCE_REFLECTOR_ENABLED",
+		"GREETER_ENABLED", "GREETER_USE_FACE_DETECTED", "GREETER_GREET_UNKNOWN", "GREETER_COOLDOWN_HOURS", "GREETER_PER_DAY_MAX",
+		"GREETER_GREETING_MAX_WORDS", "GREETER_STATE_PATH"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 136 {
-		t.Errorf("%d settings, want 136 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 154 {
+		t.Errorf("%d settings, want 154 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -90,7 +90,8 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-",
 		"VOICE_MEMORY_DB=" + filepath.Join(state, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH=" + filepath.Join(state, "household.yaml"),
 		"ZEROCLAW_WORKSPACE=" + filepath.Join(state, "workspace"), "ZEROCLAW_VOICE_CFG=" + filepath.Join(state, "config.toml"),
-		"ZEROCLAW_DISCORD_CFG=" + filepath.Join(state, "discord.toml"), "DOTTY_TOOL_ALLOWLIST=" + filepath.Join(state, "tool-allowlist")}, env...)
+		"ZEROCLAW_DISCORD_CFG=" + filepath.Join(state, "discord.toml"), "DOTTY_TOOL_ALLOWLIST=" + filepath.Join(state, "tool-allowlist"),
+		"GREETER_STATE_PATH=" + filepath.Join(state, "greeter_state.json")}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

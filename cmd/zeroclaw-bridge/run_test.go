@@ -137,5 +137,5 @@ func isolatedEnv(t *testing.T, kv ...string) func(string) (string, bool) {
 		"DOTTY_SMART_MODE_STATE", filepath.Join(dir, "smart-mode"), "WEATHER_LOCATION", "-",
 		"VOICE_MEMORY_DB", filepath.Join(dir, "memory", "brain.db"), "HOUSEHOLD_YAML_PATH", filepath.Join(dir, "household.yaml"),
 		"ZEROCLAW_WORKSPACE", filepath.Join(dir, "workspace"), "ZEROCLAW_VOICE_CFG", filepath.Join(dir, "config.toml"),
-		"DOTTY_TOOL_ALLOWLIST", filepath.Join(dir, "tool-allowlist"))...)
+		"DOTTY_TOOL_ALLOWLIST", filepath.Join(dir, "tool-allowlist"), "GREETER_STATE_PATH", filepath.Join(dir, "greeter_state.json"))...)
 }

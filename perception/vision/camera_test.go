@@ -18,6 +18,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/perceptiontest"
@@ -158,7 +159,7 @@ func bodyOf(call xiaozhitest.Call) string { return string(call.Raw) }
 func TestSecurityWatchCycles(t *testing.T) {
 	c := newCamEnv(t, nil)
 	c.xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: 404, Body: "Not Found"})
-	c.model.set(200, "A dim hallway; a coat on a chair.")
+	c.model.Answer("A dim hallway; a coat on a chair.")
 	c.run(t, 1) // the identity refresher's ticker
 
 	c.event("d1", "state_changed", map[string]any{"state": " Security "})
@@ -178,7 +179,7 @@ func TestSecurityWatchCycles(t *testing.T) {
 
 	// The next cycle waits the interval after the end of this one.
 	c.waiters(t, 1)
-	c.model.set(200, "The hallway is empty.")
+	c.model.Answer("The hallway is empty.")
 	c.clock.Advance(19 * time.Second)
 	c.feed.ExpectNoMore(named("security_capture", "", ""))
 	c.clock.Advance(time.Second)
@@ -223,7 +224,7 @@ func TestSecurityWatchCycles(t *testing.T) {
 // comes back and a clip that is captioned each shape the record.
 func TestSecurityWatchMissesAndAudio(t *testing.T) {
 	c := newCamEnv(t, nil)
-	c.model.audioReply = "A dog barks twice, then quiet."
+	c.model.SetAudio(llmtest.Reply{Text: "A dog barks twice, then quiet."})
 	c.xz.RecordsAudio(c.url, []byte("RIFF....WAVEfmt "))
 	c.xz.Set("/xiaozhi/admin/take-photo", xiaozhitest.Reply{Status: 503, Body: `{"error":"no device connected","known":[]}`})
 	c.run(t, 1)
@@ -367,7 +368,7 @@ func TestIdlePhotographer(t *testing.T) {
 	c.run(t, 2) // the refresher and the photographer's sleep
 	c.event("d1", "chat_status", map[string]any{"listening": false})
 	view := "Late sun on the bookshelf; a blue mug by the lamp."
-	c.model.set(200, view)
+	c.model.Answer(view)
 	c.clock.Advance(180 * time.Second)
 	testkit.WaitFor(t, 5*time.Second, "the kept view", func() bool { return len(c.lines(t, "perception-2026-11-22.ndjson")) == 1 })
 	want := `{"ts":"2026-11-22T15:03:00+00:00","device":"d1","type":"perception","mode":"idle","text":"` + view + `"}`
@@ -392,9 +393,9 @@ func TestIdlePhotographer(t *testing.T) {
 		})
 	}
 	shot(2, "the repeat")
-	c.model.set(200, "Same as before: the bookshelf and the mug.")
+	c.model.Answer("Same as before: the bookshelf and the mug.")
 	shot(3, "a same-as-before")
-	c.model.set(200, "A cat asleep on the sofa cushion, curled up.")
+	c.model.Answer("A cat asleep on the sofa cushion, curled up.")
 	shot(4, "a new view")
 	if got := c.lines(t, "perception-2026-11-22.ndjson"); len(got) != 2 || !strings.Contains(got[1], "A cat asleep") {
 		t.Errorf("kept:\n%s", strings.Join(got, "\n"))
@@ -445,7 +446,7 @@ func TestNotable(t *testing.T) {
 // with no trigger a tick makes one for every device.
 func TestSceneSynthesis(t *testing.T) {
 	c := newCamEnv(t, func(p *perception.Config) { p.Consumers.SecurityEnabled, p.Consumers.SceneEnabled = false, true })
-	c.model.audioReply = "Birdsong through the window."
+	c.model.SetAudio(llmtest.Reply{Text: "Birdsong through the window."})
 	c.run(t, 2) // the refresher and the scene tick
 
 	// Nothing seen or heard yet: no scene.

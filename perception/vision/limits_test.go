@@ -159,7 +159,7 @@ func TestPhotosKeepTheirBudget(t *testing.T) {
 // A described photo is kept with its description for the dashboard.
 func TestExplainKeepsThePhoto(t *testing.T) {
 	e := newEnv(t, nil)
-	e.model.set(200, "A red ball on a wooden floor.")
+	e.model.Answer("A red ball on a wooden floor.")
 	if code, body := e.upload(t, "/api/vision/explain", "dotty-1", "", jpeg, "image/jpeg"); code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/perceptiontest"
@@ -32,56 +31,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// modelFake is an OpenAI-compatible chat endpoint that records requests.
-type modelFake struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []map[string]any
-	auth     []string
-	reply    string
-	status   int
-	// audioReply, when set, answers requests carrying an audio clip.
-	audioReply string
-}
-
-func newModelFake(t *testing.T) *modelFake {
-	f := &modelFake{reply: "  A red ball on a wooden floor.  ", status: 200}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		f.mu.Lock()
-		f.requests = append(f.requests, body)
-		f.auth = append(f.auth, r.URL.Path+" "+r.Header.Get("Authorization"))
-		status, reply := f.status, f.reply
-		if raw, _ := json.Marshal(body); f.audioReply != "" && bytes.Contains(raw, []byte(`"input_audio"`)) {
-			reply = f.audioReply
-		}
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": reply}}}})
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *modelFake) set(status int, reply string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status, f.reply = status, reply
-}
-
-func (f *modelFake) calls() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.requests...)
-}
-
 type env struct {
 	s     *Service
 	p     *perception.Service
-	model *modelFake
+	model *llmtest.Server
 	clock *clockwork.FakeClock
 	url   string
 	kid   atomic.Bool
@@ -97,7 +50,7 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 // perception and the routes share one cache, as in the bridge.
 func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perception.Config)) *env {
 	t.Helper()
-	e := &env{model: newModelFake(t), clock: clockwork.NewFakeClockAt(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))}
+	e := &env{model: llmtest.New(t, "  A red ball on a wooden floor.  "), clock: clockwork.NewFakeClockAt(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))}
 	e.house = filepath.Join(t.TempDir(), "household.yaml")
 	cfg := Config{
 		Vision:    Model{URL: e.model.URL + "/v1/chat/completions", Model: "vlm-1", APIKey: "sk-vision"},
@@ -168,7 +121,7 @@ func TestExplain(t *testing.T) {
 	if code != 200 || body != `{"description":"A red ball on a wooden floor."}` {
 		t.Fatalf("%d %s", code, body)
 	}
-	req := e.model.calls()[0]
+	req := e.model.Request(0).Body
 	msgs := req["messages"].([]any)
 	user := msgs[1].(map[string]any)["content"].([]any)
 	img := user[0].(map[string]any)["image_url"].(map[string]any)["url"]
@@ -178,13 +131,13 @@ func TestExplain(t *testing.T) {
 		user[1].(map[string]any)["text"] != "What do you see?" {
 		t.Errorf("request %v", req)
 	}
-	if e.model.auth[0] != "/v1/chat/completions Bearer sk-vision" {
-		t.Errorf("auth %q", e.model.auth[0])
+	if r := e.model.Request(0); r.Path+" "+r.Auth != "/v1/chat/completions Bearer sk-vision" {
+		t.Errorf("auth %q", r.Path+" "+r.Auth)
 	}
 	// Kid mode is read live; the sentinel without a roster becomes the person question.
 	e.kid.Store(true)
 	e.upload(t, "/api/vision/explain", "dotty-1", RoomViewSentinel, jpeg, "image/jpeg")
-	req = e.model.calls()[1]
+	req = e.model.Request(1).Body
 	msgs = req["messages"].([]any)
 	if msgs[0].(map[string]any)["content"] != kidSystem || msgs[1].(map[string]any)["content"].([]any)[1].(map[string]any)["text"] != roomViewQuestion {
 		t.Errorf("kid request %v", req)
@@ -206,11 +159,11 @@ func TestExplainFailures(t *testing.T) {
 	if code, body := off.upload(t, "/api/vision/explain", "d", "", jpeg, "image/jpeg"); code != 200 || body != `{"description":"`+OfflineText+`"}` {
 		t.Errorf("offline: %d %s", code, body)
 	}
-	if n := len(off.model.calls()); n != 0 {
+	if n := off.model.Count(); n != 0 {
 		t.Errorf("%d model calls without a key", n)
 	}
 	e := newEnv(t, nil)
-	e.model.set(500, "boom")
+	e.model.Set(llmtest.Reply{Status: 500, Text: "boom"})
 	if code, body := e.upload(t, "/api/vision/explain", "d", "", jpeg, "image/jpeg"); code != 200 || body != `{"description":"`+FailedText+`"}` {
 		t.Errorf("model error: %d %s", code, body)
 	}
@@ -222,12 +175,12 @@ func TestExplainFailures(t *testing.T) {
 	if resp.StatusCode != 422 {
 		t.Errorf("not multipart: %d", resp.StatusCode)
 	}
-	calls := len(e.model.calls())
+	calls := e.model.Count()
 	big := bytes.Repeat([]byte{0xff}, 2<<20)
 	if code, body := e.upload(t, "/api/vision/explain", "d", "", big, "image/jpeg"); code != 413 || body != `{"detail":"upload over 1048576 bytes"}` {
 		t.Errorf("oversized: %d %s", code, body)
 	}
-	if len(e.model.calls()) != calls {
+	if e.model.Count() != calls {
 		t.Error("an oversized upload reached the model")
 	}
 }
@@ -272,7 +225,7 @@ func TestLatestLongPoll(t *testing.T) {
 	a := e.poll(t, device)
 	b := e.poll(t, "dotty-aa%3Abb%3Acc%3Add%3Aee%3Aff")
 	waitWaiters(t, e.s, device, 2)
-	e.model.set(200, "A cat on the sofa.")
+	e.model.Answer("A cat on the sofa.")
 	e.upload(t, "/api/vision/explain", device, "", jpeg, "image/jpeg")
 	want := [2]string{"200", `{"description":"A cat on the sofa.","room_match_person_id":null}`}
 	if got := recv(t, a); got != want {
@@ -311,12 +264,12 @@ func TestRoomView(t *testing.T) {
 	if err := os.WriteFile(e.house, []byte(roster), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.model.set(200, "DESC: A boy with curly red hair | NAME: Alex | MOOD: Excited.")
+	e.model.Answer("DESC: A boy with curly red hair | NAME: Alex | MOOD: Excited.")
 	code, body := e.upload(t, "/api/vision/explain", "d1", RoomViewSentinel, jpeg, "image/jpeg")
 	if code != 200 || body != `{"description":"A boy with curly red hair"}` {
 		t.Fatalf("%d %s", code, body)
 	}
-	req := e.model.calls()[0]
+	req := e.model.Request(0).Body
 	msgs := req["messages"].([]any)
 	text := msgs[1].(map[string]any)["content"].([]any)[1].(map[string]any)["text"].(string)
 	if msgs[0].(map[string]any)["content"] != roomViewSystem ||
@@ -333,7 +286,7 @@ func TestRoomView(t *testing.T) {
 		t.Errorf("recent %+v", recent)
 	}
 	// Within the cooldown: no model call, "no one in view".
-	calls := len(e.model.calls())
+	calls := e.model.Count()
 	p := e.poll(t, "d1")
 	waitWaiters(t, e.s, "d1", 1)
 	if _, body := e.upload(t, "/api/vision/explain", "d1", RoomViewSentinel, jpeg, "image/jpeg"); body != `{"description":"no one in view"}` {
@@ -348,12 +301,12 @@ func TestRoomView(t *testing.T) {
 	now := float64(e.clock.Now().UnixNano()) / 1e9
 	e.p.Ingest(perception.Event{DeviceID: "d3", Name: "state_changed", TS: now - 10, Data: map[string]any{"state": "talk"}})
 	e.upload(t, "/api/vision/explain", "d3", RoomViewSentinel, jpeg, "image/jpeg")
-	if len(e.model.calls()) != calls {
-		t.Errorf("gated room views called the model %d times", len(e.model.calls())-calls)
+	if e.model.Count() != calls {
+		t.Errorf("gated room views called the model %d times", e.model.Count()-calls)
 	}
 	// Within the kick-off grace the room view runs; an unknown name is no match.
 	e.p.Ingest(perception.Event{DeviceID: "d4", Name: "state_changed", TS: now - 1, Data: map[string]any{"state": "talk"}})
-	e.model.set(200, "DESC: Someone new | NAME: bob | MOOD: sleepy")
+	e.model.Answer("DESC: Someone new | NAME: bob | MOOD: sleepy")
 	p4 := e.poll(t, "d4")
 	waitWaiters(t, e.s, "d4", 1)
 	e.upload(t, "/api/vision/explain", "d4", RoomViewSentinel, jpeg, "image/jpeg")
@@ -387,12 +340,12 @@ func TestAudioExplain(t *testing.T) {
 	e := newEnv(t, nil)
 	e.p.Ingest(perception.Event{DeviceID: "d1", Name: "face_detected", TS: 1})
 	feed := perceptiontest.NewWatcher(t, e.p.Bus())
-	e.model.set(200, "Birdsong and a distant car.")
+	e.model.Answer("Birdsong and a distant car.")
 	code, body := e.upload(t, "/api/audio/explain", "d1", "", []byte("RIFFwav"), "audio/x-wav")
 	if code != 200 || body != `{"description":"Birdsong and a distant car."}` {
 		t.Fatalf("%d %s", code, body)
 	}
-	req := e.model.calls()[0]
+	req := e.model.Request(0).Body
 	user := req["messages"].([]any)[1].(map[string]any)["content"].([]any)
 	audio := user[0].(map[string]any)["input_audio"].(map[string]any)
 	if req["model"] != "ear-1" || audio["format"] != "wav" || audio["data"] != base64.StdEncoding.EncodeToString([]byte("RIFFwav")) ||
@@ -408,7 +361,7 @@ func TestAudioExplain(t *testing.T) {
 	if st, _ := e.p.States().Get("d1"); st.LastEventName == nil || *st.LastEventName != "face_detected" {
 		t.Error("audio_captioned touched the device state")
 	}
-	e.model.set(503, "")
+	e.model.Set(llmtest.Reply{Status: 503})
 	if _, body := e.upload(t, "/api/audio/explain", "d1", "", []byte("x"), "audio/ogg"); body != `{"description":"`+AudioFallback+`"}` {
 		t.Errorf("fallback %s", body)
 	}

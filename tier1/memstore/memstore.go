@@ -1,7 +1,9 @@
 // Package memstore is the voice memory in ZeroClaw's SQLite brain.db,
 // shared with the agent: facts and turn summaries written by Tier1Slim's
-// remember and memory_log calls, and the FTS5 phrase search behind
-// memory_lookup.
+// remember and memory_log calls, the FTS5 phrase search behind
+// memory_lookup, and per-person memory — facts about one household member
+// in namespace person:<id>, or person_pending:<id> while a grown-up has
+// not yet approved them (see person.go).
 //
 // ZeroClaw owns the schema. An existing file is never migrated or altered;
 // a missing one is created with ZeroClaw's table, FTS5 index and sync
@@ -18,8 +20,12 @@
 // survives a crash or a power loss as well as a clean stop: Run replays the
 // journal at start, and a row's id is fixed at Enqueue, so a replay never
 // duplicates one. The journal is emptied whenever the queue is. Enqueue
-// answers ErrQueueFull instead of dropping a write silently. Search uses a
-// separate read-only connection and may run concurrently with writes.
+// answers ErrQueueFull instead of dropping a write silently. Search and the
+// person-memory reads use a separate read-only connection and may run
+// concurrently with writes. The review actions (Approve, Redact) are run
+// by the same writer goroutine, between queued writes, so every change to
+// brain.db made by the bridge is serialised and waits out ZeroClaw's locks
+// the same way.
 package memstore
 
 import (
@@ -49,6 +55,9 @@ var (
 	ErrQueueFull = errors.New("memory write queue full")
 	// ErrClosed means the writer has stopped; the write was not accepted.
 	ErrClosed = errors.New("memory writer stopped")
+	// ErrBusy means the database stayed locked (by ZeroClaw, usually)
+	// until the caller stopped waiting.
+	ErrBusy = errors.New("memory database busy")
 )
 
 // Config configures the store.
@@ -74,6 +83,10 @@ type Config struct {
 	// Clock stamps the rows and times the drain and the busy retries; nil
 	// is the real clock.
 	Clock clockwork.Clock
+	// PersonMaxFacts is how many facts PersonBlock loads
+	// (PERSON_MEMORY_MAX_FACTS): 0 means 8, a negative value turns the
+	// block off.
+	PersonMaxFacts int
 }
 
 func (c Config) withDefaults() Config {
@@ -101,6 +114,9 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
+	if c.PersonMaxFacts == 0 {
+		c.PersonMaxFacts = 8
+	}
 	return c
 }
 
@@ -108,6 +124,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if c.Path == "" {
 		return errors.New("memory database path is empty")
+	}
+	if c.PersonMaxFacts > MaxPersonFacts {
+		return fmt.Errorf("person memory facts per turn is %d, more than %d", c.PersonMaxFacts, MaxPersonFacts)
 	}
 	return nil
 }
@@ -117,6 +136,9 @@ type Write struct {
 	Content    string
 	Category   string // "conversation" or "core"
 	Importance float64
+	// Namespace is "voice" when empty; person memory is written through
+	// EnqueuePerson, which builds it.
+	Namespace string
 	// SessionID is stored when HasSession is set, NULL otherwise.
 	SessionID  string
 	HasSession bool
@@ -129,6 +151,7 @@ type entry struct {
 	Content    string  `json:"content"`
 	Category   string  `json:"category"`
 	Importance float64 `json:"importance"`
+	Namespace  string  `json:"namespace,omitempty"` // absent in journals of older versions: "voice"
 	SessionID  string  `json:"session_id,omitempty"`
 	HasSession bool    `json:"has_session,omitempty"`
 }
@@ -143,6 +166,11 @@ type Store struct {
 	cfg   Config
 	log   hclog.Logger
 	queue chan entry
+	// ops carries review actions to the writer goroutine; halt is closed
+	// once it stops taking them.
+	ops      chan op
+	halt     chan struct{}
+	haltOnce sync.Once
 
 	mu       sync.Mutex
 	journal  *os.File // opened by the first Enqueue
@@ -154,7 +182,7 @@ type Store struct {
 // New returns a store; Run starts its writer.
 func New(cfg Config) *Store {
 	cfg = cfg.withDefaults()
-	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan entry, cfg.QueueSize)}
+	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan entry, cfg.QueueSize), ops: make(chan op), halt: make(chan struct{})}
 }
 
 // tsLayout is the created_at format of ZeroClaw's rows.
@@ -165,7 +193,7 @@ const tsLayout = "2006-01-02T15:04:05.000000+00:00"
 // first. It waits only for that fsync, never for the database.
 func (s *Store) Enqueue(w Write) error {
 	e := entry{ID: uuid.NewString(), TS: s.cfg.Clock.Now().UTC().Format(tsLayout), Content: w.Content, Category: w.Category,
-		Importance: w.Importance, SessionID: w.SessionID, HasSession: w.HasSession}
+		Importance: w.Importance, Namespace: w.Namespace, SessionID: w.SessionID, HasSession: w.HasSession}
 	line, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode memory write: %w", err)
@@ -275,11 +303,12 @@ func (s *Store) Accepting() bool {
 func (s *Store) Pending() int { return len(s.queue) }
 
 // Run creates the database when it is missing, then writes queued rows
-// until ctx ends, drains the queue and returns. A write in progress when
-// ctx ends is finished, not abandoned; the whole drain is bounded by
-// DrainTimeout after ctx ends.
+// and runs review actions until ctx ends, drains the queue and returns. A
+// write in progress when ctx ends is finished, not abandoned; the whole
+// drain is bounded by DrainTimeout after ctx ends.
 func (s *Store) Run(ctx context.Context) error {
 	defer s.finish()
+	defer s.stopOps()
 	if err := s.ensure(); err != nil {
 		s.log.Error("voice memory unavailable; remember and memory_log writes will be retried", "path", s.cfg.Path, "error", err)
 	}
@@ -289,6 +318,7 @@ func (s *Store) Run(ctx context.Context) error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.stopOps()
 	})
 	defer stopAccepting()
 	// wctx bounds writes: it ends DrainTimeout after ctx does.
@@ -312,15 +342,35 @@ func (s *Store) Run(ctx context.Context) error {
 	defer s.closeJournal()
 	s.replay(wctx, w)
 	for {
+		// Once stopping, the drain takes over: it stops at the first write
+		// the drain deadline cuts short and leaves the rest in the journal.
+		if ctx.Err() != nil {
+			return s.drain(wctx, w)
+		}
+		// Queued writes go first: a review action then runs only once the
+		// journal has been emptied of every row already written, so a
+		// redacted row can never come back from a replay after a crash.
 		select {
 		case item := <-s.queue:
 			w.write(wctx, item)
 			s.compact()
+			continue
+		default:
+		}
+		select {
+		case item := <-s.queue:
+			w.write(wctx, item)
+			s.compact()
+		case o := <-s.ops:
+			w.run(ctx, o)
 		case <-ctx.Done():
 			return s.drain(wctx, w)
 		}
 	}
 }
+
+// stopOps makes waiting and later review actions fail with ErrClosed.
+func (s *Store) stopOps() { s.haltOnce.Do(func() { close(s.halt) }) }
 
 func (s *Store) closeJournal() {
 	s.mu.Lock()
@@ -443,7 +493,9 @@ func isBusy(err error) bool {
 
 // Search runs an FTS5 phrase search for query and returns up to limit rows,
 // best first. Any SQLite problem, a missing file included, is an error
-// (callers answer "no memories found").
+// (callers answer "no memories found"). Facts held for review
+// (person_pending:<id>) are never found: what a grown-up has not approved
+// must not reach the model through memory_lookup either.
 func (s *Store) Search(ctx context.Context, query string, limit int) ([]Row, error) {
 	db, release, err := s.reader()
 	if err != nil {
@@ -452,7 +504,8 @@ func (s *Store) Search(ctx context.Context, query string, limit int) ([]Row, err
 	defer release()
 	rows, err := db.QueryContext(ctx, `SELECT m.key, m.content, m.category, COALESCE(m.namespace, ''), m.created_at
 		FROM memories_fts f JOIN memories m ON m.rowid = f.rowid
-		WHERE memories_fts MATCH ? ORDER BY f.rank LIMIT ?`, PhraseQuery(query), limit)
+		WHERE memories_fts MATCH ? AND (m.namespace IS NULL OR substr(m.namespace, 1, ?) <> ?)
+		ORDER BY f.rank LIMIT ?`, PhraseQuery(query), len(pendingPrefix), pendingPrefix, limit)
 	if err != nil {
 		s.resetReader()
 		return nil, fmt.Errorf("search memories: %w", err)
@@ -560,24 +613,34 @@ func (w *writer) reset() {
 // write inserts item, retrying while the database is busy or missing until
 // ctx ends. It reports whether the row was written.
 func (w *writer) write(ctx context.Context, item entry) bool {
+	err := w.retry(ctx, true, func(ctx context.Context) error { return w.insert(ctx, item) })
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("voice memory write failed; dropping it", "error", err, "category", item.Category)
+	}
+	return err == nil
+}
+
+// retry runs fn until it succeeds, fails for another reason than a busy
+// (or, with missingToo, missing) database, or ctx ends, backing off from
+// 100 ms to 2 s between attempts.
+func (w *writer) retry(ctx context.Context, missingToo bool, fn func(context.Context) error) error {
 	delay := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := w.insert(ctx, item)
+		err := fn(ctx)
 		if err == nil {
-			return true
+			return nil
 		}
-		retry := isBusy(err) || errors.Is(err, fs.ErrNotExist)
-		if !retry {
-			w.log.Error("voice memory write failed; dropping it", "error", err, "category", item.Category)
+		missing := errors.Is(err, fs.ErrNotExist)
+		if !isBusy(err) && !(missingToo && missing) {
 			w.reset()
-			return false
+			return err
 		}
 		if attempt == 1 || attempt%10 == 0 {
 			w.log.Warn("voice memory database busy or missing; retrying", "attempt", attempt, "error", err)
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return fmt.Errorf("%w (%v): %w", ErrBusy, err, ctx.Err())
 		case <-w.cfg.Clock.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
@@ -587,8 +650,8 @@ func (w *writer) write(ctx context.Context, item entry) bool {
 	}
 }
 
-// insert writes one row in ZeroClaw's shape with bridge.py's key format
-// and namespace "voice".
+// insert writes one row in ZeroClaw's shape with bridge.py's key format,
+// in namespace "voice" unless the write names another.
 func (w *writer) insert(ctx context.Context, item entry) error {
 	if err := w.open(); err != nil {
 		return err
@@ -606,9 +669,13 @@ func (w *writer) insert(ctx context.Context, item entry) error {
 	if item.HasSession {
 		session = item.SessionID
 	}
+	namespace := item.Namespace
+	if namespace == "" {
+		namespace = "voice"
+	}
 	cols := "id, key, content, category, created_at, updated_at, session_id, namespace, importance"
-	vals := "?, ?, ?, ?, ?, ?, ?, 'voice', ?"
-	args := []any{id, key, item.Content, item.Category, ts, ts, session, item.Importance}
+	vals := "?, ?, ?, ?, ?, ?, ?, ?, ?"
+	args := []any{id, key, item.Content, item.Category, ts, ts, session, namespace, item.Importance}
 	if w.agentCol {
 		agent, err := w.agentID(ctx)
 		if err != nil {

@@ -1,7 +1,9 @@
 "use strict";
 // Dotty's dashboard: the controls (actions as JSON POSTs, status polled),
 // agent health (polled), devices (polled and nudged by events), the
-// perception event stream and voice turns (SSE).
+// perception event stream and voice turns (SSE), the memory review
+// (approve and redact as JSON POSTs) and today's journal (polled and
+// nudged by events).
 (() => {
   const $ = (id) => document.getElementById(id);
   const el = (tag, cls, text) => {
@@ -14,6 +16,22 @@
   // call, which costs more than the rest of a row.
   const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
   const clock = (secs) => timeFormat.format(secs * 1000);
+  const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "short" });
+  // stamp is a time of today, or the date and time of another day.
+  function stamp(t) {
+    if (!t) return "";
+    const when = clock(t);
+    return new Date(t * 1000).toDateString() === new Date().toDateString() ? when : dayFormat.format(t * 1000) + " " + when;
+  }
+  // isoSecs reads an RFC 3339 time as the bridge writes it (often with
+  // microseconds, trimmed to the milliseconds every browser parses): Unix
+  // seconds, or 0.
+  const isoSecs = (s) => {
+    if (typeof s !== "string" || !s) return 0;
+    const ms = Date.parse(s.replace(/(\.\d{3})\d+/, "$1"));
+    return Number.isFinite(ms) ? ms / 1000 : 0;
+  };
+  const str = (v) => typeof v === "string" ? v : "";
   const ago = (s) => s == null ? "never" : s < 1 ? "just now" : s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
   const getJSON = async (url) => { const r = await fetch(url, { cache: "no-store" }); if (!r.ok) throw new Error(r.status); return r.json(); };
 
@@ -157,12 +175,10 @@
       audio: errs.some((x) => x.startsWith("audio_")),
     };
   }
-  const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "short" });
   function secRow(r, t) {
     const li = el("li");
     li.dataset.device = typeof r.device === "string" ? r.device : "";
-    let when = t ? clock(t) : "";
-    if (t && new Date(t * 1000).toDateString() !== new Date().toDateString()) when = dayFormat.format(t * 1000) + " " + when;
+    const when = stamp(t);
     const s = secText(r.photo_desc, r.errors);
     const body = el("div");
     body.append(el("div", "name", li.dataset.device || "(no device)"), el("div", s.miss ? "desc miss" : "desc", s.text));
@@ -322,7 +338,7 @@
     let opens = 0;
     src.addEventListener("open", () => {
       $("feed-note").hidden = true;
-      if (opens++) { later("scenes", 300, () => loadScenes("")); later("security", 300, loadSecurity); }
+      if (opens++) { later("scenes", 300, () => loadScenes("")); later("security", 300, loadSecurity); later("journal", 300, loadJournal); }
     });
     src.onmessage = (m) => {
       let ev;
@@ -335,6 +351,7 @@
         const id = ev.device_id || "";
         later("scene|" + id, 300, () => loadScenes(id));
       } else if (ev.name === "security_capture") later("security", 300, loadSecurity);
+      if (journalEvent(ev)) refreshJournal();
     };
   }
   function followTurns() {
@@ -348,8 +365,9 @@
   const stateLabels = { idle: "Idle", talk: "Talk", story_time: "Story", security: "Security", dance: "Dance", sleep: "Sleep" };
   const moods = [["😊", "happy"], ["😆", "laughing"], ["😢", "sad"], ["😮", "surprised"], ["🤔", "thinking"],
     ["😠", "angry"], ["😐", "neutral"], ["😍", "loving"], ["😴", "sleepy"]];
-  function show(text, kind) {
-    const r = $("result");
+  // show writes the result line out (the controls' by default).
+  function show(text, kind, out = "result") {
+    const r = $(out);
     r.textContent = text;
     r.dataset.kind = kind;
   }
@@ -358,26 +376,29 @@
     if (Array.isArray(d)) return d.map((i) => `${(i.loc || []).slice(1).join(".")}: ${i.msg}`).join("; ");
     return "";
   }
-  async function act(path, body, btn) {
-    if (btn) btn.disabled = true;
-    show("…", "busy");
+  // act POSTs an action; btn is the button (or the buttons) disabled
+  // while it runs, out the result line it answers on.
+  async function act(path, body, btn, out = "result") {
+    const btns = [].concat(btn || []);
+    for (const b of btns) b.disabled = true;
+    show("…", "busy", out);
     try {
       const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
       let j = {};
       try { j = await r.json(); } catch (e) { /* no body */ }
       if (!r.ok) {
-        show(detailText(j.detail) || `The bridge answered HTTP ${r.status}.`, "bad");
+        show(detailText(j.detail) || `The bridge answered HTTP ${r.status}.`, "bad", out);
         return null;
       }
-      if (j.warning) show(j.warning, "warn");
-      else if (j.response) show(`${j.sent ? j.sent + " → " : ""}${j.response}`, "ok");
-      else show("Done.", "ok");
+      if (j.warning) show(j.warning, "warn", out);
+      else if (j.response) show(`${j.sent ? j.sent + " → " : ""}${j.response}`, "ok", out);
+      else show("Done.", "ok", out);
       return j;
     } catch (e) {
-      show("The bridge did not answer: " + e.message, "bad");
+      show("The bridge did not answer: " + e.message, "bad", out);
       return null;
     } finally {
-      if (btn) btn.disabled = false;
+      for (const b of btns) b.disabled = false;
     }
   }
   function toggle(id, path) {
@@ -491,6 +512,214 @@
     $("photo-large-img").alt = img.alt;
   }
 
+  // Memory review: the facts Dotty learned about people. Facts about
+  // children and people it did not know are held until a grown-up
+  // approves them; Redact deletes a fact on a second press. The lists are
+  // not redrawn while an action runs or a Redact waits for its second
+  // press (memHold), and are read again after every action.
+  const MEM_CONFIRM_MS = 8000;
+  let memSeq = 0, memShown = 0, memHold = 0, memStale = false, memFocus = null;
+  const cut = (s, n) => s.length > n ? s.slice(0, n - 1).trimEnd() + "…" : s;
+  function memRelease() {
+    memHold--;
+    if (!memHold && memStale) loadMemory();
+  }
+  function memButton(kind, id, who, fact) {
+    const label = kind === "approve" ? "Approve" : "Redact";
+    const about = `fact about ${who}: ${cut(fact, 80)}`;
+    const b = el("button", kind, label);
+    b.type = "button";
+    b.dataset.action = kind;
+    b.setAttribute("aria-label", `${label} ${about}`);
+    let timer = 0; // set while a Redact waits for its second press
+    const disarm = () => {
+      clearTimeout(timer);
+      timer = 0;
+      b.textContent = label;
+      b.classList.remove("armed");
+      b.setAttribute("aria-label", `${label} ${about}`);
+    };
+    const cancel = () => {
+      if (!timer) return;
+      disarm();
+      show("", "", "mem-result");
+      memRelease();
+    };
+    b.addEventListener("click", async () => {
+      if (kind === "redact" && !timer) {
+        memHold++;
+        timer = setTimeout(cancel, MEM_CONFIRM_MS);
+        b.textContent = "Confirm redact";
+        b.classList.add("armed");
+        b.setAttribute("aria-label", `Confirm: redact ${about}`);
+        show(`Press “Confirm redact” to delete the fact about ${who} for good.`, "warn", "mem-result");
+        return;
+      }
+      if (timer) disarm(); // the second press: the hold stays until the answer
+      else memHold++;
+      const li = b.closest("li");
+      const list = li.parentElement;
+      const j = await act(`/ui/api/memory/${kind}`, { id }, [...li.querySelectorAll("button")], "mem-result");
+      if (j) show(kind === "approve" ? `Approved: Dotty may now use the fact about ${who}.` : `Redacted: the fact about ${who} is deleted.`, "ok", "mem-result");
+      // Keyboard users stay in the list: the next fact's first button
+      // gets the focus once the list is read again.
+      memFocus = { list: list.id, index: [...list.children].indexOf(li) };
+      memStale = true;
+      memRelease();
+    });
+    b.addEventListener("keydown", (e) => { if (e.key === "Escape") cancel(); });
+    b.addEventListener("blur", cancel);
+    return b;
+  }
+  function memRow(r) {
+    const li = el("li");
+    li.dataset.id = r.id;
+    const who = str(r.person_id) || "someone";
+    const fact = str(r.content);
+    const actions = el("div", "mem-actions");
+    if (r.pending) actions.append(memButton("approve", r.id, who, fact));
+    actions.append(memButton("redact", r.id, who, fact));
+    const body = el("div");
+    body.append(el("div", "name", who), el("div", "fact", fact), actions);
+    const when = el("span", "time", stamp(isoSecs(r.created_at)));
+    when.title = str(r.created_at);
+    li.append(when, body);
+    return li;
+  }
+  async function loadMemory() {
+    if (memHold) { memStale = true; return; }
+    memStale = false;
+    const seq = ++memSeq;
+    let r = null, j = null;
+    try {
+      r = await fetch("/ui/api/memory", { cache: "no-store" });
+      j = await r.json();
+    } catch (e) { /* no answer, or not JSON */ }
+    if (seq < memShown) return;
+    memShown = seq;
+    if (memHold) { memStale = true; return; } // an action started meanwhile
+    const card = $("memory-card");
+    if (r && r.status === 404) { card.hidden = true; return; } // an older bridge
+    if (!r || !r.ok || !j || !Array.isArray(j.records)) {
+      // The reason ("Memory not configured", a busy store) in a quiet
+      // line; facts already shown stay until a listing succeeds.
+      const detail = j && detailText(j.detail);
+      notice("mem-note", detail || `Memory unavailable (${r ? "HTTP " + r.status : "no answer"}).`);
+      card.hidden = false;
+      return;
+    }
+    notice("mem-note", "");
+    const recs = j.records.filter((x) => x && typeof x === "object" && typeof x.id === "string");
+    const held = recs.filter((x) => x.pending === true), approved = recs.filter((x) => x.pending !== true);
+    $("mem-pending").replaceChildren(...held.map(memRow));
+    $("mem-approved").replaceChildren(...approved.map(memRow));
+    $("mem-approved-box").hidden = !approved.length;
+    $("mem-approved-count").textContent = String(approved.length);
+    const count = $("mem-count");
+    count.textContent = `${held.length} to review`;
+    count.hidden = !held.length;
+    $("mem-more").hidden = j.more !== true;
+    $("mem-body").hidden = false;
+    card.hidden = false;
+    const f = memFocus;
+    memFocus = null;
+    const active = document.activeElement;
+    if (f && (!active || active === document.body || card.contains(active))) {
+      const list = $(f.list);
+      const li = list.children[Math.min(f.index, list.children.length - 1)];
+      (li?.querySelector("button") || $("memory-title")).focus();
+    }
+  }
+
+  // Today: the robot's journal of the day, its last dream, its last dance
+  // reflection and the greetings it gave. Every answer carries the number
+  // of the request that asked for it, so a slow older answer never
+  // replaces a newer one.
+  const DREAM_PREVIEW = 200;
+  let journalSeq = 0, journalShown = 0, dreamShown = "";
+  // preview is the first DREAM_PREVIEW characters of s, cut at a word.
+  function preview(s) {
+    if (s.length <= DREAM_PREVIEW) return s;
+    const head = s.slice(0, DREAM_PREVIEW);
+    const sp = head.lastIndexOf(" ");
+    return (sp > DREAM_PREVIEW / 2 ? head.slice(0, sp) : head).trimEnd() + "…";
+  }
+  function greetRow(g) {
+    const li = el("li");
+    const who = el("div", "name", str(g.identity) || "someone");
+    if (str(g.device)) who.append(" ", el("span", "time", g.device));
+    const body = el("div");
+    body.append(who);
+    if (str(g.text)) body.append(el("div", "said", g.text));
+    if (g.error != null && g.error !== "") body.append(el("div", "note", "not spoken: " + String(g.error)));
+    li.append(el("span", "time", stamp(isoSecs(g.ts))), body);
+    return li;
+  }
+  async function loadJournal() {
+    const seq = ++journalSeq;
+    let j;
+    try {
+      j = await getJSON("/api/journal/today");
+      if (!j || typeof j !== "object" || Array.isArray(j)) throw new Error("unexpected answer");
+    } catch (e) {
+      if (seq < journalShown) return;
+      journalShown = seq;
+      notice("today-note", `Today's journal unavailable (${why(e)}).`);
+      for (const id of ["today-dream", "today-dance", "today-greet"]) $(id).hidden = true;
+      $("today-date").textContent = "";
+      $("today-card").hidden = false;
+      return;
+    }
+    if (seq < journalShown) return;
+    journalShown = seq;
+    notice("today-note", "");
+    const list = (k) => Array.isArray(j[k]) ? j[k].filter((x) => x && typeof x === "object") : [];
+    const [dreams, dances, greetings] = [list("dreams"), list("dances"), list("greetings")];
+    $("today-date").textContent = str(j.date);
+    const d = dreams[0];
+    $("today-dream").hidden = !d;
+    if (d) {
+      const full = str(d.full_text).trim(), summary = str(d.summary).trim();
+      const shown = summary || preview(full);
+      $("today-dream-text").textContent = shown || "(no words)";
+      $("today-dream-meta").textContent = [str(d.seed) && "seed: " + d.seed, stamp(isoSecs(d.ts))].filter(Boolean).join(" · ");
+      const more = $("today-dream-more");
+      more.hidden = !full || full === shown;
+      const key = str(d.dream_id) || str(d.ts);
+      if (key !== dreamShown) { more.open = false; dreamShown = key; }
+      $("today-dream-full").textContent = full;
+    }
+    const x = dances[0];
+    $("today-dance").hidden = !x;
+    if (x) {
+      $("today-dance-meta").textContent = [str(x.dance), str(x.device), stamp(isoSecs(x.ts))].filter(Boolean).join(" · ");
+      $("today-dance-text").textContent = str(x.reflection) || "(no reflection)";
+    }
+    $("today-greetings").replaceChildren(...greetings.map(greetRow));
+    $("today-greet").hidden = !greetings.length;
+    $("today-card").hidden = !d && !x && !greetings.length;
+  }
+  // journalEvent reports whether a feed event can change the journal: a
+  // robot going to sleep or waking (dreams), a dance ending (its
+  // reflection) or a face recognised (a greeting).
+  const lastStates = new Map(); // device → the state its last state_changed named
+  function journalEvent(ev) {
+    if (ev.name === "dance_ended" || ev.name === "face_recognized") return true;
+    if (ev.name !== "state_changed") return false;
+    const id = ev.device_id || "";
+    const now = ev.data && typeof ev.data.state === "string" ? ev.data.state : "";
+    const before = lastStates.has(id) ? lastStates.get(id) : deviceStates.get(id)?.current_state;
+    lastStates.set(id, now);
+    return now === "sleep" || before === "sleep";
+  }
+  // refreshJournal reads the journal 300 ms after the first of a burst of
+  // such events, and again 15 s later: the reflection and the greeting
+  // are written once the model has answered.
+  function refreshJournal() {
+    later("journal", 300, loadJournal);
+    later("journal-late", 15000, loadJournal);
+  }
+
   let built = false;
   async function status() {
     let s;
@@ -545,7 +774,11 @@
     // connections to the bridge go to the feed first.
     loadScenes("");
     loadSecurity();
+    loadMemory();
+    loadJournal();
     setInterval(loadDevices, 5000);
+    setInterval(loadMemory, 60000);
+    setInterval(loadJournal, 180000);
   }
   start();
 })();

@@ -232,7 +232,7 @@ func Start(bin string, extra ...string) (*Bridge, error) {
 	cmd.Env = []string{"PATH=" + dir, "HOME=" + dir, "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=info", "WEATHER_LOCATION=-",
 		"CONVO_LOG_DIR=" + filepath.Join(dir, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(dir, "kid"),
 		"DOTTY_SMART_MODE_STATE=" + filepath.Join(dir, "smart"), "VOICE_MEMORY_DB=" + filepath.Join(dir, "brain.db"),
-		"HOUSEHOLD_YAML_PATH=" + filepath.Join(dir, "household.yaml")}
+		"HOUSEHOLD_YAML_PATH=" + filepath.Join(dir, "household.yaml"), "GREETER_STATE_PATH=" + filepath.Join(dir, "greeter_state.json")}
 	cmd.Env = append(cmd.Env, extra...)
 	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GOMAXPROCS"} { // runtime tuning passes through
 		if v, ok := os.LookupEnv(k); ok {

@@ -5,7 +5,9 @@ package memstoretest
 import (
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 
@@ -165,4 +167,140 @@ func Lock(t testing.TB, path string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// WAL switches path to write-ahead logging, as ZeroClaw runs brain.db:
+// readers then never wait for a writer.
+func WAL(t testing.TB, path string) {
+	t.Helper()
+	exec(t, path, `PRAGMA journal_mode=WAL`)
+}
+
+// Memory is a row for Insert, as ZeroClaw or an earlier bridge left it.
+type Memory struct {
+	ID, Key, Content, Namespace, CreatedAt, UpdatedAt string
+	Importance                                        float64
+}
+
+// Insert writes rows directly (on V3 files under the first agent), for
+// fixtures with chosen importances and timestamps.
+func Insert(t testing.TB, path string, rows ...Memory) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	var agent sql.NullString
+	var hasAgent int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'agent_id'`).Scan(&hasAgent); err != nil {
+		t.Fatal(err)
+	}
+	if hasAgent == 1 {
+		if err := db.QueryRow(`SELECT id FROM agents ORDER BY rowid LIMIT 1`).Scan(&agent); err != nil {
+			t.Fatalf("fixture: no agent: %v", err)
+		}
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, r := range rows {
+		key := r.Key
+		if key == "" {
+			key = "fixture_" + r.ID
+		}
+		var err error
+		if hasAgent == 1 {
+			_, err = tx.Exec(`INSERT INTO memories (id, agent_id, key, content, category, created_at, updated_at, namespace, importance)
+				VALUES (?, ?, ?, ?, 'core', ?, ?, ?, ?)`, r.ID, agent, key, r.Content, r.CreatedAt, r.UpdatedAt, r.Namespace, r.Importance)
+		} else {
+			_, err = tx.Exec(`INSERT INTO memories (id, key, content, category, created_at, updated_at, namespace, importance)
+				VALUES (?, ?, ?, 'core', ?, ?, ?, ?)`, r.ID, key, r.Content, r.CreatedAt, r.UpdatedAt, r.Namespace, r.Importance)
+		}
+		if err != nil {
+			t.Fatalf("fixture insert %s: %v", r.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FTSMatches counts rows the FTS index finds for phrase (an FTS5 phrase
+// query, quoted here), with no namespace filter.
+func FTSMatches(t testing.TB, path, phrase string) int {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?`, memstore.PhraseQuery(phrase)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// CheckFTS runs FTS5's integrity check against the content table: it
+// fails when the index and memories disagree (a row changed or deleted
+// without its trigger).
+func CheckFTS(t testing.TB, path string) {
+	t.Helper()
+	db := open(t, path)
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+		t.Errorf("FTS index out of step with memories: %v", err)
+	}
+}
+
+func open(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Churn stands in for ZeroClaw: until the returned func is called it
+// takes an exclusive lock on path, holds it for hold, lets go for gap, and
+// again. It waits for the lock rather than failing when the bridge holds
+// it. The returned func stops it and reports how many times it locked.
+func Churn(t testing.TB, path string, hold, gap time.Duration) (stop func() int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=exclusive&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	quit, done := make(chan struct{}), make(chan struct{})
+	locks := 0
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if tx, err := db.Begin(); err == nil {
+				locks++
+				time.Sleep(hold)
+				_ = tx.Rollback()
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(gap):
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() int {
+		once.Do(func() {
+			close(quit)
+			<-done
+			_ = db.Close()
+		})
+		return locks
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }

@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+)
+
+// MemoryRecord is one per-person fact for the review card.
+type MemoryRecord struct {
+	ID       string `json:"id"`
+	PersonID string `json:"person_id"`
+	Content  string `json:"content"`
+	// Pending is true while the fact waits for a grown-up's approval.
+	Pending    bool    `json:"pending"`
+	Importance float64 `json:"importance"`
+	// CreatedAt and UpdatedAt are as stored (ISO 8601).
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// Limits of the memory review routes.
+const (
+	// MaxMemoryID is the longest fact id the approve and redact actions
+	// take, in characters (the store's ids are 36-character UUIDs).
+	MaxMemoryID = 128
+	// memoryWait bounds one call to the memory store, so a locked
+	// database answers 503 instead of holding the page's button.
+	memoryWait = 10 * time.Second
+	// noMemory is the answer when memory is not configured.
+	noMemory = "Memory not configured"
+)
+
+// memoryList is GET /ui/api/memory.
+type memoryList struct {
+	Records []MemoryRecord `json:"records"`
+	// More is true when the store left some records off.
+	More bool `json:"more"`
+}
+
+// memoryResult is what the approve and redact actions answer on success.
+type memoryResult struct {
+	OK bool   `json:"ok"`
+	ID string `json:"id"`
+	// Action is "approved" or "redacted".
+	Action string `json:"action"`
+}
+
+// memory is GET /ui/api/memory: the per-person facts, held-for-review
+// first, as the store gives them; 503 with the reason when memory is not
+// configured or the store fails.
+func (u *UI) memory(c echo.Context) error {
+	if u.cfg.MemoryRecords == nil {
+		return httpapi.NewError(http.StatusServiceUnavailable, noMemory)
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), memoryWait)
+	defer cancel()
+	records, more, err := u.cfg.MemoryRecords(ctx)
+	if err != nil {
+		u.log.Warn("memory review: listing failed", "error", err)
+		return httpapi.NewError(http.StatusServiceUnavailable, "Could not read the memory store ("+err.Error()+"). Try again in a moment.")
+	}
+	if records == nil {
+		records = []MemoryRecord{}
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, memoryList{Records: records, More: more})
+}
+
+// approveMemory is POST /ui/api/memory/approve: {id}; a held fact becomes
+// one Dotty may use.
+func (u *UI) approveMemory(c echo.Context) error {
+	return u.reviewMemory(c, u.cfg.ApproveMemory, "approve", "approved",
+		"That fact is not waiting for review any more: it was approved or redacted already.")
+}
+
+// redactMemory is POST /ui/api/memory/redact: {id}; the fact, held or
+// approved, is deleted.
+func (u *UI) redactMemory(c echo.Context) error {
+	return u.reviewMemory(c, u.cfg.RedactMemory, "redact", "redacted",
+		"That fact is not stored any more: it was redacted already.")
+}
+
+// reviewMemory is the body of both review actions: it binds {id}, calls
+// fn and answers 200, 404 with gone when fn found no such fact, or 503
+// with the reason when the store is not configured or failed.
+func (u *UI) reviewMemory(c echo.Context, fn func(context.Context, string) (bool, error), verb, done, gone string) error {
+	if fn == nil {
+		return httpapi.NewError(http.StatusServiceUnavailable, noMemory)
+	}
+	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	if err != nil {
+		return err
+	}
+	id := b.String("id")
+	b.MaxRunes("id", id, MaxMemoryID)
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(id) == "" {
+		return httpapi.NewError(http.StatusBadRequest, "The fact id is empty.")
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), memoryWait)
+	defer cancel()
+	found, err := fn(ctx, id)
+	if err != nil {
+		u.log.Warn("memory review: action failed", "action", verb, "id", id, "error", err)
+		return httpapi.NewError(http.StatusServiceUnavailable, "Could not "+verb+" the fact ("+err.Error()+"). Try again in a moment.")
+	}
+	if !found {
+		return httpapi.NewError(http.StatusNotFound, gone)
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, memoryResult{OK: true, ID: id, Action: done})
+}

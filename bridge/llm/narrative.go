@@ -1,0 +1,199 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/openai/openai-go"
+)
+
+// DefaultNarrativeModel is NARRATIVE_MODEL's default.
+const DefaultNarrativeModel = "anthropic/claude-sonnet-4-6"
+
+// DefaultNarrativeTimeout is NARRATIVE_TIMEOUT_SEC's default.
+const DefaultNarrativeTimeout = 60 * time.Second
+
+// NarrativeConfig configures the narrative client: the model that writes
+// the robot's private texts (dreams, dance reflections), which nobody
+// hears, so it goes straight to the provider rather than through the
+// voice agent.
+type NarrativeConfig struct {
+	// URL is the full .../chat/completions address (VISION_API_URL).
+	URL string
+	// Model is NARRATIVE_MODEL (DefaultNarrativeModel when "").
+	Model string
+	// APIKey is sent as a Bearer token (VISION_API_KEY); "" means every
+	// call returns ErrNoKey without a request.
+	APIKey string
+	// Timeout bounds one call (NARRATIVE_TIMEOUT_SEC; DefaultNarrativeTimeout when 0).
+	Timeout time.Duration
+	// HTTPClient defaults to http.DefaultClient.
+	HTTPClient *http.Client
+	// Logger receives the failure lines; nil discards.
+	Logger hclog.Logger
+}
+
+// Validate reports a URL that is not http(s) and a negative timeout.
+func (c NarrativeConfig) Validate() error {
+	var errs []error
+	if c.URL != "" {
+		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("narrative URL %q: want an http or https URL", c.URL))
+		}
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("narrative timeout %s is negative", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrNoKey means no API key is configured, so no call is made.
+var ErrNoKey = errors.New("narrative model has no API key")
+
+// ErrEmpty means the model answered without text.
+var ErrEmpty = errors.New("narrative model returned no text")
+
+// Narrative asks a chat model for one text. Failures are the caller's
+// "no text": each cause is logged once (a missing key once for the
+// process; a failure kind once until a call succeeds again), because a
+// robot asleep for eight hours would otherwise log the same outage at
+// every dream. Safe for concurrent use.
+type Narrative struct {
+	cfg    NarrativeConfig
+	client openai.Client
+	log    hclog.Logger
+
+	mu          sync.Mutex
+	noKeyLogged bool
+	failed      map[string]bool // failure kinds logged since the last success
+}
+
+// NewNarrative returns the client.
+func NewNarrative(cfg NarrativeConfig) *Narrative {
+	if cfg.Model == "" {
+		cfg.Model = DefaultNarrativeModel
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultNarrativeTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Narrative{cfg: cfg, client: NewClient(cfg.URL, cfg.APIKey, cfg.HTTPClient), log: cfg.Logger, failed: map[string]bool{}}
+}
+
+// Model is the model name sent.
+func (n *Narrative) Model() string { return n.cfg.Model }
+
+// Complete sends system and user as one exchange and returns the answer
+// with surrounding whitespace removed. Any failure returns an error
+// (ErrNoKey, ErrEmpty, a timeout, an HTTP status …) and "", already
+// logged; a call cut short by ctx is not logged.
+func (n *Narrative) Complete(ctx context.Context, system, user string, maxTokens int, temperature float64) (string, error) {
+	if n.cfg.APIKey == "" {
+		n.mu.Lock()
+		first := !n.noKeyLogged
+		n.noKeyLogged = true
+		n.mu.Unlock()
+		if first {
+			n.log.Warn("narrative model has no API key (VISION_API_KEY); dreams and dance reflections are not written")
+		}
+		return "", ErrNoKey
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+	defer cancel()
+	resp, err := n.client.Chat.Completions.New(cctx, openai.ChatCompletionNewParams{
+		Model:       n.cfg.Model,
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage(user)},
+		MaxTokens:   openai.Int(int64(maxTokens)),
+		Temperature: openai.Float(temperature),
+	})
+	if err == nil {
+		text := ""
+		if len(resp.Choices) > 0 {
+			text = strings.TrimFunc(resp.Choices[0].Message.Content, isSpace)
+		}
+		if text == "" {
+			err = ErrEmpty
+		} else {
+			n.succeeded()
+			return text, nil
+		}
+	}
+	if ctx.Err() != nil { // the caller gave up (shutdown, a state change): not a model failure
+		return "", fmt.Errorf("narrative call: %w", ctx.Err())
+	}
+	kind, detail := classify(err, cctx)
+	n.fail(kind, detail)
+	return "", fmt.Errorf("narrative call (%s): %w", kind, err)
+}
+
+// classify names a failure for the once-per-kind log, with a detail that
+// never holds request headers.
+func classify(err error, cctx context.Context) (kind, detail string) {
+	var apiErr *openai.Error
+	switch {
+	case errors.Is(err, ErrEmpty):
+		return "empty", err.Error()
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return "timeout", "no answer in time"
+	case errors.As(err, &apiErr):
+		status := 0
+		if apiErr.Response != nil {
+			status = apiErr.Response.StatusCode
+		}
+		msg := apiErr.Message
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+		return fmt.Sprintf("status %d", status), clip(msg, 200)
+	default:
+		return "transport", clip(err.Error(), 300)
+	}
+}
+
+func (n *Narrative) fail(kind, detail string) {
+	n.mu.Lock()
+	first := !n.failed[kind]
+	n.failed[kind] = true
+	n.mu.Unlock()
+	if !first {
+		n.log.Debug("narrative model call failed", "kind", kind)
+		return
+	}
+	if n.cfg.APIKey != "" { // an error text echoing the request must not leak the key
+		detail = strings.ReplaceAll(detail, n.cfg.APIKey, "[redacted]")
+	}
+	n.log.Warn("narrative model call failed; no text written (logged once until a call succeeds)",
+		"model", n.cfg.Model, "kind", kind, "error", detail)
+}
+
+func (n *Narrative) succeeded() {
+	n.mu.Lock()
+	recovered := len(n.failed) > 0
+	clear(n.failed)
+	n.mu.Unlock()
+	if recovered {
+		n.log.Info("narrative model answering again", "model", n.cfg.Model)
+	}
+}
+
+// isSpace is Python's str.isspace() for one code point, so answers are
+// trimmed as bridge.py's .strip() trimmed them.
+func isSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F) }
+
+// clip cuts s to n runes.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

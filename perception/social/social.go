@@ -1,0 +1,368 @@
+// Package social is the robot's inner and social life, three perception
+// consumers and the journal card they fill:
+//
+//   - the sleep dreamer: when a robot goes to sleep it dreams a few times
+//     through the night (the narrative model writes each dream from a
+//     literary seed), into dreams-YYYY-MM-DD.ndjson;
+//   - the dance reflector: after a dance the robot privately reflects on
+//     it, into dances-YYYY-MM-DD.ndjson;
+//   - the proactive greeter: a recognised household member is greeted by
+//     name, a few times a day at most, with a greeting the voice agent
+//     writes from the time of day, the person's roster entry and calendar;
+//     it is spoken with xiaozhi's say and logged to the conversation log;
+//   - GET /api/journal/today: today's dreams, dance reflections and
+//     greetings for the dashboard.
+//
+// # Concurrency
+//
+// New subscribes the enabled consumers to the perception bus at once (so
+// no event published after New is missed); Run reads them, one goroutine
+// each, until its ctx ends. The model and robot calls never run on those
+// goroutines: each is a task with the Run ctx, bounded in number (extra
+// ones are dropped with a log line, never queued), and Run returns only
+// after every task has. Dream timers run on the injected clock, are kept
+// only for devices still in perception's device table, and are all
+// stopped when Run ends. A panic in a handler or task is logged and the
+// consumer goes on.
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
+)
+
+// Perception is what the consumers need from the perception service
+// (*perception.Service): its bus, its device table (a device gone from it
+// is forgotten here too) and the household roster.
+type Perception interface {
+	Bus() *perception.Bus
+	States() *perception.States
+	Household() *perception.Household
+}
+
+// Robot speaks through xiaozhi's admin API (*xiaozhi.Client).
+type Robot interface {
+	Enabled() bool
+	Say(ctx context.Context, deviceID, text string) error
+}
+
+// Agent is the voice agent, asked for a greeting as a turn of its own on
+// sessionKey, so that it never disturbs a conversation in progress.
+type Agent interface {
+	Prompt(ctx context.Context, sessionKey, prompt string) (string, error)
+}
+
+// Calendar gives today's calendar lines for a person (bridge/periphery),
+// with the household's when includeHousehold.
+type Calendar interface {
+	Today(person string, includeHousehold bool) []string
+}
+
+// Narrator is the narrative model (*llm.Narrative): it returns the text,
+// or an error when there is none (already logged by the client).
+type Narrator interface {
+	Complete(ctx context.Context, system, user string, maxTokens int, temperature float64) (string, error)
+}
+
+// ConvoLog is the conversation log (*convolog.Log); greetings are written
+// to it as turns of channel "greeter".
+type ConvoLog interface {
+	Write(r convolog.Record)
+}
+
+// Settings are the consumers' settings with bridge.py's names and
+// defaults. The zero value means DefaultSettings; otherwise every field is
+// taken as set (a DreamCount of 0 means no dreams).
+type Settings struct {
+	DreamerEnabled bool          // DREAMER_ENABLED, on only for exactly "1"
+	DreamWindow    time.Duration // DREAM_WINDOW_SECONDS: the night the dreams are spread over
+	DreamCount     int           // DREAM_COUNT_PER_NIGHT
+
+	DanceReflectorEnabled bool // DANCE_REFLECTOR_ENABLED, on only for exactly "1"
+
+	GreeterEnabled     bool          // GREETER_ENABLED, truthy 1/true/yes/on
+	GreetOnFaceSeen    bool          // GREETER_USE_FACE_DETECTED: a bare face_detected counts as an unknown face
+	GreetUnknown       bool          // GREETER_GREET_UNKNOWN
+	GreetCooldown      time.Duration // GREETER_COOLDOWN_HOURS, between greetings of one person (not before the first)
+	GreetPerDayMax     int           // GREETER_PER_DAY_MAX, greetings of one person per local day
+	GreetMaxWords      int           // GREETER_GREETING_MAX_WORDS, asked of the agent
+	GreeterStatePath   string        // GREETER_STATE_PATH ("~/" is the home directory); "" keeps the counts in memory only
+	GreetAgentTimeout  time.Duration // the agent's time for a greeting (90 s, ZEROCLAW_TIMEOUT's default)
+	MaxGreetIdentities int           // identities counted per day (64); past it the longest-ago greeted is forgotten
+
+	// QueueSize is each consumer's bus queue (perception.ConsumerQueue when 0).
+	QueueSize int
+}
+
+// DefaultSettings returns bridge.py's defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		DreamerEnabled: true, DreamWindow: 28800 * time.Second, DreamCount: 3,
+		DanceReflectorEnabled: true,
+		GreeterEnabled:        true, GreetCooldown: 4 * time.Hour, GreetPerDayMax: 3, GreetMaxWords: 15,
+		GreeterStatePath: "~/.zeroclaw/greeter_state.json", GreetAgentTimeout: 90 * time.Second,
+		MaxGreetIdentities: 64,
+	}
+}
+
+// Config configures the service.
+type Config struct {
+	// Perception is the perception service; nil subscribes nothing (only
+	// the journal route works).
+	Perception Perception
+	// Robot speaks the greetings; nil (or disabled) logs them as failed.
+	Robot Robot
+	// Agent writes the greetings; nil uses the template greeting.
+	Agent Agent
+	// Calendar gives the greeting's calendar lines; nil gives none.
+	Calendar Calendar
+	// KidMode is read at each greeting; nil counts as kid mode on.
+	KidMode func() bool
+	// Narrator writes dreams and dance reflections; nil writes none.
+	Narrator Narrator
+	// ConvoLog receives one record per greeting; nil writes none.
+	ConvoLog ConvoLog
+	// JournalDir is CONVO_LOG_DIR: the dreams and dances files are written
+	// there, and today's files (and the conversation log's greetings) are
+	// read back at start for the journal card; "" writes and reads none.
+	JournalDir string
+	// JournalMetrics counts records the journal files lost; nil counts nothing.
+	JournalMetrics *convolog.Metrics
+	// Location is TZ: file dates, timestamps, the local day and the
+	// greeting's time of day. Nil is time.Local.
+	Location *time.Location
+	// Clock is the time source; nil is the real clock.
+	Clock clockwork.Clock
+	// Logger is the parent logger (the consumers are named under it).
+	Logger hclog.Logger
+	// Settings are the consumers' settings.
+	Settings Settings
+}
+
+// Validate reports settings the consumers cannot run with, joined.
+func (c Config) Validate() error {
+	s := c.Settings
+	var errs []error
+	for name, d := range map[string]time.Duration{"dream window": s.DreamWindow, "greeting cooldown": s.GreetCooldown,
+		"greeting agent timeout": s.GreetAgentTimeout} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
+		}
+	}
+	for name, n := range map[string]int{"dream count": s.DreamCount, "greetings per day": s.GreetPerDayMax,
+		"greeting word limit": s.GreetMaxWords, "greeted identities per day": s.MaxGreetIdentities, "consumer queue size": s.QueueSize} {
+		if n < 0 {
+			errs = append(errs, fmt.Errorf("%s %d is negative", name, n))
+		}
+	}
+	if s.DreamCount > maxDreamCount {
+		errs = append(errs, fmt.Errorf("dream count %d is over %d", s.DreamCount, maxDreamCount))
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// maxDreamCount bounds the timers one sleeping robot holds.
+const maxDreamCount = 100
+
+// Consumer names, the label values of dotty_perception_dropped_total and
+// the loggers' names.
+const (
+	SleepDreamer     = "sleep_dreamer"
+	DanceReflector   = "dance_reflector"
+	ProactiveGreeter = "proactive_greeter"
+)
+
+// Bounds on tasks in flight; past them a task is dropped with a log line.
+const (
+	maxReflections = 4 // dance reflections at once
+	maxGreetings   = 4 // greetings at once (one per device)
+)
+
+// Service runs the consumers and serves the journal card.
+type Service struct {
+	cfg   Config
+	set   Settings
+	log   hclog.Logger
+	clock clockwork.Clock
+	loc   *time.Location
+
+	dreamSub, danceSub, greetSub *perception.Subscription
+
+	// taskMu orders task starts with shutdown: no task starts once
+	// stopped is set, so Run's tasks.Wait never races an Add.
+	taskMu  sync.Mutex
+	ctx     context.Context
+	stopped bool
+	tasks   sync.WaitGroup
+
+	dreams   *dreamer
+	greeter  *greeter
+	dancesIn chan struct{} // dance reflection slots
+
+	journal              *journal
+	dreamFile, danceFile *convolog.Daily
+	dreamLog, danceLog   hclog.Logger
+	greetLog, journalLog hclog.Logger
+}
+
+// New builds the service: it loads the greeter's counts and today's
+// journal, and subscribes the enabled consumers.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	set := cfg.Settings
+	if set == (Settings{}) {
+		set = DefaultSettings()
+	}
+	def := DefaultSettings()
+	if set.GreetAgentTimeout <= 0 {
+		set.GreetAgentTimeout = def.GreetAgentTimeout
+	}
+	if set.MaxGreetIdentities <= 0 {
+		set.MaxGreetIdentities = def.MaxGreetIdentities
+	}
+	set.DreamCount = min(max(set.DreamCount, 0), maxDreamCount)
+	s := &Service{cfg: cfg, set: set, log: cfg.Logger, clock: cfg.Clock, loc: cfg.Location, ctx: context.Background(),
+		dancesIn: make(chan struct{}, maxReflections)}
+	s.dreamLog = s.log.Named(SleepDreamer)
+	s.danceLog = s.log.Named(DanceReflector)
+	s.greetLog = s.log.Named(ProactiveGreeter)
+	s.journalLog = s.log.Named("journal")
+	if cfg.JournalDir != "" {
+		mk := func(prefix, what string) *convolog.Daily {
+			return convolog.NewDaily(convolog.DailyConfig{Dir: cfg.JournalDir, Prefix: prefix, Location: cfg.Location,
+				Logger: s.journalLog, Failures: cfg.JournalMetrics.Failures(prefix), What: what})
+		}
+		s.dreamFile = mk(dreamsPrefix, "the dreams log")
+		s.danceFile = mk(dancesPrefix, "the dance reflections log")
+	}
+	s.journal = newJournal(s.clock, s.loc)
+	s.loadJournal()
+	s.dreams = newDreamer()
+	s.greeter = newGreeter(s)
+	if p := cfg.Perception; p != nil {
+		bus := p.Bus()
+		if set.DreamerEnabled {
+			s.dreamSub = bus.Consume(SleepDreamer, set.QueueSize, "state_changed")
+		}
+		if set.DanceReflectorEnabled {
+			s.danceSub = bus.Consume(DanceReflector, set.QueueSize, "dance_ended")
+		}
+		if set.GreeterEnabled {
+			names := []string{"face_recognized"}
+			if set.GreetOnFaceSeen {
+				names = append(names, "face_detected")
+			}
+			s.greetSub = bus.Consume(ProactiveGreeter, set.QueueSize, names...)
+		}
+	}
+	return s
+}
+
+// Routes mounts GET /api/journal/today.
+func (s *Service) Routes(e *echo.Echo) {
+	e.GET("/api/journal/today", s.getToday)
+}
+
+// Run reads the enabled consumers' events until ctx ends, then stops the
+// dream timers and waits for every task in flight (they see ctx end).
+func (s *Service) Run(ctx context.Context) error {
+	s.taskMu.Lock()
+	s.ctx = ctx
+	s.taskMu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		name   string
+		sub    *perception.Subscription
+		log    hclog.Logger
+		handle func(perception.Event)
+		start  string
+	}{
+		{SleepDreamer, s.dreamSub, s.dreamLog, s.onStateChanged, "sleep dreamer started"},
+		{DanceReflector, s.danceSub, s.danceLog, s.onDanceEnded, "dance reflector started"},
+		{ProactiveGreeter, s.greetSub, s.greetLog, s.onFace, "proactive greeter started"},
+	} {
+		if c.sub == nil {
+			continue
+		}
+		c.log.Info(c.start)
+		wg.Go(func() {
+			defer c.sub.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev := <-c.sub.C:
+					perception.Safely(c.log, c.name, func() { c.handle(ev) })
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	wg.Wait()
+	s.taskMu.Lock()
+	s.stopped = true
+	s.taskMu.Unlock()
+	s.dreams.stopAll()
+	s.tasks.Wait()
+	return nil
+}
+
+// spawn runs fn as a task with the Run ctx, unless Run is over; it
+// reports whether the task started.
+func (s *Service) spawn(log hclog.Logger, name string, fn func(ctx context.Context)) bool {
+	s.taskMu.Lock()
+	if s.stopped || s.ctx.Err() != nil {
+		s.taskMu.Unlock()
+		return false
+	}
+	ctx := s.ctx
+	s.tasks.Add(1)
+	s.taskMu.Unlock()
+	go func() {
+		defer s.tasks.Done()
+		perception.Safely(log, name, func() { fn(ctx) })
+	}()
+	return true
+}
+
+// known reports whether device is still in perception's device table.
+func (s *Service) known(device string) bool {
+	if s.cfg.Perception == nil {
+		return false
+	}
+	_, ok := s.cfg.Perception.States().Get(device)
+	return ok
+}
+
+// expandHome resolves a leading "~/".
+func expandHome(path string) string {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return path
+}

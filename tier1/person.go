@@ -1,0 +1,177 @@
+package tier1
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+)
+
+// remember_person's results, bridge.py's exactly: Tier1Slim's model
+// phrases its spoken confirmation from them.
+const (
+	NoPerson       = "(no person specified)"
+	EmptyFact      = "(empty fact)"
+	RememberFailed = "(remember failed)"
+	HeldForReview  = "(saved — a grown-up will check that)"
+)
+
+// personOutcome is what became of a declared fact.
+type personOutcome struct {
+	valid   bool // a person and a fact were given
+	stored  bool // accepted by the memory writer
+	review  bool // held for a grown-up (person_pending:<id>)
+	refused bool // the writer did not take it (queue full, stopping)
+}
+
+// storePerson is the one gate and store behind the remember_person tool
+// and route: the kid-safety gate picks readable or held memory, then the
+// fact goes through the journal and the writer like /remember's.
+func (h *Handler) storePerson(name, fact, session string, hasSession bool) personOutcome {
+	id := memstore.NormalizePersonID(name)
+	if id == "" || emoji.Strip(fact) == "" {
+		return personOutcome{}
+	}
+	out := personOutcome{valid: true, review: h.needsReview(id)}
+	err := h.cfg.Memory.EnqueuePerson(memstore.PersonWrite{PersonID: id, Fact: fact, Pending: out.review,
+		SessionID: session, HasSession: hasSession})
+	switch {
+	case errors.Is(err, memstore.ErrInvalidPersonFact):
+		h.log.Warn("person memory store failed", "person", emoji.FirstRunes(id, memstore.MaxPersonIDLen), "error", err)
+	case err != nil:
+		h.refused("core", err)
+		out.refused = true
+	default:
+		out.stored = true
+		msg := "person memory stored"
+		if out.review {
+			msg = "person memory queued"
+		}
+		// Never the fact: it may be about a child.
+		h.log.Info(msg, "person", id, "review", out.review)
+	}
+	return out
+}
+
+// needsReview asks the household whether a fact about id waits for a
+// grown-up. It fails closed: no household, or one that panics, holds the
+// fact.
+func (h *Handler) needsReview(id string) (review bool) {
+	if h.cfg.People == nil {
+		return true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("household gate failed; holding the fact for review", "panic", r)
+			review = true
+		}
+	}()
+	return h.cfg.People.NeedsReview(id)
+}
+
+// rememberPersonTool is the remember_person escalation: args name (or
+// person_id) and fact.
+func (h *Handler) rememberPersonTool(args map[string]json.RawMessage, session string) (string, error) {
+	name, err := pyStrArg(args, "name", "person_id")
+	if err != nil {
+		return "", err
+	}
+	if name = emoji.Strip(name); name == "" {
+		return NoPerson, nil
+	}
+	fact, err := pyStrArg(args, "fact")
+	if err != nil {
+		return "", err
+	}
+	if emoji.Strip(fact) == "" {
+		return EmptyFact, nil
+	}
+	// An escalation's session is "" when the caller had none: stored NULL.
+	out := h.storePerson(name, fact, session, session != "")
+	switch {
+	case !out.stored:
+		return RememberFailed, nil
+	case out.review:
+		return HeldForReview, nil
+	}
+	return "(remembered about " + name + ")", nil
+}
+
+// pyStrArg reads the first of names holding a truthy value, as bridge.py's
+// `args.get(a) or args.get(b) or ""` did: absent, null, false, 0, "", []
+// and {} fall through to the next name; a truthy value that is not a
+// string fails the tool.
+func pyStrArg(args map[string]json.RawMessage, names ...string) (string, error) {
+	for _, name := range names {
+		raw, ok := args[name]
+		if !ok || falsy(raw) {
+			continue
+		}
+		s, ok := httpapi.StringValue(raw)
+		if !ok {
+			return "", errBadArg
+		}
+		return s, nil
+	}
+	return "", nil
+}
+
+// falsy reports a JSON value Python treats as false.
+func falsy(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// personReply is the body of POST /api/voice/remember_person.
+type personReply struct {
+	OK            bool   `json:"ok"`
+	PendingReview bool   `json:"pending_review"`
+	Error         string `json:"error,omitempty"`
+}
+
+// rememberPersonRoute is POST /api/voice/remember_person: {"person_id",
+// "fact", "session_id"}. Unlike /remember it answers what happened, so
+// the voice layer can say "I'll remember that" or "I'll check with a
+// grown-up first"; a write the writer cannot take is a 503 like
+// /remember's.
+func (h *Handler) rememberPersonRoute(c echo.Context) error {
+	b, err := httpapi.Bind(c.Request().Body, 0)
+	if err != nil {
+		return err
+	}
+	personID, fact := b.String("person_id"), b.String("fact")
+	session, hasSession := b.OptString("session_id")
+	if err := b.Err(); err != nil {
+		return err
+	}
+	out := h.storePerson(personID, fact, session, hasSession)
+	switch {
+	case !out.valid:
+		return httpapi.WriteJSON(c, http.StatusOK, personReply{Error: "empty"})
+	case out.refused:
+		return writerBusy()
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, personReply{OK: out.stored, PendingReview: out.review})
+}
