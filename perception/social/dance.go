@@ -74,9 +74,11 @@ func (s *Service) reflect(ctx context.Context, device, dance string) {
 	}
 	now := s.clock.Now()
 	rec := DanceRecord{TS: convolog.Timestamp(now.In(s.loc)), Type: "dance", Device: device, Dance: dance, Reflection: text}
+	// The card first, then the file: once a record is on disk the card
+	// already shows it.
+	s.journal.addDance(now, rec)
 	if s.danceFile != nil {
 		s.danceFile.Append(now, rec)
 	}
-	s.journal.addDance(now, rec)
 	s.danceLog.Info("dance reflection saved", "device", device, "dance", dance, "chars", len([]rune(text)))
 }

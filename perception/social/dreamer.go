@@ -182,10 +182,10 @@ func (s *Service) dream(ctx context.Context, device, seed string) {
 	full, summary := SplitDream(text)
 	now := s.clock.Now()
 	rec := DreamRecord{TS: convolog.Timestamp(now.In(s.loc)), Type: "dream", DreamID: id, Seed: seed, Summary: summary, FullText: full}
+	s.journal.addDream(now, rec) // the card first, as for dances
 	if s.dreamFile != nil {
 		s.dreamFile.Append(now, rec)
 	}
-	s.journal.addDream(now, rec)
 	s.dreamLog.Info("dream saved", "id", id, "seed", seed, "chars", len([]rune(full)), "summary", emoji.FirstRunes(summary, 80))
 }
 

@@ -163,16 +163,16 @@ func (s *Service) recordGreeting(device, identity, text string, err error, start
 	if err != nil {
 		errText = emoji.FirstRunes(err.Error(), maxErrorText)
 	}
+	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: text}
+	if errText != "" {
+		rec.Error = &errText
+	}
+	s.journal.addGreeting(now, rec) // the card first, as for dances
 	lead, _ := emoji.Leading(text)
 	if l := s.cfg.ConvoLog; l != nil {
 		l.Write(convolog.Record{TS: now, Channel: "greeter", SessionID: "", RequestText: "face:" + identity,
 			ResponseText: text, EmojiUsed: lead, Latency: now.Sub(started), Error: errText})
 	}
-	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: text}
-	if errText != "" {
-		rec.Error = &errText
-	}
-	s.journal.addGreeting(now, rec)
 }
 
 // greeting asks the agent for a greeting, falling back to the template
