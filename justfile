@@ -37,3 +37,15 @@ build:
 # Everything CI runs.
 ci:
     ./.ci/run
+
+# Reproducible release tarballs (linux amd64, arm64, armv7) and SHA256SUMS in dist/; VERSION=v1.2.3 overrides git describe.
+release *ARGS:
+    scripts/release.sh {{ARGS}}
+
+# The container image (docker, or podman as root), stamped like a release.
+image TAG="zeroclaw-bridge:local":
+    eval "$(scripts/stamp.sh)" && ${CONTAINER:-docker} build --build-arg VERSION="$VERSION" --build-arg COMMIT="$COMMIT" --build-arg DATE="$DATE" -t {{TAG}} .
+
+# The release, container and installer checks CI runs (or some: just ci-release smoke install).
+ci-release *STEPS:
+    scripts/ci-release.sh {{STEPS}}

@@ -64,15 +64,19 @@ type Client struct {
 	deadErr  error
 
 	// bg counts NewSession's requests; late those given up but open.
-	// bgClosed (under mu) is set once waitBackground waits: no more requests.
+	// bgClosed (under mu) is set once Wait waits: no more requests.
 	bg       sync.WaitGroup
 	late     atomic.Int32
 	bgClosed bool
 
+	// cause keeps the SDK's last "connection closed" cause (supervised
+	// clients only).
+	cause *closeCause
+
 	mu        sync.Mutex
-	turns     map[string]*turn  // by agent session id
-	sessions  map[string]bool   // live sessions created on this client
-	lastTools map[string]string // session → latest pending tool name
+	turns     map[string]*Mailbox // by agent session id
+	sessions  map[string]bool     // live sessions created on this client
+	lastTools map[string]string   // session → latest pending tool name
 }
 
 func newClient(gen uint64, cfg Config) *Client {
@@ -86,7 +90,7 @@ func newClient(gen uint64, cfg Config) *Client {
 		notified:  func() {},
 		barrier:   func(context.Context, time.Duration) {},
 		done:      make(chan struct{}),
-		turns:     make(map[string]*turn),
+		turns:     make(map[string]*Mailbox),
 		sessions:  make(map[string]bool),
 		lastTools: make(map[string]string),
 	}
@@ -196,7 +200,7 @@ func (c *Client) Err() error {
 }
 
 // Acquire makes a Client its own Source: it returns c while c is alive.
-func (c *Client) Acquire(context.Context) (*Client, error) {
+func (c *Client) Acquire(context.Context) (Conn, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
 	}
@@ -279,7 +283,7 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 		handoff.Unlock()
 		if err == nil {
 			c.log.Info("closing an agent session created after session/new was given up", "session", sid)
-			c.retire(context.Background(), sid)
+			c.CloseSession(context.Background(), sid)
 		}
 		c.late.Add(-1)
 	}()
@@ -324,59 +328,52 @@ func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error
 	return sid, nil
 }
 
-// lateSessions counts session/new requests given up but not yet answered:
+// LateSessions counts session/new requests given up but not yet answered:
 // the agent may hold a session for each until it is closed.
-func (c *Client) lateSessions() int { return int(c.late.Load()) }
+func (c *Client) LateSessions() int { return int(c.late.Load()) }
 
-// waitBackground waits for NewSession's requests to end; call it once the
-// client is dead and its connection closed, so they end promptly.
-func (c *Client) waitBackground() {
+// Wait waits for NewSession's requests to end; call it once the client is
+// dead and its connection closed, so they end promptly.
+func (c *Client) Wait() {
 	c.mu.Lock()
 	c.bgClosed = true
 	c.mu.Unlock()
 	c.bg.Wait()
 }
 
-// promptResult is a finished session/prompt.
-type promptResult struct {
-	content    string
-	hasContent bool
-	stopReason string
-}
-
-// prompt sends session/prompt and waits for its result. ctx should outlive
+// Prompt sends session/prompt and waits for its result. ctx should outlive
 // a barge-in: ending it abandons the result, and the SDK then drops the
 // agent's late reply, so the cancelled turn could never be settled.
-func (c *Client) prompt(ctx context.Context, sid, text string) (promptResult, error) {
+func (c *Client) Prompt(ctx context.Context, sid, text string) (PromptResult, error) {
 	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
 	if err != nil {
 		if ctx.Err() != nil {
-			return promptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
+			return PromptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
 		}
-		return promptResult{}, c.rpcErr(methodSessionPrompt, err)
+		return PromptResult{}, c.rpcErr(methodSessionPrompt, err)
 	}
 	var r struct {
 		StopReason string          `json:"stopReason"`
 		Content    json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal(raw, &r)
-	res := promptResult{stopReason: r.StopReason}
-	if res.stopReason == "" {
-		res.stopReason = string(acpsdk.StopReasonEndTurn)
+	res := PromptResult{StopReason: r.StopReason}
+	if res.StopReason == "" {
+		res.StopReason = string(acpsdk.StopReasonEndTurn)
 	}
 	if len(r.Content) > 0 {
 		var s string
 		if json.Unmarshal(r.Content, &s) == nil {
-			res.content, res.hasContent = s, true
+			res.Content, res.HasContent = s, true
 		} else if t := blockText(r.Content); t != "" {
-			res.content, res.hasContent = t, true
+			res.Content, res.HasContent = t, true
 		}
 	}
 	return res, nil
 }
 
-// cancelTurn asks the agent to stop the session's running turn (v1 only).
-func (c *Client) cancelTurn(sid string) error {
+// CancelTurn asks the agent to stop the session's running turn (v1 only).
+func (c *Client) CancelTurn(sid string) error {
 	if !c.caps.Cancel() {
 		return ErrNotSupported
 	}
@@ -386,9 +383,9 @@ func (c *Client) cancelTurn(sid string) error {
 	return nil
 }
 
-// retire ends an agent session: session/close when advertised, else
+// CloseSession ends an agent session: session/close when advertised, else
 // session/stop on ZeroClaw, else nothing. Best effort, bounded.
-func (c *Client) retire(ctx context.Context, sid string) {
+func (c *Client) CloseSession(ctx context.Context, sid string) {
 	c.mu.Lock()
 	live := c.sessions[sid]
 	delete(c.sessions, sid)
@@ -413,8 +410,8 @@ func (c *Client) retire(ctx context.Context, sid string) {
 	}
 }
 
-// forget drops a session the agent no longer knows.
-func (c *Client) forget(sid string) {
+// ForgetSession drops a session the agent no longer knows.
+func (c *Client) ForgetSession(sid string) {
 	c.mu.Lock()
 	delete(c.sessions, sid)
 	delete(c.lastTools, sid)
@@ -434,93 +431,29 @@ func (c *Client) retireAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.retire(ctx, sid)
+			c.CloseSession(ctx, sid)
 		}()
 	}
 	wg.Wait()
 }
 
-// turn is the mailbox of one running prompt turn. The dispatcher appends
-// text without blocking; the turn's owner drains it.
-type turn struct {
-	sid    string
-	signal chan struct{} // cap 1: new text is waiting
-	cancel chan struct{} // closed when the turn is being cancelled
-
-	mu       sync.Mutex
-	pending  []string
-	size     int
-	closed   bool
-	canceled bool
-}
-
-func (t *turn) push(text string) (ok bool, reason string) {
-	t.mu.Lock()
-	switch {
-	case t.closed || t.canceled:
-		t.mu.Unlock()
-		return false, "cancelled_turn"
-	case t.size+len(text) > mailboxCap:
-		t.mu.Unlock()
-		return false, "mailbox_full"
-	}
-	t.pending = append(t.pending, text)
-	t.size += len(text)
-	t.mu.Unlock()
-	select {
-	case t.signal <- struct{}{}:
-	default:
-	}
-	return true, ""
-}
-
-// drain takes the waiting text.
-func (t *turn) drain() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p := t.pending
-	t.pending, t.size = nil, 0
-	return p
-}
-
-// markCancelled stops delivery and releases pending permission waits.
-func (t *turn) markCancelled() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.canceled {
-		t.canceled = true
-		t.pending, t.size = nil, 0
-		close(t.cancel)
-	}
-}
-
-func (t *turn) isCancelled() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.canceled
-}
-
-// beginTurn registers a mailbox for sid; updates for sid go there until endTurn.
-func (c *Client) beginTurn(sid string) *turn {
-	t := &turn{sid: sid, signal: make(chan struct{}, 1), cancel: make(chan struct{})}
+// BeginTurn routes the session's streamed text into m until EndTurn(m).
+func (c *Client) BeginTurn(m *Mailbox) {
 	c.mu.Lock()
-	c.turns[sid] = t
+	c.turns[m.sid] = m
 	c.mu.Unlock()
-	return t
 }
 
-func (c *Client) endTurn(t *turn) {
+// EndTurn stops routing text into m.
+func (c *Client) EndTurn(m *Mailbox) {
 	c.mu.Lock()
-	if c.turns[t.sid] == t {
-		delete(c.turns, t.sid)
+	if c.turns[m.sid] == m {
+		delete(c.turns, m.sid)
 	}
 	c.mu.Unlock()
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
 }
 
-func (c *Client) activeTurn(sid string) *turn {
+func (c *Client) activeTurn(sid string) *Mailbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.turns[sid]
@@ -563,7 +496,7 @@ func (c *Client) route(sid string, ev event) {
 			c.dropped("no_turn")
 			return
 		}
-		if ok, reason := t.push(ev.text); !ok {
+		if ok, reason := t.Push(ev.text); !ok {
 			c.dropped(reason)
 		}
 	case evToolStart:
@@ -660,7 +593,7 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 // unanswered permission would otherwise hold the session for ever.
 func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
 	t := c.activeTurn(req.SessionID)
-	if t != nil && t.isCancelled() {
+	if t != nil && t.IsCancelled() {
 		return Cancel
 	}
 	dctx, cancel := context.WithCancel(ctx)
@@ -683,4 +616,85 @@ func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
 		return Cancel
 	}
 	return d
+}
+
+// acpProtocol is the Protocol of a Config without one: ACP over the SDK,
+// behind the stdout guard.
+type acpProtocol struct{}
+
+// Open builds the child's Client: the SDK connection fed by the stdout
+// guard, whose reader and the connection watcher run under ch.Go.
+func (acpProtocol) Open(ch Child) (ChildConn, error) {
+	c := newClient(ch.Gen, ch.Config)
+	c.log = ch.Log
+	c.recycle = ch.Recycle
+	pr, pw := io.Pipe()
+	c.conn = acpsdk.NewConnection(c.handle, ch.Stdin, pr)
+	sl, cause := newSlogLogger(ch.Log.Named("rpc"))
+	c.conn.SetLogger(sl) // before the guard feeds the connection: setting it later races the SDK's reader
+	c.cause = cause
+	g := newStdoutGuard(ch.Stdout, pw, ch.Stdin, ch.Log.Named("child"), c.dropped, c.done)
+	c.notified, c.barrier = g.notificationHandled, g.barrier
+	ch.Go(g.run)
+	ch.Go(c.watchConn)
+	return c, nil
+}
+
+// Traits implements Conn: v1 agents cancel in protocol, legacy ones serve
+// one turn per process; no ACP session outlives its process here.
+func (c *Client) Traits() Traits {
+	return Traits{
+		Cancel:      c.caps.Cancel(),
+		MaxSessions: c.caps.MaxSessions,
+		InitTimeout: c.cfg.InitTimeout,
+		CancelGrace: c.cfg.CancelGrace,
+	}
+}
+
+// TurnLease implements Conn: the process lease of legacy agents.
+func (c *Client) TurnLease() chan struct{} { return c.procLease }
+
+// ResumeSession implements Conn. The bridge starts a new ACP session after
+// a restart, as bridge.py did.
+func (c *Client) ResumeSession(context.Context, string) (string, error) {
+	return "", fmt.Errorf("session resume: %w", ErrNotSupported)
+}
+
+// Recycle implements Conn.
+func (c *Client) Recycle(reason string) { c.recycle(reason) }
+
+// Handshake implements ChildConn: initialize and dialect detection.
+func (c *Client) Handshake(ctx context.Context) error { return c.initialize(ctx) }
+
+// Info implements ChildConn from the initialize result.
+func (c *Client) Info() AgentInfo {
+	return AgentInfo{
+		Dialect: string(c.caps.Dialect),
+		Name:    c.caps.AgentName,
+		Version: c.caps.AgentVersion,
+		Details: []any{"zeroclaw", c.caps.ZeroClaw},
+	}
+}
+
+// StderrLine implements ChildConn: ACP agents only log on stderr.
+func (c *Client) StderrLine(string) {}
+
+// Shutdown implements ChildConn: retire every live session, bounded; the
+// supervisor then closes stdin and waits for the exit.
+func (c *Client) Shutdown(<-chan struct{}) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+	defer cancel()
+	c.retireAll(ctx)
+	return false
+}
+
+// Abort implements ChildConn.
+func (c *Client) Abort(err error) { c.markDead(err) }
+
+// CloseCause implements ChildConn: the SDK's last "connection closed" cause.
+func (c *Client) CloseCause() string {
+	if c.cause == nil {
+		return ""
+	}
+	return c.cause.get()
 }

@@ -17,8 +17,12 @@ import (
 type Config struct {
 	// Command is the agent executable (absolute path or a name looked up on PATH).
 	Command string
-	// Args follow Command; nil means ["acp"], as bridge.py ran it.
+	// Args follow Command; nil means ["acp"], as bridge.py ran it, when
+	// Protocol is ACP, and none otherwise.
 	Args []string
+	// Protocol is what the child speaks; nil is ACP. The steerable
+	// package provides the steerable sidecar's.
+	Protocol Protocol
 	// Env is added to the bridge's own environment for the child
 	// (after RUST_LOG=error, so an entry here wins).
 	Env []string
@@ -28,7 +32,8 @@ type Config struct {
 	// Dir is the child's working directory; empty means the bridge's.
 	Dir string
 
-	// InitTimeout bounds initialize and session/new (ZEROCLAW_INIT_TIMEOUT, 10 s).
+	// InitTimeout bounds the handshake (initialize, or the sidecar's ready
+	// signal) and session creation (ZEROCLAW_INIT_TIMEOUT, 10 s).
 	InitTimeout time.Duration
 	// CancelGrace is how long a cancelled turn waits for the agent's
 	// cancelled result before the session is abandoned (ZEROCLAW_CANCEL_GRACE, 2 s).
@@ -80,7 +85,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Args == nil {
+	if c.Args == nil && c.Protocol == nil {
 		c.Args = []string{"acp"}
 	}
 	if c.InitTimeout <= 0 {

@@ -1,7 +1,7 @@
 // Package acp runs the bridge's agent: it supervises one long-running
-// `zeroclaw acp` child (or any ACP agent), speaks the Agent Client Protocol
-// to it over stdio with github.com/coder/acp-go-sdk, and shares it between
-// callers through a pool of agent sessions.
+// child — `zeroclaw acp` or any ACP agent, or the steerable sidecar — speaks
+// the child's protocol over stdio, and shares it between callers through a
+// pool of agent sessions.
 //
 // # Components
 //
@@ -9,28 +9,42 @@
 //     process group, stderr pumped line by line into the "child" logger
 //     (rate-capped, panics raised to Error), death noticed the moment Wait
 //     returns or the connection closes, restarts with exponential backoff
-//     that never gives up, and a stop ladder on shutdown (retire sessions,
-//     close stdin, SIGTERM the group, SIGKILL the group). Children are
-//     started from one locked OS thread with a parent-death signal, so a
-//     bridge killed outright takes its agent with it. After a failure,
-//     Acquire waits at most UnavailableGrace for the restart, then fails
-//     fast with ErrAgentUnavailable until the agent is ready again; a
+//     that never gives up, and a stop ladder on shutdown (the protocol's
+//     polite step, close stdin, SIGTERM the group, SIGKILL the group).
+//     Children are started from one locked OS thread with a parent-death
+//     signal, so a bridge killed outright takes its agent with it. After a
+//     failure, Acquire waits at most UnavailableGrace for the restart, then
+//     fails fast with ErrAgentUnavailable until the agent is ready again; a
 //     restart asked for with Restart is not a failure and is waited for.
-//   - Client is one initialised connection (one child generation). A stdout
-//     guard sits in front of the SDK: it drops non-JSON noise, keeps frames
-//     over 8 MiB away from the SDK (its limit is 10 MiB), answers requests
-//     the bridge does not serve, and paces notifications so the SDK's
-//     1024-slot queue never overflows. One dispatcher receives every inbound
-//     frame; the dialect is detected from the raw initialize result and one
-//     adapter per dialect (ACP v1, legacy L0–L2) translates frames.
+//   - Protocol is what the supervisor speaks to its child, through two
+//     small interfaces: ChildConn, the supervisor's hooks (handshake,
+//     health info, stderr lines, the polite stop), and Conn, what the pool
+//     drives (sessions, prompts streaming into a Mailbox, cancel,
+//     liveness, Traits). Config.Protocol nil is ACP; the steerable
+//     package provides the steerable sidecar's.
+//   - Client is ACP's Conn: one initialised connection (one child
+//     generation). A stdout guard sits in front of the SDK: it drops
+//     non-JSON noise, keeps frames over 8 MiB away from the SDK (its limit
+//     is 10 MiB), answers requests the bridge does not serve, and paces
+//     notifications so the SDK's 1024-slot queue never overflows. One
+//     dispatcher receives every inbound frame; the dialect is detected from
+//     the raw initialize result and one adapter per dialect (ACP v1, legacy
+//     L0–L2) translates frames.
 //   - Permissioner answers session/request_permission; Policy is bridge.py's
 //     rule set (kid mode denies camera.take_photo). Options are chosen by
 //     kind, never by display name.
-//   - Pool maps callers to agent sessions and runs turns.
+//   - Pool maps callers to agent sessions and runs turns, whatever the
+//     protocol.
+//   - AgentError carries failures an agent reports by class (budget,
+//     policy, tool, storage, transport), so the bridge can answer each its
+//     own way without knowing which agent runs.
 //
 // # Usage
 //
 //	sup := acp.NewSupervisor(acp.Config{Command: "zeroclaw", Logger: log})
+//	// or the steerable sidecar:
+//	// acp.Config{Command: "python3", Args: []string{"-m", "steerable_sidecar"},
+//	//	Protocol: steerable.New(steerable.Config{Model: model}), Logger: log}
 //	pool := acp.NewPool(acp.PoolConfig{Logger: log}, sup)
 //	go sup.Run(ctx)
 //	go pool.Run(ctx)
@@ -44,19 +58,22 @@
 //
 //   - Turns on one pool key are serialised: the key's lease is a one-slot
 //     semaphore taken in arrival order within the caller's ctx. Turns on
-//     different keys run concurrently on a v1 agent; a legacy agent serves
+//     different keys run concurrently on a v1 agent and on the steerable
+//     sidecar; a legacy agent serves
 //     one turn per process, so its turns also share a process lease.
-//   - SDK callbacks never block: a streamed update is decoded, routed by
-//     session id and appended to the running turn's mailbox (capped at
-//     1 MiB). Updates for a session with no running turn, such as late
-//     output of a cancelled turn, are dropped and counted in
+//   - Protocol readers never block on a turn (for ACP: SDK callbacks): a
+//     streamed update is decoded, routed by session (or stream) id and
+//     appended to the running turn's Mailbox (capped at 1 MiB). Updates
+//     with no running turn, such as late output of a cancelled turn or a
+//     stream nobody runs, are dropped and counted in
 //     dotty_acp_dropped_updates_total.
 //   - OnChunk runs on the caller's goroutine, in agent order, and never
 //     after the turn's ctx has ended.
-//   - Ending a turn's ctx (barge-in, timeout) returns from Turn at once. On a
-//     v1 agent the pool sends session/cancel, answers the session's pending
-//     permission requests "cancelled", and waits in the background, still
-//     holding the key's lease, for the agent's cancelled result for up to
+//   - Ending a turn's ctx (barge-in, timeout) returns from Turn at once. On
+//     an agent that cancels in protocol (ACP v1: session/cancel, pending
+//     permission requests answered "cancelled"; steerable:
+//     agent.chat.cancel) the pool waits in the background, still holding
+//     the key's lease, for the agent's cancelled result for up to
 //     CancelGrace; the session survives and the cancelled turn does not
 //     count. Without a result in time the session is retired. A legacy agent
 //     cannot cancel: its turn is detached and runs out while later turns wait
@@ -64,6 +81,11 @@
 //   - A session the agent says it lost (-32000) is replaced and the prompt
 //     rebuilt at turn index 0 and sent once more. Any other failure retires
 //     the session, so the next turn starts fresh.
+//   - ACP sessions end with their process. Sessions of an agent that keeps
+//     them across restarts (Traits.Resume: the steerable sidecar) are
+//     reopened on the new process before the key's next turn, keeping
+//     their turn count and age, unless a rotation rule is due; one left
+//     unused is forgotten once idle.
 //   - Session slots are counted exactly: a slot is reserved under the pool
 //     lock before session/new is sent and held until the agent has answered
 //     the session's close, so the agent never holds more than the limit.
@@ -75,11 +97,12 @@
 //     the key may start one more; after that its session is closed for the
 //     head and the key queues like anyone else: no caller holds slots while
 //     others wait, beyond one turn per session.
-//   - session/new runs to its end (bounded by InitTimeout) whatever the
-//     caller does; if the caller has gone, the session is still recorded
-//     for its key, so no session is ever left open unaccounted for. A
-//     session the agent creates only after InitTimeout is closed when its
-//     answer arrives, and holds its slot until then.
+//   - Session creation (and resumption) runs to its end (bounded by
+//     InitTimeout) whatever the caller does; if the caller has gone, the
+//     session is still recorded for its key, so no session is ever left
+//     open unaccounted for. An ACP session the agent creates only after
+//     InitTimeout is closed when its answer arrives, and holds its slot
+//     until then.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
 //     are forgotten, least recently used first. Keys in a turn are kept, so
 //     a burst can pass the bound by the turns in flight; the next new key
@@ -90,6 +113,8 @@
 //
 // Supervisor.Run and Pool.Run block until their ctx ends. Stop the pool
 // before the supervisor: the pool's background settlements finish first,
-// then the supervisor retires the remaining sessions and stops the child.
-// Every goroutine either package type starts has ended when its Run returns.
+// then the supervisor takes the protocol's polite step (ACP: retire the
+// remaining sessions; steerable: system.shutdown) and stops the child.
+// Every goroutine either package type, or a protocol's connection, starts
+// has ended when its Run returns.
 package acp

@@ -85,3 +85,61 @@ func messageNamesLostSession(msg string) bool {
 	}
 	return false
 }
+
+// Kinds of AgentError: classes of failure an agent reports, each of which
+// the bridge counts under its own label and answers with its own fallback.
+const (
+	// KindBudgetExhausted: the agent's spending or token budget is used up.
+	KindBudgetExhausted = "budget_exhausted"
+	// KindPolicyDenied: the agent's policy refused the request.
+	KindPolicyDenied = "policy_denied"
+	// KindToolDispatch: a tool the agent called failed to run.
+	KindToolDispatch = "tool_dispatch"
+	// KindStorage: the agent's own storage failed.
+	KindStorage = "storage"
+	// KindTransport: the agent could not reach its model provider.
+	KindTransport = "transport"
+)
+
+// AgentErrorKinds returns the AgentError kinds, in a stable order.
+func AgentErrorKinds() []string {
+	return []string{KindBudgetExhausted, KindPolicyDenied, KindToolDispatch, KindStorage, KindTransport}
+}
+
+// AgentError is a failure the agent reported with a class the bridge acts
+// on (the steerable sidecar's -32001…-32005 errors and the kinds of its
+// stream.error). Match it with errors.As; Kind is stable, so callers can
+// branch on it without knowing which agent runs.
+type AgentError struct {
+	// Kind is one of the Kind constants, or "" when the agent named a
+	// class the bridge does not know.
+	Kind string
+	// Method is the call that failed ("agent.chat.stream").
+	Method string
+	// Code is the JSON-RPC error code, 0 when the failure came in-stream
+	// without one.
+	Code int
+	// Class is the agent's own name for the failure, if it gave one
+	// ("BudgetExhaustedError").
+	Class string
+	// Message is the agent's message.
+	Message string
+}
+
+func (e *AgentError) Error() string {
+	kind := e.Kind
+	if kind == "" {
+		kind = "agent error"
+	}
+	s := e.Method + ": " + kind
+	if e.Code != 0 {
+		s += fmt.Sprintf(" (%d)", e.Code)
+	}
+	if e.Class != "" && e.Class != e.Kind {
+		s += " " + e.Class
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}

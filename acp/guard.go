@@ -154,8 +154,15 @@ func (g *stdoutGuard) run() {
 	g.dst.CloseWithError(err)
 }
 
-// readLine returns the next line without its terminator. A line longer than
-// limit is consumed and reported as tooLong with no content.
+// ReadLine returns the next line of r without its terminator, holding at
+// most limit bytes of it: a longer line is consumed and reported as tooLong
+// with no content, so one huge line costs no memory. Protocol readers share
+// it with the guard and the stderr pump.
+func ReadLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	return readLine(r, limit)
+}
+
+// readLine is ReadLine.
 func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
 	for {
 		frag, e := r.ReadSlice('\n')

@@ -7,11 +7,20 @@ type AgentHealth struct {
 	// PID is the running child's process id, 0 when none runs.
 	PID int `json:"pid"`
 	// Dialect is the detected ACP dialect ("v1", "legacy-l0", "legacy-l1",
-	// "legacy-l2"), empty before the first successful initialize.
+	// "legacy-l2") or "steerable" for the steerable sidecar, empty before
+	// the first successful handshake.
 	Dialect string `json:"dialect"`
 	// AgentName and AgentVersion are what the agent reported, if anything.
 	AgentName    string `json:"agent_name,omitempty"`
 	AgentVersion string `json:"agent_version,omitempty"`
+	// ProtocolVersion, AgentStatus, AgentUptimeSeconds, LoadedProviders
+	// and LoadedTools are what an agent reporting its own health (the
+	// steerable sidecar's system.ping) said last; empty otherwise.
+	ProtocolVersion    string   `json:"protocol_version,omitempty"`
+	AgentStatus        string   `json:"agent_status,omitempty"`
+	AgentUptimeSeconds float64  `json:"agent_uptime_s,omitempty"`
+	LoadedProviders    []string `json:"loaded_providers,omitempty"`
+	LoadedTools        *int     `json:"loaded_tools,omitempty"`
 	// State is one of starting, ready, backoff, stopping, stopped.
 	State string `json:"state"`
 	// Running is true while a child process exists and has not exited.

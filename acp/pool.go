@@ -12,10 +12,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Source hands out the current agent client, waiting for one within ctx.
-// *Supervisor and *Client implement it.
+// Source hands out the current agent connection, waiting for one within
+// ctx. *Supervisor and *Client implement it.
 type Source interface {
-	Acquire(ctx context.Context) (*Client, error)
+	Acquire(ctx context.Context) (Conn, error)
 }
 
 // Pool maps callers to agent sessions: one session per pool key, one turn
@@ -33,13 +33,13 @@ type Pool struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
-	// creating counts session/new requests in flight per client; they hold
-	// a slot under the session limit from the moment they are decided, so
-	// concurrent turns can never overshoot it.
-	creating map[*Client]int
-	// retiring counts sessions being closed per client: the agent still
-	// holds them until the close is answered, so they keep their slot.
-	retiring map[*Client]int
+	// creating counts session/new requests in flight per connection; they
+	// hold a slot under the session limit from the moment they are
+	// decided, so concurrent turns can never overshoot it.
+	creating map[Conn]int
+	// retiring counts sessions being closed per connection: the agent
+	// still holds them until the close is answered, so they keep their slot.
+	retiring map[Conn]int
 	// queue holds turns waiting for a session slot, first come first served.
 	queue []*slotWaiter
 	// seq orders turn ends against slot waits (see mustYieldLocked).
@@ -56,7 +56,7 @@ type entry struct {
 	key   string
 	lease chan struct{}
 
-	client   *Client
+	client   Conn
 	sid      string
 	created  time.Time
 	lastUsed time.Time
@@ -80,8 +80,8 @@ func NewPool(cfg PoolConfig, src Source) *Pool {
 		log:      cfg.Logger,
 		stopping: make(chan struct{}),
 		entries:  make(map[string]*entry),
-		creating: make(map[*Client]int),
-		retiring: make(map[*Client]int),
+		creating: make(map[Conn]int),
+		retiring: make(map[Conn]int),
 	}
 	if cfg.Metrics != nil {
 		f := p.liveSessions
@@ -268,11 +268,11 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 		p.last = e
 		p.mu.Unlock()
 		ph.Total = now.Sub(start)
-		text = out.content
-		if !out.hasContent {
+		text = out.Content
+		if !out.HasContent {
 			text = strings.Join(chunks, "")
 		}
-		return TurnResult{Text: text, StopReason: out.stopReason, SessionID: sid, TurnIndex: idx, Phases: ph}, nil
+		return TurnResult{Text: text, StopReason: out.StopReason, SessionID: sid, TurnIndex: idx, Phases: ph}, nil
 	}
 }
 
@@ -309,8 +309,8 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 	}
 }
 
-// acquireInto acquires a live client and records its process lease in ls.
-func (p *Pool) acquireInto(ctx context.Context, ls *leases) (*Client, error) {
+// acquireInto acquires a live connection and records its process lease in ls.
+func (p *Pool) acquireInto(ctx context.Context, ls *leases) (Conn, error) {
 	c, proc, err := p.acquireClient(ctx)
 	if err != nil {
 		return nil, err
@@ -319,34 +319,36 @@ func (p *Pool) acquireInto(ctx context.Context, ls *leases) (*Client, error) {
 	return c, nil
 }
 
-// acquireClient returns a ready client and, for one-turn-per-process
+// acquireClient returns a ready connection and, for one-turn-per-process
 // agents, its held process lease. A legacy agent still busy with a detached
 // turn after InitTimeout is recycled through its owner.
-func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error) {
+func (p *Pool) acquireClient(ctx context.Context) (Conn, chan struct{}, error) {
 	for {
 		c, err := p.src.Acquire(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		if c.procLease == nil {
+		lease := c.TurnLease()
+		if lease == nil {
 			return c, nil, nil
 		}
 		select {
-		case c.procLease <- struct{}{}:
-			return c, c.procLease, nil
+		case lease <- struct{}{}:
+			return c, lease, nil
 		default:
 		}
-		wedged := p.cfg.Clock.After(c.cfg.InitTimeout)
+		wait := c.Traits().InitTimeout
+		wedged := p.cfg.Clock.After(wait)
 		for {
 			select {
-			case c.procLease <- struct{}{}:
-				return c, c.procLease, nil
+			case lease <- struct{}{}:
+				return c, lease, nil
 			case <-ctx.Done():
 				return nil, nil, fmt.Errorf("waiting for the agent's previous turn: %w", ctx.Err())
 			case <-c.Done():
 			case <-wedged:
-				p.log.Warn("legacy agent still busy with a detached turn; recycling it", "waited", c.cfg.InitTimeout)
-				c.recycle("detached legacy turn still running")
+				p.log.Warn("legacy agent still busy with a detached turn; recycling it", "waited", wait)
+				c.Recycle("detached legacy turn still running")
 				wedged = nil
 				continue
 			}
@@ -355,12 +357,22 @@ func (p *Pool) acquireClient(ctx context.Context) (*Client, chan struct{}, error
 	}
 }
 
-// prepareSession returns the entry's session on c, rotating or creating it
-// as needed, with the session's turn index and the time spent creating it.
-func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Client) (sid string, idx int, fresh bool, created time.Duration, err error) {
+// prepareSession returns the entry's session on c, rotating, resuming or
+// creating it as needed, with the session's turn index and the time spent
+// creating it.
+func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn) (sid string, idx int, fresh bool, created time.Duration, err error) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
+	var stale Conn // the connection of a session from before a restart
+	var staleSid string
 	if e.sid != "" && e.client != c {
+		stale, staleSid = e.client, e.sid
+		if c.Traits().Resume && p.rotationLocked(e, now) == "" {
+			// The agent restarted but keeps its sessions: reopen this one,
+			// its conversation and turn count intact.
+			p.mu.Unlock()
+			return p.resumeSession(ctx, ls, e, c, stale, staleSid, now)
+		}
 		e.sid = "" // the agent restarted; its sessions are gone
 	}
 	var rotated string
@@ -379,6 +391,9 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 	}
 	sid, idx = e.sid, e.turns
 	p.mu.Unlock()
+	if stale != nil {
+		stale.ForgetSession(staleSid)
+	}
 	if rotated != "" {
 		p.retireCounted(c, rotated)
 	}
@@ -398,33 +413,66 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c *Clie
 	return sid, 0, true, done.Sub(now), nil
 }
 
-// newSession creates a session on c for e, holding the slot reserveSlot
-// gave it. Creation runs to its end (bounded by InitTimeout) whatever
-// happens to ctx: an agent that was asked creates the session even when the
-// caller has gone, and a session nobody records is never closed. When ctx
-// ends first, the turn's leases move to a background goroutine that
-// records the session for e's key (its next turn uses it) and releases them.
-func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) (string, error) {
-	type result struct {
-		sid string
-		err error
+// resumeSession reopens e's session staleSid, created on the agent's
+// previous connection stale, on c (an agent whose sessions outlive its
+// process), in a slot reserveSlot gives it. The session keeps its turn
+// count, age and rotation. If it cannot be reopened, it is forgotten and
+// the turn fails; the key's next turn starts afresh.
+func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale Conn, staleSid string, start time.Time) (string, int, bool, time.Duration, error) {
+	if err := p.reserveSlot(ctx, c, e); err != nil {
+		return "", 0, false, 0, err // still bound to stale: the next turn tries again
 	}
-	ch := make(chan result, 1)
-	// Deliberately detached from the caller: a session the agent creates
-	// must be recorded even if the caller has gone; NewSession bounds
-	// itself by InitTimeout.
-	go func() { // #nosec G118 -- see above
+	sid, err := p.openSession(ctx, ls, e, c, stale, func() (string, error) {
+		return c.ResumeSession(context.Background(), staleSid)
+	})
+	if err != nil {
+		return "", 0, false, 0, err
+	}
+	p.mu.Lock()
+	idx := e.turns
+	p.mu.Unlock()
+	p.log.Info("agent session resumed after a restart", "key", e.key, "session", sid, "was", staleSid, "turns", idx)
+	return sid, idx, true, p.cfg.Clock.Now().Sub(start), nil
+}
+
+// newSession creates a session on c for e, holding the slot reserveSlot
+// gave it.
+func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn) (string, error) {
+	return p.openSession(ctx, ls, e, c, nil, func() (string, error) {
 		sid, err := c.NewSession(context.Background())
 		if errors.Is(err, ErrSessionLimit) {
 			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
 			sid, err = c.NewSession(context.Background())
 		}
+		return sid, err
+	})
+}
+
+// openSession runs open (a session creation or resumption on c, for e)
+// in the slot reserveSlot gave it. It runs to its end (bounded by
+// InitTimeout) whatever happens to ctx: an agent that was asked creates
+// the session even when the caller has gone, and a session nobody records
+// is never closed. When ctx ends first, the turn's leases move to a
+// background goroutine that records the session for e's key (its next
+// turn uses it) and releases them. resumedFrom is the connection of the
+// session being resumed, nil for a new one.
+func (p *Pool) openSession(ctx context.Context, ls *leases, e *entry, c, resumedFrom Conn, open func() (string, error)) (string, error) {
+	type result struct {
+		sid string
+		err error
+	}
+	ch := make(chan result, 1)
+	// Deliberately detached from the caller: a session the agent creates
+	// must be recorded even if the caller has gone; NewSession and
+	// ResumeSession bound themselves by InitTimeout.
+	go func() { // #nosec G118 -- see above
+		sid, err := open()
 		ch <- result{sid, err}
 	}()
 	select {
 	case r := <-ch:
-		p.recordSession(e, c, r.sid, r.err)
+		p.recordSession(e, c, resumedFrom, r.sid, r.err)
 		return r.sid, r.err
 	case <-ctx.Done():
 	}
@@ -433,7 +481,7 @@ func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) 
 	p.goBackground(func() {
 		defer held.release()
 		r := <-ch
-		p.recordSession(e, c, r.sid, r.err)
+		p.recordSession(e, c, resumedFrom, r.sid, r.err)
 		if r.err == nil {
 			p.log.Debug("agent session created after its caller left; kept for the key", "key", e.key, "session", r.sid)
 		}
@@ -442,17 +490,28 @@ func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c *Client) 
 }
 
 // recordSession binds a new session to e (whose lease the caller holds)
-// and gives back the slot reserved for its creation.
-func (p *Pool) recordSession(e *entry, c *Client, sid string, err error) {
+// and gives back the slot reserved for its creation. A resumed session
+// (resumedFrom set) keeps its turns, age and rotation; one that could not
+// be resumed is forgotten.
+func (p *Pool) recordSession(e *entry, c, resumedFrom Conn, sid string, err error) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	if p.creating[c]--; p.creating[c] <= 0 {
 		delete(p.creating, c)
 	}
-	if err == nil {
+	var forget string
+	switch {
+	case err == nil && resumedFrom != nil:
+		e.client, e.sid = c, sid
+	case err == nil:
 		e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, now, now, 0, p.rotation
+	case resumedFrom != nil && e.client == resumedFrom:
+		forget, e.sid = e.sid, ""
 	}
 	p.mu.Unlock()
+	if forget != "" {
+		resumedFrom.ForgetSession(forget)
+	}
 	p.kick()
 }
 
@@ -510,9 +569,9 @@ func (p *Pool) mustYieldLocked(e *entry) bool {
 }
 
 // sessionLimit is the most sessions the pool keeps on c.
-func (p *Pool) sessionLimit(c *Client) int {
+func (p *Pool) sessionLimit(c Conn) int {
 	limit := p.cfg.MaxSessions
-	if m := c.caps.MaxSessions; m > 0 && m < limit {
+	if m := c.Traits().MaxSessions; m > 0 && m < limit {
 		limit = m
 	}
 	return limit
@@ -535,7 +594,7 @@ const slotRecheck = 250 * time.Millisecond
 // is in a turn the caller waits, first come first served, for the first
 // that frees, within ctx; past SessionQueue waiters it fails with
 // ErrSessionLimit. A reservation is released by recordSession.
-func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
+func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry) error {
 	var w *slotWaiter
 	defer func() {
 		if w != nil {
@@ -601,8 +660,8 @@ func (p *Pool) reserveSlot(ctx context.Context, c *Client, self *entry) error {
 // recently used idle session is evicted (returned with its lease held, to be
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
-func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string, ok bool) {
-	n := p.creating[c] + p.retiring[c] + c.lateSessions()
+func (p *Pool) takeSlotLocked(c Conn, self *entry) (victim *entry, sid string, ok bool) {
+	n := p.creating[c] + p.retiring[c] + c.LateSessions()
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
 			n++
@@ -626,7 +685,7 @@ func (p *Pool) takeSlotLocked(c *Client, self *entry) (victim *entry, sid string
 
 // idleVictimLocked returns the least recently used session on c not in a
 // turn, with its lease taken, or nil.
-func (p *Pool) idleVictimLocked(c *Client, self *entry) *entry {
+func (p *Pool) idleVictimLocked(c Conn, self *entry) *entry {
 	var victim *entry
 	for _, e := range p.entries {
 		if e == self || e.sid == "" || e.client != c {
@@ -713,7 +772,7 @@ func (p *Pool) metricAdd(f func(*Metrics)) {
 
 // evictIdle closes up to n sessions on c whose entries are not in a turn,
 // least recently used first, and returns how many it closed.
-func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
+func (p *Pool) evictIdle(c Conn, self *entry, n int) int {
 	freed := 0
 	for freed < n {
 		p.mu.Lock()
@@ -739,7 +798,7 @@ func (p *Pool) evictIdle(c *Client, self *entry, n int) int {
 // A retired session keeps its slot, counted in the same critical section
 // that unbinds it: between the two, a concurrent turn would see the slot
 // free while the agent still holds the session, and overshoot the limit.
-func (p *Pool) dropSession(e *entry, c *Client, sid string, retire bool) {
+func (p *Pool) dropSession(e *entry, c Conn, sid string, retire bool) {
 	p.mu.Lock()
 	if e.sid == sid && e.client == c {
 		e.sid = ""
@@ -751,13 +810,13 @@ func (p *Pool) dropSession(e *entry, c *Client, sid string, retire bool) {
 	if retire {
 		p.retireCounted(c, sid)
 	} else {
-		c.forget(sid)
+		c.ForgetSession(sid)
 		p.kick()
 	}
 }
 
 // detachSession unbinds sid from e so the key's next turn starts a new session.
-func (p *Pool) detachSession(e *entry, c *Client, sid string) {
+func (p *Pool) detachSession(e *entry, c Conn, sid string) {
 	p.mu.Lock()
 	if e.sid == sid && e.client == c {
 		e.sid = ""
@@ -769,9 +828,9 @@ func (p *Pool) detachSession(e *entry, c *Client, sid string) {
 // retireCounted closes sid on c in the background; its slot, already
 // counted in p.retiring (under the same lock that unbound the session from
 // its key), is given back when the close ends.
-func (p *Pool) retireCounted(c *Client, sid string) {
+func (p *Pool) retireCounted(c Conn, sid string) {
 	p.goBackground(func() {
-		c.retire(context.Background(), sid)
+		c.CloseSession(context.Background(), sid)
 		p.mu.Lock()
 		if p.retiring[c]--; p.retiring[c] <= 0 {
 			delete(p.retiring, c)
@@ -785,10 +844,10 @@ func (p *Pool) retireCounted(c *Client, sid string) {
 func (p *Pool) reap() {
 	now := p.cfg.Clock.Now()
 	type victim struct {
-		c   *Client
+		c   Conn
 		sid string
 	}
-	var victims []victim
+	var victims, lost []victim
 	p.mu.Lock()
 	for key, e := range p.entries {
 		select {
@@ -799,7 +858,12 @@ func (p *Pool) reap() {
 		idle := now.Sub(e.lastUsed) > p.cfg.SessionIdle
 		switch {
 		case e.sid != "" && e.client.Err() != nil:
-			e.sid = ""
+			// Its agent process is gone. A session the next process can
+			// resume is kept for the key's next turn, until it is idle.
+			if idle || !e.client.Traits().Resume {
+				lost = append(lost, victim{e.client, e.sid})
+				e.sid = ""
+			}
 		case e.sid != "" && idle:
 			victims = append(victims, victim{e.client, e.sid})
 			e.sid = ""
@@ -814,6 +878,9 @@ func (p *Pool) reap() {
 		<-e.lease
 	}
 	p.mu.Unlock()
+	for _, v := range lost {
+		v.c.ForgetSession(v.sid)
+	}
 	for _, v := range victims {
 		p.log.Debug("closing idle agent session", "session", v.sid)
 		p.retireCounted(v.c, v.sid)
@@ -824,12 +891,13 @@ func (p *Pool) reap() {
 // runPrompt sends the prompt and forwards chunks until the result arrives
 // or ctx ends. On ctx's end it hands the leases to a background settlement
 // (ls is emptied) and returns ctx's error.
-func (p *Pool) runPrompt(ctx context.Context, ls *leases, c *Client, sid, text string, onChunk func(string)) (promptResult, []string, error) {
-	t := c.beginTurn(sid)
+func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text string, onChunk func(string)) (PromptResult, []string, error) {
+	t := newMailbox(sid)
+	c.BeginTurn(t)
 	acpCtx, abandon := context.WithCancel(context.Background())
 	resCh := make(chan promptOutcome, 1)
 	go func() {
-		r, err := c.prompt(acpCtx, sid, text)
+		r, err := c.Prompt(acpCtx, sid, text)
 		resCh <- promptOutcome{r, err}
 	}()
 
@@ -851,7 +919,7 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c *Client, sid, text s
 			}
 		case o := <-resCh:
 			forward(ctx.Err() == nil) // every chunk sent before the result is queued by now
-			c.endTurn(t)
+			endTurn(c, t)
 			abandon()
 			return o.res, chunks, o.err
 		case <-ctx.Done():
@@ -859,21 +927,28 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c *Client, sid, text s
 		// ctx ended: barge-in or timeout.
 		t.markCancelled()
 		p.settle(ls, c, sid, t, resCh, abandon)
-		return promptResult{}, chunks, ctx.Err()
+		return PromptResult{}, chunks, ctx.Err()
 	}
 }
 
+// endTurn ends t's routing on c, then refuses its late text.
+func endTurn(c Conn, t *Mailbox) {
+	c.EndTurn(t)
+	t.close()
+}
+
 type promptOutcome struct {
-	res promptResult
+	res PromptResult
 	err error
 }
 
 // settle finishes a cancelled turn in the background, owning its leases.
-func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan promptOutcome, abandon context.CancelFunc) {
+func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan promptOutcome, abandon context.CancelFunc) {
 	held := *ls
 	*ls = leases{}
 	started := p.cfg.Clock.Now()
-	if !c.caps.Cancel() {
+	traits := c.Traits()
+	if !traits.Cancel {
 		// Legacy: no cancel in protocol. Detach: the session is retired and
 		// the turn runs out while holding the process lease.
 		p.detachSession(held.e, c, sid)
@@ -882,24 +957,24 @@ func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan p
 		p.goBackground(func() {
 			defer held.releaseProc()
 			defer abandon()
-			defer c.endTurn(t)
+			defer endTurn(c, t)
 			select {
 			case <-resCh:
-				c.retire(context.Background(), sid)
+				c.CloseSession(context.Background(), sid)
 			case <-c.Done():
 			case <-p.stopping:
 			}
 		})
 		return
 	}
-	if err := c.cancelTurn(sid); err != nil {
+	if err := c.CancelTurn(sid); err != nil {
 		p.log.Debug("session/cancel not sent", "session", sid, "error", err)
 	}
-	grace := c.cfg.CancelGrace
+	grace := traits.CancelGrace
 	p.goBackground(func() {
 		defer held.release()
 		defer abandon()
-		defer c.endTurn(t)
+		defer endTurn(c, t)
 		resend := p.cfg.Clock.After(min(time.Second, grace/2))
 		deadline := p.cfg.Clock.After(grace)
 		for {
@@ -911,12 +986,12 @@ func (p *Pool) settle(ls *leases, c *Client, sid string, t *turn, resCh <-chan p
 					p.log.Debug("cancelled turn ended with an error", "session", sid, "error", o.err)
 					return
 				}
-				p.log.Debug("agent confirmed cancel", "session", sid, "stop", o.res.stopReason,
+				p.log.Debug("agent confirmed cancel", "session", sid, "stop", o.res.StopReason,
 					"elapsed", p.cfg.Clock.Now().Sub(started))
 				return
 			case <-resend:
 				resend = nil
-				_ = c.cancelTurn(sid) // a cancel racing the prompt's start can be lost
+				_ = c.CancelTurn(sid) // a cancel racing the prompt's start can be lost
 			case <-deadline:
 				p.log.Warn("agent did not confirm the cancel in time; retiring the session", "session", sid, "grace", grace)
 				p.dropSession(held.e, c, sid, true)

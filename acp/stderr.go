@@ -87,6 +87,9 @@ func (l *lineLimiter) flushLocked() {
 // kept for the exit report.
 type stderrPump struct {
 	limiter *lineLimiter
+	// observe, when set, sees every cleaned line before the rate cap (the
+	// protocol's ready marker must not be lost to it).
+	observe func(line string)
 
 	mu   sync.Mutex
 	tail []string
@@ -117,6 +120,9 @@ func (p *stderrPump) run(r io.Reader) {
 
 func (p *stderrPump) line(s string) {
 	s = cleanLine(s)
+	if p.observe != nil {
+		p.observe(s)
+	}
 	p.mu.Lock()
 	if len(p.tail) == stderrTailLen {
 		copy(p.tail, p.tail[1:])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 // Supervisor states reported by Health.
@@ -40,8 +39,9 @@ const exitReapWindow = 200 * time.Millisecond
 
 // Supervisor owns the agent child process end to end: it spawns it with its
 // own pipes in its own process group, pumps its stderr into the log, dials
-// it over ACP, notices its death at once, restarts it with backoff forever,
-// and stops it politely, then firmly, on shutdown.
+// it with the configured Protocol (ACP by default), notices its death at
+// once, restarts it with backoff forever, and stops it politely, then
+// firmly, on shutdown.
 type Supervisor struct {
 	cfg Config
 	log hclog.Logger
@@ -51,7 +51,7 @@ type Supervisor struct {
 
 	mu            sync.Mutex
 	state         string
-	cur           *Client       // ready client, nil otherwise
+	cur           ChildConn     // ready connection, nil otherwise
 	ready         chan struct{} // closed and replaced at every state change
 	gen           uint64
 	pid           int
@@ -59,7 +59,8 @@ type Supervisor struct {
 	readyAt       time.Time
 	lastErr       error
 	binaryMissing bool
-	caps          Caps
+	info          AgentInfo // the current generation's agent, once ready
+	infoSrc       ChildConn // refreshes info's live parts; nil before ready
 	running       bool
 	// failed is set when a child fails and cleared when one is ready;
 	// unavailable is set once a caller has waited UnavailableGrace for a
@@ -91,25 +92,25 @@ func NewSupervisor(cfg Config) *Supervisor {
 func (s *Supervisor) Restart(reason string) bool {
 	s.mu.Lock()
 	cur := s.cur
-	if cur != nil && cur.recycle != nil {
-		s.plannedGen = cur.gen
+	if cur != nil {
+		s.plannedGen = s.gen
 	}
 	s.mu.Unlock()
-	if cur == nil || cur.recycle == nil {
+	if cur == nil {
 		return false
 	}
-	cur.recycle(reason)
+	cur.Recycle(reason)
 	return true
 }
 
-// Acquire returns the ready client, waiting for one within ctx. It fails at
+// Acquire returns the ready connection, waiting for one within ctx. It fails at
 // once with ErrBinaryMissing while the executable does not exist, and with
 // ErrStopped after Run has returned. While the agent is down after a
 // failure it waits at most UnavailableGrace for the restart under way, then
 // fails with ErrAgentUnavailable, and later callers fail at once until the
 // agent is ready again: a broken agent must not hold every caller for its
 // whole turn timeout. The first start is waited for within ctx.
-func (s *Supervisor) Acquire(ctx context.Context) (*Client, error) {
+func (s *Supervisor) Acquire(ctx context.Context) (Conn, error) {
 	var grace <-chan time.Time
 	for {
 		s.mu.Lock()
@@ -173,15 +174,12 @@ func errString(err error) string {
 // Health reports the agent's state without blocking on it.
 func (s *Supervisor) Health() AgentHealth {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	info, src := s.info, s.infoSrc
 	h := AgentHealth{
 		// The binary's name only: /health is unauthenticated, and the
 		// arguments (ZEROCLAW_ARGS) and the path are not its business.
 		Command:       filepath.Base(s.cfg.Command),
 		PID:           s.pid,
-		Dialect:       string(s.caps.Dialect),
-		AgentName:     s.caps.AgentName,
-		AgentVersion:  s.caps.AgentVersion,
 		State:         s.state,
 		Running:       s.running,
 		Restarts:      s.restarts,
@@ -193,6 +191,14 @@ func (s *Supervisor) Health() AgentHealth {
 	if s.lastErr != nil {
 		h.LastError = s.lastErr.Error()
 	}
+	s.mu.Unlock()
+	if src != nil {
+		info = src.Info() // outside s.mu: a connection's snapshot has its own lock
+	}
+	h.Dialect, h.AgentName, h.AgentVersion = info.Dialect, info.Name, info.Version
+	h.ProtocolVersion, h.AgentStatus = info.ProtocolVersion, info.Status
+	h.LoadedProviders, h.LoadedTools = info.LoadedProviders, info.LoadedTools
+	h.AgentUptimeSeconds = info.Uptime.Seconds()
 	return h
 }
 
@@ -294,7 +300,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	s.mu.Lock()
 	s.gen++
 	gen := s.gen
-	s.caps = Caps{}
+	s.info, s.infoSrc = AgentInfo{}, nil
 	s.setStateLocked(StateStarting)
 	s.mu.Unlock()
 	log := s.log.With("gen", gen)
@@ -330,13 +336,13 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		s.metricSet(func(m *Metrics) { m.ChildUp.Set(0); m.Dialect.Reset() })
 	}()
 
-	// Initialize, unless the child dies first.
+	// Handshake (initialize), unless the child dies first.
 	initErr := make(chan error, 1)
-	go func() { initErr <- p.client.initialize(ctx) }()
+	go func() { initErr <- p.conn.Handshake(ctx) }()
 	select {
 	case err = <-initErr:
 	case <-p.exited:
-		err = <-initErr // the connection closes with the child; initialize returns promptly
+		err = <-initErr // the connection closes with the child; the handshake returns promptly
 	}
 	if err != nil {
 		err = fmt.Errorf("agent start: %w", err)
@@ -353,19 +359,19 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		return reason, 0
 	}
 
-	caps := p.client.caps
+	info := p.conn.Info()
 	readyAt := s.cfg.Clock.Now()
 	s.mu.Lock()
-	s.cur, s.caps, s.readyAt, s.lastErr = p.client, caps, readyAt, nil
+	s.cur, s.info, s.infoSrc, s.readyAt, s.lastErr = p.conn, info, p.conn, readyAt, nil
 	s.failed, s.unavailable = false, false
 	s.setStateLocked(StateReady)
 	s.mu.Unlock()
 	s.metricSet(func(m *Metrics) {
 		m.ChildUp.Set(1)
 		m.Dialect.Reset()
-		m.Dialect.WithLabelValues(string(caps.Dialect)).Set(1)
+		m.Dialect.WithLabelValues(info.Dialect).Set(1)
 	})
-	log.Info("agent ready", "dialect", caps.Dialect, "agent", caps.AgentName, "version", caps.AgentVersion, "zeroclaw", caps.ZeroClaw)
+	log.Info("agent ready", append([]any{"dialect", info.Dialect, "agent", info.Name, "version", info.Version}, info.Details...)...)
 
 	graceful := false
 	select {
@@ -373,7 +379,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		reason = "exit"
 		s.recordEnd(fmt.Errorf("%w: %s", ErrAgentGone, p.exitStatus()))
 		log.Error("agent exited", "status", p.exitStatus())
-	case <-p.client.conn.Done():
+	case <-p.conn.Done():
 		// A dying child closes stdout just before Wait returns; give the
 		// exit a moment to be reaped so a crash is reported as one.
 		select {
@@ -383,8 +389,8 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 			log.Error("agent exited", "status", p.exitStatus())
 		case <-time.After(exitReapWindow):
 			reason = "connection_closed"
-			s.recordEnd(fmt.Errorf("%w: connection closed (%s)", ErrAgentGone, p.cause.get()))
-			log.Error("agent connection closed while the process lives; restarting it", "cause", p.cause.get())
+			s.recordEnd(fmt.Errorf("%w: connection closed (%s)", ErrAgentGone, p.conn.CloseCause()))
+			log.Error("agent connection closed while the process lives; restarting it", "cause", p.conn.CloseCause())
 		}
 	case r := <-p.recycle:
 		reason = "recycled"
@@ -399,7 +405,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	ranFor = s.cfg.Clock.Now().Sub(readyAt)
 	if !graceful {
 		// Fail in-flight turns at once; a graceful stop retires sessions first.
-		p.client.markDead(fmt.Errorf("%w: %s", ErrAgentGone, reason))
+		p.conn.Abort(fmt.Errorf("%w: %s", ErrAgentGone, reason))
 		s.noteFailed(gen, reason)
 	}
 	p.stop(log, graceful)
@@ -419,24 +425,24 @@ func (s *Supervisor) recordEnd(err error) {
 
 // process is one spawned child with its pipes and reader goroutines.
 type process struct {
-	cfg    Config
-	cmd    *exec.Cmd
-	client *Client
-	kill   context.CancelFunc // ends the child's ctx: Cmd.Cancel sends SIGTERM to the group
+	cfg  Config
+	cmd  *exec.Cmd
+	conn ChildConn
+	kill context.CancelFunc // ends the child's ctx: Cmd.Cancel sends SIGTERM to the group
 
 	stdin   *os.File
 	stdout  *os.File
 	stderr  *os.File
 	readers sync.WaitGroup
 	pump    *stderrPump
-	cause   *closeCause
 
 	exited  chan struct{} // closed when Wait has returned
 	waitErr error
 	recycle chan string
 }
 
-// spawn starts the child and its readers and dials it (without initialize).
+// spawn starts the child and its readers and opens its connection (without
+// the handshake).
 func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	path, err := resolveCommand(s.cfg.Command)
 	if err != nil {
@@ -484,16 +490,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 		exited:  make(chan struct{}),
 		recycle: make(chan string, 1),
 	}
-	p.pump = newStderrPump(log.Named("child"), s.cfg.StderrLinesPerSecond, s.cfg.Clock)
-	p.readers.Add(1)
-	go func() {
-		defer p.readers.Done()
-		p.pump.run(errR)
-	}()
-
-	c := newClient(gen, s.cfg)
-	c.log = log
-	c.recycle = func(reason string) {
+	recycle := func(reason string) {
 		select {
 		case p.recycle <- reason:
 		default:
@@ -503,50 +500,89 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 		w:        inW,
 		deadline: func() error { return inW.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) },
 		onTimeout: func() {
-			c.recycle(fmt.Sprintf("agent did not read stdin for %s", s.cfg.WriteTimeout))
+			recycle(fmt.Sprintf("agent did not read stdin for %s", s.cfg.WriteTimeout))
 		},
 	}
-	pr, pw := io.Pipe()
-	c.conn = acpsdk.NewConnection(c.handle, w, pr)
-	sl, cause := newSlogLogger(log.Named("rpc"))
-	c.conn.SetLogger(sl) // before the guard feeds the connection: setting it later races the SDK's reader
-	p.cause = cause
-	p.client = c
-	g := newStdoutGuard(outR, pw, w, log.Named("child"), c.dropped, c.done)
-	c.notified, c.barrier = g.notificationHandled, g.barrier
-	p.readers.Add(2)
+	noise := newLineLimiter(log.Named("child"), 50, clockwork.NewRealClock())
+	conn, err := s.protocol().Open(Child{
+		Gen: gen, Config: s.cfg, Stdin: w, Stdout: outR, Log: log,
+		Noise: func(line string) { noise.emit(hclog.Info, "agent stdout: "+cleanLine(line)) },
+		Go: func(f func()) {
+			p.readers.Add(1)
+			go func() {
+				defer p.readers.Done()
+				f()
+			}()
+		},
+		Recycle: recycle,
+	})
+	if err != nil {
+		err = fmt.Errorf("open agent connection: %w", err)
+		conn = nil
+	}
+	p.conn = conn
+	p.pump = newStderrPump(log.Named("child"), s.cfg.StderrLinesPerSecond, s.cfg.Clock)
+	if conn != nil {
+		p.pump.observe = conn.StderrLine
+	}
+	p.readers.Add(1)
 	go func() {
 		defer p.readers.Done()
-		g.run()
-	}()
-	go func() {
-		defer p.readers.Done()
-		c.watchConn()
+		p.pump.run(errR)
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
+	if err != nil {
+		p.kill()
+		p.stopUnopened(log)
+		return nil, err
+	}
 	return p, nil
 }
 
-// stop ends the child. Graceful: retire sessions, close stdin, wait
-// StopGrace, SIGTERM the group, wait StopGrace, SIGKILL. Otherwise the
-// polite steps are skipped. It returns when the child and every reader
-// goroutine are gone.
+// protocol is the configured Protocol, ACP when none is.
+func (s *Supervisor) protocol() Protocol {
+	if s.cfg.Protocol != nil {
+		return s.cfg.Protocol
+	}
+	return acpProtocol{}
+}
+
+// stopUnopened ends a child whose connection could not be opened: SIGTERM
+// (already sent), StopGrace, SIGKILL; then its readers.
+func (p *process) stopUnopened(log hclog.Logger) {
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(p.cfg.StopGrace):
+		log.Warn("agent did not exit after SIGTERM; sending SIGKILL to its process group")
+	}
+	_ = ignoreESRCH(syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
+	<-p.exited
+	p.drainReaders()
+	closeAll(p.stdout, p.stderr)
+}
+
+// stop ends the child. Graceful: the protocol's polite step (ACP: retire
+// sessions; steerable: system.shutdown and a bounded wait for the exit),
+// close stdin, wait StopGrace unless the polite step already waited,
+// SIGTERM the group, wait StopGrace, SIGKILL. Otherwise the polite steps
+// are skipped. It returns when the child and every reader goroutine are
+// gone.
 func (p *process) stop(log hclog.Logger, graceful bool) {
+	waited := false
 	if graceful {
 		select {
 		case <-p.exited:
 		default:
-			ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
-			p.client.retireAll(ctx)
-			cancel()
+			waited = p.conn.Shutdown(p.exited)
 		}
 	}
-	p.client.markDead(fmt.Errorf("%w: stopped", ErrAgentGone))
+	p.conn.Abort(fmt.Errorf("%w: stopped", ErrAgentGone))
 	_ = p.stdin.Close()
-	if graceful {
+	if graceful && !waited {
 		select {
 		case <-p.exited:
 		case <-time.After(p.cfg.StopGrace):
@@ -567,6 +603,14 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 	}
 	// Grandchildren may still hold the group or the pipes.
 	_ = ignoreESRCH(syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
+	p.drainReaders()
+	p.conn.Wait() // the connection is closed, so its background work ends now
+	closeAll(p.stdout, p.stderr)
+}
+
+// drainReaders waits for the pipe readers, closing the pipes under them
+// after drainWindow (a grandchild may hold them open).
+func (p *process) drainReaders() {
 	done := make(chan struct{})
 	go func() {
 		p.readers.Wait()
@@ -579,8 +623,6 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 		_ = p.stderr.Close()
 		<-done
 	}
-	p.client.waitBackground() // the connection is closed, so they end now
-	closeAll(p.stdout, p.stderr)
 }
 
 // exitStatus describes how the child ended.
@@ -603,7 +645,7 @@ func (p *process) exitStatus() string {
 func (p *process) report(log hclog.Logger) {
 	tail := p.pump.Tail()
 	args := []any{"status", p.exitStatus()}
-	if c := p.cause.get(); c != "" {
+	if c := p.conn.CloseCause(); c != "" {
 		args = append(args, "connection", c)
 	}
 	if len(tail) > 0 {

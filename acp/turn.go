@@ -11,8 +11,9 @@ type TurnRequest struct {
 	// session lease is held, with the number of turns the session has
 	// completed (0 on a fresh session and on the lost-session retry).
 	Prompt func(turnIndex int) string
-	// OnChunk receives each agent_message_chunk text in order, on the
-	// caller's goroutine. It is never called after the turn's ctx ends.
+	// OnChunk receives each streamed text (ACP agent_message_chunk,
+	// steerable stream.chunk) in order, on the caller's goroutine. It is
+	// never called after the turn's ctx ends.
 	OnChunk func(text string)
 }
 
@@ -37,10 +38,11 @@ type Phases struct {
 	Total time.Duration
 	// Lease is the wait for the session (and for a ready agent).
 	Lease time.Duration
-	// NewSession is the time spent creating agent sessions for this turn.
+	// NewSession is the time spent creating (or reopening) agent sessions
+	// for this turn.
 	NewSession time.Duration
 	// Prompt is the session/prompt round trip.
 	Prompt time.Duration
-	// Reused is true when no session was created for this turn.
+	// Reused is true when no session was created or reopened for this turn.
 	Reused bool
 }

@@ -24,6 +24,8 @@
 package bridge
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,11 +33,13 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -208,6 +212,29 @@ type Server struct {
 
 	mu   sync.Mutex
 	addr string
+	ln   net.Listener // bound by Listen, served by Run
+}
+
+// ErrPortInUse means the listen address is taken, most often by the
+// bridge.py being replaced, still running.
+var ErrPortInUse = errors.New("port in use")
+
+// Listen binds the listen address now, so a start can fail on a taken
+// port before anything else (the agent child) is started. Run listens
+// itself when Listen was not called.
+func (s *Server) Listen() error {
+	addr := net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: %w: %w", addr, ErrPortInUse, err)
+		}
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.mu.Lock()
+	s.ln, s.addr = ln, ln.Addr().String()
+	s.mu.Unlock()
+	return nil
 }
 
 // New builds the server with its middleware and the /health and /metrics
@@ -229,10 +256,12 @@ func New(cfg Config) *Server {
 	e.Use(s.logRequests, s.recoverPanics, s.bodyDeadline)
 
 	e.GET("/health", s.health)
-	metrics := echo.WrapHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:      promLog{cfg.Logger},
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	metrics := echo.WrapHandler(pythonBuckets(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
+		ErrorLog:           promLog{cfg.Logger},
+		ErrorHandling:      promhttp.ContinueOnError,
+		EnableOpenMetrics:  true, // what bridge.py's client answered a scraper asking for it
+		DisableCompression: true, // the text is rewritten below; a scrape is a few KiB
+	})))
 	e.GET("/metrics", metrics)
 	e.GET("/metrics/", metrics)
 	return s
@@ -262,15 +291,18 @@ func (s *Server) Addr() string {
 func (s *Server) Run(ctx context.Context) error {
 	defer s.stoppingOnce.Do(func() { close(s.stopping) })
 
-	addr := net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		ln = s.ln
+		s.mu.Unlock()
 	}
 	bound := ln.Addr().String()
-	s.mu.Lock()
-	s.addr = bound
-	s.mu.Unlock()
 
 	var counted func()
 	if s.cfg.TurnedAway != nil {
@@ -425,6 +457,39 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		return nil
 	}
 }
+
+// pythonBuckets makes the text format's histogram bucket labels read as
+// bridge.py's client wrote them: a whole-number bound is le="1.0", not
+// le="1", so saved queries and alerts naming le="1.0" still match after
+// the switch. OpenMetrics (served when the scraper asks) writes them so
+// already.
+func pythonBuckets(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &bufferedResponse{header: w.Header()}
+		next.ServeHTTP(rec, r)
+		body := rec.body.Bytes()
+		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+			body = wholeBucket.ReplaceAll(body, []byte(`${1}${2}.0"`))
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
+		_, _ = w.Write(body)
+	})
+}
+
+// wholeBucket is a bucket sample's le label with a whole-number bound.
+var wholeBucket = regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*_bucket\{(?:[^}]*,)?le=")(-?[0-9]+)"`)
+
+// bufferedResponse keeps a handler's response to rewrite it.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header         { return b.header }
+func (b *bufferedResponse) WriteHeader(status int)      { b.status = status }
+func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
 
 // promLog adapts hclog to promhttp's error logger.
 type promLog struct{ log hclog.Logger }

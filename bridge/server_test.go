@@ -211,7 +211,11 @@ func TestMetricsEndpointServesEverySeries(t *testing.T) {
 	}
 	for _, want := range []string{
 		`dotty_first_audio_latency_seconds_bucket{le="0.1"} 0`,
-		`dotty_first_audio_latency_seconds_bucket{le="10"} 0`,
+		`dotty_first_audio_latency_seconds_bucket{le="10.0"} 0`, // bridge.py's label text
+		`dotty_first_audio_latency_seconds_bucket{le="1.0"} 0`,
+		`dotty_request_duration_seconds_bucket{endpoint="message",le="0.075"} 0`,
+		`dotty_request_duration_seconds_bucket{endpoint="message",le="1.0"} 0`,
+		`dotty_request_duration_seconds_bucket{endpoint="message",le="+Inf"} 0`,
 		`dotty_request_errors_total{endpoint="message",kind="timeout"} 0`,
 		`dotty_request_errors_total{endpoint="message_stream",kind="binary_missing"} 0`,
 		`dotty_request_errors_total{endpoint="message_stream",kind="exception"} 0`,
@@ -221,6 +225,30 @@ func TestMetricsEndpointServesEverySeries(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// A scraper asking for OpenMetrics gets it, with bridge.py's bucket labels
+// and the terminating EOF.
+func TestMetricsOpenMetrics(t *testing.T) {
+	s, _ := newTestServer(t, Config{})
+	ts := httptest.NewServer(s.Echo())
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	for _, want := range []string{`dotty_first_audio_latency_seconds_bucket{le="10.0"} 0`, "# EOF\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("OpenMetrics lacks %q", want)
 		}
 	}
 }

@@ -38,10 +38,18 @@ const (
 	KindException     = "exception"
 	// KindAgentUnavailable: the agent failed and is not back yet.
 	KindAgentUnavailable = "agent_unavailable"
+	// The failures an agent reports by class (acp.AgentError, the
+	// steerable sidecar's -32001…-32005), each under its own label.
+	KindBudgetExhausted = acp.KindBudgetExhausted
+	KindPolicyDenied    = acp.KindPolicyDenied
+	KindToolDispatch    = acp.KindToolDispatch
+	KindStorage         = acp.KindStorage
+	KindTransport       = acp.KindTransport
 )
 
 // errorKinds are the kind labels created at zero for each voice endpoint.
-var errorKinds = []string{KindTimeout, KindBinaryMissing, KindException, KindAgentUnavailable}
+var errorKinds = []string{KindTimeout, KindBinaryMissing, KindException, KindAgentUnavailable,
+	KindBudgetExhausted, KindPolicyDenied, KindToolDispatch, KindStorage, KindTransport}
 
 // Endpoint labels of the voice routes.
 const (
@@ -355,6 +363,7 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 // classify maps a failed turn to its kind and spoken fallback. Timeouts
 // are decided by the turn's own ctx, never by the error's text.
 func classify(ctx context.Context, err error) (kind, text string) {
+	var agentErr *acp.AgentError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return KindTimeout, FallbackTimeout
@@ -362,6 +371,26 @@ func classify(ctx context.Context, err error) (kind, text string) {
 		return KindBinaryMissing, FallbackOffline
 	case errors.Is(err, acp.ErrAgentUnavailable):
 		return KindAgentUnavailable, FallbackOffline
+	case errors.As(err, &agentErr):
+		return classifyAgentError(agentErr.Kind)
+	default:
+		return KindException, FallbackError
+	}
+}
+
+// classifyAgentError maps a failure the agent reported by class. An
+// exhausted budget and an unreachable model provider fail every turn until
+// an operator or the provider acts, so the robot says its brain is
+// offline, as for a missing agent; the others concern this turn (a denied
+// request, a failed tool, a storage hiccup), so it says something went
+// wrong and to try again. Kinds the bridge does not know count as
+// exceptions, which keeps the label set fixed.
+func classifyAgentError(kind string) (string, string) {
+	switch kind {
+	case KindBudgetExhausted, KindTransport:
+		return kind, FallbackOffline
+	case KindPolicyDenied, KindToolDispatch, KindStorage:
+		return kind, FallbackError
 	default:
 		return KindException, FallbackError
 	}

@@ -413,6 +413,12 @@ func TestFallbacks(t *testing.T) {
 		{"agent unavailable", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("%w (last failure: exit status 1)", acp.ErrAgentUnavailable)
 		})}, nil, FallbackOffline, KindAgentUnavailable},
+		{"budget exhausted", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindBudgetExhausted, Method: "agent.chat.stream", Code: -32001}
+		})}, nil, FallbackOffline, KindBudgetExhausted},
+		{"policy denied", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindPolicyDenied, Method: "agent.chat.stream", Code: -32002}
+		})}, nil, FallbackError, KindPolicyDenied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -933,6 +939,14 @@ func TestClassify(t *testing.T) {
 		{live, fmt.Errorf("acquire: %w", acp.ErrAgentUnavailable), KindAgentUnavailable, FallbackOffline},
 		{live, fmt.Errorf("slot: %w", acp.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
 		{live, context.DeadlineExceeded, KindException, FallbackError},                    // only our own ctx decides timeouts
+		{live, fmt.Errorf("turn: %w", &acp.AgentError{Kind: acp.KindBudgetExhausted, Code: -32001}), KindBudgetExhausted, FallbackOffline},
+		{live, &acp.AgentError{Kind: acp.KindTransport, Class: "TransportError"}, KindTransport, FallbackOffline},
+		{live, &acp.AgentError{Kind: acp.KindPolicyDenied, Code: -32002}, KindPolicyDenied, FallbackError},
+		{live, &acp.AgentError{Kind: acp.KindToolDispatch, Code: -32003}, KindToolDispatch, FallbackError},
+		{live, &acp.AgentError{Kind: acp.KindStorage, Code: -32004}, KindStorage, FallbackError},
+		{live, &acp.AgentError{Class: "ProviderError"}, KindException, FallbackError}, // a class the bridge does not know
+		{live, &acp.AgentError{Kind: "made_up"}, KindException, FallbackError},        // the label set stays fixed
+		{expired, &acp.AgentError{Kind: acp.KindTransport}, KindTimeout, FallbackTimeout},
 	}
 	for _, tt := range tests {
 		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {

@@ -246,6 +246,7 @@ type consumers struct {
 	abortMu sync.Mutex
 	aborts  map[string]clockwork.Timer
 
+	warns    warnings      // repeated problems, logged once a minute
 	watch    *watch        // the security watch's loops and ring
 	sceneSub *Subscription // scene synthesis runs its own loop (it ticks)
 	journals journals
@@ -274,6 +275,7 @@ func newConsumers(s *Service) *consumers {
 		c.sceneSub = s.bus.Consume(SceneSynthesis, c.cfg.QueueSize, triggers[SceneSynthesis]...)
 	}
 	c.watch = newWatch(c.cfg.SecurityRingSize)
+	c.warns.clock = s.clock
 	c.journals = newJournals(s.cfg)
 	return c
 }
@@ -380,13 +382,60 @@ func ClockTimeout(ctx context.Context, clock clockwork.Clock, d time.Duration) (
 	}
 }
 
-// robot reports whether outbound calls are possible, warning when not.
+// robot reports whether outbound calls are possible, warning when not
+// (once a minute per consumer and action: a robot without xiaozhi sees
+// every event skipped).
 func (c *consumers) robot(consumer, action string) bool {
 	if r := c.s.cfg.Robot; r != nil && r.Enabled() {
 		return true
 	}
-	c.s.log.Named(consumer).Warn("XIAOZHI_HOST is empty; robot action skipped", "action", action)
+	c.warns.warn(c.s.log.Named(consumer), "no-host/"+consumer+"/"+action, "XIAOZHI_HOST is empty; robot action skipped", "action", action)
 	return false
+}
+
+// warnEvery is how often one repeated problem is logged again.
+const warnEvery = time.Minute
+
+// warnings logs a problem that repeats with every event once per
+// warnEvery, saying how often it happened in between. Keys are made of
+// consumer and action names from the code, so the table stays small.
+type warnings struct {
+	clock clockwork.Clock
+
+	mu   sync.Mutex
+	seen map[string]*warnState
+}
+
+type warnState struct {
+	last   time.Time
+	missed int
+}
+
+func (w *warnings) warn(log interface{ Warn(string, ...any) }, key, msg string, kv ...any) {
+	now := w.clock.Now()
+	w.mu.Lock()
+	if w.seen == nil {
+		w.seen = map[string]*warnState{}
+	}
+	st := w.seen[key]
+	if st != nil && now.Sub(st.last) < warnEvery {
+		st.missed++
+		w.mu.Unlock()
+		return
+	}
+	missed := 0
+	if st == nil {
+		st = &warnState{}
+		w.seen[key] = st
+	} else {
+		missed = st.missed
+	}
+	st.last, st.missed = now, 0
+	w.mu.Unlock()
+	if missed > 0 {
+		kv = append(kv, "repeated", missed, "over", warnEvery)
+	}
+	log.Warn(msg, kv...)
 }
 
 // dispatch runs call on its own goroutine so the consumer never waits on
@@ -400,7 +449,7 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 	select {
 	case c.sem <- struct{}{}:
 	default:
-		log.Warn("too many robot calls in flight; action dropped", "action", action, "device", device)
+		c.warns.warn(log, "busy/"+consumer+"/"+action, "too many robot calls in flight; action dropped", "action", action, "device", device)
 		return
 	}
 	c.inflight.Add(1)
@@ -409,7 +458,7 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 		defer c.inflight.Done()
 		defer func() { <-c.sem }()
 		if err := call(ctx, r); err != nil {
-			log.Warn("robot action failed", "action", action, "device", device, "error", err)
+			c.warns.warn(log, "failed/"+consumer+"/"+action, "robot action failed", "action", action, "device", device, "error", err)
 			return
 		}
 		log.Debug("robot action sent", "action", action, "device", device)

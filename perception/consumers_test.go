@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -329,3 +330,26 @@ func (s sensesStub) Fresh(string) (string, string) { return s.vision, s.audio }
 func (sensesStub) Forget(string)                   {}
 
 var _ = filepath.Join
+
+// TestRepeatedProblemsLoggedOncePerMinute: with no xiaozhi host, sixty
+// purr-worthy pats make one WARN line, and the next one a minute later says
+// how many were skipped in between.
+func TestRepeatedProblemsLoggedOncePerMinute(t *testing.T) {
+	var logs testkit.LogBuffer
+	e := newEnv(t, func(c *Config) {
+		c.Robot = xiaozhi.New(xiaozhi.Config{})
+		c.Consumers.PurrCooldown = 0
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs})
+	})
+	for i := range 60 {
+		e.fire(PurrPlayer, ev("d", "head_pet_started", at(float64(i)), nil))
+	}
+	if n := strings.Count(logs.String(), "XIAOZHI_HOST is empty"); n != 1 {
+		t.Fatalf("%d warnings for 60 skipped purrs, want 1:\n%s", n, logs.String())
+	}
+	e.clock.Advance(time.Minute)
+	e.fire(PurrPlayer, ev("d", "head_pet_started", at(100), nil))
+	if n := strings.Count(logs.String(), "XIAOZHI_HOST is empty"); n != 2 || !strings.Contains(logs.String(), "repeated=59") {
+		t.Errorf("after a minute: %d warnings:\n%s", n, logs.String())
+	}
+}

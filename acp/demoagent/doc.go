@@ -18,4 +18,10 @@
 // with stopReason "cancelled". Errors mirror ZeroClaw's: -32000 "Session not
 // found: <id>" for an unknown session and -32002 "Session already has an
 // active prompt turn: <id>" for a second prompt on a busy session.
+//
+// [ServeSteerable] is the same agent speaking the steerable sidecar's
+// protocol instead (`zeroclaw-bridge demo-agent -protocol steerable`), for a
+// bridge configured with AGENT_PROTOCOL=steerable: the same replies, quoting
+// the last user message of each agent.chat.stream, streamed as stream.chunk
+// notifications and cancelled by agent.chat.cancel.
 package demoagent

@@ -22,6 +22,10 @@ type Options struct {
 	// Logger receives diagnostics, the SDK's included; nil discards. Nothing
 	// is ever logged to out, which is the protocol channel.
 	Logger hclog.Logger
+	// QuietReady leaves out ServeSteerable's __SIDECAR_READY__ stderr
+	// marker, as the sidecar's --quiet-ready flag does: the bridge then
+	// keys off the lifecycle.ready notification alone.
+	QuietReady bool
 }
 
 // shutdownGrace bounds how long Serve waits, once it stops, for the reader,

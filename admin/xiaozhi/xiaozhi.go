@@ -138,7 +138,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.log.Warn("xiaozhi admin call failed", "path", path, "error", err)
+		// Debug: every caller reports its own failure (a consumer once a
+		// minute, the dashboard to the user), so a down xiaozhi is one line
+		// per cause, not two per event.
+		c.log.Debug("xiaozhi admin call failed", "path", path, "error", err)
 		return Response{}, fmt.Errorf("xiaozhi %s: %w", path, err)
 	}
 	defer resp.Body.Close()
@@ -150,7 +153,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 	snippet := truncate(string(b), 200)
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "no device connected"):
-		c.log.Info("xiaozhi has no robot connected", "path", path)
+		c.log.Debug("xiaozhi has no robot connected", "path", path)
 		return r, fmt.Errorf("xiaozhi %s: %w", path, ErrNoDevice)
 	case resp.StatusCode == http.StatusNotFound && (path == pathTakePhoto || path == pathCaptureAudio):
 		c.mu.Lock()
@@ -162,7 +165,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 		}
 		return r, fmt.Errorf("xiaozhi %s: %w", path, ErrRouteAbsent)
 	}
-	c.log.Warn("xiaozhi admin call refused", "path", path, "status", resp.StatusCode, "body", snippet)
+	c.log.Debug("xiaozhi admin call refused", "path", path, "status", resp.StatusCode, "body", snippet)
 	return r, &StatusError{Path: path, Status: resp.StatusCode, Body: snippet}
 }
 

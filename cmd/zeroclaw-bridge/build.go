@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -34,18 +39,48 @@ import (
 // serve builds the bridge from cfg and runs it until SIGINT, SIGTERM or
 // the end of ctx.
 func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
-	log.Info("starting", append([]any{"version", buildVersion()}, cfg.effective()...)...)
+	log.Debug("configuration", append([]any{"version", buildVersion()}, cfg.effective()...)...)
 	b, err := build(cfg, log, lk)
 	if err != nil {
 		return err
 	}
+	// Bind before anything starts: a taken port is said once, with its
+	// likely cause, and the agent is never started for nothing.
+	if err := b.srv.Listen(); err != nil {
+		if errors.Is(err, bridge.ErrPortInUse) {
+			return fmt.Errorf("port %d is in use — is bridge.py still running? (%w)", cfg.HTTP.Port, err)
+		}
+		return err
+	}
+	b.banner(cfg)
 	return b.run(ctx)
+}
+
+// docsURL is where the operator's documentation lives.
+const docsURL = "https://github.com/zeroclaw-bridge/zeroclaw-bridge/tree/main/docs"
+
+// banner is the start's few readable lines: where it listens, the
+// dashboard, which agent answers, where state and logs go, the docs.
+func (b *bridgeApp) banner(cfg config) {
+	addr := b.srv.Addr()
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		host = "localhost"
+	}
+	ui := "http://" + net.JoinHostPort(host, port) + "/ui"
+	b.log.Info("zeroclaw-bridge "+buildVersion()+" listening", "addr", addr, "dashboard", ui)
+	b.log.Info("agent", "command", b.agent, "protocol", cmp.Or(cfg.Agent.Protocol, protocolACP))
+	b.log.Info("files", "logs", cfg.ConvoLog.Dir, "memory", cfg.Memory.Path, "kid_mode_state", cfg.Modes.KidStatePath,
+		"household", cfg.Perception.Consumers.HouseholdPath)
+	b.log.Info("docs: " + docsURL + " (the full configuration is logged at LOG_LEVEL=debug)")
 }
 
 // bridgeApp is the bridge built and wired, not yet running.
 type bridgeApp struct {
 	log    hclog.Logger
 	reg    *prometheus.Registry
+	srv    *bridge.Server
+	agent  string // the agent command as the banner shows it
 	actors []actor
 }
 
@@ -78,6 +113,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Modes.Metrics, c.Modes.Logger = admin.NewMetrics(reg), log.Named("admin")
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
+	if c.Agent.Protocol == protocolSteerable {
+		c.ACP.Protocol = steerable.New(c.Steerable) // the same supervisor and pool, another wire
+	}
 	c.ACP.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
 	c.Permissions.Logger = acpLog.Named("permission")
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
@@ -123,7 +161,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 
 	errs := []error{c.ACP.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
 		c.Voice.Validate(), c.Memory.Validate(), c.Tier1.Validate(), c.Perception.Validate(),
-		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate()}
+		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate(), c.Steerable.Validate()}
 	if withSidecar {
 		errs = append(errs, c.Sidecar.Validate())
 	}
@@ -236,7 +274,11 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// the consumers and background admin work stop, queued memory writes
 	// reach brain.db, the pool settles cancelled turns, and the supervisor
 	// retires sessions and stops the agent.
-	return &bridgeApp{log: log, reg: reg, actors: []actor{
+	agentDesc := filepath.Base(command) + " " + strings.Join(args, " ")
+	if slices.Contains(args, "demo-agent") {
+		agentDesc = "the built-in demo agent (install ZeroClaw or set ZEROCLAW_BIN for real answers)"
+	}
+	return &bridgeApp{log: log, reg: reg, srv: srv, agent: agentDesc, actors: []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},

@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -58,6 +59,7 @@ type config struct {
 	Admin       admin.Config
 	Sidecar     sidecar.Config
 	Social      social.Config
+	Steerable   steerable.Config
 	Narrative   llm.NarrativeConfig
 	Keys        apiKeys
 
@@ -85,7 +87,17 @@ type config struct {
 type agentChoice struct {
 	Bin  string
 	Args []string
+	// Protocol is AGENT_PROTOCOL: "acp" or "steerable".
+	Protocol string
+	// SteerableCmd is STEERABLE_CMD, split into words like a POSIX shell.
+	SteerableCmd []string
 }
+
+// Agent protocols (AGENT_PROTOCOL).
+const (
+	protocolACP       = "acp"
+	protocolSteerable = "steerable"
+)
 
 // apiKeys are the settings that fall back on one another, resolved in
 // serve: a key left unset takes the next one's value.
@@ -167,6 +179,39 @@ var settings = []setting{
 			c.Agent.Args = words
 			return nil
 		}},
+	{env: "AGENT_PROTOCOL", def: protocolACP, help: "the agent's protocol: acp (ZeroClaw or any ACP agent, run as ZEROCLAW_BIN) or steerable (a steerable-sidecar, run as STEERABLE_CMD)",
+		parse: func(c *config, v string) error {
+			switch p := strings.ToLower(strings.TrimSpace(v)); p {
+			case protocolACP, protocolSteerable:
+				c.Agent.Protocol = p
+				return nil
+			}
+			return errors.New("want acp or steerable")
+		}},
+	{env: "STEERABLE_CMD", def: steerable.DefaultCommand, help: "the steerable-sidecar command, split into words like a POSIX shell; unset and not installed: the built-in demo agent",
+		parse: func(c *config, v string) error {
+			words, err := shellwords.Parse(v)
+			if err != nil || len(words) == 0 {
+				return errors.New("want a command, split into shell words")
+			}
+			c.Agent.SteerableCmd = words
+			return nil
+		}},
+	{env: "STEERABLE_PROVIDER", def: steerable.DefaultProvider, help: "the provider agent.chat.stream names",
+		parse: func(c *config, v string) error { c.Steerable.Provider = strings.TrimSpace(v); return nil }},
+	{env: "STEERABLE_MODEL", def: "", help: "the model agent.chat.stream names; unset: the sidecar's own default",
+		parse: func(c *config, v string) error { c.Steerable.Model = strings.TrimSpace(v); return nil }},
+	{env: "STEERABLE_BASE_URL", def: "", help: "the OpenAI-compatible base URL agent.chat.stream names; unset: the sidecar's own default",
+		parse: func(c *config, v string) error {
+			v = strings.TrimSpace(v)
+			if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+				return errors.New("want an http or https URL")
+			}
+			c.Steerable.BaseURL = v
+			return nil
+		}},
+	{env: "STEERABLE_API_KEY", def: "", secret: true, help: "the API key agent.chat.stream carries; never logged, never in the sidecar's environment",
+		parse: func(c *config, v string) error { c.Steerable.APIKey = steerable.Secret(v); return nil }},
 	{env: "ZEROCLAW_TIMEOUT", def: "90", help: "seconds one voice turn may take, the wait for its session included",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Voice.Timeout, v) }},
 	{env: "ZEROCLAW_INIT_TIMEOUT", def: "10", help: "seconds to wait for the agent's initialize and session/new answers",
@@ -721,8 +766,22 @@ func (c config) validate() error {
 	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
 	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
+	// One agent protocol at a time: a setting of the other one is a
+	// mistake worth stopping for, not something to ignore.
+	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY"} {
+		check(env, c.Agent.Protocol != protocolSteerable || !c.set(env), c.raw[env], "applies to AGENT_PROTOCOL=acp (a steerable-sidecar is run as STEERABLE_CMD)")
+	}
+	for _, env := range []string{"STEERABLE_CMD", "STEERABLE_PROVIDER", "STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {
+		check(env, c.Agent.Protocol == protocolSteerable || !c.set(env), c.raw[env], "needs AGENT_PROTOCOL=steerable")
+	}
 	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
 	return errors.Join(errs...)
+}
+
+// set reports whether env was given by a flag or the environment.
+func (c config) set(env string) bool {
+	o := c.origin[env]
+	return o != "" && o != "default"
 }
 
 // nameOf is the flag or variable env's value came from; the variable when
@@ -867,6 +926,26 @@ func truthy(v string) bool {
 	return false
 }
 
+// helpSections heads the help's groups: each names the setting its group
+// starts with (the table is in this order), after docs/configuration.md's
+// sections, where every setting is explained.
+var helpSections = map[string]string{
+	"BRIDGE_HOST":            "Listener",
+	"ZEROCLAW_BIN":           "Agent and its sessions",
+	"DOTTY_KID_MODE":         "Voice turns",
+	"WEATHER_LOCATION":       "Prompt context: weather and calendar",
+	"XIAOZHI_HOST":           "xiaozhi admin API",
+	"VOICE_MEMORY_DB":        "Tier1Slim tools and voice memory",
+	"HOUSEHOLD_YAML_PATH":    "Perception consumers",
+	"SECURITY_WATCH_ENABLED": "Camera behaviours (security watch, idle photographer, scene synthesis)",
+	"SPEAKER_STICKY_SEC":     "Who is talking, person memory, greetings, dreams and dances",
+	"DASHBOARD_MAX_CLIENTS":  "Dashboard",
+	"DOTTY_VOICE_PROVIDER":   "Admin routes and modes",
+	"VISION_MODEL":           "Vision and audio",
+	"STT_URL":                "Stack-chan firmware sidecar",
+	"LOG_LEVEL":              "Logging",
+}
+
 // usage writes the help text: the commands, then every flag with its
 // variable and default.
 func usage(w io.Writer) {
@@ -882,17 +961,22 @@ Usage:
 
 Every flag has an environment variable of the same meaning. A flag wins over
 its variable, which wins over the default; an empty value counts as unset.
-Durations are in seconds and may be decimals.
+Durations are in seconds and may be decimals. Every setting is explained in
+docs/configuration.md, grouped as below.
 
 Flags:
 `)
 	for _, s := range settings {
+		if h, ok := helpSections[s.env]; ok {
+			fmt.Fprintf(&b, "\n%s:\n", h)
+		}
 		def := s.def
 		if def == "" {
 			def = "unset"
 		}
 		fmt.Fprintf(&b, "  -%s value\n        %s\n        (env %s, default %s)\n", s.flagName(), s.help, s.env, def)
 	}
+	b.WriteString("\nOther:\n")
 	b.WriteString("  -version\n        print the version and exit\n  -h, -help\n        print this help\n")
 	_, _ = io.WriteString(w, b.String())
 }

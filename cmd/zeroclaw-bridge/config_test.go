@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -85,6 +86,8 @@ func defaultConfig(t *testing.T) config {
 		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
 		Narrative: llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
+		Agent:     agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
+		Steerable: steerable.Config{Provider: "openai_compat"},
 		Social:    social.Config{Settings: tableSocial()},
 		UI:        ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
 		Admin: admin.Config{Provider: "zeroclaw",
@@ -225,6 +228,12 @@ func TestParseConfigValues(t *testing.T) {
 				s.GreeterEnabled, s.GreetOnFaceSeen, s.GreetUnknown, s.GreetCooldown = false, true, true, 30*time.Minute
 				s.GreetPerDayMax, s.GreetMaxWords, s.GreeterStatePath = 1, 9, "/s/greeter.json"
 			}},
+		{"steerable", []string{"AGENT_PROTOCOL", " Steerable ", "STEERABLE_CMD", "/opt/sidecar --quiet-ready", "STEERABLE_PROVIDER", "openai_compat",
+			"STEERABLE_MODEL", "gpt-4o-mini", "STEERABLE_BASE_URL", "http://llm.lan/v1", "STEERABLE_API_KEY", "sk-1"},
+			func(c *config) {
+				c.Agent.Protocol, c.Agent.SteerableCmd = "steerable", []string{"/opt/sidecar", "--quiet-ready"}
+				c.Steerable = steerable.Config{Provider: "openai_compat", Model: "gpt-4o-mini", BaseURL: "http://llm.lan/v1", APIKey: "sk-1"}
+			}},
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
 		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.UI.User, c.UI.Pass = "admin", "pw" }},
@@ -322,6 +331,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"security interval zero", nil, []string{"SECURITY_CAPTURE_INTERVAL_SEC", "0"}, []string{`invalid SECURITY_CAPTURE_INTERVAL_SEC "0": want more than 0 seconds`}},
 		{"security audio milliseconds", nil, []string{"SECURITY_AUDIO_DURATION_MS", "2.5"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "2.5": want a whole number of milliseconds`}},
 		{"security audio zero", nil, []string{"SECURITY_AUDIO_DURATION_MS", "0"}, []string{`invalid SECURITY_AUDIO_DURATION_MS "0": want more than 0 milliseconds`}},
+		{"protocol", nil, []string{"AGENT_PROTOCOL", "mcp"}, []string{`invalid AGENT_PROTOCOL "mcp": want acp or steerable`}},
+		{"zeroclaw setting with steerable", nil, []string{"AGENT_PROTOCOL", "steerable", "ZEROCLAW_BIN", "/usr/bin/zeroclaw"},
+			[]string{`invalid ZEROCLAW_BIN "/usr/bin/zeroclaw": applies to AGENT_PROTOCOL=acp (a steerable-sidecar is run as STEERABLE_CMD)`}},
+		{"steerable setting with acp", nil, []string{"STEERABLE_API_KEY", "sk-secret"},
+			[]string{`invalid STEERABLE_API_KEY "<redacted>": needs AGENT_PROTOCOL=steerable`}},
+		{"steerable url", nil, []string{"AGENT_PROTOCOL", "steerable", "STEERABLE_BASE_URL", "api.example"},
+			[]string{`invalid STEERABLE_BASE_URL "api.example": want an http or https URL`}},
 		{"dream count", nil, []string{"DREAM_COUNT_PER_NIGHT", "101"}, []string{`invalid DREAM_COUNT_PER_NIGHT "101": want 0 to 100`}},
 		{"greeter cap", nil, []string{"GREETER_PER_DAY_MAX", "0"}, []string{`invalid GREETER_PER_DAY_MAX "0": want at least 1`}},
 		{"greeter cooldown", nil, []string{"GREETER_COOLDOWN_HOURS", "-1"}, []string{`invalid GREETER_COOLDOWN_HOURS "-1": want 0 or more`}},
@@ -449,13 +465,14 @@ func TestSettingsTable(t *testing.T) {
 		"SPEAKER_PERCEPTION_WINDOW_SEC", "SPEAKER_ASK_THRESHOLD", "PERSON_MEMORY_MAX_FACTS", "NARRATIVE_MODEL",
 		"NARRATIVE_TIMEOUT_SEC", "DREAMER_ENABLED", "DREAM_WINDOW_SECONDS", "DREAM_COUNT_PER_NIGHT", "DANCE_REFLECTOR_ENABLED",
 		"GREETER_ENABLED", "GREETER_USE_FACE_DETECTED", "GREETER_GREET_UNKNOWN", "GREETER_COOLDOWN_HOURS", "GREETER_PER_DAY_MAX",
-		"GREETER_GREETING_MAX_WORDS", "GREETER_STATE_PATH"} {
+		"GREETER_GREETING_MAX_WORDS", "GREETER_STATE_PATH", "AGENT_PROTOCOL", "STEERABLE_CMD", "STEERABLE_PROVIDER",
+		"STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 154 {
-		t.Errorf("%d settings, want 154 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 160 {
+		t.Errorf("%d settings, want 160 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
@@ -551,8 +568,8 @@ func TestExitCode(t *testing.T) {
 		{name: "bad flag", args: []string{"-no-such-flag"}, env: env(), wantCode: 2,
 			wantStderr: "zeroclaw-bridge: flag provided but not defined: -no-such-flag (run with -h for the flags)\n"},
 		{name: "demo-agent bad flag", args: []string{"demo-agent", "-chunk-delay", "soon"}, env: env(), wantCode: 2},
-		{name: "version subcommand", args: []string{"version"}, env: env(), wantStdout: "zeroclaw-bridge " + buildVersion() + "\n"},
-		{name: "version flag", args: []string{"-version"}, env: env(), wantStdout: "zeroclaw-bridge " + buildVersion() + "\n"},
+		{name: "version subcommand", args: []string{"version"}, env: env(), wantStdout: versionText()},
+		{name: "version flag", args: []string{"-version"}, env: env(), wantStdout: versionText()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -590,11 +607,19 @@ func TestAgentSelection(t *testing.T) {
 	}{
 		{"ZEROCLAW_BIN wins even when missing",
 			config{Agent: agentChoice{Bin: "/nonexistent/zeroclaw", Args: []string{"--max-sessions", "4"}}},
-			lookups{onPath, self}, "/nonexistent/zeroclaw", []string{"acp", "--max-sessions", "4"}, false},
-		{"zeroclaw on PATH", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{onPath, self},
+			lookups{lookPath: onPath, executable: self}, "/nonexistent/zeroclaw", []string{"acp", "--max-sessions", "4"}, false},
+		{"zeroclaw on PATH", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{lookPath: onPath, executable: self},
 			"/usr/bin/zeroclaw", []string{"acp", "-v"}, false},
-		{"demo agent fallback ignores ZEROCLAW_ARGS", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{notFound, self},
+		{"demo agent fallback ignores ZEROCLAW_ARGS", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{lookPath: notFound, executable: self},
 			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent"}, true},
+		{"steerable: STEERABLE_CMD wins", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"/opt/sidecar", "--quiet-ready"}},
+			origin: map[string]string{"STEERABLE_CMD": "STEERABLE_CMD"}},
+			lookups{lookPath: notFound, executable: self}, "/opt/sidecar", []string{"--quiet-ready"}, false},
+		{"steerable: the default command when the module imports", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}}},
+			lookups{lookPath: notFound, executable: self, probe: func(string, ...string) bool { return true }}, "python3", []string{"-m", "steerable_sidecar"}, false},
+		{"steerable: the demo agent speaks it when the sidecar is missing", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}}},
+			lookups{lookPath: onPath, executable: self, probe: func(string, ...string) bool { return false }},
+			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent", "-protocol", "steerable"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -611,7 +636,7 @@ func TestAgentSelection(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[tt.wantWarn]; warns != want {
 				t.Errorf("%d WARN lines, want %d:\n%s", warns, want, logs.String())
 			}
-			if tt.wantWarn {
+			if tt.wantWarn && tt.cfg.Agent.Protocol != protocolSteerable {
 				for _, place := range []string{"ZEROCLAW_BIN", "PATH", fallbackZeroclaw, "built-in demo agent"} {
 					if !strings.Contains(logs.String(), place) {
 						t.Errorf("WARN line does not mention %q: %s", place, logs.String())
@@ -620,7 +645,7 @@ func TestAgentSelection(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := agentCommand(config{}, lookups{notFound, func() (string, error) { return "", errors.New("no /proc") }}, hclog.NewNullLogger())
+	_, _, err := agentCommand(config{}, lookups{lookPath: notFound, executable: func() (string, error) { return "", errors.New("no /proc") }}, hclog.NewNullLogger())
 	if err == nil || !strings.Contains(err.Error(), "no /proc") {
 		t.Errorf("missing own executable: %v", err)
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -428,9 +429,21 @@ func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
 
 // TestBridgeVoiceTurnsWithDemoAgent speaks to the built binary the way
 // xiaozhi's ZeroClawLLM provider does, on both routes.
+// Both agent protocols, each with the built-in demo agent speaking it:
+// the same routes, the same replies, a barge-in, and /health naming the
+// dialect.
 func TestBridgeVoiceTurnsWithDemoAgent(t *testing.T) {
-	p := startBridge(t)
-	p.health("the demo agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
+	for _, tc := range []struct{ protocol, dialect string }{{"acp", "v1"}, {"steerable", "steerable"}} {
+		t.Run(tc.protocol, func(t *testing.T) { voiceTurnsWithDemoAgent(t, tc.protocol, tc.dialect) })
+	}
+}
+
+func voiceTurnsWithDemoAgent(t *testing.T, protocol, dialect string) {
+	p := startBridge(t, "AGENT_PROTOCOL="+protocol)
+	_, h := p.health("the demo agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
+	if a := agentOf(h); a["dialect"] != dialect || a["agent_name"] != "zeroclaw-bridge-demo" {
+		t.Errorf("/health agent %v, want dialect %s", a, dialect)
+	}
 
 	req := `{"content":"[Context] You are Dotty.\n\n[User] hello robot","channel":"dotty","session_id":"e2e","metadata":{"provider":"zeroclaw"}}`
 	resp, err := http.Post("http://"+p.addr+"/api/message/stream", "application/json", strings.NewReader(req))
@@ -482,5 +495,33 @@ func TestBridgeVoiceTurnsWithDemoAgent(t *testing.T) {
 	})
 	if _, m := p.get("/metrics"); !strings.Contains(m, `dotty_request_duration_seconds_count{endpoint="message_stream"} 1`) {
 		t.Error("stream turn not in the metrics")
+	}
+
+	// Barge-in: xiaozhi closes the stream after the first chunk; the turn
+	// is cancelled in protocol and the conversation goes on.
+	long := `{"content":"[User] ` + strings.Repeat("tell me a long story ", 5) + `","channel":"dotty","session_id":"e2e"}`
+	ctx, cancel := context.WithCancel(context.Background())
+	breq, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.addr+"/api/message/stream", strings.NewReader(long))
+	breq.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(breq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.Contains(first, `"type": "chunk"`) && !strings.Contains(first, `"type":"chunk"`) {
+		t.Fatalf("first frame %q %v", first, err)
+	}
+	cancel()
+	resp.Body.Close()
+	testkit.WaitFor(t, 5*time.Second, "the barge-in logged", func() bool { return strings.Contains(p.log(), "barge-in") })
+	resp, err = http.Post("http://"+p.addr+"/api/message", "application/json", strings.NewReader(`{"content":"after the barge-in","session_id":"e2e"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = nil
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if r, _ := out["response"].(string); !strings.Contains(r, `"after the barge-in"`) {
+		t.Errorf("turn after the barge-in: %v", out)
 	}
 }

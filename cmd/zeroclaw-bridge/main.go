@@ -8,7 +8,7 @@
 //	zeroclaw-bridge [flags]            serve (configuration from flags and env)
 //	zeroclaw-bridge demo-agent         run the built-in demo ACP agent on stdio
 //	zeroclaw-bridge acp                the same, named like `zeroclaw acp`
-//	zeroclaw-bridge version            print the version
+//	zeroclaw-bridge version            print the version, commit, build date, Go version and platform
 //
 // Every setting is an environment variable with a flag of the same meaning;
 // `zeroclaw-bridge -h` lists them with their defaults, and
@@ -37,10 +37,6 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 )
-
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// when empty, buildVersion falls back to the module version or "dev".
-var version = ""
 
 // fallbackZeroclaw is where bridge.py deployments install ZeroClaw.
 const fallbackZeroclaw = "/root/.cargo/bin/zeroclaw"
@@ -127,33 +123,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return serve(ctx, cfg, newLogger(cfg, stderr), systemLookups())
 }
 
-func printVersion(w io.Writer) error {
-	if _, err := fmt.Fprintln(w, "zeroclaw-bridge", buildVersion()); err != nil {
-		return fmt.Errorf("print version: %w", err)
-	}
-	return nil
-}
-
-// buildVersion is the -ldflags version, else the module version from the
-// build info, else "dev".
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 // newLogger builds the root logger: stderr, LOG_LEVEL, LOG_FORMAT.
 func newLogger(cfg config, w io.Writer) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
+	l := hclog.New(&hclog.LoggerOptions{
 		Name:       "zeroclaw-bridge",
 		Level:      cfg.LogLevel,
 		Output:     w,
 		JSONFormat: cfg.LogFormat == "json",
 	})
+	if cfg.LogFormat == "json" {
+		return withReadableDurations(l)
+	}
+	return l
 }
 
 // runDemoAgent serves the built-in demo agent on in/out until in closes or
@@ -165,6 +146,8 @@ func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr 
 	delay := fs.Duration("chunk-delay", defaultChunkDelay, "pause between streamed reply chunks")
 	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
 	flood := fs.Int("stderr-flood", 0, "write this many noise lines to stderr every second (fault injection for soak tests; 0 = off)")
+	protocol := fs.String("protocol", protocolACP, "acp, or steerable (a steerable-sidecar: JSON-RPC on stdio, ready marker on stderr)")
+	quiet := fs.Bool("quiet-ready", false, "steerable: leave out the __SIDECAR_READY__ stderr marker, as the sidecar's --quiet-ready does")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -176,6 +159,9 @@ func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr 
 	}
 	if *delay < 0 {
 		return &usageError{fmt.Errorf("demo-agent: invalid -chunk-delay %s: want 0 or more", *delay)}
+	}
+	if *protocol != protocolACP && *protocol != protocolSteerable {
+		return &usageError{fmt.Errorf("demo-agent: invalid -protocol %q: want acp or steerable", *protocol)}
 	}
 	lvl := hclog.LevelFromString(*level)
 	if lvl == hclog.NoLevel {
@@ -190,7 +176,14 @@ func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr 
 		go func() { defer close(done); floodStderr(fctx, stderr, *flood) }()
 		defer func() { fstop(); <-done }()
 	}
-	if err := demoagent.Serve(ctx, in, out, demoagent.Options{ChunkDelay: *delay, Logger: log}); err != nil {
+	opts := demoagent.Options{ChunkDelay: *delay, Logger: log, QuietReady: *quiet}
+	serve := demoagent.Serve
+	if *protocol == protocolSteerable {
+		serve = func(ctx context.Context, in io.Reader, out io.Writer, opts demoagent.Options) error {
+			return demoagent.ServeSteerable(ctx, in, out, stderr, opts)
+		}
+	}
+	if err := serve(ctx, in, out, opts); err != nil {
 		return fmt.Errorf("demo agent: %w", err)
 	}
 	return nil
@@ -219,29 +212,55 @@ func floodStderr(ctx context.Context, w io.Writer, n int) {
 type lookups struct {
 	lookPath   func(string) (string, error)
 	executable func() (string, error)
+	// probe runs a command briefly and reports whether it succeeded.
+	probe func(name string, args ...string) bool
 }
 
 func systemLookups() lookups {
-	return lookups{lookPath: exec.LookPath, executable: os.Executable}
+	return lookups{lookPath: exec.LookPath, executable: os.Executable, probe: probeCommand}
 }
 
-// agentCommand chooses the agent: ZEROCLAW_BIN when set,
-// even if it does not exist (the supervisor reports that on /health); else
-// zeroclaw on PATH or at the cargo install path; else this binary's
-// demo-agent subcommand, announced by one WARN line.
+// probeCommand runs name with args for at most 5 s, output discarded.
+func probeCommand(name string, args ...string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, name, args...).Run() == nil // #nosec G204 -- STEERABLE_CMD's interpreter, the operator's setting
+}
+
+// agentCommand chooses the agent. AGENT_PROTOCOL=acp: ZEROCLAW_BIN when
+// set, even if it does not exist (the supervisor reports that on /health);
+// else zeroclaw on PATH or at the cargo install path. AGENT_PROTOCOL=
+// steerable: STEERABLE_CMD when set; else the default command when python3
+// can import steerable_sidecar. Otherwise this binary's demo-agent
+// subcommand in that protocol, announced by one WARN line.
 func agentCommand(cfg config, lk lookups, log hclog.Logger) (command string, args []string, err error) {
-	acpArgs := append([]string{"acp"}, cfg.Agent.Args...)
-	if cfg.Agent.Bin != "" {
-		return cfg.Agent.Bin, acpArgs, nil
-	}
-	if p := acp.LookupAgent(lk.lookPath, fallbackZeroclaw); p != "" {
-		return p, acpArgs, nil
+	var demoArgs []string
+	switch cfg.Agent.Protocol {
+	case protocolSteerable:
+		if cfg.set("STEERABLE_CMD") {
+			return cfg.Agent.SteerableCmd[0], cfg.Agent.SteerableCmd[1:], nil
+		}
+		if lk.probe != nil && lk.probe(cfg.Agent.SteerableCmd[0], "-c", "import steerable_sidecar") {
+			return cfg.Agent.SteerableCmd[0], cfg.Agent.SteerableCmd[1:], nil
+		}
+		log.Warn("steerable-sidecar not found (STEERABLE_CMD is unset and " + cfg.Agent.SteerableCmd[0] +
+			" cannot import steerable_sidecar); running the built-in demo agent, which answers with canned emoji replies")
+		demoArgs = []string{"demo-agent", "-protocol", protocolSteerable}
+	default:
+		acpArgs := append([]string{"acp"}, cfg.Agent.Args...)
+		if cfg.Agent.Bin != "" {
+			return cfg.Agent.Bin, acpArgs, nil
+		}
+		if p := acp.LookupAgent(lk.lookPath, fallbackZeroclaw); p != "" {
+			return p, acpArgs, nil
+		}
+		log.Warn("no zeroclaw binary found (ZEROCLAW_BIN is unset, no zeroclaw on PATH, none at " +
+			fallbackZeroclaw + "); running the built-in demo agent, which answers with canned emoji replies")
+		demoArgs = []string{"demo-agent"}
 	}
 	self, err := lk.executable()
 	if err != nil {
 		return "", nil, fmt.Errorf("locate this binary to run the demo agent: %w", err)
 	}
-	log.Warn("no zeroclaw binary found (ZEROCLAW_BIN is unset, no zeroclaw on PATH, none at " +
-		fallbackZeroclaw + "); running the built-in demo agent, which answers with canned emoji replies")
-	return self, []string{"demo-agent"}, nil
+	return self, demoArgs, nil
 }

@@ -68,12 +68,15 @@ func TestRunInProcess(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for _, want := range []string{"starting: version=", "zeroclaw_bin=/nonexistent/zeroclaw", "port=0", "tz=Australia/Brisbane"} {
+	// At debug the whole configuration is one line; the banner names the
+	// dashboard and the agent.
+	for _, want := range []string{"configuration: version=", "zeroclaw_bin=/nonexistent/zeroclaw", "port=0", "tz=Australia/Brisbane",
+		"listening: addr=" + addr + " dashboard=http://" + addr + "/ui", "agent: command=\"zeroclaw acp\"", "docs: "} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("start-up log lacks %q", want)
 		}
 	}
-	if strings.Count(stderr.String(), "starting: version=") != 1 {
+	if strings.Count(stderr.String(), "configuration: version=") != 1 {
 		t.Error("effective configuration not logged exactly once")
 	}
 
@@ -111,11 +114,16 @@ func TestRunReportsListenFailure(t *testing.T) {
 
 	var second testkit.LogBuffer
 	err := run(context.Background(), nil, isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
-	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) {
-		t.Errorf("second run = %v, want a listen error", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "port "+port+" is in use — is bridge.py still running? (listen on 127.0.0.1:"+port) {
+		t.Errorf("second run = %v, want the port-in-use message", err)
 	}
-	if code := exitCode(err, io.Discard); code != 1 {
-		t.Errorf("exit code %d, want 1", code)
+	var stderr strings.Builder
+	if code := exitCode(err, &stderr); code != 1 || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit code %d, printed %q; want 1 and one line", code, stderr.String())
+	}
+	// Nothing was started for the second bridge: no agent, no error lines.
+	if strings.Contains(second.String(), "agent started") || strings.Contains(second.String(), "[ERROR]") {
+		t.Errorf("the second bridge started things or logged errors:\n%s", second.String())
 	}
 	cancel()
 	select {

@@ -1,0 +1,408 @@
+package demoagent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The steerable sidecar's protocol version the demo speaks.
+const steerableProtocolVersion = "0.1.0"
+
+// steerableMaxLine bounds one request line; the bridge's are far smaller.
+const steerableMaxLine = 8 << 20
+
+// JSON-RPC codes of the steerable demo.
+const (
+	codeParseError     = -32700
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+)
+
+// ServeSteerable runs the demo agent as a steerable sidecar (JSON-RPC 2.0,
+// one object per line, the protocol of `python -m steerable_sidecar`) on
+// the given streams: in is what the bridge writes, out what it reads, and
+// errOut the stderr where the sidecar logs and, unless Options.QuietReady
+// is set, announces itself with its __SIDECAR_READY__ marker; a
+// lifecycle.ready notification follows on out either way.
+//
+// It answers system.ping (a health snapshot), system.shutdown and
+// system.shutdown_now (it then returns), agent.session.create, .resume
+// (sessions live in memory, so a restarted demo resumes none) and .list,
+// agent.chat.stream and agent.chat.cancel. A chat is answered with
+// {"streamId"} at once, then Reply of the last user message streamed as
+// stream.chunk notifications ([Chunks], [Options.ChunkDelay] apart) and a
+// stream.done; agent.chat.cancel ends it at once with cancelled:true.
+//
+// It returns nil at EOF on in, after a shutdown request, or when ctx
+// ends, with the same guarantees as Serve: every goroutine it started has
+// ended, and nothing is written to out afterwards.
+func ServeSteerable(ctx context.Context, in io.Reader, out, errOut io.Writer, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if errOut == nil {
+		errOut = io.Discard
+	}
+	life, endLife := context.WithCancel(context.Background())
+	defer endLife()
+	s := &sidecar{
+		life: life, delay: opts.ChunkDelay, log: log, out: newOutput(out),
+		started: time.Now(), sessions: make(map[string]string), streams: make(map[string]context.CancelFunc),
+	}
+	src := newInput(in)
+	src.open()
+
+	ready := map[string]any{"status": "ok", "name": Name, "version": "1",
+		"protocolVersion": steerableProtocolVersion, "pid": os.Getpid()}
+	if !opts.QuietReady {
+		b, _ := json.Marshal(ready)
+		_, _ = fmt.Fprintf(errOut, "__SIDECAR_READY__:%s\n", b)
+	}
+	s.notify("lifecycle.ready", map[string]any{"name": Name, "version": "1",
+		"protocolVersion": steerableProtocolVersion, "pid": os.Getpid(), "listenInfo": map[string]string{"transport": "stdio"}})
+
+	stop := make(chan string, 1) // the reader's reason for ending
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		stop <- s.readRequests(src)
+	}()
+	waitReader := true
+	var reason string
+	select {
+	case reason = <-stop:
+	case <-ctx.Done():
+		reason = "context"
+		waitReader = src.interrupt()
+	}
+	if reason == "eof" || reason == "normal" {
+		s.notify("lifecycle.shutdown", map[string]string{"reason": reason})
+	}
+	endLife()
+	grace, cancelGrace := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancelGrace()
+	if waitReader {
+		select {
+		case <-read:
+		case <-grace.Done():
+			log.Warn("reader still blocked after shutdown grace; abandoning it")
+		}
+	}
+	if !s.waitStreams() {
+		log.Warn("streams still running after shutdown grace (is anyone reading out?)")
+	}
+	if !s.out.close(grace.Done()) {
+		log.Warn("write to out still blocked after shutdown grace (is anyone reading out?)")
+	}
+	if err := src.failure(); err != nil {
+		return fmt.Errorf("demo agent: reading requests: %w", err)
+	}
+	return nil
+}
+
+// sidecar is the demo's steerable state; the reader goroutine handles
+// requests in order, and each stream runs on its own goroutine.
+type sidecar struct {
+	life    context.Context
+	delay   time.Duration
+	log     hclog.Logger
+	out     *output
+	started time.Time
+	running sync.WaitGroup
+
+	mu       sync.Mutex
+	n        int
+	sessions map[string]string // id → createdAt
+	streams  map[string]context.CancelFunc
+}
+
+type sidecarRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// readRequests handles requests until EOF or a shutdown request, and
+// returns why it stopped: "eof", "normal" (system.shutdown), "now"
+// (system.shutdown_now) or "error".
+func (s *sidecar) readRequests(in io.Reader) string {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readRequestLine(br)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if reason := s.handle(line); reason != "" {
+				return reason
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return "eof"
+			}
+			return "error"
+		}
+	}
+}
+
+// readRequestLine reads one line of at most steerableMaxLine bytes; a
+// longer one is consumed and answered as unparseable.
+func readRequestLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > steerableMaxLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			return []byte("{"), err // answered as a parse error
+		}
+		return line, err
+	}
+}
+
+// handle serves one request line and returns a stop reason, or "".
+func (s *sidecar) handle(line []byte) string {
+	var r sidecarRequest
+	if err := json.Unmarshal(line, &r); err != nil {
+		s.fail(json.RawMessage("null"), codeParseError, "Parse error")
+		return ""
+	}
+	if len(r.ID) == 0 || string(r.ID) == "null" {
+		return "" // a notification or a response: the demo needs neither
+	}
+	switch r.Method {
+	case "system.ping":
+		s.result(r.ID, s.health())
+	case "system.shutdown":
+		s.cancelStreams()
+		s.waitStreams() // every stream sends its stream.done first
+		s.result(r.ID, nil)
+		return "normal"
+	case "system.shutdown_now":
+		s.result(r.ID, nil)
+		return "now"
+	case "agent.session.create":
+		s.result(r.ID, s.newSession())
+	case "agent.session.resume":
+		s.resume(r)
+	case "agent.session.list":
+		s.result(r.ID, s.listSessions())
+	case "agent.chat.stream":
+		s.chat(r)
+	case "agent.chat.cancel":
+		var p struct {
+			StreamID string `json:"streamId"`
+		}
+		_ = json.Unmarshal(r.Params, &p)
+		s.mu.Lock()
+		if cancel := s.streams[p.StreamID]; cancel != nil {
+			cancel()
+		}
+		s.mu.Unlock()
+		s.result(r.ID, nil)
+	default:
+		s.fail(r.ID, codeMethodNotFound, "Method not found")
+	}
+	return ""
+}
+
+func (s *sidecar) health() map[string]any {
+	s.mu.Lock()
+	active := len(s.streams)
+	s.mu.Unlock()
+	return map[string]any{
+		"status": "ok", "name": Name, "version": "1", "protocolVersion": steerableProtocolVersion,
+		"uptimeMs": time.Since(s.started).Milliseconds(), "pid": os.Getpid(),
+		"loadedProviders": []string{}, "loadedTools": 0, "activeTraces": active, "checks": map[string]any{},
+	}
+}
+
+func (s *sidecar) newSession() map[string]string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	id := "demo-" + hex.EncodeToString(b[:])
+	at := time.Now().UTC().Format(time.RFC3339)
+	s.mu.Lock()
+	s.sessions[id] = at
+	s.mu.Unlock()
+	return map[string]string{"id": id, "createdAt": at}
+}
+
+func (s *sidecar) resume(r sidecarRequest) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(r.Params, &p)
+	s.mu.Lock()
+	at, ok := s.sessions[p.SessionID]
+	s.mu.Unlock()
+	if !ok {
+		s.fail(r.ID, codeInvalidParams, "Unknown session: "+p.SessionID)
+		return
+	}
+	s.result(r.ID, map[string]string{"id": p.SessionID, "createdAt": at})
+}
+
+func (s *sidecar) listSessions() []map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]map[string]string, 0, len(s.sessions))
+	for id, at := range s.sessions {
+		out = append(out, map[string]string{"id": id, "createdAt": at})
+	}
+	return out
+}
+
+// chat answers agent.chat.stream with its stream id, then streams the
+// reply on a goroutine: the answer is on the wire before the first chunk.
+func (s *sidecar) chat(r sidecarRequest) {
+	var p struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Params, &p); err != nil || len(p.Messages) == 0 {
+		s.fail(r.ID, codeInvalidParams, "Invalid params: messages is required")
+		return
+	}
+	text := ""
+	for i := len(p.Messages) - 1; i >= 0; i-- {
+		if p.Messages[i].Role == "user" {
+			text = messageText(p.Messages[i].Content)
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(s.life)
+	s.mu.Lock()
+	s.n++
+	id := "s_" + strconv.Itoa(s.n)
+	s.streams[id] = cancel
+	s.mu.Unlock()
+	s.result(r.ID, map[string]string{"streamId": id})
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.streams, id)
+			s.mu.Unlock()
+			cancel()
+		}()
+		reply := Reply(text)
+		s.log.Debug("chat", "stream", id, "prompt_bytes", len(text), "reply", reply)
+		for i, piece := range Chunks(reply) {
+			if (i > 0 && !Pause(ctx, s.delay)) || ctx.Err() != nil {
+				s.notify("stream.done", map[string]any{"streamId": id, "ok": false, "cancelled": true})
+				return
+			}
+			s.notify("stream.chunk", map[string]any{"streamId": id, "delta": piece})
+		}
+		s.notify("stream.done", map[string]any{"streamId": id, "ok": true})
+	}()
+}
+
+// messageText reads a message's content: a string, or OpenAI content parts.
+func messageText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// waitStreams waits for the running streams, at most shutdownGrace.
+func (s *sidecar) waitStreams() bool {
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(shutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (s *sidecar) cancelStreams() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.streams {
+		cancel()
+	}
+}
+
+func (s *sidecar) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encoding a frame", "error", err)
+		return
+	}
+	if _, err := s.out.Write(append(b, '\n')); err != nil && !errors.Is(err, errServeStopped) {
+		s.log.Debug("writing a frame", "error", err)
+	}
+}
+
+func (s *sidecar) result(id json.RawMessage, v any) {
+	s.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{"2.0", id, v})
+}
+
+func (s *sidecar) fail(id json.RawMessage, code int, msg string) {
+	type rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	s.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcErr          `json:"error"`
+	}{"2.0", id, rpcErr{code, msg}})
+}
+
+func (s *sidecar) notify(method string, params any) {
+	s.write(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params})
+}

@@ -1,0 +1,240 @@
+package demoagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sidecarClient is a raw steerable client over pipes to ServeSteerable.
+type sidecarClient struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	frames chan map[string]any
+	served chan error
+	stderr *lockedBuffer
+	id     int
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startSidecar(t *testing.T, ctx context.Context, opts Options) *sidecarClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &sidecarClient{t: t, in: inW, frames: make(chan map[string]any, 1000), served: make(chan error, 1), stderr: &lockedBuffer{}}
+	go func() {
+		c.served <- ServeSteerable(ctx, inR, outW, c.stderr, opts)
+		_ = outW.Close()
+	}()
+	go func() {
+		defer close(c.frames)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var f map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+				t.Errorf("agent wrote a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			c.frames <- f
+		}
+	}()
+	t.Cleanup(func() { _ = inW.Close(); c.wait() })
+	return c
+}
+
+// wait returns ServeSteerable's result, once.
+func (c *sidecarClient) wait() error {
+	c.t.Helper()
+	select {
+	case err, ok := <-c.served:
+		if ok {
+			close(c.served)
+		}
+		return err
+	case <-time.After(waitLimit):
+		c.t.Fatal("ServeSteerable did not return")
+		return nil
+	}
+}
+
+func (c *sidecarClient) next() map[string]any {
+	c.t.Helper()
+	select {
+	case f, ok := <-c.frames:
+		if !ok {
+			c.t.Fatal("the agent's output ended")
+		}
+		return f
+	case <-time.After(waitLimit):
+		c.t.Fatal("no frame from the agent")
+		return nil
+	}
+}
+
+// call sends a request and returns its response, collecting the
+// notifications read before it.
+func (c *sidecarClient) call(method string, params any) (resp map[string]any, notes []map[string]any) {
+	c.t.Helper()
+	c.id++
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	if _, err := c.in.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		f := c.next()
+		if id, ok := f["id"].(float64); ok && int(id) == c.id {
+			return f, notes
+		}
+		notes = append(notes, f)
+	}
+}
+
+// until reads notifications until one has method and the stream id.
+func (c *sidecarClient) until(method, stream string) (notes []map[string]any) {
+	c.t.Helper()
+	for {
+		f := c.next()
+		notes = append(notes, f)
+		if p, _ := f["params"].(map[string]any); f["method"] == method && p["streamId"] == stream {
+			return notes
+		}
+	}
+}
+
+func result(t *testing.T, resp map[string]any) map[string]any {
+	t.Helper()
+	if resp["error"] != nil {
+		t.Fatalf("error response %v", resp)
+	}
+	r, _ := resp["result"].(map[string]any)
+	return r
+}
+
+func deltas(notes []map[string]any, stream string) []string {
+	var out []string
+	for _, n := range notes {
+		if p, _ := n["params"].(map[string]any); n["method"] == "stream.chunk" && p["streamId"] == stream {
+			out = append(out, p["delta"].(string))
+		}
+	}
+	return out
+}
+
+func TestServeSteerable(t *testing.T) {
+	verifyNoLeaks(t)
+	c := startSidecar(t, context.Background(), Options{})
+	if f := c.next(); f["method"] != "lifecycle.ready" {
+		t.Fatalf("first frame %v, want lifecycle.ready", f)
+	}
+	marker := strings.TrimSpace(c.stderr.String())
+	var ready map[string]any
+	if !strings.HasPrefix(marker, "__SIDECAR_READY__:") || json.Unmarshal([]byte(strings.TrimPrefix(marker, "__SIDECAR_READY__:")), &ready) != nil ||
+		ready["status"] != "ok" || ready["name"] != Name || ready["protocolVersion"] != "0.1.0" {
+		t.Errorf("stderr %q", marker)
+	}
+	ping, _ := c.call("system.ping", nil)
+	if h := result(t, ping); h["status"] != "ok" || h["name"] != Name || h["loadedTools"] != float64(0) {
+		t.Errorf("ping %v", h)
+	}
+	created, _ := c.call("agent.session.create", map[string]any{})
+	sid, _ := result(t, created)["id"].(string)
+	if !strings.HasPrefix(sid, "demo-") {
+		t.Fatalf("session %v", created)
+	}
+	if r, _ := c.call("agent.session.resume", map[string]string{"sessionId": sid}); result(t, r)["id"] != sid {
+		t.Errorf("resume %v", r)
+	}
+	if r, _ := c.call("agent.session.resume", map[string]string{"sessionId": "nope"}); r["error"] == nil {
+		t.Errorf("resume of an unknown session %v", r)
+	}
+	if r, _ := c.call("agent.session.list", nil); len(r["result"].([]any)) != 1 {
+		t.Errorf("list %v", r)
+	}
+	prompt := "[User] hello steerable demo"
+	chat, _ := c.call("agent.chat.stream", map[string]any{"sessionId": sid, "model": "m", "messages": []map[string]string{
+		{"role": "user", "content": "[User] earlier"}, {"role": "assistant", "content": "x"}, {"role": "user", "content": prompt}}})
+	stream, _ := result(t, chat)["streamId"].(string)
+	notes := c.until("stream.done", stream)
+	if got := strings.Join(deltas(notes, stream), ""); got != Reply(prompt) || len(deltas(notes, stream)) < 3 {
+		t.Errorf("streamed %q, want %q in chunks", deltas(notes, stream), Reply(prompt))
+	}
+	if p := notes[len(notes)-1]["params"].(map[string]any); p["ok"] != true {
+		t.Errorf("done %v", p)
+	}
+	if r, _ := c.call("agent.chat.stream", map[string]any{"messages": []any{}}); r["error"] == nil {
+		t.Errorf("chat without messages %v", r)
+	}
+	if r, _ := c.call("tool.list", nil); r["error"].(map[string]any)["code"] != float64(codeMethodNotFound) {
+		t.Errorf("unknown method %v", r)
+	}
+	bye, _ := c.call("system.shutdown", nil)
+	if _, ok := bye["result"]; !ok || bye["result"] != nil {
+		t.Errorf("shutdown answer %v", bye)
+	}
+	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "normal" {
+		t.Errorf("after shutdown %v", f)
+	}
+	if err := c.wait(); err != nil {
+		t.Errorf("ServeSteerable = %v", err)
+	}
+}
+
+func TestServeSteerableCancel(t *testing.T) {
+	verifyNoLeaks(t)
+	c := startSidecar(t, context.Background(), Options{ChunkDelay: time.Minute, QuietReady: true})
+	c.next() // lifecycle.ready
+	chat, _ := c.call("agent.chat.stream", map[string]any{"messages": []map[string]string{{"role": "user", "content": "a long one"}}})
+	stream := result(t, chat)["streamId"].(string)
+	c.until("stream.chunk", stream)
+	if r, notes := c.call("agent.chat.cancel", map[string]string{"streamId": stream}); r["error"] != nil || len(notes) != 0 {
+		t.Errorf("cancel %v %v", r, notes)
+	}
+	notes := c.until("stream.done", stream)
+	if p := notes[len(notes)-1]["params"].(map[string]any); p["cancelled"] != true || p["ok"] != false {
+		t.Errorf("done after cancel %v", p)
+	}
+	if strings.Contains(c.stderr.String(), "__SIDECAR_READY__") {
+		t.Error("quiet-ready wrote the marker")
+	}
+	_ = c.in.Close()
+	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "eof" {
+		t.Errorf("at EOF %v", f)
+	}
+	if err := c.wait(); err != nil {
+		t.Errorf("ServeSteerable = %v", err)
+	}
+}
+
+func TestServeSteerableStopsWhenContextEnds(t *testing.T) {
+	verifyNoLeaks(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := startSidecar(t, ctx, Options{ChunkDelay: time.Minute})
+	c.next()
+	chat, _ := c.call("agent.chat.stream", map[string]any{"messages": []map[string]string{{"role": "user", "content": "forever"}}})
+	c.until("stream.chunk", result(t, chat)["streamId"].(string))
+	cancel()
+	if err := c.wait(); err != nil {
+		t.Errorf("ServeSteerable = %v", err)
+	}
+}

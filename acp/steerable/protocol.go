@@ -1,0 +1,40 @@
+package steerable
+
+import (
+	"sync/atomic"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+)
+
+// Protocol is the steerable sidecar's protocol for an acp.Supervisor: set
+// it as acp.Config.Protocol. One Protocol serves every child generation of
+// one supervisor, because what it keeps outlives a sidecar restart: the
+// conversation histories the bridge sends with every turn, and what it has
+// learnt of the sidecar's dialect.
+type Protocol struct {
+	cfg  Config
+	hist *store
+	// noSessionParam is set once the sidecar refused agent.chat.stream's
+	// sessionId parameter; later turns leave it out.
+	noSessionParam atomic.Bool
+}
+
+var _ acp.Protocol = (*Protocol)(nil)
+
+// New returns the protocol for cfg.
+func New(cfg Config) *Protocol {
+	cfg = cfg.withDefaults()
+	return &Protocol{cfg: cfg, hist: newStore(cfg.HistoryChars)}
+}
+
+// Open implements acp.Protocol: it starts reading the child's stdout and
+// waits for nothing; Handshake waits for the ready signal.
+func (p *Protocol) Open(ch acp.Child) (acp.ChildConn, error) {
+	c := newConn(p, ch)
+	ch.Go(func() { c.read(ch.Stdout) })
+	return c, nil
+}
+
+// Histories reports how many session histories the protocol keeps (for
+// tests and diagnostics).
+func (p *Protocol) Histories() int { return p.hist.len() }

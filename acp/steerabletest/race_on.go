@@ -1,0 +1,5 @@
+//go:build race
+
+package steerabletest
+
+const raceEnabled = true

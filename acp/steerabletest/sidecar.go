@@ -1,0 +1,483 @@
+package steerabletest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+)
+
+func run(mode string) int {
+	switch mode {
+	case "demo":
+		var in io.Reader = os.Stdin
+		if path := os.Getenv("ZCB_STEERTEST_RECORD"); path != "" {
+			rec, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "steertest: record:", err)
+				return 1
+			}
+			defer func() { _ = rec.Close() }()
+			in = io.TeeReader(os.Stdin, rec) // whole lines: the bridge writes a frame per write
+		}
+		err := demoagent.ServeSteerable(context.Background(), in, os.Stdout, os.Stderr,
+			demoagent.Options{ChunkDelay: envDuration("ZCB_STEERTEST_DELAY", 5*time.Millisecond)})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "steertest: demo:", err)
+			return 1
+		}
+		return 0
+	case "sidecar", "quiet-ready", "marker-only", "never-ready", "slow-ready", "hang", "stall-stream",
+		"crash-mid-stream", "flood", "error", "stream-error", "ignore-shutdown", "ignore-sigterm",
+		"unknown-streams", "early-chunk", "strict-params":
+	default:
+		fmt.Fprintf(os.Stderr, "steertest: unknown mode %q\n", mode)
+		return 2
+	}
+	f := &fake{
+		mode: mode, out: bufio.NewWriterSize(os.Stdout, 64<<10), started: time.Now(),
+		delay:    envDuration("ZCB_STEERTEST_DELAY", 5*time.Millisecond),
+		stateDir: os.Getenv("ZCB_STEERTEST_STATE_DIR"),
+		sessions: map[string]bool{}, streams: map[string]chan struct{}{},
+	}
+	if mode == "ignore-sigterm" {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	} else {
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() {
+			<-term
+			fmt.Fprintf(os.Stderr, "steertest: SIGTERM %d\n", os.Getpid())
+			os.Exit(0)
+		}()
+	}
+	if path := os.Getenv("ZCB_STEERTEST_RECORD"); path != "" {
+		rec, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "steertest: record:", err)
+			return 1
+		}
+		f.record = rec
+	}
+	f.loadSessions()
+	if mode == "slow-ready" {
+		time.Sleep(envDuration("ZCB_STEERTEST_DELAY", time.Second))
+		f.delay = 5 * time.Millisecond
+	}
+	ready := map[string]any{"status": "ok", "version": "0.1.0-test", "protocolVersion": "0.1.0", "pid": os.Getpid()}
+	if mode != "quiet-ready" && mode != "never-ready" {
+		b, _ := json.Marshal(ready)
+		fmt.Fprintf(os.Stderr, "steertest: booting\n__SIDECAR_READY__:%s\n", b)
+	}
+	if os.Getenv("ZCB_STEERTEST_NOISE") != "" {
+		f.line([]byte("INFO steerable_sidecar booting (a log line on the wrong stream)"))
+	}
+	if mode != "marker-only" && mode != "never-ready" {
+		f.notify("lifecycle.ready", map[string]any{"version": "0.1.0-test", "protocolVersion": "0.1.0",
+			"pid": os.Getpid(), "listenInfo": map[string]string{"transport": "stdio"}})
+	}
+	f.readStdin()
+	if mode == "ignore-shutdown" || mode == "ignore-sigterm" {
+		for {
+			time.Sleep(time.Hour) // only a signal ends it
+		}
+	}
+	f.notify("lifecycle.shutdown", map[string]string{"reason": "eof"})
+	return 0
+}
+
+// fake is one fake sidecar process. Frames are read on the main
+// goroutine; each stream runs on its own.
+type fake struct {
+	mode     string
+	delay    time.Duration
+	started  time.Time
+	stateDir string
+	record   *os.File
+
+	wmu sync.Mutex // whole lines on stdout
+	out *bufio.Writer
+
+	mu       sync.Mutex
+	n        int
+	sessions map[string]bool
+	streams  map[string]chan struct{} // closed to cancel
+	wg       sync.WaitGroup
+}
+
+type frame struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func (f *fake) readStdin() {
+	r := bufio.NewReaderSize(os.Stdin, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if f.record != nil {
+				_, _ = f.record.Write(append(bytes.TrimSpace(line), '\n'))
+			}
+			var fr frame
+			if jerr := json.Unmarshal(line, &fr); jerr != nil {
+				fmt.Fprintf(os.Stderr, "steertest: bad frame: %v\n", jerr)
+				f.fail(json.RawMessage("null"), -32700, "Parse error")
+			} else {
+				f.handle(fr)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				fmt.Fprintln(os.Stderr, "steertest: read:", err)
+			}
+			return
+		}
+	}
+}
+
+func (f *fake) line(b []byte) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	_, _ = f.out.Write(b)
+	_ = f.out.WriteByte('\n')
+	_ = f.out.Flush()
+}
+
+func (f *fake) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	f.line(b)
+}
+
+func (f *fake) result(id json.RawMessage, v any) {
+	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": v})
+}
+
+func (f *fake) fail(id json.RawMessage, code int, msg string) {
+	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func (f *fake) notify(method string, params any) {
+	f.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+func (f *fake) hangs(method string) bool {
+	if f.mode != "hang" {
+		return false
+	}
+	on := os.Getenv("ZCB_STEERTEST_HANG")
+	return on == "" || on == "*" || on == method
+}
+
+func (f *fake) handle(fr frame) {
+	if len(fr.ID) == 0 {
+		return // notifications and responses: the fake needs none
+	}
+	if f.hangs(fr.Method) {
+		fmt.Fprintf(os.Stderr, "steertest: hanging on %s\n", fr.Method)
+		return
+	}
+	switch fr.Method {
+	case "system.ping":
+		f.mu.Lock()
+		active := len(f.streams)
+		f.mu.Unlock()
+		f.result(fr.ID, map[string]any{"status": "ok", "version": "0.1.0-test", "protocolVersion": "0.1.0",
+			"uptimeMs": time.Since(f.started).Milliseconds(), "pid": os.Getpid(), "pythonVersion": "3.12.6",
+			"platform": "linux-test", "loadedProviders": []string{"openai_compat"}, "loadedTools": 2,
+			"activeTraces": active, "checks": map[string]any{}})
+	case "system.shutdown":
+		fmt.Fprintln(os.Stderr, "steertest: shutdown")
+		if f.mode == "ignore-shutdown" || f.mode == "ignore-sigterm" {
+			f.result(fr.ID, nil)
+			return
+		}
+		f.cancelAll()
+		f.wg.Wait()
+		f.result(fr.ID, nil)
+		f.notify("lifecycle.shutdown", map[string]string{"reason": "normal"})
+		os.Exit(0)
+	case "system.shutdown_now":
+		f.result(fr.ID, nil)
+		os.Exit(0)
+	case "agent.session.create":
+		f.mu.Lock()
+		f.n++
+		sid := fmt.Sprintf("sess-%d-%d", os.Getpid(), f.n)
+		f.sessions[sid] = true
+		f.mu.Unlock()
+		f.saveSession(sid)
+		fmt.Fprintf(os.Stderr, "steertest: session.create %s\n", sid)
+		f.result(fr.ID, map[string]any{"id": sid, "createdAt": time.Now().UTC().Format(time.RFC3339)})
+	case "agent.session.resume":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(fr.Params, &p)
+		f.mu.Lock()
+		ok := f.sessions[p.SessionID]
+		f.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "steertest: session.resume %s known=%v\n", p.SessionID, ok)
+		if !ok {
+			f.fail(fr.ID, -32602, "Unknown session: "+p.SessionID)
+			return
+		}
+		f.result(fr.ID, map[string]any{"id": p.SessionID})
+	case "agent.session.list":
+		f.mu.Lock()
+		list := []map[string]string{}
+		for sid := range f.sessions {
+			list = append(list, map[string]string{"id": sid})
+		}
+		f.mu.Unlock()
+		f.result(fr.ID, list)
+	case "agent.chat.stream":
+		f.chat(fr)
+	case "agent.chat.cancel":
+		var p struct {
+			StreamID string `json:"streamId"`
+		}
+		_ = json.Unmarshal(fr.Params, &p)
+		fmt.Fprintf(os.Stderr, "steertest: cancel %s\n", p.StreamID)
+		if f.mode != "stall-stream" {
+			f.mu.Lock()
+			if ch := f.streams[p.StreamID]; ch != nil {
+				delete(f.streams, p.StreamID)
+				close(ch)
+			}
+			f.mu.Unlock()
+		}
+		f.result(fr.ID, nil)
+	default:
+		f.fail(fr.ID, -32601, "Method not found")
+	}
+}
+
+// chat answers agent.chat.stream and starts its stream.
+func (f *fake) chat(fr frame) {
+	var p ChatParams
+	if err := json.Unmarshal(fr.Params, &p); err != nil || len(p.Messages) == 0 {
+		f.fail(fr.ID, -32602, "Invalid params: messages is required")
+		return
+	}
+	if f.mode == "strict-params" && p.SessionID != "" {
+		f.fail(fr.ID, -32602, "Invalid params: unexpected field sessionId")
+		return
+	}
+	if f.mode == "error" {
+		code := envInt("ZCB_STEERTEST_CODE", -32001)
+		f.fail(fr.ID, code, className(code)+": requested failure")
+		return
+	}
+	text := ""
+	for i := len(p.Messages) - 1; i >= 0; i-- {
+		if p.Messages[i].Role == "user" {
+			text = p.Messages[i].Content
+			break
+		}
+	}
+	cancel := make(chan struct{})
+	f.mu.Lock()
+	f.n++
+	id := "s_" + strconv.Itoa(f.n)
+	f.streams[id] = cancel
+	f.mu.Unlock()
+	chunk := func(delta string) {
+		if f.mode == "unknown-streams" {
+			f.notify("stream.chunk", map[string]any{"streamId": "s_ghost", "delta": "ghost "})
+			f.notify("stream.done", map[string]any{"streamId": "s_ghost", "ok": true})
+		}
+		f.notify("stream.chunk", map[string]any{"streamId": id, "delta": delta})
+	}
+	parts := thirds(Echo(text))
+	if f.mode == "early-chunk" {
+		chunk(parts[0])
+		parts = parts[1:]
+	}
+	f.result(fr.ID, map[string]string{"streamId": id})
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.stream(id, text, parts, chunk, cancel)
+	}()
+}
+
+// stream runs one stream to its end.
+func (f *fake) stream(id, text string, parts []string, chunk func(string), cancel chan struct{}) {
+	done := func(params map[string]any) {
+		f.mu.Lock()
+		delete(f.streams, id)
+		f.mu.Unlock()
+		params["streamId"] = id
+		f.notify("stream.done", params)
+		if f.mode == "unknown-streams" {
+			f.notify("stream.chunk", map[string]any{"streamId": id, "delta": "late "})
+		}
+	}
+	cancelled := func() { done(map[string]any{"ok": false, "cancelled": true}) }
+	wait := func(d time.Duration) bool {
+		select {
+		case <-cancel:
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	switch f.mode {
+	case "stall-stream":
+		return
+	case "crash-mid-stream":
+		if bump(f.stateDir, "crashes") {
+			chunk(parts[0])
+			time.Sleep(20 * time.Millisecond)
+			fmt.Fprintln(os.Stderr, "steertest: crashing mid-stream")
+			os.Exit(4)
+		}
+	case "flood":
+		n, size := envInt("ZCB_STEERTEST_FLOOD", 5000), envInt("ZCB_STEERTEST_FLOOD_BYTES", 1)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "stream.chunk",
+			"params": map[string]any{"streamId": id, "delta": strings.Repeat("x", size)}})
+		for range n {
+			f.line(b)
+		}
+		done(map[string]any{"ok": true})
+		return
+	case "stream-error":
+		chunk(parts[0])
+		kind := os.Getenv("ZCB_STEERTEST_KIND")
+		if kind == "" {
+			kind = className(envInt("ZCB_STEERTEST_CODE", -32001))
+		}
+		f.mu.Lock()
+		delete(f.streams, id)
+		f.mu.Unlock()
+		f.notify("stream.error", map[string]any{"streamId": id, "kind": kind, "message": "requested failure"})
+		return
+	}
+	if strings.Contains(text, "slow") {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			chunk("tick ")
+			if !wait(20 * time.Millisecond) {
+				cancelled()
+				return
+			}
+		}
+		done(map[string]any{"ok": true})
+		return
+	}
+	for i, part := range parts {
+		if i > 0 && !wait(f.delay) {
+			cancelled()
+			return
+		}
+		chunk(part)
+	}
+	done(map[string]any{"ok": true, "cancelled": false})
+}
+
+func (f *fake) cancelAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, ch := range f.streams {
+		delete(f.streams, id)
+		close(ch)
+	}
+}
+
+// loadSessions reads the sessions an earlier process of this test created.
+func (f *fake) loadSessions() {
+	if f.stateDir == "" {
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(f.stateDir, "sessions"))
+	for _, sid := range strings.Fields(string(b)) {
+		f.sessions[sid] = true
+	}
+}
+
+func (f *fake) saveSession(sid string) {
+	if f.stateDir == "" {
+		return
+	}
+	fh, err := os.OpenFile(filepath.Join(f.stateDir, "sessions"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "steertest: sessions:", err)
+		return
+	}
+	_, _ = fmt.Fprintln(fh, sid)
+	_ = fh.Close()
+}
+
+// className is the sidecar's error class for one of its codes.
+func className(code int) string {
+	switch code {
+	case -32001:
+		return "BudgetExhaustedError"
+	case -32002:
+		return "PolicyDeniedError"
+	case -32003:
+		return "ToolDispatchError"
+	case -32004:
+		return "StorageError"
+	case -32005:
+		return "TransportError"
+	}
+	return "InternalError"
+}
+
+// thirds splits s into three pieces at rune boundaries (fewer for very
+// short texts); joined, they give s back.
+func thirds(s string) []string {
+	r := []rune(s)
+	if len(r) < 3 {
+		return []string{s}
+	}
+	a, b := len(r)/3, 2*len(r)/3
+	return []string{string(r[:a]), string(r[a:b]), string(r[b:])}
+}
+
+// bump increments the named counter in dir and reports whether its old
+// value was below ZCB_STEERTEST_CRASHES (always true without a dir).
+func bump(dir, name string) bool {
+	if dir == "" {
+		return true
+	}
+	p := filepath.Join(dir, name)
+	b, _ := os.ReadFile(p)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "steertest: counter:", err)
+	}
+	return n < envInt("ZCB_STEERTEST_CRASHES", 1<<30)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}

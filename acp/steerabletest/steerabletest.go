@@ -1,0 +1,184 @@
+// Package steerabletest is the fake steerable sidecar of the tests: the
+// test binary re-executes itself as a sidecar speaking the steerable
+// protocol (JSON-RPC 2.0, one JSON object per line on stdin/stdout, logs
+// and the __SIDECAR_READY__ marker on stderr), written from the protocol's
+// document, with fault modes. Its TestMain calls MaybeRunHelper first, and
+// Command returns how to start it in a mode. It imports nothing of this
+// module but the demo agent (mode "demo").
+//
+// # Common behaviour ("sidecar")
+//
+// At start it writes `__SIDECAR_READY__:{"status":"ok","version":…,
+// "protocolVersion":"0.1.0","pid":…}` to stderr, then a lifecycle.ready
+// notification to stdout. system.ping answers a health snapshot (status ok,
+// version "0.1.0-test", protocolVersion "0.1.0", uptimeMs, pid,
+// loadedProviders ["openai_compat"], loadedTools 2, activeTraces, checks);
+// agent.session.create answers {"id":"sess-<pid>-<n>","createdAt":…};
+// agent.session.resume answers the session when the process knows it, else
+// -32602 "Unknown session: <id>"; agent.session.list lists them.
+// agent.chat.stream answers {"streamId":"s_<n>"} at once, then streams the
+// reply to the last user message as stream.chunk deltas ZCB_STEERTEST_DELAY
+// (5ms) apart and a stream.done {ok:true}; the reply is Echo(text) in three
+// chunks, or for a text containing "slow", "tick " every 20ms for up to
+// 10 s. agent.chat.cancel ends a stream at once with stream.done
+// {ok:false, cancelled:true} and answers null; it is reported on stderr as
+// "steertest: cancel <streamId>". system.shutdown ends the streams, answers
+// null, sends lifecycle.shutdown {reason:"normal"} and exits 0;
+// system.shutdown_now answers null and exits 0. At stdin EOF it sends
+// lifecycle.shutdown {reason:"eof"} and exits 0; SIGTERM makes it write
+// "steertest: SIGTERM <pid>" to stderr and exit 0. Unknown methods answer
+// -32601.
+//
+// Sessions are forgotten when the process exits, unless
+// ZCB_STEERTEST_STATE_DIR is set: they are then kept in a file there, so a
+// restarted sidecar resumes them.
+//
+// # Modes
+//
+//	sidecar           the common behaviour
+//	quiet-ready       no stderr marker: lifecycle.ready only (--quiet-ready)
+//	marker-only       the stderr marker only, no lifecycle.ready
+//	never-ready       neither; reads stdin until EOF
+//	slow-ready        sleeps ZCB_STEERTEST_DELAY (default 1s) before the common behaviour
+//	hang              never answers requests of method ZCB_STEERTEST_HANG ("*", the default: any)
+//	stall-stream      agent.chat.stream answers its stream id, then nothing; cancel is
+//	                  answered but ignored
+//	crash-mid-stream  sends one chunk of a stream, then exits 4 (with a state dir: only the
+//	                  first ZCB_STEERTEST_CRASHES streams, counted across restarts)
+//	flood             a stream sends ZCB_STEERTEST_FLOOD (5000) chunks of
+//	                  ZCB_STEERTEST_FLOOD_BYTES (1) "x" back to back, then stream.done
+//	error             agent.chat.stream answers the JSON-RPC error ZCB_STEERTEST_CODE
+//	stream-error      a stream sends one chunk, then stream.error with kind
+//	                  ZCB_STEERTEST_KIND (default: the class named by ZCB_STEERTEST_CODE,
+//	                  e.g. BudgetExhaustedError for -32001)
+//	ignore-shutdown   system.shutdown is answered null, but nothing else happens, and
+//	                  stdin EOF is ignored: only a signal ends it
+//	ignore-sigterm    as ignore-shutdown, and ignores SIGTERM and SIGINT: only SIGKILL
+//	                  ends it
+//	unknown-streams   before each chunk, a stream.chunk and a stream.done for "s_ghost";
+//	                  after each stream.done, one more chunk for the ended stream
+//	early-chunk       a stream's first chunk is written before the agent.chat.stream answer
+//	strict-params     agent.chat.stream with a sessionId answers -32602
+//	                  "Invalid params: unexpected field sessionId"
+//	demo              the built-in demo agent's steerable mode (demoagent.ServeSteerable)
+//
+// With ZCB_STEERTEST_NOISE set, a log line that is not JSON is written to
+// stdout before lifecycle.ready.
+//
+// With ZCB_STEERTEST_RECORD set to a file, every frame the sidecar reads is
+// appended to it as one line; Requests reads them back.
+package steerabletest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ModeEnv selects the fake sidecar's mode in the re-executed test binary.
+const ModeEnv = "ZCB_STEERTEST_MODE"
+
+// MaybeRunHelper runs the fake sidecar and exits when ModeEnv is set;
+// otherwise it returns at once.
+func MaybeRunHelper() {
+	mode := os.Getenv(ModeEnv)
+	if mode == "" {
+		return
+	}
+	os.Exit(run(mode))
+}
+
+// Command returns how to start the current test binary as a fake sidecar
+// in mode: path is the test binary, args is empty (not nil, so acp's
+// default arguments do not apply) and env holds ModeEnv=mode followed by
+// extraEnv ("K=V"). Under the race detector env also sets GORACE's
+// atexit_sleep_ms=0, so that exiting children need not sleep a second.
+func Command(mode string, extraEnv ...string) (path string, args []string, env []string) {
+	path, err := os.Executable()
+	if err != nil {
+		path = os.Args[0]
+	}
+	env = []string{ModeEnv + "=" + mode}
+	if raceEnabled {
+		env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	return path, []string{}, append(env, extraEnv...)
+}
+
+// Echo is the sidecar's reply to a user message.
+func Echo(text string) string { return "😊 echo: " + text }
+
+// Request is one frame the fake sidecar read.
+type Request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// Message is one of agent.chat.stream's messages.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ChatParams are agent.chat.stream's params.
+type ChatParams struct {
+	SessionID   string    `json:"sessionId"`
+	Provider    string    `json:"provider"`
+	Model       string    `json:"model"`
+	BaseURL     string    `json:"baseUrl"`
+	APIKey      string    `json:"apiKey"`
+	Temperature *float64  `json:"temperature"`
+	Messages    []Message `json:"messages"`
+}
+
+// Chat decodes r's params as agent.chat.stream's.
+func (r Request) Chat() ChatParams {
+	var p ChatParams
+	_ = json.Unmarshal(r.Params, &p)
+	return p
+}
+
+// Requests reads the frames recorded in path (ZCB_STEERTEST_RECORD), in
+// the order the sidecars read them; methods, when given, keeps only those.
+func Requests(path string, methods ...string) ([]Request, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Request
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var r Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("recorded frame %q: %w", truncate(sc.Text(), 120), err)
+		}
+		if len(methods) == 0 || contains(methods, r.Method) {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// documentedOnly are variables docs/configuration.md names although the
+// binary does not read them: bridge.py's, explained there as not needed.
+var documentedOnly = []string{"BRIDGE_INTERNAL_URL"}
+
+// TestConfigurationDocMatchesTheBinary: every variable the binary reads is
+// a row of docs/configuration.md, and every variable a row names is read
+// (or is listed above as bridge.py's and not needed).
+func TestConfigurationDocMatchesTheBinary(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.SplitN(line[1:], "|", 2)[0] // the variable column
+		for _, m := range name.FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	read := map[string]bool{}
+	for _, s := range settings {
+		read[s.env] = true
+		if !documented[s.env] {
+			t.Errorf("%s is read by the binary but has no row in docs/configuration.md", s.env)
+		}
+	}
+	for env := range documented {
+		if !read[env] && !slices.Contains(documentedOnly, env) {
+			t.Errorf("docs/configuration.md has a row for %s, which the binary does not read", env)
+		}
+	}
+}

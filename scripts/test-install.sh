@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Tests scripts/install.sh against throwaway roots (install.sh --root), with
+# the release tarballs of a `scripts/release.sh` run:
+#
+#   scripts/test-install.sh DIST [UPGRADE_TARBALL]
+#
+# DIST holds the tarballs and SHA256SUMS; UPGRADE_TARBALL is a second
+# release for this host's architecture with another version (CI builds one
+# with --version), used for the upgrade and two-step rollback; without it
+# that part is skipped. Checked:
+#   - a fresh install (files, modes, the unit, the env file = the example),
+#     idempotent (a second run changes nothing), rollback to the empty root
+#     exactly, and a second rollback refused (exit 5);
+#   - over bridge.py's unit: every Environment= setting lands in the env file
+#     with its value (quotes, several per line, continuation lines, %%, the
+#     last one winning), EnvironmentFile=, User= and WorkingDirectory= stay
+#     in the unit, the docs' 10-go-bridge.conf drop-in goes; then an upgrade
+#     keeps the previous binary; rollback twice restores the upgrade's start
+#     and then bridge.py's files exactly (names, modes, owners, sizes, times,
+#     checksums);
+#   - --dry-run changes nothing (install and rollback);
+#   - exit codes: 2 usage, 3 another architecture, 4 checksum mismatch,
+#     5 nothing to roll back;
+#   - systemd-analyze verify on the installed unit (see verify_unit).
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 DIST [UPGRADE_TARBALL]" >&2; exit 2; }
+here="$(cd "$(dirname "$0")" && pwd)"
+installer="$here/install.sh"
+dist="$(cd "$1" && pwd)"
+upgrade="${2:-}"
+[ -z "$upgrade" ] || upgrade="$(realpath "$upgrade")"
+
+case "$(uname -m)" in
+  x86_64) arch=amd64 other=arm64 ;;
+  aarch64) arch=arm64 other=amd64 ;;
+  armv7l | armv8l) arch=armv7 other=amd64 ;;
+  *) echo "test-install: no release for $(uname -m)" >&2; exit 1 ;;
+esac
+tarball="$(ls "$dist"/zeroclaw-bridge_*_linux_"$arch".tar.gz)"
+other_tarball="$(ls "$dist"/zeroclaw-bridge_*_linux_"$other".tar.gz 2>/dev/null || true)"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+n=0
+pass() { n=$((n + 1)); echo "test-install: ok: $*"; }
+fail() { echo "test-install: FAIL: $*" >&2; exit 1; }
+
+# newroot NAME: an empty host: the directories a Debian system has.
+newroot() {
+  local r="$tmp/$1"
+  mkdir -p "$r"/usr/local/bin "$r"/usr/local/share/doc "$r"/etc/systemd/system "$r"/var/lib "$r"/root
+  echo "$r"
+}
+
+# tree DIR: names, types, modes, owners, sizes, link targets, file mtimes and
+# checksums of everything under DIR (directory mtimes left out: a directory's
+# changes whenever a file in it comes and goes).
+tree() {
+  (
+    cd "$1"
+    find . -type d -printf 'd %p %m %U:%G\n' -o ! -type d -printf '%y %p %m %U:%G %s %T@ %l\n' | LC_ALL=C sort
+    find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+  )
+}
+
+# run CODE ARGS...: install.sh exits with CODE; its output goes to $tmp/out.
+run() {
+  local want="$1" got=0
+  shift
+  "$installer" "$@" >"$tmp/out" 2>&1 || got=$?
+  if [ "$got" -ne "$want" ]; then
+    sed 's/^/  | /' "$tmp/out" >&2
+    fail "install.sh $* exited $got, want $want"
+  fi
+}
+
+# verify_unit ROOT: systemd-analyze verify of the installed unit with ROOT's
+# files and this host's system units (a copy, so ROOT stays as it is); a
+# warning counts as a failure, as does a unit it cannot load.
+verify_unit() {
+  local v="$tmp/verify"
+  rm -rf "$v"
+  cp -a "$1" "$v"
+  mkdir -p "$v/usr/lib/systemd" "$v/tmp"
+  cp -a /usr/lib/systemd/system "$v/usr/lib/systemd/"
+  local out rc=0
+  out="$(systemd-analyze verify --root="$v" /etc/systemd/system/zeroclaw-bridge.service 2>&1)" || rc=$?
+  if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
+    fail "systemd-analyze verify (exit $rc): $out"
+  fi
+}
+
+bin_version() { "$1/usr/local/bin/zeroclaw-bridge" version | head -n 1; }
+
+# ── exit codes ──────────────────────────────────────────────────────────────
+r="$(newroot codes)"
+run 2 --root "$r" --no-such-option
+run 2 --root "$r/missing" "$tarball"
+run 5 --root "$r" --rollback
+if [ -n "$other_tarball" ]; then
+  run 3 --root "$r" "$other_tarball"
+  grep -q "is for linux/$other" "$tmp/out" || fail "no architecture message: $(cat "$tmp/out")"
+fi
+mkdir "$tmp/bad"
+cp "$tarball" "$tmp/bad/"
+sed "s/^[0-9a-f]\{8\}/00000000/" "$dist/SHA256SUMS" >"$tmp/bad/SHA256SUMS"
+run 4 --root "$r" "$tmp/bad/$(basename "$tarball")"
+: >"$tmp/bad/SHA256SUMS"
+run 4 --root "$r" "$tmp/bad/$(basename "$tarball")"
+[ -z "$(find "$r" -mindepth 1 -not -type d)" ] || fail "a refused install left files behind"
+pass "exit codes 2, 3, 4, 5 and nothing written by a refused install"
+
+# ── fresh install ───────────────────────────────────────────────────────────
+r="$(newroot fresh)"
+tree "$r" >"$tmp/fresh.0"
+run 0 --root "$r" --dry-run "$tarball"
+grep -q '^would run: install ' "$tmp/out" || fail "--dry-run printed no actions"
+tree "$r" >"$tmp/fresh.dry"
+cmp -s "$tmp/fresh.0" "$tmp/fresh.dry" || fail "--dry-run changed the root: $(diff "$tmp/fresh.0" "$tmp/fresh.dry")"
+pass "fresh: --dry-run prints its actions and changes nothing"
+
+run 0 --root "$r" "$tarball"
+[ "$(stat -c %a "$r/usr/local/bin/zeroclaw-bridge")" = 755 ] || fail "binary mode"
+[ "$(stat -c %a "$r/etc/zeroclaw-bridge/env")" = 600 ] || fail "env file mode"
+[ "$(stat -c %a "$r/var/lib/zeroclaw-bridge/backup")" = 700 ] || fail "backup dir mode"
+grep -qx 'Type=notify' "$r/etc/systemd/system/zeroclaw-bridge.service" || fail "unit is not Type=notify"
+grep -qx 'EnvironmentFile=-/etc/zeroclaw-bridge/env' "$r/etc/systemd/system/zeroclaw-bridge.service" || fail "unit does not read the env file"
+tar -xzf "$tarball" -O --wildcards '*/env.example' | cmp -s - "$r/etc/zeroclaw-bridge/env" || fail "fresh env file is not the example"
+[ ! -e "$r/etc/systemd/system/zeroclaw-bridge.service.d" ] || fail "a drop-in directory appeared"
+grep -q 'skipped (root is ' "$tmp/out" || fail "systemctl was not skipped for --root"
+verify_unit "$r"
+pass "fresh: installed ($(bin_version "$r")), unit verified"
+
+tree "$r" >"$tmp/fresh.1"
+run 0 --root "$r" "$tarball"
+grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
+tree "$r" >"$tmp/fresh.2"
+cmp -s "$tmp/fresh.1" "$tmp/fresh.2" || fail "second install changed the root: $(diff "$tmp/fresh.1" "$tmp/fresh.2")"
+pass "fresh: a second install changes nothing"
+
+run 0 --root "$r" --rollback --dry-run
+tree "$r" >"$tmp/fresh.3"
+cmp -s "$tmp/fresh.1" "$tmp/fresh.3" || fail "rollback --dry-run changed the root"
+run 0 --root "$r" --rollback
+tree "$r" >"$tmp/fresh.4"
+cmp -s "$tmp/fresh.0" "$tmp/fresh.4" || fail "rollback did not restore the empty root: $(diff "$tmp/fresh.0" "$tmp/fresh.4")"
+run 5 --root "$r" --rollback
+pass "fresh: rollback restores the root exactly; a second rollback is refused"
+
+# From an extracted release, without an argument.
+r="$(newroot extracted)"
+mkdir "$tmp/x"
+tar -xzf "$tarball" -C "$tmp/x"
+inner=("$tmp"/x/*/install.sh)
+"${inner[0]}" --root "$r" >"$tmp/out" 2>&1 || fail "install.sh inside the release: $(cat "$tmp/out")"
+[ -x "$r/usr/local/bin/zeroclaw-bridge" ] || fail "install from the extracted release installed no binary"
+pass "install.sh inside an extracted release installs it"
+
+# ── over bridge.py ──────────────────────────────────────────────────────────
+r="$(newroot bridgepy)"
+mkdir -p "$r/root/zeroclaw-bridge" "$r/etc/systemd/system/zeroclaw-bridge.service.d"
+printf 'OPENROUTER_API_KEY=sk-test\n' >"$r/root/zeroclaw-bridge/.env"
+chmod 600 "$r/root/zeroclaw-bridge/.env"
+cat >"$r/etc/systemd/system/zeroclaw-bridge.service" <<'EOF'
+[Unit]
+Description=ZeroClaw HTTP Bridge for StackChan
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+User=root
+WorkingDirectory=/root/zeroclaw-bridge
+EnvironmentFile=-/root/zeroclaw-bridge/.env
+Environment=ZEROCLAW_BIN=/root/.cargo/bin/zeroclaw
+Environment=DOTTY_DEFAULT_MODEL=qwen3.5:4b
+Environment=VOICE_THINKER_TIMEOUT=90
+Environment=VOICE_LOCAL_PROFILE_KEY=custom:http://192.168.1.20:8080/v1
+Environment="FACE_GREET_TEXT=Hello there, friend" PORT=8080 \
+  TZ=Europe/London
+Environment='SECURITY_VLM_PROMPT=Say "what" you $see, 100%% sure'
+Environment="FACE_NAME_GREET_TEMPLATE=It's {name}!"
+Environment=CALENDAR_ID=a@group.calendar.google.com,b@group.calendar.google.com
+# Environment=WEATHER_LOCATION=Brisbane
+Environment=PORT=8081
+ExecStart=/root/zeroclaw-bridge/.venv/bin/python /root/zeroclaw-bridge/bridge.py
+Restart=on-failure
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+EOF
+cp "$here/../docs/systemd/zeroclaw-bridge.service.d/10-go-bridge.conf" "$r/etc/systemd/system/zeroclaw-bridge.service.d/"
+printf '[Service]\nLimitNOFILE=4096\n' >"$r/etc/systemd/system/zeroclaw-bridge.service.d/50-local.conf"
+tree "$r" >"$tmp/py.0"
+
+run 0 --root "$r" --dry-run "$tarball"
+grep -q 'found bridge.py' "$tmp/out" || fail "bridge.py's unit not recognised: $(cat "$tmp/out")"
+grep -q '^+PORT=8081$' "$tmp/out" || fail "--dry-run does not show the carried settings"
+tree "$r" >"$tmp/py.dry"
+cmp -s "$tmp/py.0" "$tmp/py.dry" || fail "--dry-run changed the root: $(diff "$tmp/py.0" "$tmp/py.dry")"
+pass "bridge.py: --dry-run shows the env changes and changes nothing"
+
+run 0 --root "$r" "$tarball"
+env_file="$r/etc/zeroclaw-bridge/env"
+unit="$r/etc/systemd/system/zeroclaw-bridge.service"
+# The values as the bridge will see them (systemd and bash read this subset
+# of quoting alike).
+# shellcheck disable=SC2016 # expanded by the inner bash
+got="$(env -i bash -c 'set -a; . "$1"; for v in ZEROCLAW_BIN DOTTY_DEFAULT_MODEL VOICE_THINKER_TIMEOUT VOICE_LOCAL_PROFILE_KEY FACE_GREET_TEXT PORT TZ SECURITY_VLM_PROMPT FACE_NAME_GREET_TEMPLATE CALENDAR_ID WEATHER_LOCATION; do printf "%s=[%s]\n" "$v" "${!v-unset}"; done' _ "$env_file")"
+# shellcheck disable=SC2016 # a literal $see
+want='ZEROCLAW_BIN=[/root/.cargo/bin/zeroclaw]
+DOTTY_DEFAULT_MODEL=[qwen3.5:4b]
+VOICE_THINKER_TIMEOUT=[90]
+VOICE_LOCAL_PROFILE_KEY=[custom:http://192.168.1.20:8080/v1]
+FACE_GREET_TEXT=[Hello there, friend]
+PORT=[8081]
+TZ=[Europe/London]
+SECURITY_VLM_PROMPT=[Say "what" you $see, 100% sure]
+FACE_NAME_GREET_TEMPLATE=[It'"'"'s {name}!]
+CALENDAR_ID=[a@group.calendar.google.com,b@group.calendar.google.com]
+WEATHER_LOCATION=[unset]'
+[ "$got" = "$want" ] || fail "carried settings:$(printf '\n%s' "$got")$(printf '\nwant:\n%s' "$want")"
+[ "$(grep -c '^PORT=' "$env_file")" = 1 ] || fail "PORT carried more than once"
+for line in 'EnvironmentFile=-/root/zeroclaw-bridge/.env' 'User=root' 'WorkingDirectory=/root/zeroclaw-bridge' 'Type=notify' 'ExecStart=/usr/local/bin/zeroclaw-bridge'; do
+  grep -qxF "$line" "$unit" || fail "unit lacks $line"
+done
+grep -q 'python' "$unit" && fail "unit still runs python"
+[ ! -e "$r/etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf" ] || fail "10-go-bridge.conf is still there"
+[ -f "$r/etc/systemd/system/zeroclaw-bridge.service.d/50-local.conf" ] || fail "the operator's drop-in was removed"
+cmp -s "$r/root/zeroclaw-bridge/.env" <(printf 'OPENROUTER_API_KEY=sk-test\n') || fail ".env was touched"
+verify_unit "$r"
+pass "bridge.py: settings carried over, unit verified ($(bin_version "$r"))"
+
+tree "$r" >"$tmp/py.1"
+run 0 --root "$r" "$tarball"
+grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
+tree "$r" >"$tmp/py.2"
+cmp -s "$tmp/py.1" "$tmp/py.2" || fail "second install changed the root: $(diff "$tmp/py.1" "$tmp/py.2")"
+pass "bridge.py: a second install changes nothing"
+
+if [ -n "$upgrade" ]; then
+  old="$(bin_version "$r")"
+  # An operator's edit of the env file survives the upgrade.
+  printf '\nLOG_LEVEL=debug\n' >>"$env_file"
+  tree "$r" >"$tmp/py.3"
+  run 0 --root "$r" "$upgrade"
+  new="$(bin_version "$r")"
+  [ "$new" != "$old" ] || fail "the upgrade did not replace the binary ($new)"
+  grep -qx 'LOG_LEVEL=debug' "$env_file" || fail "the upgrade lost an env edit"
+  grep -qxF 'EnvironmentFile=-/root/zeroclaw-bridge/.env' "$unit" || fail "the upgrade lost the kept EnvironmentFile="
+  verify_unit "$r"
+  pass "upgrade: $old -> $new, env file and kept unit lines intact"
+
+  run 0 --root "$r" --rollback
+  tree "$r" >"$tmp/py.4"
+  cmp -s "$tmp/py.3" "$tmp/py.4" || fail "rollback did not restore the previous release: $(diff "$tmp/py.3" "$tmp/py.4")"
+  [ "$(bin_version "$r")" = "$old" ] || fail "rollback: binary is $(bin_version "$r")"
+  pass "upgrade: rollback restores the previous release exactly ($old)"
+fi
+
+tree "$r" >"$tmp/py.5"
+run 0 --root "$r" --rollback --dry-run
+tree "$r" >"$tmp/py.6"
+cmp -s "$tmp/py.5" "$tmp/py.6" || fail "rollback --dry-run changed the root: $(diff "$tmp/py.5" "$tmp/py.6")"
+run 0 --root "$r" --rollback
+tree "$r" >"$tmp/py.7"
+cmp -s "$tmp/py.0" "$tmp/py.7" || fail "rollback did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/py.7")"
+grep -q python "$unit" || fail "bridge.py's unit is not back"
+[ -f "$r/etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf" ] || fail "10-go-bridge.conf is not back"
+run 5 --root "$r" --rollback
+pass "bridge.py: rollback restores bridge.py's unit, drop-ins and no env file, exactly"
+
+echo "test-install: $n passed, 0 failed"
