@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{}
 	m.ActiveSessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dotty_active_acp_sessions",
-		Help: "Number of in-flight ACP sessions (currently 0 or 1 — single child).",
+		Help: "Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).",
 	}, m.sessionCount)
 	m.ChildUp = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "dotty_acp_child_up",

@@ -36,7 +36,9 @@ func newLineLimiter(log hclog.Logger, perSecond int, c clockwork.Clock) *lineLim
 	return &lineLimiter{logger: log, perSecond: perSecond, clock: c}
 }
 
-func (l *lineLimiter) emit(level hclog.Level, line string) {
+// emit logs line unless the window's cap is spent; it reports whether the
+// line reached the log.
+func (l *lineLimiter) emit(level hclog.Level, line string) bool {
 	l.mu.Lock()
 	now := l.clock.Now()
 	if now.Sub(l.window) >= time.Second {
@@ -50,11 +52,12 @@ func (l *lineLimiter) emit(level hclog.Level, line string) {
 		}
 		l.dropped++
 		l.mu.Unlock()
-		return
+		return false
 	}
 	l.count++
 	l.mu.Unlock()
 	l.logger.Log(level, line)
+	return true
 }
 
 // flush reports lines dropped in the current window and stops the timer.
@@ -84,7 +87,8 @@ func (l *lineLimiter) flushLocked() {
 
 // stderrPump reads the child's stderr line by line into a logger, with the
 // rate cap, a per-line size cap, panics raised to Error, and a short tail
-// kept for the exit report.
+// of the lines the cap kept out of the log, for the exit report (lines
+// already logged are not repeated there).
 type stderrPump struct {
 	limiter *lineLimiter
 	// observe, when set, sees every cleaned line before the rate cap (the
@@ -123,6 +127,9 @@ func (p *stderrPump) line(s string) {
 	if p.observe != nil {
 		p.observe(s)
 	}
+	if p.limiter.emit(stderrLevel(s), s) {
+		return
+	}
 	p.mu.Lock()
 	if len(p.tail) == stderrTailLen {
 		copy(p.tail, p.tail[1:])
@@ -130,10 +137,10 @@ func (p *stderrPump) line(s string) {
 	}
 	p.tail = append(p.tail, s)
 	p.mu.Unlock()
-	p.limiter.emit(stderrLevel(s), s)
 }
 
-// Tail returns the last lines read, oldest first.
+// Tail returns the last lines the rate cap kept out of the log, oldest
+// first.
 func (p *stderrPump) Tail() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

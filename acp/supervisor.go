@@ -255,7 +255,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			m.Backoff.Set(delay.Seconds())
 		})
 		lvl := hclog.Info
-		if delay >= 5*time.Second {
+		switch {
+		case reason == "binary_missing":
+			// Said once at Error when first seen; the retries that wait
+			// for the file to appear are not news.
+			lvl = hclog.Debug
+		case delay >= 5*time.Second:
 			lvl = hclog.Warn
 		}
 		s.log.Log(lvl, "restarting agent after backoff", "delay", delay, "reason", reason)
@@ -641,7 +646,9 @@ func (p *process) exitStatus() string {
 	return p.cmd.ProcessState.String()
 }
 
-// report logs the end of an unexpected exit with the stderr tail.
+// report logs the end of an unexpected exit, with the last stderr lines
+// the rate cap kept out of the log (the logged ones are just above it), on
+// one line so the log stays greppable.
 func (p *process) report(log hclog.Logger) {
 	tail := p.pump.Tail()
 	args := []any{"status", p.exitStatus()}
@@ -649,7 +656,7 @@ func (p *process) report(log hclog.Logger) {
 		args = append(args, "connection", c)
 	}
 	if len(tail) > 0 {
-		args = append(args, "stderr_tail", strings.Join(tail, "\n"))
+		args = append(args, "stderr_unlogged", strings.Join(tail, " | "))
 	}
 	log.Warn("agent ended", args...)
 }

@@ -150,7 +150,7 @@ var wantSeries = []seriesSpec{
 	{"dotty_first_audio_latency_seconds", "histogram", "Wall-clock seconds from receiving a request to first audible TTS chunk.", nil},
 	{"dotty_request_duration_seconds", "histogram", "End-to-end bridge request duration, partitioned by endpoint.", []string{"endpoint"}},
 	{"dotty_request_errors_total", "counter", "Request errors, partitioned by endpoint and error kind.", []string{"endpoint", "kind"}},
-	{"dotty_active_acp_sessions", "gauge", "Number of in-flight ACP sessions (currently 0 or 1 — single child).", nil},
+	{"dotty_active_acp_sessions", "gauge", "Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).", nil},
 	{"dotty_content_filter_hits_total", "counter", "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).", []string{"tier"}},
 	{"dotty_smart_mode_invocations_total", "counter", "Smart-Mode invocations (request opted into the larger LLM).", nil},
 	{"dotty_llm_tokens_total", "counter", "LLM token counts emitted/consumed, partitioned by direction and model.", []string{"kind", "model"}},

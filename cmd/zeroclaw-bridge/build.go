@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		}
 		return err
 	}
-	b.banner(cfg)
+	b.banner()
 	return b.run(ctx)
 }
 
@@ -61,7 +62,8 @@ const docsURL = "https://github.com/zeroclaw-bridge/zeroclaw-bridge/tree/main/do
 
 // banner is the start's few readable lines: where it listens, the
 // dashboard, which agent answers, where state and logs go, the docs.
-func (b *bridgeApp) banner(cfg config) {
+func (b *bridgeApp) banner() {
+	cfg := b.cfg
 	addr := b.srv.Addr()
 	host, port, _ := net.SplitHostPort(addr)
 	if host == "0.0.0.0" || host == "::" || host == "" {
@@ -80,6 +82,7 @@ type bridgeApp struct {
 	log    hclog.Logger
 	reg    *prometheus.Registry
 	srv    *bridge.Server
+	cfg    config // as built (the demo mode moves files)
 	agent  string // the agent command as the banner shows it
 	actors []actor
 }
@@ -98,6 +101,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	command, args, err := agentCommand(cfg, lk, log)
 	if err != nil {
 		return nil, err
+	}
+	if slices.Contains(args, "demo-agent") {
+		cfg = cfg.withDemoState(demoStateDir(), log)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -278,7 +284,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	if slices.Contains(args, "demo-agent") {
 		agentDesc = "the built-in demo agent (install ZeroClaw or set ZEROCLAW_BIN for real answers)"
 	}
-	return &bridgeApp{log: log, reg: reg, srv: srv, agent: agentDesc, actors: []actor{
+	return &bridgeApp{log: log, reg: reg, srv: srv, cfg: cfg, agent: agentDesc, actors: []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},
@@ -292,6 +298,53 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		{"agent", sup.Run},           // retire sessions, stop the agent child
 		{"periphery", peri.Run},      // stop refreshing weather and calendar
 	}}, nil
+}
+
+// demoStateDir is where the demo mode keeps its files: the user's state
+// directory ($XDG_STATE_HOME, else ~/.local/state), so a quick start needs
+// no /root and writes nothing a real deployment would read.
+func demoStateDir() string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "zeroclaw-bridge")
+}
+
+// withDemoState moves every file setting still at bridge.py's production
+// default (under /root) into dir; a setting given explicitly is kept.
+func (c config) withDemoState(dir string, log hclog.Logger) config {
+	moves := []struct {
+		env string
+		dst *string
+		to  string
+	}{
+		{"CONVO_LOG_DIR", &c.ConvoLog.Dir, "logs"},
+		{"DOTTY_KID_MODE_STATE", &c.Modes.KidStatePath, "state/kid-mode"},
+		{"DOTTY_SMART_MODE_STATE", &c.Modes.SmartStatePath, "state/smart-mode"},
+		{"DOTTY_TOOL_ALLOWLIST", &c.ToolAllowList, "state/tool-allowlist"},
+		{"VOICE_MEMORY_DB", &c.Memory.Path, "memory/brain.db"},
+		{"ZEROCLAW_WORKSPACE", &c.Admin.Workspace, "workspace"},
+		{"ZEROCLAW_VOICE_CFG", &c.Admin.VoiceConfig, "config.toml"},
+		{"ZEROCLAW_DISCORD_CFG", &c.Admin.DiscordConfig, "discord.toml"},
+		{"GREETER_STATE_PATH", &c.Social.Settings.GreeterStatePath, "greeter_state.json"},
+		{"SIDECAR_PERSONAS_DIR", &c.Sidecar.PersonasDir, "personas"},
+	}
+	moved := 0
+	for _, m := range moves {
+		if !c.set(m.env) {
+			*m.dst = filepath.Join(dir, m.to)
+			moved++
+		}
+	}
+	if moved > 0 {
+		log.Info("demo mode: files kept under the user's state directory (set the variables to keep them elsewhere)", "dir", dir)
+	}
+	return c
 }
 
 // agentPrompter runs the greeter's prompts as turns under their own

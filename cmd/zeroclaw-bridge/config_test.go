@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -652,3 +653,40 @@ func TestAgentSelection(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestDemoModeKeepsFilesInTheStateDir: with no agent installed the demo
+// mode moves every file still at its /root default under the user's state
+// directory; a file setting given explicitly stays where it was put.
+func TestDemoModeKeepsFilesInTheStateDir(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	cfg, err := parseConfig(nil, env("CONVO_LOG_DIR", "/var/log/dotty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notFound := func(string) (string, error) { return "", exec.ErrNotFound }
+	self := func() (string, error) { return "/usr/local/bin/zeroclaw-bridge", nil }
+	app, err := build(cfg, hclog.NewNullLogger(), lookups{lookPath: notFound, executable: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(state, "zeroclaw-bridge")
+	for name, got := range map[string]string{"memory": app.cfg.Memory.Path, "kid mode": app.cfg.Modes.KidStatePath,
+		"workspace": app.cfg.Admin.Workspace, "greeter": app.cfg.Social.Settings.GreeterStatePath, "allow list": app.cfg.ToolAllowList} {
+		if !strings.HasPrefix(got, dir+string(filepath.Separator)) && got != dir {
+			t.Errorf("%s at %s, want it under %s", name, got, dir)
+		}
+	}
+	if app.cfg.ConvoLog.Dir != "/var/log/dotty" {
+		t.Errorf("an explicit CONVO_LOG_DIR moved to %s", app.cfg.ConvoLog.Dir)
+	}
+
+	// With an agent the production defaults stay bridge.py's.
+	app, err = build(cfg, hclog.NewNullLogger(), lookups{lookPath: func(string) (string, error) { return "/usr/bin/zeroclaw", nil }, executable: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.cfg.Memory.Path != "/root/.zeroclaw/workspace/memory/brain.db" {
+		t.Errorf("with zeroclaw the memory is at %s", app.cfg.Memory.Path)
+	}
+}

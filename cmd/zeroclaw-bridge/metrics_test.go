@@ -23,7 +23,7 @@ var dottyFamilies = map[string]family{
 	"dotty_first_audio_latency_seconds":        {"histogram", "Wall-clock seconds from receiving a request to first audible TTS chunk.", nil},
 	"dotty_request_duration_seconds":           {"histogram", "End-to-end bridge request duration, partitioned by endpoint.", []string{"endpoint"}},
 	"dotty_request_errors_total":               {"counter", "Request errors, partitioned by endpoint and error kind.", []string{"endpoint", "kind"}},
-	"dotty_active_acp_sessions":                {"gauge", "Number of in-flight ACP sessions (currently 0 or 1 — single child).", nil},
+	"dotty_active_acp_sessions":                {"gauge", "Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).", nil},
 	"dotty_kid_mode_active":                    {"gauge", "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.", nil},
 	"dotty_perception_events_total":            {"counter", "Ambient-perception events ingested, partitioned by event type.", []string{"type"}},
 	"dotty_calendar_fetch_failures_total":      {"counter", "Total Google Calendar fetch failures (excludes intentional skips).", []string{"kind"}},
