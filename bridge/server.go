@@ -90,6 +90,8 @@ type SessionStatus interface{ Health() acp.PoolHealth }
 // Config configures the HTTP server. The zero value is usable: it listens
 // on all interfaces at a free port and reports an idle agent.
 type Config struct {
+	// Version is the bridge's version, shown on /health.
+	Version string
 	// Host is the listen host (BRIDGE_HOST); empty means all interfaces.
 	Host string
 	// Port is the listen port (PORT); 0 picks a free port.
@@ -217,7 +219,7 @@ type Server struct {
 
 // ErrPortInUse means the listen address is taken, most often by the
 // bridge.py being replaced, still running.
-var ErrPortInUse = errors.New("port in use")
+var ErrPortInUse = errors.New("address already in use")
 
 // Listen binds the listen address now, so a start can fail on a taken
 // port before anything else (the agent child) is started. Run listens
@@ -227,7 +229,7 @@ func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: %w: %w", addr, ErrPortInUse, err)
+			return fmt.Errorf("listen on %s: %w", addr, ErrPortInUse)
 		}
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -351,6 +353,7 @@ type healthBody struct {
 	SessionTurns  int             `json:"session_turns"`
 	Agent         acp.AgentHealth `json:"agent"`
 	Sessions      int             `json:"sessions"`
+	Version       string          `json:"version,omitempty"`
 }
 
 func (s *Server) health(c echo.Context) error {
@@ -363,6 +366,7 @@ func (s *Server) health(c echo.Context) error {
 		SessionTurns:  p.SessionTurns,
 		Agent:         a,
 		Sessions:      p.Sessions,
+		Version:       s.cfg.Version,
 	})
 }
 

@@ -126,6 +126,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Permissions.Logger = acpLog.Named("permission")
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
+	c.HTTP.Version = buildVersion()
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)

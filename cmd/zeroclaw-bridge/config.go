@@ -802,18 +802,62 @@ func (c config) shown(env, typed string) string {
 	return typed
 }
 
-// effective lists the configuration as key/value pairs for the start-up
-// log line, secrets redacted.
+// effective lists the configuration as key/value pairs for the debug
+// log line, as the bridge resolved it: switches as booleans, secrets as
+// set or unset (saying where a fallback came from), everything else as
+// given.
 func (c config) effective() []any {
+	resolved := c.resolvedValues()
 	kv := make([]any, 0, 2*len(settings))
 	for _, s := range settings {
 		v, ok := c.raw[s.env]
 		if !ok {
 			v = s.def
 		}
+		if r, ok := resolved[s.env]; ok {
+			v = r
+		} else if s.secret {
+			v = map[bool]string{true: "set", false: "unset"}[v != ""]
+		}
 		kv = append(kv, strings.ToLower(s.env), v)
 	}
 	return kv
+}
+
+// resolvedValues are the settings whose raw text says less than what the
+// bridge made of it.
+func (c config) resolvedValues() map[string]string {
+	b := strconv.FormatBool
+	p := c.Perception.Consumers
+	out := map[string]string{
+		"DOTTY_KID_MODE": b(c.Modes.KidDefault), "WAKE_TURN_ENABLED": b(p.WakeTurnEnabled),
+		"DOTTY_SOUND_TURNER_ENABLED": b(p.SoundTurnerEnabled), "SECURITY_WATCH_ENABLED": b(p.SecurityEnabled),
+		"IDLE_PHOTOGRAPHER_ENABLED": b(p.IdleEnabled), "SCENE_SYNTHESIS_ENABLED": b(p.SceneEnabled),
+		"DREAMER_ENABLED": b(c.Social.Settings.DreamerEnabled), "DANCE_REFLECTOR_ENABLED": b(c.Social.Settings.DanceReflectorEnabled),
+		"GREETER_ENABLED": b(c.Social.Settings.GreeterEnabled), "GREETER_USE_FACE_DETECTED": b(c.Social.Settings.GreetOnFaceSeen),
+		"GREETER_GREET_UNKNOWN": b(c.Social.Settings.GreetUnknown),
+	}
+	// Keys that fall back on one another say where the value came from.
+	fallback := func(env, own string, from ...[2]string) {
+		if own != "" {
+			out[env] = "set"
+			return
+		}
+		for _, f := range from {
+			if f[1] != "" {
+				out[env] = "set (from " + f[0] + ")"
+				return
+			}
+		}
+		out[env] = "unset"
+	}
+	or := [2]string{"OPENROUTER_API_KEY", c.Keys.OpenRouter}
+	vision := [2]string{"VISION_API_KEY", c.Keys.Vision}
+	fallback("VISION_API_KEY", c.Keys.Vision, or)
+	fallback("VLM_API_KEY", c.Keys.VLM, vision, or)
+	fallback("AUDIO_CAPTION_API_KEY", c.Keys.Audio, vision, or)
+	fallback("TIER1SLIM_CLOUD_API_KEY", c.Keys.Cloud, or)
+	return out
 }
 
 // parseSeconds reads a number of seconds, integer or decimal ("2.5").

@@ -490,14 +490,30 @@ func TestEffectiveConfig(t *testing.T) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		got[kv[i].(string)] = kv[i+1]
 	}
-	if got["port"] != "9" || got["zeroclaw_bin"] != "/opt/zc" || got["tz"] != "Australia/Brisbane" || len(got) != len(settings) {
+	if got["port"] != "9" || got["zeroclaw_bin"] != "/opt/zc" || got["tz"] != "Australia/Brisbane" || len(got) != len(settings) ||
+		got["dotty_kid_mode"] != "true" || got["vision_api_key"] != "unset" {
 		t.Errorf("effective() = %v", got)
+	}
+	// Resolved values: a switch as the boolean it became, a key fallback
+	// named.
+	c, err = parseConfig(nil, env("DOTTY_KID_MODE", "on", "OPENROUTER_API_KEY", "sk-or", "SECURITY_WATCH_ENABLED", "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]any{}
+	kv = c.effective()
+	for i := 0; i+1 < len(kv); i += 2 {
+		got[kv[i].(string)] = kv[i+1]
+	}
+	if got["dotty_kid_mode"] != "false" || got["security_watch_enabled"] != "false" || got["vision_api_key"] != "set (from OPENROUTER_API_KEY)" ||
+		got["audio_caption_api_key"] != "set (from OPENROUTER_API_KEY)" || got["openrouter_api_key"] != "set" || slices.Contains(kv, any("sk-or")) {
+		t.Errorf("resolved: %v", got)
 	}
 	c, err = parseConfig(nil, env("DOTTY_ADMIN_TOKEN", "hunter2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Xiaozhi.Token != "hunter2" || !slices.Contains(c.effective(), any("<redacted>")) || slices.Contains(c.effective(), any("hunter2")) {
+	if c.Xiaozhi.Token != "hunter2" || !slices.Contains(c.effective(), any("set")) || slices.Contains(c.effective(), any("hunter2")) {
 		t.Errorf("DOTTY_ADMIN_TOKEN: typed %q, logged as %v", c.Xiaozhi.Token, c.effective())
 	}
 
@@ -515,7 +531,7 @@ func TestEffectiveConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv := c.effective(); kv[len(kv)-1] != "<redacted>" {
+	if kv := c.effective(); kv[len(kv)-1] != "set" {
 		t.Errorf("secret shown as %v", kv[len(kv)-1])
 	}
 	if _, err := parseConfig(nil, env("TEST_TOKEN", "bad")); err == nil || strings.Contains(err.Error(), "bad") ||

@@ -114,7 +114,7 @@ func TestRunReportsListenFailure(t *testing.T) {
 
 	var second testkit.LogBuffer
 	err := run(context.Background(), nil, isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", port, "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &second)
-	if err == nil || !strings.HasPrefix(err.Error(), "port "+port+" is in use — is bridge.py still running? (listen on 127.0.0.1:"+port) {
+	if err == nil || !strings.HasPrefix(err.Error(), "port "+port+" is in use — is bridge.py still running? (listen on 127.0.0.1:"+port+": address already in use)") {
 		t.Errorf("second run = %v, want the port-in-use message", err)
 	}
 	var stderr strings.Builder
