@@ -117,6 +117,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 )
 
 // ModeEnv selects the fake agent's mode in the re-executed test binary.
@@ -124,13 +126,7 @@ const ModeEnv = "ZCB_ACPTEST_MODE"
 
 // MaybeRunHelper runs the fake agent and exits when ModeEnv is set;
 // otherwise it returns at once.
-func MaybeRunHelper() {
-	mode := os.Getenv(ModeEnv)
-	if mode == "" {
-		return
-	}
-	os.Exit(run(mode))
-}
+func MaybeRunHelper() { reexec.MaybeRun(ModeEnv, run) }
 
 // Command returns how to start the current test binary as a fake agent in
 // mode: path is the test binary, args is nil and env holds ModeEnv=mode
@@ -138,15 +134,8 @@ func MaybeRunHelper() {
 // GORACE's atexit_sleep_ms=0, so that exiting children need not sleep a
 // second.
 func Command(mode string, extraEnv ...string) (path string, args []string, env []string) {
-	path, err := os.Executable()
-	if err != nil {
-		path = os.Args[0]
-	}
-	env = []string{ModeEnv + "=" + mode}
-	if raceEnabled {
-		env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	}
-	return path, nil, append(env, extraEnv...)
+	path, env = reexec.Command(ModeEnv, mode, extraEnv...)
+	return path, nil, env
 }
 
 func run(mode string) int {
@@ -171,19 +160,10 @@ func run(mode string) int {
 	return runSDK(mode)
 }
 
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return n
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
-}
+var (
+	envInt      = reexec.EnvInt
+	envDuration = reexec.EnvDuration
+)
 
 // bumpCounter increments the named counter file in ZCB_ACPTEST_STATE_DIR
 // and reports whether its old value was below ZCB_ACPTEST_CRASHES (always

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 )
 
 func run(mode string) int {
@@ -468,16 +469,7 @@ func bump(dir, name string) bool {
 	return n < envInt("ZCB_STEERTEST_CRASHES", 1<<30)
 }
 
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return n
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
-}
+var (
+	envInt      = reexec.EnvInt
+	envDuration = reexec.EnvDuration
+)

@@ -75,7 +75,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 )
 
 // ModeEnv selects the fake sidecar's mode in the re-executed test binary.
@@ -83,13 +84,7 @@ const ModeEnv = "ZCB_STEERTEST_MODE"
 
 // MaybeRunHelper runs the fake sidecar and exits when ModeEnv is set;
 // otherwise it returns at once.
-func MaybeRunHelper() {
-	mode := os.Getenv(ModeEnv)
-	if mode == "" {
-		return
-	}
-	os.Exit(run(mode))
-}
+func MaybeRunHelper() { reexec.MaybeRun(ModeEnv, run) }
 
 // Command returns how to start the current test binary as a fake sidecar
 // in mode: path is the test binary, args is empty (not nil, so acp's
@@ -97,15 +92,8 @@ func MaybeRunHelper() {
 // extraEnv ("K=V"). Under the race detector env also sets GORACE's
 // atexit_sleep_ms=0, so that exiting children need not sleep a second.
 func Command(mode string, extraEnv ...string) (path string, args []string, env []string) {
-	path, err := os.Executable()
-	if err != nil {
-		path = os.Args[0]
-	}
-	env = []string{ModeEnv + "=" + mode}
-	if raceEnabled {
-		env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	}
-	return path, []string{}, append(env, extraEnv...)
+	path, env = reexec.Command(ModeEnv, mode, extraEnv...)
+	return path, []string{}, env
 }
 
 // Echo is the sidecar's reply to a user message.

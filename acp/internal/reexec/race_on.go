@@ -1,5 +1,5 @@
 //go:build race
 
-package acptest
+package reexec
 
 const raceEnabled = true

@@ -1,0 +1,57 @@
+// Package reexec is the plumbing both fake agents of the tests share
+// (acptest speaks ACP, steerabletest the steerable sidecar's protocol):
+// the test binary re-executes itself in a fake's mode, selected by an
+// environment variable, and reads its fault settings from the environment.
+// It imports nothing of the module, so any package's tests may use it.
+package reexec
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaybeRun runs run(mode) and exits with its status when the environment
+// variable modeEnv is set; otherwise it returns at once.
+func MaybeRun(modeEnv string, run func(mode string) int) {
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		return
+	}
+	os.Exit(run(mode))
+}
+
+// Command returns how to start the current test binary in mode: its path
+// and an environment of modeEnv=mode followed by extraEnv ("K=V"). Under
+// the race detector it also sets GORACE's atexit_sleep_ms=0, so that
+// exiting children need not sleep a second.
+func Command(modeEnv, mode string, extraEnv ...string) (path string, env []string) {
+	path, err := os.Executable()
+	if err != nil {
+		path = os.Args[0]
+	}
+	env = []string{modeEnv + "=" + mode}
+	if raceEnabled {
+		env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	return path, append(env, extraEnv...)
+}
+
+// EnvInt is the integer in the environment variable name, def when unset
+// or not an integer.
+func EnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// EnvDuration is the Go duration in the environment variable name, def
+// when unset or not a duration.
+func EnvDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}

@@ -1,5 +1,0 @@
-//go:build race
-
-package steerabletest
-
-const raceEnabled = true
