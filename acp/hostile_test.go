@@ -17,6 +17,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -133,7 +134,7 @@ func TestStopKillsAgentGroup(t *testing.T) {
 		return pid > 0
 	})
 	h.stop()
-	testkit.WaitFor(t, 2*time.Second, "the grandchild to die", func() bool { return processGone(pid) })
+	testkit.WaitFor(t, 2*time.Second, "the grandchild to die", func() bool { return reexec.ProcessGone(pid) })
 }
 
 const miniBridgeEnv = "ZCB_MINIBRIDGE"
@@ -188,14 +189,14 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("mini bridge did not report its agent")
 	}
-	if processGone(agent) {
+	if reexec.ProcessGone(agent) {
 		t.Fatal("agent not running before the kill")
 	}
 	killed := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	deadline := killed.Add(time.Second)
-	for !processGone(agent) {
+	for !reexec.ProcessGone(agent) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(agent, syscall.SIGKILL)
 			t.Fatalf("agent %d still alive 1 s after its bridge was killed", agent)
@@ -203,24 +204,6 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("agent gone %v after its bridge was killed", time.Since(killed).Round(time.Millisecond))
-}
-
-// processGone reports whether pid no longer runs (a zombie waiting for a
-// reaper that may never come, as PID 1 in a container, counts as gone).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
 }
 
 // A permission request naming no tool gets the default decision, logged

@@ -246,7 +246,6 @@ type consumers struct {
 	abortMu sync.Mutex
 	aborts  map[string]clockwork.Timer
 
-	warns    warnings      // repeated problems, logged once a minute
 	watch    *watch        // the security watch's loops and ring
 	sceneSub *Subscription // scene synthesis runs its own loop (it ticks)
 	journals journals
@@ -275,7 +274,6 @@ func newConsumers(s *Service) *consumers {
 		c.sceneSub = s.bus.Consume(SceneSynthesis, c.cfg.QueueSize, triggers[SceneSynthesis]...)
 	}
 	c.watch = newWatch(c.cfg.SecurityRingSize)
-	c.warns.clock = s.clock
 	c.journals = newJournals(s.cfg)
 	return c
 }
@@ -389,16 +387,17 @@ func (c *consumers) robot(consumer, action string) bool {
 	if r := c.s.cfg.Robot; r != nil && r.Enabled() {
 		return true
 	}
-	c.warns.warn(c.s.log.Named(consumer), "no-host/"+consumer+"/"+action, "XIAOZHI_HOST is empty; robot action skipped", "action", action)
+	c.s.warns.warn(c.s.log.Named(consumer), "no-host/"+consumer+"/"+action, "XIAOZHI_HOST is empty; robot action skipped", "action", action)
 	return false
 }
 
 // warnEvery is how often one repeated problem is logged again.
 const warnEvery = time.Minute
 
-// warnings logs a problem that repeats with every event once per
-// warnEvery, saying how often it happened in between. Keys are made of
-// consumer and action names from the code, so the table stays small.
+// warnings paces problems that repeat with every event (a robot without
+// xiaozhi, a device flood): each is logged once per warnEvery, saying how
+// often it happened meanwhile. Keys are made of names from the code, so the
+// table stays small.
 type warnings struct {
 	clock clockwork.Clock
 
@@ -407,33 +406,43 @@ type warnings struct {
 }
 
 type warnState struct {
-	last   time.Time
-	missed int
+	last  time.Time
+	count int // occurrences since the last line
 }
 
-func (w *warnings) warn(log interface{ Warn(string, ...any) }, key, msg string, kv ...any) {
+// due counts one occurrence of key's problem and reports whether it is to
+// be logged now, with the occurrences since the last line, this one
+// included.
+func (w *warnings) due(key string) (int, bool) {
 	now := w.clock.Now()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.seen == nil {
 		w.seen = map[string]*warnState{}
 	}
 	st := w.seen[key]
-	if st != nil && now.Sub(st.last) < warnEvery {
-		st.missed++
-		w.mu.Unlock()
-		return
-	}
-	missed := 0
 	if st == nil {
 		st = &warnState{}
 		w.seen[key] = st
-	} else {
-		missed = st.missed
 	}
-	st.last, st.missed = now, 0
-	w.mu.Unlock()
-	if missed > 0 {
-		kv = append(kv, "repeated", missed, "over", warnEvery)
+	st.count++
+	if !st.last.IsZero() && now.Sub(st.last) < warnEvery {
+		return 0, false
+	}
+	n := st.count
+	st.last, st.count = now, 0
+	return n, true
+}
+
+// warn logs msg when key's problem is due, adding how many times it was
+// skipped since the last line.
+func (w *warnings) warn(log interface{ Warn(string, ...any) }, key, msg string, kv ...any) {
+	n, ok := w.due(key)
+	if !ok {
+		return
+	}
+	if n > 1 {
+		kv = append(kv, "repeated", n-1, "over", warnEvery)
 	}
 	log.Warn(msg, kv...)
 }
@@ -449,7 +458,7 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 	select {
 	case c.sem <- struct{}{}:
 	default:
-		c.warns.warn(log, "busy/"+consumer+"/"+action, "too many robot calls in flight; action dropped", "action", action, "device", device)
+		c.s.warns.warn(log, "busy/"+consumer+"/"+action, "too many robot calls in flight; action dropped", "action", action, "device", device)
 		return
 	}
 	c.inflight.Add(1)
@@ -458,7 +467,7 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 		defer c.inflight.Done()
 		defer func() { <-c.sem }()
 		if err := call(ctx, r); err != nil {
-			c.warns.warn(log, "failed/"+consumer+"/"+action, "robot action failed", "action", action, "device", device, "error", err)
+			c.s.warns.warn(log, "failed/"+consumer+"/"+action, "robot action failed", "action", action, "device", device, "error", err)
 			return
 		}
 		log.Debug("robot action sent", "action", action, "device", device)

@@ -118,9 +118,7 @@ type Service struct {
 
 	feedSlots chan struct{} // one per connected feed client
 
-	evictMu     sync.Mutex
-	evictedN    int       // evictions since the last log line
-	evictLogged time.Time // when that line was written
+	warns warnings // repeated problems (evictions, robot failures), logged once a minute
 }
 
 // New builds the service; Run starts its consumers.
@@ -155,6 +153,7 @@ func New(cfg Config) *Service {
 		bus:    NewBus(cfg.busConfig()),
 
 		feedSlots: make(chan struct{}, cfg.MaxFeedClients),
+		warns:     warnings{clock: cfg.Clock},
 	}
 	s.states.onEvict = func(device string) {
 		s.forgetDevice(device)
@@ -197,16 +196,10 @@ func (s *Service) forgetDevice(device string) {
 // were since the last line: a flood evicts thousands a second. It writes
 // the log, so it runs with no lock held.
 func (s *Service) logEviction(device string) {
-	s.evictMu.Lock()
-	s.evictedN++
-	now := s.clock.Now()
-	if now.Sub(s.evictLogged) < time.Minute {
-		s.evictMu.Unlock()
+	n, ok := s.warns.due("evicted")
+	if !ok {
 		return
 	}
-	n := s.evictedN
-	s.evictedN, s.evictLogged = 0, now
-	s.evictMu.Unlock()
 	s.log.Warn("perception device table full; forgot the least recently seen devices",
 		"evicted", n, "limit", s.cfg.MaxDevices, "last", device)
 }

@@ -2,10 +2,13 @@ package perception
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -125,4 +128,23 @@ func composeScene(d *DeviceState, now time.Time, identityTTL time.Duration, visi
 	parts = append(parts, "State: "+sc.State+".")
 	sc.Text = strings.Join(parts, " ")
 	return sc
+}
+
+// getScene is GET /api/perception/scene[?device_id=]: each device's latest
+// scene, {"<device>": {"text","ts_wall","face_id","state"}}.
+func (s *Service) getScene(c echo.Context) error {
+	device, _, err := deviceAndLimit(c)
+	if err != nil {
+		return err
+	}
+	out := map[string]*Scene{}
+	for _, id := range s.states.Devices() {
+		if device != "" && id != device {
+			continue
+		}
+		if st, ok := s.states.Get(id); ok && st.Scene != nil {
+			out[id] = st.Scene
+		}
+	}
+	return httpapi.WriteJSON(c, http.StatusOK, out)
 }

@@ -289,25 +289,6 @@ func (c *consumers) call(ctx context.Context, consumer, action string, fn func(c
 	return fn(ctx, r)
 }
 
-// getScene is GET /api/perception/scene[?device_id=]: each device's latest
-// scene, {"<device>": {"text","ts_wall","face_id","state"}}.
-func (s *Service) getScene(c echo.Context) error {
-	device, _, err := deviceAndLimit(c)
-	if err != nil {
-		return err
-	}
-	out := map[string]*Scene{}
-	for _, id := range s.states.Devices() {
-		if device != "" && id != device {
-			continue
-		}
-		if st, ok := s.states.Get(id); ok && st.Scene != nil {
-			out[id] = st.Scene
-		}
-	}
-	return httpapi.WriteJSON(c, http.StatusOK, out)
-}
-
 // getSecurityRecent is GET /api/security/recent[?device_id=][&limit=]: the
 // security watch's recent records, newest first.
 func (s *Service) getSecurityRecent(c echo.Context) error {

@@ -2,13 +2,10 @@ package steerable_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -108,7 +106,7 @@ func start(t *testing.T, s setup) *harness {
 				}
 			}
 			took = time.Since(begin)
-			if pid > 0 && !processGone(pid) {
+			if pid > 0 && !reexec.ProcessGone(pid) {
 				t.Errorf("sidecar pid %d still exists after stop", pid)
 			}
 			goleak.VerifyNone(t, ignore)
@@ -117,22 +115,6 @@ func start(t *testing.T, s setup) *harness {
 	}
 	t.Cleanup(func() { h.stop() })
 	return h
-}
-
-// processGone reports whether pid no longer runs (a zombie counts as gone).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
 }
 
 func (h *harness) waitReady() acp.AgentHealth {

@@ -6,9 +6,12 @@
 package reexec
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,4 +57,22 @@ func EnvDuration(name string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// ProcessGone reports whether pid no longer runs. A zombie counts as gone:
+// in a container its reaper may be a PID 1 that never reaps.
+func ProcessGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }
