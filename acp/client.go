@@ -103,14 +103,13 @@ func newClient(gen uint64, cfg Config) *Client {
 func Dial(ctx context.Context, cfg Config, w io.Writer, r io.Reader) (*Client, error) {
 	cfg = cfg.withDefaults()
 	c := newClient(1, cfg)
-	pr, pw := io.Pipe()
 	lw := &lockedWriter{w: w}
-	c.conn = acpsdk.NewConnection(c.handle, lw, pr)
+	g := newStdoutGuard(r, lw, cfg.Logger, c.dropped, c.done)
+	c.notified, c.barrier = g.notificationHandled, g.barrier
+	c.conn = acpsdk.NewConnection(c.handle, lw, g)
 	sl, _ := newSlogLogger(cfg.Logger.Named("rpc"))
 	c.conn.SetLogger(sl)
-	g := newStdoutGuard(r, pw, lw, cfg.Logger, c.dropped, c.done)
-	c.notified, c.barrier = g.notificationHandled, g.barrier
-	go g.run()
+	g.open()
 	go c.watchConn()
 	if err := c.initialize(ctx); err != nil {
 		c.markDead(err)
@@ -628,14 +627,13 @@ func (acpProtocol) Open(ch Child) (ChildConn, error) {
 	c := newClient(ch.Gen, ch.Config)
 	c.log = ch.Log
 	c.recycle = ch.Recycle
-	pr, pw := io.Pipe()
-	c.conn = acpsdk.NewConnection(c.handle, ch.Stdin, pr)
-	sl, cause := newSlogLogger(ch.Log.Named("rpc"))
-	c.conn.SetLogger(sl) // before the guard feeds the connection: setting it later races the SDK's reader
-	c.cause = cause
-	g := newStdoutGuard(ch.Stdout, pw, ch.Stdin, ch.Log.Named("child"), c.dropped, c.done)
+	g := newStdoutGuard(ch.Stdout, ch.Stdin, ch.Log.Named("child"), c.dropped, c.done)
 	c.notified, c.barrier = g.notificationHandled, g.barrier
-	ch.Go(g.run)
+	c.conn = acpsdk.NewConnection(c.handle, ch.Stdin, g)
+	sl, cause := newSlogLogger(ch.Log.Named("rpc"))
+	c.conn.SetLogger(sl)
+	c.cause = cause
+	g.open()
 	ch.Go(c.watchConn)
 	return c, nil
 }

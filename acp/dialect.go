@@ -252,6 +252,25 @@ func (v1Adapter) decode(method string, params json.RawMessage) (string, event, b
 // decodeSessionUpdate reads a session/update notification by its raw tag
 // (the SDK's typed decode misfiles kinds it does not know).
 func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
+	// A text chunk, nearly every update of a turn, is read in one pass;
+	// anything else (or a chunk of another shape) by its raw tag below.
+	// The two differ only for a repeated key (which RFC 8259 leaves
+	// undefined): one pass merges repeated objects, the raw tag keeps the
+	// last.
+	var chunk struct {
+		SessionID  string `json:"sessionId"`
+		SessionID2 string `json:"session_id"`
+		Update     struct {
+			Kind    string `json:"sessionUpdate"`
+			Content struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &chunk) == nil && chunk.Update.Kind == "agent_message_chunk" {
+		return cmp.Or(chunk.SessionID, chunk.SessionID2), event{kind: evText, text: chunk.Update.Content.Text}, true
+	}
 	var n struct {
 		SessionID  string          `json:"sessionId"`
 		SessionID2 string          `json:"session_id"`

@@ -93,6 +93,10 @@ func TestDecodeUpdates(t *testing.T) {
 		{"v1 ignores session/event", DialectV1, "session/event", `{"sessionId":"S","type":"chunk","content":"x"}`, "", event{}, false},
 		{"L0 snake chunk", DialectL0, "session/event", `{"session_id":"S","type":"chunk","content":"Let me look. "}`, "S", event{kind: evText, text: "Let me look. "}, true},
 		{"L1 tool result", DialectL1, "session/event", `{"sessionId":"S","type":"tool_result","name":"shell","output":"a"}`, "S", event{kind: evToolEnd, tool: "shell"}, true},
+		{"v1 chunk with a bare string", DialectV1, "session/update", `{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":"plain"}}`, "S", event{kind: evText, text: "plain"}, true},
+		{"v1 chunk, snake session id, no content", DialectV1, "session/update", `{"session_id":"S","update":{"sessionUpdate":"agent_message_chunk"}}`, "S", event{kind: evText}, true},
+		{"v1 chunk whose text is not a string", DialectV1, "session/update", `{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"text":5}}}`, "S", event{kind: evText}, true},
+		{"v1 unknown kind", DialectV1, "session/update", `{"sessionId":"S","update":{"sessionUpdate":"usage","tokens":3}}`, "S", event{kind: evOther, status: "usage"}, true},
 		{"L2 session/update chunk", DialectL2, "session/update", `{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"yo"}}}`, "S", event{kind: evText, text: "yo"}, true},
 	}
 	for _, tt := range tests {

@@ -29,14 +29,15 @@ const (
 	paceHigh = 512
 )
 
-// stdoutGuard sits between the child's stdout and the SDK connection. It
-// reads lines of any length, drops non-JSON noise (legacy agents log on
-// stdout), keeps oversize frames away from the SDK, answers requests the
-// bridge does not serve, and paces notifications so the SDK's bounded
-// queue can never overflow.
+// stdoutGuard is the reader the SDK connection reads the child's stdout
+// through. It reads lines of any length, drops non-JSON noise (legacy
+// agents log on stdout), keeps oversize frames away from the SDK, answers
+// requests the bridge does not serve, and paces notifications so the
+// SDK's bounded queue can never overflow. It filters on the SDK's own
+// reading goroutine: a frame reaches the SDK without a second goroutine
+// or pipe in between, which would cost two thread wake-ups per frame.
 type stdoutGuard struct {
-	src    io.Reader
-	dst    *io.PipeWriter
+	src    *bufio.Reader
 	reply  io.Writer // the child's stdin, for answers the guard gives itself
 	log    hclog.Logger
 	noise  *lineLimiter
@@ -44,7 +45,13 @@ type stdoutGuard struct {
 	// sdkLine and maxLine are sdkSafeLine and guardMaxLine, smaller in tests.
 	sdkLine, maxLine int
 
-	forwarded atomic.Uint64 // notifications handed to the SDK (written by the guard goroutine)
+	out     []byte        // the frame being handed to the SDK, not yet read
+	frames  []byte        // out's backing array, reused between frames
+	readErr error         // the error that ended src; returned once out is empty
+	paced   bool          // the last frame was a notification: pace before the next
+	gate    chan struct{} // closed by open: the SDK reads nothing before
+
+	forwarded atomic.Uint64 // notifications handed to the SDK (written by the reading goroutine)
 	handled   atomic.Uint64 // notifications the dispatcher has finished
 	wake      chan struct{} // cap 1; dispatcher → guard
 	done      <-chan struct{}
@@ -55,10 +62,9 @@ type stdoutGuard struct {
 	progress chan struct{} // closed at the next handled notification
 }
 
-func newStdoutGuard(src io.Reader, dst *io.PipeWriter, reply io.Writer, log hclog.Logger, onDrop func(string), done <-chan struct{}) *stdoutGuard {
+func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop func(string), done <-chan struct{}) *stdoutGuard {
 	return &stdoutGuard{
-		src:     src,
-		dst:     dst,
+		src:     bufio.NewReaderSize(src, 64<<10),
 		reply:   reply,
 		log:     log,
 		noise:   newLineLimiter(log, 50, clockwork.NewRealClock()),
@@ -67,8 +73,14 @@ func newStdoutGuard(src io.Reader, dst *io.PipeWriter, reply io.Writer, log hclo
 		maxLine: guardMaxLine,
 		wake:    make(chan struct{}, 1),
 		done:    done,
+		gate:    make(chan struct{}),
 	}
 }
+
+// open lets the SDK's reader start. The SDK starts reading as soon as its
+// connection is made, and its logger must be set before anything it reads
+// can make it log.
+func (g *stdoutGuard) open() { close(g.gate) }
 
 // notificationHandled is called by the dispatcher after each notification.
 func (g *stdoutGuard) notificationHandled() {
@@ -130,28 +142,44 @@ type frameHead struct {
 	Method string           `json:"method"`
 }
 
-// run copies frames until src ends; it closes dst with the read error.
-func (g *stdoutGuard) run() {
-	r := bufio.NewReaderSize(g.src, 64<<10)
-	var err error
-	for {
-		var line []byte
-		var tooLong bool
-		line, tooLong, err = readLine(r, g.maxLine)
+// Read implements io.Reader for the SDK: the next forwarded frame (or
+// what is left of it), newline-terminated. It reads and classifies child
+// lines until one is forwarded, blocks while the SDK's queue is full, and
+// returns the child's read error (nil at EOF becomes io.EOF) once the
+// frames before it are read.
+func (g *stdoutGuard) Read(p []byte) (int, error) {
+	if g.gate != nil {
+		select {
+		case <-g.gate:
+			g.gate = nil
+		case <-g.done:
+			return 0, ErrAgentGone
+		}
+	}
+	for len(g.out) == 0 {
+		if g.readErr != nil {
+			return 0, g.readErr
+		}
+		if g.paced {
+			g.paced = false
+			if err := g.pace(); err != nil {
+				g.readErr = err
+				return 0, err
+			}
+		}
+		line, tooLong, err := readLine(g.src, g.maxLine)
 		if len(line) > 0 || tooLong {
 			if ferr := g.frame(line, tooLong); ferr != nil {
 				err = ferr
-				break
 			}
 		}
 		if err != nil {
-			break
+			g.readErr = err
 		}
 	}
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	g.dst.CloseWithError(err)
+	n := copy(p, g.out)
+	g.out = g.out[n:]
+	return n, nil
 }
 
 // ReadLine returns the next line of r without its terminator, holding at
@@ -206,9 +234,11 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	case head.ID != nil && head.Method == "": // response
 		if oversize {
 			g.log.Warn("agent response over the size limit replaced by an error", "bytes", len(trimmed), "id", string(*head.ID))
-			return g.forward(errorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
+			g.forward(errorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
+			return nil
 		}
-		return g.forward(trimmed)
+		g.forward(trimmed)
+		return nil
 	case head.ID != nil: // request from the agent
 		if head.Method != methodRequestPermission {
 			return g.answer(errorFrame(*head.ID, codeMethodNotFound, "Method not found: "+head.Method))
@@ -216,9 +246,11 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 		if oversize {
 			return g.answer(errorFrame(*head.ID, codeInternal, "request too large"))
 		}
-		return g.forward(trimmed)
+		g.forward(trimmed)
+		return nil
 	case head.Method == "$/cancel_request":
-		return g.forward(trimmed) // handled synchronously by the SDK, never queued
+		g.forward(trimmed) // handled synchronously by the SDK, never queued
+		return nil
 	case head.Method == methodRequestPermission:
 		g.log.Warn("ignoring permission request sent as a notification")
 		return nil
@@ -228,11 +260,10 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 			g.onDrop("oversize")
 			return nil
 		}
-		if err := g.forward(trimmed); err != nil {
-			return err
-		}
+		g.forward(trimmed)
 		g.forwarded.Add(1)
-		return g.pace()
+		g.paced = true
+		return nil
 	default:
 		g.noise.emit(hclog.Warn, "agent sent a frame with neither id nor method")
 		return nil
@@ -251,11 +282,14 @@ func (g *stdoutGuard) pace() error {
 	return nil
 }
 
-func (g *stdoutGuard) forward(frame []byte) error {
-	buf := make([]byte, 0, len(frame)+1)
-	buf = append(append(buf, frame...), '\n')
-	_, err := g.dst.Write(buf)
-	return err
+// forward queues frame for the SDK's next reads. The buffer is reused
+// unless a huge frame grew it, which is then let go.
+func (g *stdoutGuard) forward(frame []byte) {
+	if cap(g.frames) > 256<<10 {
+		g.frames = nil
+	}
+	g.frames = append(append(g.frames[:0], frame...), '\n')
+	g.out = g.frames
 }
 
 func (g *stdoutGuard) answer(frame []byte) error {

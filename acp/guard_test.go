@@ -23,17 +23,14 @@ import (
 // Limits are scaled down (1 KiB to the SDK, 4 KiB in all) to keep -race fast.
 func runGuard(t *testing.T, input string) (forwarded []string, answered string, drops []string) {
 	t.Helper()
-	pr, pw := io.Pipe()
 	var reply bytes.Buffer
 	var mu sync.Mutex
 	done := make(chan struct{})
-	g := newStdoutGuard(strings.NewReader(input), pw, &lockedWriter{w: &reply}, hclog.NewNullLogger(),
+	g := newStdoutGuard(strings.NewReader(input), &lockedWriter{w: &reply}, hclog.NewNullLogger(),
 		func(r string) { mu.Lock(); drops = append(drops, r); mu.Unlock() }, done)
 	g.sdkLine, g.maxLine = 1<<10, 4<<10
-	go func() {
-		g.run()
-	}()
-	sc := bufio.NewScanner(pr)
+	g.open()
+	sc := bufio.NewScanner(g) // as the SDK reads it
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		forwarded = append(forwarded, sc.Text())
@@ -100,13 +97,11 @@ func TestGuardPacesNotifications(t *testing.T) {
 	for i := 0; i < paceHigh+100; i++ {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}`+"\n", i)
 	}
-	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	defer close(done)
-	g := newStdoutGuard(&in, pw, io.Discard, hclog.NewNullLogger(), func(string) {}, done)
-	finished := make(chan struct{})
-	go func() { g.run(); close(finished) }()
-	sc := bufio.NewScanner(pr)
+	g := newStdoutGuard(&in, io.Discard, hclog.NewNullLogger(), func(string) {}, done)
+	g.open()
+	sc := bufio.NewScanner(g)
 	read := 0
 	for read < paceHigh && sc.Scan() {
 		read++
@@ -133,7 +128,6 @@ func TestGuardPacesNotifications(t *testing.T) {
 	if read != paceHigh+100 {
 		t.Errorf("read %d frames, want %d", read, paceHigh+100)
 	}
-	<-finished
 }
 
 func TestLineLimiter(t *testing.T) {
@@ -180,7 +174,7 @@ func TestStderrPumpTailAndLevels(t *testing.T) {
 }
 
 func TestGuardBarrierWaitsForEarlierNotifications(t *testing.T) {
-	g := newStdoutGuard(strings.NewReader(""), nil, io.Discard, hclog.NewNullLogger(), func(string) {}, make(chan struct{}))
+	g := newStdoutGuard(strings.NewReader(""), io.Discard, hclog.NewNullLogger(), func(string) {}, make(chan struct{}))
 	g.forwarded.Store(3)
 	g.handled.Store(1)
 	returned := make(chan struct{})

@@ -245,7 +245,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 			text = req.Prompt(idx)
 		}
 		t0 := clk.Now()
-		out, chunks, err := p.runPrompt(ctx, ls, c, sid, text, req.OnChunk)
+		out, chunks, err := p.runPrompt(ctx, ls, c, sid, text, req.OnChunk, req.Flush)
 		ph.Prompt = clk.Now().Sub(t0)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -891,7 +891,7 @@ func (p *Pool) reap() {
 // runPrompt sends the prompt and forwards chunks until the result arrives
 // or ctx ends. On ctx's end it hands the leases to a background settlement
 // (ls is emptied) and returns ctx's error.
-func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text string, onChunk func(string)) (PromptResult, []string, error) {
+func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text string, onChunk func(string), flush func()) (PromptResult, []string, error) {
 	t := newMailbox(sid)
 	c.BeginTurn(t)
 	acpCtx, abandon := context.WithCancel(context.Background())
@@ -915,6 +915,9 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text stri
 		case <-t.signal:
 			if ctx.Err() == nil {
 				forward(true)
+				if flush != nil && onChunk != nil {
+					flush()
+				}
 				continue
 			}
 		case o := <-resCh:

@@ -15,6 +15,11 @@ type TurnRequest struct {
 	// steerable stream.chunk) in order, on the caller's goroutine. It is
 	// never called after the turn's ctx ends.
 	OnChunk func(text string)
+	// Flush, when set, is called on the caller's goroutine after OnChunk
+	// has been given the texts that arrived together, so a writer can send
+	// them in one write. It is not called after the texts delivered with
+	// the turn's end: the caller's next write (its last frame) carries them.
+	Flush func()
 }
 
 // TurnResult describes a completed turn.

@@ -114,6 +114,7 @@ func BenchmarkChunkForwarding(b *testing.B) {
 		for i := 0; i < perTurn; i++ {
 			sent <- time.Now()
 			req.OnChunk(fmt.Sprintf("😊 word%d ", i))
+			req.Flush()                        // each chunk arrives on its own, as from the pool
 			time.Sleep(200 * time.Microsecond) // let the caller read each line on its own
 		}
 		return acp.TurnResult{Text: "😊 done"}, nil

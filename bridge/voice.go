@@ -64,7 +64,9 @@ var voiceEndpoints = []string{endpointMessage, endpointStream}
 // Python client splits lines on \n and \r only.
 const NDJSONContentType = "application/x-ndjson"
 
-// Turner runs agent turns (acp.Pool).
+// Turner runs agent turns (acp.Pool). A streamed turn's chunks reach the
+// wire when the Turner calls req.Flush after handing over the chunks that
+// arrived together, or with the final frame; acp.Pool does both.
 type Turner interface {
 	Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error)
 }
@@ -474,9 +476,13 @@ func (v *Voice) message(c echo.Context) error {
 		v.observeFirstAudio(elapsed)
 		v.log.Info("voice turn", "session", req.sessionID, "elapsed", elapsed, "turn", res.TurnIndex)
 	}
-	werr := httpapi.WriteJSON(c, http.StatusOK, messageReply{Response: o.text, SessionID: req.sessionID, Emotion: emoji.XiaozhiEmotion(o.text)})
+	// The reply goes out before the turn is recorded: the caller does not
+	// wait for the conversation log's write.
+	if err := httpapi.SendJSON(c, http.StatusOK, messageReply{Response: o.text, SessionID: req.sessionID, Emotion: emoji.XiaozhiEmotion(o.text)}); err != nil {
+		v.log.Debug("caller left before the reply", "session", req.sessionID, "error", err)
+	}
 	v.record(o)
-	return werr
+	return nil
 }
 
 // stream frames, field order as bridge.py wrote them (plus emotion).
@@ -530,6 +536,7 @@ func (v *Voice) stream(c echo.Context) error {
 				out.frame(chunkFrame{Type: "chunk", Content: chunk})
 			}
 		},
+		Flush: out.flush,
 	})
 	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
@@ -540,12 +547,14 @@ func (v *Voice) stream(c echo.Context) error {
 		o.kind, o.text = classify(ctx, err)
 		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
 		out.frame(errorFrame{Type: "error", Message: o.text, SessionID: req.sessionID})
+		out.flush()
 	} else {
 		full, synth := st.Final(res.Text)
 		if synth {
 			out.frame(chunkFrame{Type: "chunk", Content: full})
 		}
 		out.frame(finalFrame{Type: "final", Content: full, SessionID: req.sessionID, Emotion: emoji.XiaozhiEmotion(full)})
+		out.flush()
 		o.text, o.phases = full, &res.Phases
 		v.log.Info("voice turn", "session", req.sessionID, "elapsed", time.Since(t0), "turn", res.TurnIndex)
 	}
@@ -558,57 +567,84 @@ func (v *Voice) stream(c echo.Context) error {
 	return nil
 }
 
-// ndjsonWriter writes flushed NDJSON frames and, while nothing has been
-// written for the heartbeat interval, a bare newline. It stops writing at
-// the first error (the caller has gone).
+// ndjsonWriter writes NDJSON frames and, while nothing has been written
+// for the heartbeat interval, a bare newline. Frames go to the response
+// buffer and reach the wire at flush, so frames that are ready together
+// (chunks the agent sent back to back, the last chunks and the final
+// frame) share one write; every flush point follows the frames at once,
+// so no frame waits for a later one. It stops writing at the first error
+// (the caller has gone). The heartbeat is a timer, not a goroutine, so a
+// turn starts and ends without one.
 type ndjsonWriter struct {
 	w         *echo.Response
 	heartbeat time.Duration
 	clock     clockwork.Clock
-	stop      chan struct{}
-	done      chan struct{}
+	timer     clockwork.Timer
 
-	mu   sync.Mutex
-	last time.Time
-	err  error
+	mu     sync.Mutex
+	last   time.Time
+	err    error
+	dirty  bool // written since the last flush
+	closed bool
+	buf    bytes.Buffer
 }
 
 func newNDJSONWriter(w *echo.Response, heartbeat time.Duration, clock clockwork.Clock) *ndjsonWriter {
-	n := &ndjsonWriter{w: w, heartbeat: heartbeat, clock: clock, stop: make(chan struct{}), done: make(chan struct{}), last: clock.Now()}
-	go n.beat()
+	n := &ndjsonWriter{w: w, heartbeat: heartbeat, clock: clock, last: clock.Now()}
+	n.mu.Lock() // the timer's first run waits until it is stored
+	n.timer = clock.AfterFunc(heartbeat, n.beat)
+	n.mu.Unlock()
 	return n
 }
 
 var rawNEL = []byte("\u0085")
 
-// frame writes v as one JSON line. U+0085 is escaped so no client that
-// splits lines on it (Python's str.splitlines) can cut a frame.
+// frame writes v as one JSON line, to be sent at the next flush. U+0085 is
+// escaped so no client that splits lines on it (Python's str.splitlines)
+// can cut a frame.
 func (n *ndjsonWriter) frame(v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.buf.Reset()
+	enc := json.NewEncoder(&n.buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return
 	}
-	b := buf.Bytes()
+	b := n.buf.Bytes()
 	if bytes.Contains(b, rawNEL) {
 		b = bytes.ReplaceAll(b, rawNEL, []byte(`\u0085`))
 	}
-	n.write(b)
+	n.writeLocked(b)
 }
 
-func (n *ndjsonWriter) write(b []byte) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.err != nil {
+func (n *ndjsonWriter) writeLocked(b []byte) {
+	if n.err != nil || n.closed {
 		return
 	}
 	if _, err := n.w.Write(b); err != nil {
 		n.err = err
 		return
 	}
-	n.w.Flush()
+	n.dirty = true
 	n.last = n.clock.Now()
+}
+
+// flush sends what frame wrote since the last flush.
+func (n *ndjsonWriter) flush() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.flushLocked()
+}
+
+func (n *ndjsonWriter) flushLocked() {
+	if !n.dirty || n.err != nil {
+		return
+	}
+	n.dirty = false
+	if err := http.NewResponseController(n.w).Flush(); err != nil {
+		n.err = err
+	}
 }
 
 func (n *ndjsonWriter) failed() bool {
@@ -617,32 +653,31 @@ func (n *ndjsonWriter) failed() bool {
 	return n.err != nil
 }
 
-// beat writes a newline whenever heartbeat passes without a frame.
+// beat runs on the timer: a newline when heartbeat has passed without a
+// frame, then the timer set for the next due time.
 func (n *ndjsonWriter) beat() {
-	defer close(n.done)
-	t := n.clock.NewTimer(n.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.Chan():
-		}
-		n.mu.Lock()
-		idle := n.clock.Since(n.last)
-		n.mu.Unlock()
-		if idle >= n.heartbeat {
-			n.write([]byte("\n"))
-			idle = 0
-		}
-		t.Reset(n.heartbeat - idle)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
 	}
+	idle := n.clock.Since(n.last)
+	if idle >= n.heartbeat {
+		n.writeLocked([]byte("\n"))
+		n.flushLocked()
+		idle = 0
+	}
+	n.timer.Reset(n.heartbeat - idle)
 }
 
-// close stops the heartbeat and waits for it.
+// close flushes what is left and stops the heartbeat; nothing is written
+// after it returns.
 func (n *ndjsonWriter) close() {
-	close(n.stop)
-	<-n.done
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.flushLocked()
+	n.closed = true
+	n.timer.Stop()
 }
 
 // ReplyRequest is one buffered voice turn asked for by a caller other

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -177,7 +178,17 @@ func (env *voiceEnv) records(t *testing.T) []map[string]any {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		// Only whole lines: the handler may be writing its record (the
+		// reply is sent before the turn is recorded).
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i]
+		} else {
+			b = nil
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
 			var r map[string]any
 			if err := json.Unmarshal(line, &r); err != nil {
 				t.Fatalf("log line %q: %v", line, err)
@@ -323,36 +334,123 @@ func TestStreamHeadersImmediately(t *testing.T) {
 // S3: each chunk is its own flushed line: the agent sends its next chunk
 // only after the client has read the previous one.
 func TestStreamFlushesEachChunk(t *testing.T) {
+	chunks := []string{"😊 one. ", "two. ", "three."}
+	// Each chunk is sent only after the client has read the one before, so
+	// a frame held back for coalescing would stall the test.
 	read := make(chan struct{})
-	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
-		for _, c := range []string{"😊 one. ", "two. ", "three."} {
-			req.OnChunk(c)
-			select {
-			case <-read:
-			case <-ctx.Done():
-				return acp.TurnResult{}, ctx.Err()
+	waitRead := func(ctx context.Context) error {
+		select {
+		case <-read:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	byTurner := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		for _, c := range chunks {
+			req.OnChunk(c) // as the pool does: each batch, then Flush
+			req.Flush()
+			if err := waitRead(ctx); err != nil {
+				return acp.TurnResult{}, err
 			}
 		}
 		return acp.TurnResult{Text: "😊 one. two. three."}, nil
 	})
+	byAgent := &acptest.Agent{OnPrompt: func(ctx context.Context, a *acptest.Agent, sid, _ string) (acpsdk.PromptResponse, error) {
+		for _, c := range chunks {
+			if err := a.Chunk(ctx, sid, c); err != nil {
+				return acpsdk.PromptResponse{}, err
+			}
+			if err := waitRead(ctx); err != nil {
+				return acpsdk.PromptResponse{}, err
+			}
+		}
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+	}}
+	for _, tc := range []struct {
+		name  string
+		agent *acptest.Agent
+		cfg   VoiceConfig
+	}{
+		{"turner", nil, VoiceConfig{Agent: byTurner}},
+		{"pool and ACP agent", byAgent, VoiceConfig{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newVoiceEnv(t, tc.agent, tc.cfg, acp.PoolConfig{})
+			resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			lines := lineReader(resp.Body)
+			var got []string
+			for i := 0; i < 3; i++ {
+				got = append(got, nextLine(t, lines))
+				read <- struct{}{}
+			}
+			got = append(got, nextLine(t, lines))
+			for i, want := range []string{`{"type":"chunk","content":"😊 one. "}`, `{"type":"chunk","content":"two. "}`,
+				`{"type":"chunk","content":"three."}`, `{"type":"final","content":"😊 one. two. three."`} {
+				if !strings.HasPrefix(got[i], want) || !strings.HasSuffix(got[i], "}\n") {
+					t.Errorf("line %d = %q, want %s…", i, got[i], want)
+				}
+			}
+		})
+	}
+}
+
+// Chunks that reach the bridge together go out in one write, and a turn
+// ending right after its last chunks sends them with the final frame: the
+// whole reply arrives in one read, in order, nothing lost.
+func TestStreamCoalescesFramesReadyTogether(t *testing.T) {
+	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		req.OnChunk("😊 one. ")
+		req.OnChunk("two. ")
+		req.Flush()
+		req.OnChunk("three.") // delivered with the result: no Flush
+		return acp.TurnResult{Text: "😊 one. two. three."}, nil
+	})
 	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent}, acp.PoolConfig{})
-	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(env.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	lines := lineReader(resp.Body)
-	var got []string
-	for i := 0; i < 3; i++ {
-		got = append(got, nextLine(t, lines))
-		read <- struct{}{}
+	defer conn.Close()
+	req := "POST /api/message/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"content\":\"x\"}"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
 	}
-	got = append(got, nextLine(t, lines))
-	for i, want := range []string{`{"type":"chunk","content":"😊 one. "}`, `{"type":"chunk","content":"two. "}`,
-		`{"type":"chunk","content":"three."}`, `{"type":"final","content":"😊 one. two. three."`} {
-		if !strings.HasPrefix(got[i], want) || !strings.HasSuffix(got[i], "}\n") {
-			t.Errorf("line %d = %q, want %s…", i, got[i], want)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var reads []string
+	var all strings.Builder
+	buf := make([]byte, 64<<10)
+	for !strings.HasSuffix(all.String(), "0\r\n\r\n") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("reading the response: %v (so far %q)", err, all.String())
 		}
+		reads = append(reads, string(buf[:n]))
+		all.Write(buf[:n])
+	}
+	// Frames written together arrive together (a small write on loopback
+	// is never split across reads; separate writes may merge, which only
+	// makes this weaker, never flaky).
+	body := all.String()
+	for _, want := range []string{`"content":"😊 one. "`, `"content":"two. "`, `"content":"three."`, `"type":"final"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("response lacks %s:\n%s", want, body)
+		}
+	}
+	together := func(a, b string) bool {
+		for _, r := range reads {
+			if strings.Contains(r, a) {
+				return strings.Contains(r, b)
+			}
+		}
+		return false
+	}
+	if !together(`"content":"😊 one. "`, `"content":"two. "`) || !together(`"content":"three."`, `"type":"final"`) {
+		t.Errorf("frames ready together were written apart: %q", reads)
 	}
 }
 
@@ -998,5 +1096,36 @@ func TestDemoAgentQuotesRealPrompts(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A buffered reply always carries its Content-Length, as bridge.py's
+// JSONResponse did, long replies too (net/http would otherwise chunk
+// anything over 2 KiB), and it is recorded after it was sent.
+func TestMessageReplyHasContentLength(t *testing.T) {
+	long := "😊 " + strings.Repeat("a long answer ", 400)
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		return acptest.Reply{Chunks: []string{long}}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	resp, err := http.Post(env.url+"/api/message", "application/json", body(map[string]any{"content": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != int64(len(raw)) || len(resp.TransferEncoding) != 0 {
+		t.Errorf("Content-Length %d, transfer encoding %v, for a %d-byte body", resp.ContentLength, resp.TransferEncoding, len(raw))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil || out["response"] != strings.TrimSpace(long) && out["response"] != long {
+		t.Errorf("reply %.80q…: %v", raw, err)
+	}
+	recs := env.waitRecords(t, 1)
+	if recs[0]["session_id"] != out["session_id"] {
+		t.Errorf("record %v for reply session %v", recs[0], out["session_id"])
 	}
 }

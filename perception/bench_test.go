@@ -79,3 +79,15 @@ func BenchmarkIngestNewDevices(b *testing.B) {
 		s.Ingest(Event{DeviceID: ids[i%len(ids)], TS: float64(i), Name: "sound_event", Data: data})
 	}
 }
+
+// BenchmarkDecodeEvent: the ingest decoder on a firmware-shaped body.
+func BenchmarkDecodeEvent(b *testing.B) {
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	body := []byte(`{"device_id":"dotty-aa:bb:cc:dd:ee:01","ts":1795600000.123456,"name":"sound_event","data":{"direction":"left","energy":0.731,"balance":-0.204,"firmware_ts_ms":10231}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.decodeEvent(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

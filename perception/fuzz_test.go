@@ -3,6 +3,7 @@ package perception
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,12 +19,21 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"name":""}`, `{"name":"x","data":null,"ts":null}`, `{"name":"x","ts":"12"}`,
 		`[1]`, `null`, `{"name":5}`, `{"name":"x","data":[1]}`, `{"name":"x","ts":1e400}`,
 		"{\"name\":\"\xff\"}", `{"name":"x","data":{"a":{"b":[1,2,{"c":null}]}}}`,
+		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"NAME":"m","Data":{"y":2}}`,
+		`{"device_id":" ","ts":2,"name":"n","data":{}}`, "{\"device_id\":\"d\xff\",\"ts\":-0,\"name\":\"\",\"data\":{\"\":[]}}",
 	} {
 		f.Add([]byte(seed))
 	}
 	s := New(Config{Logger: hclog.NewNullLogger()})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ev, err := s.decodeEvent(body)
+		if _, ferr, fast := decodeEventFast(body); fast && ferr != nil {
+			// A rejected device id: the binder's error, word for word.
+			_, serr := s.decodeEventSlow(body)
+			if serr == nil || serr.Error() != ferr.Error() {
+				t.Fatalf("fast path error %v, binder %v, for %q", ferr, serr, body)
+			}
+		}
 		if err != nil {
 			var apiErr *httpapi.APIError
 			if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 {
@@ -34,6 +44,13 @@ func FuzzDecodeEvent(f *testing.F) {
 		for _, enc := range [][]byte{mustJSON(t, ev), mustJSON(t, recentJSON(ev))} {
 			if !json.Valid(enc) {
 				t.Fatalf("invalid JSON %q for %q", enc, body)
+			}
+		}
+		// The one-pass decoding of common bodies is the binder's, exactly.
+		if _, _, fast := decodeEventFast(body); fast {
+			slow, err := s.decodeEventSlow(body)
+			if err != nil || !reflect.DeepEqual(slow, ev) {
+				t.Fatalf("fast and binder paths differ for %q:\n fast %#v\n slow %#v (%v)", body, ev, slow, err)
 			}
 		}
 	})

@@ -264,6 +264,19 @@ type eventBody struct {
 	Data     json.RawMessage `json:"data"`
 }
 
+// fastEventBody is the shape nearly every event has: all four fields
+// present, of the right types, none null. Such a body is decoded in one
+// pass; anything else takes the binder's path, which words errors as
+// FastAPI did and fills in defaults.
+type fastEventBody struct {
+	DeviceID *string  `json:"device_id"`
+	TS       *float64 `json:"ts"`
+	Name     *string  `json:"name"`
+	// Data stays raw: decoded into a map here, a repeated key would merge
+	// both objects where the binder keeps the last.
+	Data json.RawMessage `json:"data"`
+}
+
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // postEvent is POST /api/perception/event: 204 with no body.
@@ -299,6 +312,29 @@ func (s *Service) postEvent(c echo.Context) error {
 // ("unknown" when absent), ts a number or null (now), data an object (null
 // or absent: {}). Unknown fields are ignored.
 func (s *Service) decodeEvent(b []byte) (Event, error) {
+	if ev, err, ok := decodeEventFast(b); ok {
+		return ev, err
+	}
+	return s.decodeEventSlow(b)
+}
+
+// decodeEventFast decodes a body of the common shape in one pass; ok is
+// false for any other body.
+func decodeEventFast(b []byte) (ev Event, err error, ok bool) {
+	var fast fastEventBody
+	var data map[string]any
+	if json.Unmarshal(b, &fast) != nil || fast.DeviceID == nil || fast.TS == nil || fast.Name == nil ||
+		len(fast.Data) == 0 || fast.Data[0] != '{' || json.Unmarshal(fast.Data, &data) != nil {
+		return Event{}, nil, false
+	}
+	if item, valid := CheckDeviceID(*fast.DeviceID, "body"); !valid {
+		return Event{}, httpapi.Validation(item), true
+	}
+	return Event{DeviceID: *fast.DeviceID, TS: *fast.TS, Name: *fast.Name, Data: data}, nil, true
+}
+
+// decodeEventSlow is decodeEvent through the binder.
+func (s *Service) decodeEventSlow(b []byte) (Event, error) {
 	var body eventBody
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(b, &body) != nil {
 		// Not an object, or invalid JSON: the shared decoder words it.

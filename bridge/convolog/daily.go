@@ -3,7 +3,6 @@ package convolog
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +37,11 @@ type DailyConfig struct {
 
 // Daily appends JSON records, one line each, to the file of their date.
 // Each record is one write(2) on a file opened O_APPEND under the set's
-// lock, so concurrent writers never interleave or tear lines. A failure
+// lock, so concurrent writers never interleave or tear lines. The day's
+// file stays open between records (opening, chmod-ing and closing it per
+// record tripled a voice turn's file system calls); at most once a
+// second a write checks that the path still names the open file (moved
+// away or deleted by hand: a new one is created) and is still private. A failure
 // is logged (the first of a run at Warn, the rest at Debug until a write
 // succeeds again) and counted, and never reaches the caller: a full SD
 // card must not stop the robot. Safe for concurrent use.
@@ -48,10 +51,17 @@ type Daily struct {
 	log               hclog.Logger
 	failures          prometheus.Counter
 
-	mu     sync.Mutex
-	dirOK  bool
-	warned bool
+	mu      sync.Mutex
+	dirOK   bool
+	warned  bool
+	f       *os.File    // the open file, nil when none
+	fpath   string      // f's path
+	fstat   os.FileInfo // f's identity when opened
+	checked time.Time   // when the path was last checked against f
 }
+
+// recheck is how often a write checks the open file against its path.
+const recheck = time.Second
 
 // NewDaily returns the file set, creating its directory now; a failure is
 // logged and retried at the next write.
@@ -103,21 +113,74 @@ func (d *Daily) appendLine(t time.Time, line []byte) {
 		return
 	}
 	path := d.Path(t)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- the configured directory plus a date we format
-	if err != nil {
-		d.failLocked("cannot open "+d.what, err)
-		return
+	if d.f != nil && (d.fpath != path || d.staleLocked(path)) {
+		d.closeLocked()
 	}
-	_, werr := f.Write(line)
-	cerr := f.Close()
-	// The mode is re-asserted after each append, as bridge.py did, so a
-	// file created by hand or by an older version ends up private too.
-	merr := os.Chmod(path, 0o600)
-	if err := errors.Join(werr, cerr, merr); err != nil {
+	if d.f == nil {
+		if err := d.openLocked(path); err != nil {
+			d.failLocked("cannot open "+d.what, err)
+			return
+		}
+	}
+	if _, err := d.f.Write(line); err != nil {
+		d.closeLocked() // the next record reopens
 		d.failLocked("cannot write "+d.what, fmt.Errorf("%s: %w", path, err))
 		return
 	}
 	d.warned = false
+}
+
+// openLocked opens path for appending. The mode is asserted on open and
+// at each check, as bridge.py did after each append, so a file created by
+// hand or by an older version ends up private too.
+func (d *Daily) openLocked(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- the configured directory plus a date we format
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Mode().Perm() != 0o600 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	d.f, d.fpath, d.fstat, d.checked = f, path, st, time.Now()
+	return nil
+}
+
+// staleLocked reports, at most once per recheck, whether path no longer
+// names the open file; it re-asserts the file's mode when it does.
+func (d *Daily) staleLocked(path string) bool {
+	now := time.Now()
+	if now.Sub(d.checked) < recheck {
+		return false
+	}
+	d.checked = now
+	st, err := os.Stat(path)
+	if err != nil || !os.SameFile(st, d.fstat) {
+		return true
+	}
+	if st.Mode().Perm() != 0o600 {
+		_ = d.f.Chmod(0o600)
+	}
+	return false
+}
+
+func (d *Daily) closeLocked() {
+	if d.f != nil {
+		_ = d.f.Close()
+		d.f, d.fpath, d.fstat = nil, "", nil
+	}
+}
+
+// Close closes the open file; a later record opens it again.
+func (d *Daily) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeLocked()
+	return nil
 }
 
 func (d *Daily) ensureDirLocked() bool {

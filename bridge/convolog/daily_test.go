@@ -110,3 +110,45 @@ func TestDailyFailureCountedAndRecovers(t *testing.T) {
 		t.Errorf("failures after a bad value %v, want 3", n)
 	}
 }
+
+// TestDailyKeepsTheFileOpenButFollowsThePath: records share one open file;
+// once the periodic check runs, a file deleted or made readable by hand is
+// replaced or made private again, and no record after the check is lost.
+func TestDailyKeepsTheFileOpenButFollowsThePath(t *testing.T) {
+	dir := t.TempDir()
+	d := NewDaily(DailyConfig{Dir: dir, Prefix: "convo", Location: time.UTC})
+	defer d.Close()
+	at := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	path := d.Path(at)
+	d.Append(at, map[string]int{"n": 1})
+	first := d.f
+	d.Append(at, map[string]int{"n": 2})
+	if d.f != first || first == nil {
+		t.Fatal("the file was reopened between two records of the same day")
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.checked = time.Time{} // a second has passed
+	d.Append(at, map[string]int{"n": 3})
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v after the check, want 0600", st.Mode().Perm())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	d.checked = time.Time{}
+	d.Append(at, map[string]int{"n": 4})
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "{\"n\":4}\n" {
+		t.Errorf("after the file was deleted: %q, %v; want the new record in a new file", b, err)
+	}
+	next := at.Add(24 * time.Hour)
+	d.Append(next, map[string]int{"n": 5})
+	if d.fpath != d.Path(next) {
+		t.Errorf("open file %s, want the next day's", d.fpath)
+	}
+	if b, _ := os.ReadFile(d.Path(next)); string(b) != "{\"n\":5}\n" {
+		t.Errorf("next day's file: %q", b)
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -98,6 +99,25 @@ func WriteJSON(c echo.Context, status int, v any) error {
 		return err
 	}
 	return c.Blob(status, MIMEJSON, b)
+}
+
+// SendJSON writes v like WriteJSON, with its Content-Length, and puts it
+// on the wire now rather than when the handler returns, so work a handler
+// does after answering (logging the turn) is not the caller's wait. An
+// error means the caller has gone.
+func SendJSON(c echo.Context, status int, v any) error {
+	b, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	resp := c.Response()
+	resp.Header().Set(echo.HeaderContentType, MIMEJSON)
+	resp.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	resp.WriteHeader(status)
+	if _, err := resp.Write(b); err != nil {
+		return err
+	}
+	return http.NewResponseController(resp).Flush()
 }
 
 // ErrorHandler returns echo's HTTPErrorHandler for the bridge. It maps

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,4 +56,80 @@ func (r readableDurations) Named(name string) hclog.Logger {
 }
 func (r readableDurations) ResetNamed(name string) hclog.Logger {
 	return readableDurations{r.Logger.ResetNamed(name)}
+}
+
+// logFlushDelay is how long a log line may wait in logWriter's buffer.
+const logFlushDelay = 2 * time.Millisecond
+
+// logBufferMax is how much logWriter holds before a Write flushes in line.
+const logBufferMax = 256 << 10
+
+// logWriter takes log lines into a buffer and writes them out at most
+// logFlushDelay later, in one write for all lines of that window. A voice
+// turn logs two lines; written in line, each was a system call on the
+// request's path. Lines keep their order; a burst past logBufferMax is
+// written by the logger's caller, after the buffer, so memory stays
+// bounded. Close writes what is left (call it before the process exits).
+type logWriter struct {
+	w io.Writer
+
+	mu     sync.Mutex
+	buf    []byte
+	armed  bool // a flush is scheduled
+	closed bool
+	timer  *time.Timer
+}
+
+func newLogWriter(w io.Writer) *logWriter {
+	lw := &logWriter{w: w}
+	lw.timer = time.AfterFunc(time.Hour, lw.flush)
+	lw.timer.Stop()
+	return lw
+}
+
+// Write implements io.Writer; it never fails (a failed flush is dropped,
+// as a failed write to stderr was).
+func (lw *logWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.closed || len(lw.buf)+len(p) > logBufferMax {
+		lw.writeLocked()
+		_, _ = lw.w.Write(p)
+		return len(p), nil
+	}
+	lw.buf = append(lw.buf, p...)
+	if !lw.armed {
+		lw.armed = true
+		lw.timer.Reset(logFlushDelay)
+	}
+	return len(p), nil
+}
+
+func (lw *logWriter) flush() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.writeLocked()
+}
+
+func (lw *logWriter) writeLocked() {
+	lw.armed = false
+	if len(lw.buf) == 0 {
+		return
+	}
+	_, _ = lw.w.Write(lw.buf)
+	if cap(lw.buf) > 64<<10 {
+		lw.buf = nil // a burst's buffer is let go
+	} else {
+		lw.buf = lw.buf[:0]
+	}
+}
+
+// Close writes what is buffered; later lines are written in line.
+func (lw *logWriter) Close() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.timer.Stop()
+	lw.closed = true
+	lw.writeLocked()
+	return nil
 }

@@ -54,7 +54,18 @@ func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	var stderr io.Writer = os.Stderr
+	if len(os.Args) < 2 || (os.Args[1] != "demo-agent" && os.Args[1] != "acp") {
+		// The bridge's log lines are written in batches; a child's stderr
+		// (the demo agent's ready marker) goes out at once.
+		lw := newLogWriter(os.Stderr)
+		defer lw.Close() // for a panic unwinding main; os.Exit skips it
+		stderr = lw
+	}
+	err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stdout, stderr)
+	if lw, ok := stderr.(*logWriter); ok {
+		_ = lw.Close()
+	}
 	os.Exit(exitCode(err, os.Stderr))
 }
 
