@@ -26,7 +26,7 @@ func TestBenchSmoke(t *testing.T) {
 	if err := run(options{bin: bin, turns: 20, conc: 2, events: 2000, sse: 5, sseRate: 100}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range []string{"demo agent alone", "empty handler (net/http, own process)", "empty handler ingest", "% of the empty handler", "start to healthy", "idle RSS", "buffered turn, 1 session",
+	for _, row := range []string{"demo agent alone", "empty handler (net/http, own process)", "empty handler ingest", "% of the empty handler", "start to healthy", "idle RSS", "existing brain.db", "buffered turn, 1 session",
 		"streaming turn, 2 sessions", "first chunk on the wire", "agent crash (SIGKILL) to next good turn", "barge-in → next turn's first chunk", "perception ingest, 8 connections",
 		"SSE delivery, 5 feed clients", "(1000 of 1000 frames)", "peak RSS"} {
 		if !strings.Contains(out.String(), row) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"time"
@@ -69,7 +70,10 @@ const logBufferMax = 256 << 10
 // turn logs two lines; written in line, each was a system call on the
 // request's path. Lines keep their order; a burst past logBufferMax is
 // written by the logger's caller, after the buffer, so memory stays
-// bounded. Close writes what is left (call it before the process exits).
+// bounded. Warnings and errors are written at once with what is buffered
+// before them: they are rare, and the lines before a crash are the ones
+// an operator needs. Close writes what is left (call it before the
+// process exits).
 type logWriter struct {
 	w io.Writer
 
@@ -98,11 +102,21 @@ func (lw *logWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	lw.buf = append(lw.buf, p...)
+	if urgent(p) {
+		lw.writeLocked()
+		return len(p), nil
+	}
 	if !lw.armed {
 		lw.armed = true
 		lw.timer.Reset(logFlushDelay)
 	}
 	return len(p), nil
+}
+
+// urgent reports a warning or error line, in hclog's text or JSON format.
+func urgent(p []byte) bool {
+	return bytes.Contains(p, []byte("[WARN]")) || bytes.Contains(p, []byte("[ERROR]")) ||
+		bytes.Contains(p, []byte(`"@level":"warn"`)) || bytes.Contains(p, []byte(`"@level":"error"`))
 }
 
 func (lw *logWriter) flush() {

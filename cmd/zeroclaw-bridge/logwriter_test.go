@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the flush timer's goroutine.
@@ -106,5 +108,25 @@ func TestLogWriterBoundsItsBuffer(t *testing.T) {
 	lw.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d bytes left buffered", n)
+	}
+}
+
+// A warning or an error goes out at once, after the lines before it, in
+// either log format.
+func TestLogWriterWritesWarningsAtOnce(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var out lockedBuffer
+		lw := newLogWriter(&out)
+		log := newLogger(config{LogLevel: hclog.Info, LogFormat: format}, lw)
+		log.Info("before")
+		log.Warn("trouble")
+		got, writes := out.snapshot()
+		if !strings.Contains(got, "before") || !strings.Contains(got, "trouble") || strings.Index(got, "before") > strings.Index(got, "trouble") {
+			t.Errorf("%s: output %q, want both lines at once, in order", format, got)
+		}
+		if writes != 1 {
+			t.Errorf("%s: %d writes, want the buffered line and the warning in one", format, writes)
+		}
+		_ = lw.Close()
 	}
 }
