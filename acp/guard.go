@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,6 +166,13 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 			if err := g.pace(); err != nil {
 				g.readErr = err
 				return 0, err
+			}
+			if g.src.Buffered() > 0 {
+				// More frames are already here (a reply's last chunk and
+				// its result): let the notification just queued be
+				// handled before the next frame is parsed, so a chunk is
+				// not overtaken by the result behind it.
+				runtime.Gosched()
 			}
 		}
 		line, tooLong, err := readLine(g.src, g.maxLine)
