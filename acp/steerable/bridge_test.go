@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // The sidecar's error codes, through the real voice route: each is
@@ -55,9 +57,10 @@ func TestSidecarErrorsReachTheVoiceRoute(t *testing.T) {
 			if out.Response != tt.want {
 				t.Errorf("reply %q, want %q", out.Response, tt.want)
 			}
-			if v := testutil.ToFloat64(metrics.RequestErrors.WithLabelValues("message", tt.kind)); v != 1 {
-				t.Errorf("dotty_request_errors_total{message,%s} = %v", tt.kind, v)
-			}
+			// The turn is recorded just after its reply is sent.
+			testkit.WaitFor(t, 5*time.Second, "the error counted under "+tt.kind, func() bool {
+				return testutil.ToFloat64(metrics.RequestErrors.WithLabelValues("message", tt.kind)) == 1
+			})
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // An agent that exits at once: /api/message answers the offline fallback
@@ -39,23 +40,16 @@ func TestBridgeBrokenAgentFailsFast(t *testing.T) {
 		}
 		t.Logf("turn %d answered the offline fallback after %v", i, took.Round(time.Millisecond))
 	}
-	if _, metrics := p.get("/metrics"); !strings.Contains(metrics, `dotty_request_errors_total{endpoint="message",kind="agent_unavailable"} 2`) {
-		t.Errorf("agent_unavailable not counted twice:\n%s", grepLines(metrics, "dotty_request_errors_total"))
-	}
+	// Each turn is recorded just after its reply is sent.
+	var metrics string
+	testkit.WaitFor(t, 5*time.Second, "agent_unavailable counted twice", func() bool {
+		_, metrics = p.get("/metrics")
+		return strings.Contains(metrics, `dotty_request_errors_total{endpoint="message",kind="agent_unavailable"} 2`)
+	})
 	if !strings.Contains(p.log(), "kind=agent_unavailable") {
 		t.Error("turn failure not logged with kind=agent_unavailable")
 	}
 	if _, err := p.stop(syscall.SIGTERM); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
