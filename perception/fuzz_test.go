@@ -20,6 +20,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		`[1]`, `null`, `{"name":5}`, `{"name":"x","data":[1]}`, `{"name":"x","ts":1e400}`,
 		"{\"name\":\"\xff\"}", `{"name":"x","data":{"a":{"b":[1,2,{"c":null}]}}}`,
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"NAME":"m","Data":{"y":2}}`,
+		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"d\u0061ta":{"y":2}}`, `{"device_id":"d","ts":1,"name":"data","data":{}}`,
 		`{"device_id":" ","ts":2,"name":"n","data":{}}`, "{\"device_id\":\"d\xff\",\"ts\":-0,\"name\":\"\",\"data\":{\"\":[]}}",
 	} {
 		f.Add([]byte(seed))

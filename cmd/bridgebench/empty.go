@@ -58,11 +58,12 @@ func serveEmpty() error {
 }
 
 // startEmpty runs serveEmpty in a child process (this program again) and
-// returns its base URL and a stop function.
-func startEmpty() (string, func(), error) {
+// returns its base URL, its process id (its CPU time is read) and a stop
+// function.
+func startEmpty() (string, int, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(self)
 	cmd.Env = []string{emptyEnv + "=1"}
@@ -73,22 +74,22 @@ func startEmpty() (string, func(), error) {
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop := func() { _ = stdin.Close(); _ = cmd.Wait() }
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		stop()
-		return "", nil, fmt.Errorf("empty server did not start: %q %v", line, err)
+		return "", 0, nil, fmt.Errorf("empty server did not start: %q %v", line, err)
 	}
-	return "http://" + addr, stop, nil
+	return "http://" + addr, cmd.Process.Pid, stop, nil
 }

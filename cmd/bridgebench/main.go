@@ -43,8 +43,10 @@ type options struct {
 	bin            string
 	turns, conc    int
 	events, sse    int
+	cpuTurns       int
 	sseRate        int
 	skipPerception bool
+	skipFloors     bool
 }
 
 func main() {
@@ -54,9 +56,11 @@ func main() {
 	flag.IntVar(&o.turns, "turns", 1000, "voice turns per latency row")
 	flag.IntVar(&o.conc, "concurrency", 16, "concurrent sessions of the concurrent rows")
 	flag.IntVar(&o.events, "events", 100000, "perception events of the ingest row")
+	flag.IntVar(&o.cpuTurns, "cpu-turns", 4000, "lockstep turns of each CPU-per-turn row (CPU time is counted in 10 ms ticks: keep a few seconds' worth)")
 	flag.IntVar(&o.sse, "sse", 64, "feed clients of the SSE delivery row (the bridge's default PERCEPTION_FEED_MAX_CLIENTS is 64)")
 	flag.IntVar(&o.sseRate, "sse-rate", 500, "events per second of the SSE delivery row")
 	flag.BoolVar(&o.skipPerception, "skip-perception", false, "skip the perception rows")
+	flag.BoolVar(&o.skipFloors, "skip-floors", false, "skip the idle RSS floors (programs linking part of the bridge's libraries)")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bridgebench:", err)
@@ -94,13 +98,13 @@ func run(o options, out io.Writer) error {
 	}
 	add("demo agent alone (ACP prompt round trip)", fmt.Sprintf("p50 %s  p99 %s", us(pct(agent, .5)), us(pct(agent, .99))), "")
 
-	emptyURL, stopEmpty, err := startEmpty()
+	emptyURL, emptyPID, stopEmpty, err := startEmpty()
 	if err != nil {
 		return err
 	}
 	defer stopEmpty()
 	emptyClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	floor, _, err := turns(emptyClient, emptyURL, o.turns, 1, false)
+	floor, _, _, err := turns(emptyClient, emptyURL, o.turns, 1, false)
 	if err != nil {
 		return fmt.Errorf("empty handler: %w", err)
 	}
@@ -128,6 +132,15 @@ func run(o options, out io.Writer) error {
 	} else {
 		return err
 	}
+	if !o.skipFloors {
+		floors, err := idleFloors()
+		if err != nil {
+			return err
+		}
+		for _, f := range floors {
+			add("idle RSS floor: "+f.name, fmt.Sprintf("%.1f MiB", float64(f.rss)/1024), "")
+		}
+	}
 
 	for _, tt := range []struct {
 		name   string
@@ -139,12 +152,16 @@ func run(o options, out io.Writer) error {
 		{fmt.Sprintf("buffered turn, %d sessions", o.conc), false, o.conc},
 		{fmt.Sprintf("streaming turn, %d sessions", o.conc), true, o.conc},
 	} {
-		lat, first, err := turns(client, b.URL, o.turns, tt.conc, tt.stream)
+		lat, first, final, err := turns(client, b.URL, o.turns, tt.conc, tt.stream)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tt.name, err)
 		}
 		if tt.stream && tt.conc == 1 {
 			add("first chunk on the wire (streaming, 1 session)", fmt.Sprintf("p50 %s  → added p50 %s over the agent's first chunk", us(pct(first, .5)), us(pct(first, .5)-pct(agentFirst, .5))), "added ≤ 80 µs")
+			// ZeroClawLLM stops reading at the final frame; the end of the
+			// chunked body comes after the turn is recorded.
+			add("final frame on the wire (streaming, 1 session)", fmt.Sprintf("p50 %s  p99 %s  → added p50 %s (%s over the empty handler)", us(pct(final, .5)), us(pct(final, .99)),
+				us(pct(final, .5)-pct(agent, .5)), us(pct(final, .5)-pct(agent, .5)-pct(floor, .5))), "")
 		}
 		value := fmt.Sprintf("p50 %s  p99 %s", us(pct(lat, .5)), us(pct(lat, .99)))
 		target := ""
@@ -157,6 +174,27 @@ func run(o options, out io.Writer) error {
 			target = fmt.Sprintf("added ≤ 150 µs p50; p99 ≤ agent p99 + 0.5 ms (%s)", us(pct(agent, .99)+500*time.Microsecond))
 		}
 		add(tt.name+" (whole request)", value, target)
+	}
+
+	// CPU per turn moves far less with the machine's noise than latency
+	// percentiles do: turns in lockstep on one keep-alive connection while
+	// /proc counts the process's CPU time.
+	cpu0 := benchkit.CPUTime(emptyPID)
+	if _, _, _, err := turns(emptyClient, emptyURL, o.cpuTurns, 1, false); err != nil {
+		return fmt.Errorf("empty handler: %w", err)
+	}
+	emptyCPU := (benchkit.CPUTime(emptyPID) - cpu0) / time.Duration(o.cpuTurns)
+	for _, stream := range []bool{false, true} {
+		cpu0, t0 := benchkit.CPUTime(b.PID), time.Now()
+		if _, _, _, err := turns(client, b.URL, o.cpuTurns, 1, stream); err != nil {
+			return fmt.Errorf("lockstep turns: %w", err)
+		}
+		elapsed, cpu := time.Since(t0), (benchkit.CPUTime(b.PID)-cpu0)/time.Duration(o.cpuTurns)
+		kind := "buffered"
+		if stream {
+			kind = "streamed"
+		}
+		add(fmt.Sprintf("bridge CPU per %s turn, lockstep on one connection", kind), fmt.Sprintf("%s  (%.0f turns/s; the empty handler: %s per request)", us(cpu), float64(o.cpuTurns)/elapsed.Seconds(), us(emptyCPU)), "")
 	}
 
 	crash, err := crashToTurn(client, b.URL)
@@ -179,18 +217,22 @@ func run(o options, out io.Writer) error {
 		if _, err := benchkit.Post(emptyURL, bodies, 5000, 8, 1); err != nil {
 			return err
 		}
+		cpu0 := benchkit.CPUTime(emptyPID)
 		floorRes, err := benchkit.Post(emptyURL, bodies, o.events, 8, 1)
 		if err != nil {
 			return fmt.Errorf("empty handler ingest: %w", err)
 		}
+		floorCPU := (benchkit.CPUTime(emptyPID) - cpu0) / time.Duration(max(floorRes.Sent, 1))
 		floorRate := float64(floorRes.Sent) / floorRes.Elapsed.Seconds()
-		add("empty handler ingest, 8 connections, 1 in flight each", fmt.Sprintf("%.0f events/s (p99 %s)", floorRate, us(pct(floorRes.Lat, .99))), "the HTTP floor")
+		add("empty handler ingest, 8 connections, 1 in flight each", fmt.Sprintf("%.0f events/s (p99 %s), %s CPU per event", floorRate, us(pct(floorRes.Lat, .99)), us1(floorCPU)), "the HTTP floor")
+		cpu0 = benchkit.CPUTime(b.PID)
 		res, err := benchkit.Post(b.URL, bodies, o.events, 8, 1)
 		if err != nil {
 			return err
 		}
+		evCPU := (benchkit.CPUTime(b.PID) - cpu0) / time.Duration(max(res.Sent, 1))
 		rate := float64(res.Sent) / res.Elapsed.Seconds()
-		add("perception ingest, 8 connections, consumers attached", fmt.Sprintf("%.0f events/s (p99 %s) = %.0f %% of the empty handler", rate, us(pct(res.Lat, .99)), 100*rate/floorRate), "≥ 95 % of the empty handler")
+		add("perception ingest, 8 connections, consumers attached", fmt.Sprintf("%.0f events/s (p99 %s) = %.0f %% of the empty handler, %s CPU per event", rate, us(pct(res.Lat, .99)), 100*rate/floorRate, us1(evCPU)), "≥ 95 % of the empty handler")
 		res, err = benchkit.Post(b.URL, bodies, o.events, 8, 8)
 		if err != nil {
 			return err
@@ -234,6 +276,78 @@ func idleWithExistingDB(bin, db string) (int64, error) {
 	return rss, nil
 }
 
+// floor is one idle RSS floor: a program linking part of the bridge's
+// libraries (cmd/internal/rssfloor), its RSS in KiB.
+type floor struct {
+	name string
+	rss  int64
+}
+
+// idleFloors builds cmd/internal/rssfloor as the bridge is built, once per
+// set of libraries, and measures each one idle after a /health and a
+// /metrics request, as the bridge's idle rows are.
+func idleFloors() ([]floor, error) {
+	dir, err := os.MkdirTemp("", "bridgebench-floor-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var out []floor
+	for i, v := range []struct{ name, tags string }{
+		{"net/http alone", ""},
+		{"+ echo, prometheus, hclog, ACP SDK, backoff", "libs"},
+		{"+ openai-go, SQLite driver, YAML", "libs,extra"},
+	} {
+		bin := filepath.Join(dir, fmt.Sprintf("floor%d", i))
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags="+v.tags, "-o", bin, "github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/rssfloor")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("build the RSS floor %q: %w", v.name, err)
+		}
+		rss, err := idleFloor(bin)
+		if err != nil {
+			return nil, fmt.Errorf("RSS floor %q: %w", v.name, err)
+		}
+		out = append(out, floor{v.name, rss})
+	}
+	return out, nil
+}
+
+func idleFloor(bin string) (int64, error) {
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		return 0, fmt.Errorf("did not start: %q %v", line, err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	for _, path := range []string{"/health", "/metrics"} {
+		resp, err := c.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	time.Sleep(time.Second)
+	rss, _ := benchkit.MemoryKB(cmd.Process.Pid)
+	return rss, nil
+}
+
 // waitReady polls /health until the agent is ready.
 func waitReady(c *http.Client, base string, d time.Duration) error {
 	deadline := time.Now().Add(d)
@@ -265,7 +379,7 @@ func health(c *http.Client, base string) (healthBody, error) {
 
 // turns runs n voice turns from conc workers (one session each) and
 // returns the sorted request latencies.
-func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first []time.Duration, err error) {
+func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first, final []time.Duration, err error) {
 	path := "/api/message"
 	if stream {
 		path = "/api/message/stream"
@@ -273,6 +387,7 @@ func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first []
 	var next atomic.Int64
 	lats := make([][]time.Duration, conc)
 	firsts := make([][]time.Duration, conc)
+	finals := make([][]time.Duration, conc)
 	errs := make(chan error, conc)
 	var wg sync.WaitGroup
 	for w := range conc {
@@ -288,12 +403,21 @@ func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first []
 					return
 				}
 				var raw []byte
-				if stream { // time the first chunk line, then read the rest
+				if stream { // time the first line and the final frame, then read the rest
 					br := bufio.NewReader(resp.Body)
-					line, _ := br.ReadBytes('\n')
-					firsts[w] = append(firsts[w], time.Since(t))
-					rest, _ := io.ReadAll(br)
-					raw = append(line, rest...)
+					for {
+						line, err := br.ReadBytes('\n')
+						if len(raw) == 0 {
+							firsts[w] = append(firsts[w], time.Since(t))
+						}
+						raw = append(raw, line...)
+						if bytes.Contains(line, []byte(`"type":"final"`)) {
+							finals[w] = append(finals[w], time.Since(t))
+						}
+						if err != nil {
+							break
+						}
+					}
 				} else {
 					raw, _ = io.ReadAll(resp.Body)
 				}
@@ -309,14 +433,15 @@ func turns(c *http.Client, base string, n, conc int, stream bool) (lat, first []
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for w := range lats {
-		lat, first = append(lat, lats[w]...), append(first, firsts[w]...)
+		lat, first, final = append(lat, lats[w]...), append(first, firsts[w]...), append(final, finals[w]...)
 	}
 	slices.Sort(lat)
 	slices.Sort(first)
-	return lat, first, nil
+	slices.Sort(final)
+	return lat, first, final, nil
 }
 
 // crashToTurn kills the agent child and times the next good turn.
@@ -408,8 +533,9 @@ func pct(d []time.Duration, q float64) time.Duration {
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
 
-func us(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func us(d time.Duration) string  { return fmt.Sprintf("%d µs", d.Microseconds()) }
+func us1(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000) }
+func ms(d time.Duration) string  { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func numCPU() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")

@@ -23,11 +23,11 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	var out strings.Builder
-	if err := run(options{bin: bin, turns: 20, conc: 2, events: 2000, sse: 5, sseRate: 100}, &out); err != nil {
+	if err := run(options{bin: bin, turns: 20, cpuTurns: 20, conc: 2, events: 2000, sse: 5, sseRate: 100}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range []string{"demo agent alone", "empty handler (net/http, own process)", "empty handler ingest", "% of the empty handler", "start to healthy", "idle RSS", "existing brain.db", "buffered turn, 1 session",
-		"streaming turn, 2 sessions", "first chunk on the wire", "agent crash (SIGKILL) to next good turn", "barge-in → next turn's first chunk", "perception ingest, 8 connections",
+	for _, row := range []string{"demo agent alone", "empty handler (net/http, own process)", "empty handler ingest", "% of the empty handler", "start to healthy", "idle RSS", "existing brain.db", "idle RSS floor: net/http alone", "idle RSS floor: + openai-go", "buffered turn, 1 session",
+		"streaming turn, 2 sessions", "bridge CPU per buffered turn", "bridge CPU per streamed turn", "CPU per event", "first chunk on the wire", "final frame on the wire", "agent crash (SIGKILL) to next good turn", "barge-in → next turn's first chunk", "perception ingest, 8 connections",
 		"SSE delivery, 5 feed clients", "(1000 of 1000 frames)", "peak RSS"} {
 		if !strings.Contains(out.String(), row) {
 			t.Errorf("report lacks %q:\n%s", row, out.String())
