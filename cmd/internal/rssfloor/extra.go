@@ -3,17 +3,15 @@
 package main
 
 import (
-	"database/sql"
-
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 	"go.yaml.in/yaml/v3"
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", registered at start as in the bridge
 )
 
-// The clients are made as the bridge makes them at start; none is used.
+// The OpenAI-compatible client is made at start, as the bridge makes its
+// own; nothing is sent.
 var (
-	_        = openai.NewClient(option.WithBaseURL("http://127.0.0.1:1/v1"), option.WithAPIKey("unused"))
-	_        = yaml.Unmarshal
-	_ func() = func() { _, _ = sql.Open("sqlite", "file::memory:") }
+	_ = openai.NewClient(option.WithBaseURL("http://127.0.0.1:1/v1"), option.WithAPIKey("unused"))
+	_ = yaml.Unmarshal
 )

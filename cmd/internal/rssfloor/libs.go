@@ -3,6 +3,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -18,7 +19,8 @@ import (
 
 func init() {
 	serve = func(ln net.Listener) error {
-		log := hclog.New(&hclog.LoggerOptions{Name: "rssfloor", Level: hclog.Info})
+		// The line is formatted as the bridge formats its own, and discarded.
+		log := hclog.New(&hclog.LoggerOptions{Name: "rssfloor", Level: hclog.Info, Output: io.Discard})
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		b := backoff.NewExponentialBackOff()
