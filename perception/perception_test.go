@@ -320,3 +320,31 @@ func TestRecentRing(t *testing.T) {
 		t.Errorf("bad limit: %d", resp.StatusCode)
 	}
 }
+
+// TestDecodeEventFastPath: a firmware-shaped body is decoded in one pass,
+// and bodies whose data key may be repeated (twice in another case, or
+// spelt with an escape) are left to the binder, whose last key wins.
+func TestDecodeEventFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		fast bool
+	}{
+		{`{"device_id":"dotty-1","ts":1795600000.5,"name":"sound_event","data":{"direction":"left","energy":0.7}}`, true},
+		{`{"device_id":"dotty-1","ts":1,"name":"n","data":{"x":1},"Data":{"y":2}}`, false},
+		{`{"device_id":"dotty-1","ts":1,"name":"n","data":{"x":1},"d\u0061ta":{"y":2}}`, false},
+		{`{"device_id":"dotty-1","ts":1,"name":"n","data":null}`, false},
+	} {
+		ev, err, fast := decodeEventFast([]byte(tc.body))
+		if fast != tc.fast || err != nil {
+			t.Errorf("decodeEventFast(%s): fast %v, error %v; want fast %v", tc.body, fast, err, tc.fast)
+		}
+		if fast && (ev.Data["direction"] != "left" || ev.DeviceID != "dotty-1" || ev.Name != "sound_event") {
+			t.Errorf("decodeEventFast(%s) = %+v", tc.body, ev)
+		}
+	}
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	ev, err := s.decodeEvent([]byte(`{"device_id":"dotty-1","ts":1,"name":"n","data":{"x":1},"Data":{"y":2}}`))
+	if err != nil || len(ev.Data) != 1 || ev.Data["y"] != 2.0 {
+		t.Errorf("repeated data key: %+v, %v; want the last object alone", ev.Data, err)
+	}
+}

@@ -72,24 +72,35 @@ func startEmpty() (string, int, func(), error) {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
+	addr, stop, err := startListening(cmd)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("empty server: %w", err)
+	}
+	return "http://" + addr, cmd.Process.Pid, stop, nil
+}
+
+// startListening starts cmd, a program that prints "listening ADDR" on
+// stdout once it serves and exits when its stdin closes, and returns ADDR
+// and a stop function that closes its stdin and waits for it.
+func startListening(cmd *exec.Cmd) (string, func(), error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", 0, nil, err
+		return "", nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", 0, nil, err
+		return "", nil, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", 0, nil, err
+		return "", nil, err
 	}
 	stop := func() { _ = stdin.Close(); _ = cmd.Wait() }
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		stop()
-		return "", 0, nil, fmt.Errorf("empty server did not start: %q %v", line, err)
+		return "", nil, fmt.Errorf("did not start: %q %v", line, err)
 	}
-	return "http://" + addr, cmd.Process.Pid, stop, nil
+	return addr, stop, nil
 }

@@ -276,9 +276,9 @@ func idleWithExistingDB(bin, db string) (int64, error) {
 	return rss, nil
 }
 
-// floor is one idle RSS floor: a program linking part of the bridge's
+// rssFloor is one idle RSS floor: a program linking part of the bridge's
 // libraries (cmd/internal/rssfloor), its RSS in KiB.
-type floor struct {
+type rssFloor struct {
 	name string
 	rss  int64
 }
@@ -286,13 +286,13 @@ type floor struct {
 // idleFloors builds cmd/internal/rssfloor as the bridge is built, once per
 // set of libraries, and measures each one idle after a /health and a
 // /metrics request, as the bridge's idle rows are.
-func idleFloors() ([]floor, error) {
+func idleFloors() ([]rssFloor, error) {
 	dir, err := os.MkdirTemp("", "bridgebench-floor-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var out []floor
+	var out []rssFloor
 	for i, v := range []struct{ name, tags string }{
 		{"net/http alone", ""},
 		{"+ echo, prometheus, hclog, ACP SDK, backoff", "libs"},
@@ -309,31 +309,18 @@ func idleFloors() ([]floor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("RSS floor %q: %w", v.name, err)
 		}
-		out = append(out, floor{v.name, rss})
+		out = append(out, rssFloor{v.name, rss})
 	}
 	return out, nil
 }
 
 func idleFloor(bin string) (int64, error) {
 	cmd := exec.Command(bin)
-	stdin, err := cmd.StdinPipe()
+	addr, stop, err := startListening(cmd)
 	if err != nil {
 		return 0, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		return 0, fmt.Errorf("did not start: %q %v", line, err)
-	}
+	defer stop()
 	c := &http.Client{Timeout: 5 * time.Second}
 	for _, path := range []string{"/health", "/metrics"} {
 		resp, err := c.Get("http://" + addr + path)
