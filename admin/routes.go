@@ -326,11 +326,30 @@ type ModeChange struct {
 	// why not.
 	DevicePushed bool
 	PushErr      error
-	// For smart mode: Model is the model now in use; on the Tier1Slim
-	// path SwapOK is whether xiaozhi took it, on the ZeroClaw path Config
-	// and Restart are the file edited and the unit reported.
+	// For smart mode: Model is the mode's model; on the Tier1Slim path
+	// SwapOK is whether xiaozhi took it, on the ZeroClaw path Config and
+	// Restart are the file edited and the unit reported, or ModelErr is
+	// why the agent's config.toml was not changed (missing, as in demo
+	// mode, or without a model line). The mode is stored either way.
 	Model, Config, Restart string
 	Tier1Slim, SwapOK      bool
+	ModelErr               error
+}
+
+// ModelWarning says what a stored smart mode could not do, for the
+// answer's warning ("" when nothing).
+func (m ModeChange) ModelWarning() string {
+	if m.ModelErr == nil {
+		return ""
+	}
+	reason := m.ModelErr.Error()
+	var apiErr *httpapi.APIError
+	if errors.As(m.ModelErr, &apiErr) {
+		if s, ok := apiErr.Detail.(string); ok {
+			reason = s
+		}
+	}
+	return "Saved, but the agent's model was not changed: " + reason
 }
 
 // setMode stores a mode with save and pushes set-toggle <name>.
@@ -357,7 +376,9 @@ func (h *Handler) SetKidMode(ctx context.Context, on bool, device string) (ModeC
 // SetSmartMode stores smart mode, tells the robot, and switches the voice
 // model: xiaozhi's Tier1Slim hot-swap, or ZeroClaw's config.toml and an
 // agent restart. The one path of /admin/smart-mode and the dashboard's
-// toggle.
+// toggle. As in bridge.py the mode is stored first; a model that could not
+// be switched is m.ModelErr, not an error, so the answer never says
+// "failed" about a mode that changed.
 func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (ModeChange, error) {
 	m, err := h.setMode(ctx, "smart_mode", on, device, h.cfg.Modes.SetSmartMode)
 	if err != nil {
@@ -375,8 +396,11 @@ func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (Mod
 	if on {
 		m.Model = h.cfg.SmartOn.Model
 	}
-	m.Config, m.Restart, err = h.setModel("voice", m.Model, true)
-	return m, err
+	m.Config, m.Restart, m.ModelErr = h.setModel("voice", m.Model, true)
+	if m.ModelErr != nil {
+		h.log.Warn("smart mode saved; the agent's model was not changed", "model", m.Model, "error", m.ModelErr)
+	}
+	return m, nil
 }
 
 // modeRequest binds {enabled, device_id}.
@@ -456,7 +480,8 @@ func (h *Handler) smartMode(c echo.Context) error {
 		Model        string `json:"model"`
 		Config       string `json:"config"`
 		Restart      string `json:"restart"`
-	}{true, m.Enabled, m.DevicePushed, m.Model, m.Config, m.Restart})
+		Warning      string `json:"warning,omitempty"`
+	}{true, m.Enabled, m.DevicePushed, m.Model, m.Config, m.Restart, m.ModelWarning()})
 }
 
 // States are the robot states /admin/state accepts.

@@ -250,6 +250,37 @@ func TestSmartModeZeroClawPath(t *testing.T) {
 	}
 }
 
+// TestSmartModeWithoutAgentConfig: with no config.toml to edit (the demo
+// mode's case) smart mode is still stored and pushed, as bridge.py stored
+// it first; the answer is a 200 that says the model did not follow, never
+// an error about a mode that changed.
+func TestSmartModeWithoutAgentConfig(t *testing.T) {
+	a := newAdminEnv(t, nil)
+	code, body := a.post("/admin/smart-mode", `{"enabled":true}`)
+	want := `{"ok":true,"enabled":true,"device_pushed":true,"model":"anthropic/claude-sonnet-4-6","config":"","restart":"",` +
+		`"warning":"Saved, but the agent's model was not changed: config not found: ` + a.cfg.VoiceConfig + `"}`
+	if code != 200 || body != want {
+		t.Fatalf("%d %s\nwant %s", code, body, want)
+	}
+	if !a.modes.SmartMode() {
+		t.Error("smart mode not stored")
+	}
+	if got := a.calls(); len(got) != 1 || got[0] != `set-toggle {"device_id":"","enabled":true,"name":"smart_mode"}` {
+		t.Errorf("calls %v", got)
+	}
+	if len(a.agent.restarts) != 0 {
+		t.Errorf("the agent was restarted for a model it never got: %v", a.agent.restarts)
+	}
+	// A config without the section: the same, with its reason.
+	if err := os.WriteFile(a.cfg.VoiceConfig, []byte("[memory]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := a.post("/admin/smart-mode", `{"enabled":false}`); code != 200 ||
+		!strings.HasSuffix(body, `"warning":"Saved, but the agent's model was not changed: provider section not found"}`) || a.modes.SmartMode() {
+		t.Errorf("%d %s (smart mode %v)", code, body, a.modes.SmartMode())
+	}
+}
+
 func TestState(t *testing.T) {
 	a := newAdminEnv(t, nil)
 	if code, body := a.post("/admin/state", `{"state":"story_time","device_id":"d"}`); code != 200 || body != `{"ok":true,"state":"story_time","device_pushed":true}` {

@@ -97,13 +97,17 @@ type Consumers struct {
 	SceneInterval time.Duration // SCENE_SYNTHESIS_INTERVAL_SEC: a tick after this long without a trigger
 	SceneMinGap   time.Duration // SCENE_SYNTHESIS_MIN_GAP_SEC, per device
 
-	// HouseholdPath is HOUSEHOLD_YAML_PATH; "" means no roster.
+	// HouseholdPath is HOUSEHOLD_YAML_PATH, used as given (the bridge
+	// expands its default, ~/.zeroclaw/household.yaml); "" means no
+	// roster.
 	HouseholdPath string
 	// QueueSize is each consumer's bus queue (ConsumerQueue).
 	QueueSize int
 }
 
-// DefaultConsumers returns bridge.py's defaults.
+// DefaultConsumers returns bridge.py's defaults, without a household file
+// (bridge.py's is under the home directory, which the bridge's
+// configuration resolves).
 func DefaultConsumers() Consumers {
 	return Consumers{
 		GreetMinInterval: 30 * time.Second, GreetText: "Hi!", GreetHourStart: 6, GreetHourEnd: 21,
@@ -119,7 +123,6 @@ func DefaultConsumers() Consumers {
 		IdleEnabled: true, IdleSleepMin: 180 * time.Second, IdleSleepMax: 300 * time.Second,
 		IdleResultWait: 20 * time.Second, IdleJaccard: 0.7,
 		SceneEnabled: true, SceneInterval: 300 * time.Second, SceneMinGap: 120 * time.Second,
-		HouseholdPath: "~/.zeroclaw/household.yaml",
 	}
 }
 

@@ -2,7 +2,6 @@ package perception
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,15 +148,11 @@ type roster struct {
 
 type selfIDPhrase struct{ phrase, id string }
 
-// NewHousehold returns the roster at path ("~/" is the home directory).
+// NewHousehold returns the roster at path, used as given (the bridge's
+// configuration has expanded any "~"); "" is no roster.
 func NewHousehold(path string, log hclog.Logger) *Household {
 	if log == nil {
 		log = hclog.NewNullLogger()
-	}
-	if rest, ok := strings.CutPrefix(path, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			path = filepath.Join(home, rest)
-		}
 	}
 	return &Household{path: path, log: log, recheck: time.Second}
 }

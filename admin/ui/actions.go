@@ -89,7 +89,8 @@ type actionResult struct {
 	Enabled      *bool `json:"enabled,omitempty"`
 	DevicePushed *bool `json:"device_pushed,omitempty"`
 	// Warning is set when the change was stored but the robot did not
-	// take it (it catches up at its next change).
+	// take it (it catches up at its next change), or the agent's model
+	// could not follow smart mode.
 	Warning string `json:"warning,omitempty"`
 	Model   string `json:"model,omitempty"`
 	State   string `json:"state,omitempty"`
@@ -193,9 +194,14 @@ func (u *UI) setMode(c echo.Context, set func(context.Context, bool, string) (ad
 		return err
 	}
 	res := actionResult{OK: true, Enabled: &m.Enabled, DevicePushed: &m.DevicePushed, Model: m.Model}
+	var warnings []string
 	if m.PushErr != nil {
-		res.Warning = "Saved, but the robot did not take it: " + reason(m.PushErr)
+		warnings = append(warnings, "Saved, but the robot did not take it: "+reason(m.PushErr))
 	}
+	if w := m.ModelWarning(); w != "" {
+		warnings = append(warnings, w)
+	}
+	res.Warning = strings.Join(warnings, "; ")
 	return httpapi.WriteJSON(c, http.StatusOK, res)
 }
 
@@ -421,8 +427,10 @@ func (u *UI) recentEvents(c echo.Context) error {
 // controls show.
 type statusResult struct {
 	Version string `json:"version"`
-	// DemoAgent is true when the built-in demo agent answers.
-	DemoAgent bool `json:"demo_agent"`
+	// DemoAgent is true when the built-in demo agent answers;
+	// DemoAdvice says how to get a real agent.
+	DemoAgent  bool   `json:"demo_agent"`
+	DemoAdvice string `json:"demo_advice,omitempty"`
 	// Open is true when /ui has no credentials: anyone on the network
 	// can use the controls.
 	Open      bool          `json:"open"`
@@ -452,6 +460,9 @@ func (u *UI) status(c echo.Context) error {
 		Xiaozhi: xiaozhiStatus{Devices: []string{}}}
 	if u.cfg.DemoAgent != nil {
 		res.DemoAgent = u.cfg.DemoAgent()
+	}
+	if res.DemoAgent {
+		res.DemoAdvice = u.cfg.DemoAdvice
 	}
 	if u.cfg.Modes != nil {
 		res.KidMode, res.SmartMode = u.cfg.Modes.KidMode(), u.cfg.Modes.SmartMode()

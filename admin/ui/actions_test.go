@@ -132,6 +132,24 @@ func TestToggleKidAndSmartModeThroughAdmin(t *testing.T) {
 	}
 }
 
+// TestSmartModeWithoutAgentConfig: the toggle the family uses stays on
+// when the agent's config.toml is missing (the demo mode): the mode is
+// stored and the page shows why the model did not follow.
+func TestSmartModeWithoutAgentConfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "config.toml")
+	p := newPanel(t, func(_ *Config, a *admin.Config) {
+		a.Provider, a.VoiceConfig, a.DefaultModel = "zeroclaw", missing, "small-local"
+	})
+	code, out := p.post(t, "/ui/api/smart-mode", `{"enabled":true}`)
+	if code != 200 || out["ok"] != true || out["enabled"] != true ||
+		out["warning"] != "Saved, but the agent's model was not changed: config not found: "+missing {
+		t.Fatalf("smart mode: %d %v", code, out)
+	}
+	if !p.modes.SmartMode() {
+		t.Error("smart mode not stored")
+	}
+}
+
 func TestRobotState(t *testing.T) {
 	p := newPanel(t, nil)
 	code, out := p.post(t, "/ui/api/state", `{"state":"sleep","device_id":"dotty-1"}`)
@@ -327,7 +345,7 @@ func TestStatus(t *testing.T) {
 	defer ws.Close()
 	p := newPanel(t, func(c *Config, _ *admin.Config) {
 		c.XiaozhiHost, c.XiaozhiWSPort = "127.0.0.1", ws.Addr().(*net.TCPAddr).Port
-		c.DemoAgent = func() bool { return true }
+		c.DemoAgent, c.DemoAdvice = func() bool { return true }, "For real answers, set STEERABLE_CMD."
 	})
 	p.xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 200, Body: `{"devices":["dotty-1"]}`})
 	_, body := get(t, p.url+"/ui/api/status", "", "")
@@ -335,7 +353,7 @@ func TestStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := statusResult{Version: "v-test", DemoAgent: true, Open: true, KidMode: true,
+	want := statusResult{Version: "v-test", DemoAgent: true, DemoAdvice: "For real answers, set STEERABLE_CMD.", Open: true, KidMode: true,
 		Xiaozhi:  xiaozhiStatus{Configured: true, Reachable: true, Devices: []string{"dotty-1"}, WebSocket: true},
 		SmartOff: "small-local", SmartOn: "big-cloud", States: admin.States}
 	if d := cmp.Diff(got, want); d != "" {

@@ -373,7 +373,7 @@ func TestControlPanelInBrowser(t *testing.T) {
 		MemoryRecord{ID: "m-3", PersonID: "brett", Content: "drinks his coffee black", Importance: 0.7,
 			CreatedAt: "2026-05-16T08:00:00.000000+00:00", UpdatedAt: "2026-05-16T08:00:00.000000+00:00"})
 	cfg := Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
-		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true },
+		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true }, DemoAdvice: "For real answers, set STEERABLE_CMD.",
 		LatestPhoto: latest, PhotoList: func() []Photo {
 			if p, ok := latest(""); ok {
 				return []Photo{p}
@@ -459,7 +459,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 	}
 	holds("status strip", `document.getElementById("st-version").textContent === "v9.9.9" &&
 		document.getElementById("st-robot").dataset.state === "live" && document.getElementById("st-xiaozhi").dataset.state === "live"`)
-	holds("demo and open banners", `!document.getElementById("banner-demo").hidden && !document.getElementById("banner-open").hidden`)
+	holds("demo and open banners", `!document.getElementById("banner-demo").hidden && !document.getElementById("banner-open").hidden &&
+		document.getElementById("demo-advice").textContent === "For real answers, set STEERABLE_CMD."`)
 	holds("kid mode shown on, models named", `document.getElementById("kid-mode").checked &&
 		document.getElementById("smart-models").textContent === "off: small-local · on: big-cloud"`)
 	holds("state buttons, current one pressed", `document.querySelectorAll("#states button").length === 6 &&

@@ -89,9 +89,12 @@ type Config struct {
 	ApproveMemory func(ctx context.Context, id string) (bool, error)
 	RedactMemory  func(ctx context.Context, id string) (bool, error)
 	// Version is the bridge's version; DemoAgent reports whether the
-	// built-in demo agent is the one answering.
-	Version   string
-	DemoAgent func() bool
+	// built-in demo agent is the one answering, and DemoAdvice is the
+	// sentence of its banner saying how to get a real agent ("": the
+	// page's own, for ZeroClaw).
+	Version    string
+	DemoAgent  func() bool
+	DemoAdvice string
 	// Logger gets a warning per client evicted for falling behind and per
 	// failed action (nil: discard).
 	Logger hclog.Logger

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,13 +48,29 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 	// Bind before anything starts: a taken port is said once, with its
 	// likely cause, and the agent is never started for nothing.
 	if err := b.srv.Listen(); err != nil {
-		if errors.Is(err, bridge.ErrPortInUse) {
-			return fmt.Errorf("port %d is in use — is bridge.py still running? (%w)", cfg.HTTP.Port, err)
-		}
-		return err
+		return listenError(cfg, err)
 	}
 	b.banner()
 	return b.run(ctx)
+}
+
+// listenError explains a failed listen. A taken port names bridge.py as
+// its likely cause (exit status 1). A host that is no name or address of
+// this machine, or a port below 1024 without the right, is a
+// configuration error naming its flag or variable (exit status 2).
+func listenError(cfg config, err error) error {
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, bridge.ErrPortInUse):
+		return fmt.Errorf("port %d is in use — is bridge.py still running? (%w)", cfg.HTTP.Port, err)
+	case errors.As(err, &dns), errors.Is(err, syscall.EADDRNOTAVAIL):
+		return &usageError{fmt.Errorf("invalid %s %q: not a name or address of this machine (%w)",
+			cfg.nameOf("BRIDGE_HOST"), cfg.shown("BRIDGE_HOST", cfg.HTTP.Host), err)}
+	case errors.Is(err, syscall.EACCES):
+		return &usageError{fmt.Errorf("invalid %s %q: a port below 1024 needs root or CAP_NET_BIND_SERVICE (%w)",
+			cfg.nameOf("PORT"), cfg.shown("PORT", strconv.Itoa(cfg.HTTP.Port)), err)}
+	}
+	return err
 }
 
 // docsURL is where the operator's documentation lives.
@@ -73,7 +89,7 @@ func (b *bridgeApp) banner() {
 	b.log.Info("zeroclaw-bridge "+buildVersion()+" listening", "addr", addr, "dashboard", ui)
 	b.log.Info("agent", "command", b.agent, "protocol", cmp.Or(cfg.Agent.Protocol, protocolACP))
 	b.log.Info("files", "logs", cfg.ConvoLog.Dir, "memory", cfg.Memory.Path, "kid_mode_state", cfg.Modes.KidStatePath,
-		"household", cfg.Perception.Consumers.HouseholdPath)
+		"household", cmp.Or(cfg.Perception.Consumers.HouseholdPath, "none"))
 	b.log.Info("docs: " + docsURL + " (the full configuration is logged at LOG_LEVEL=debug)")
 }
 
@@ -103,7 +119,10 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		return nil, err
 	}
 	if slices.Contains(args, "demo-agent") {
-		cfg = cfg.withDemoState(demoStateDir(), log)
+		cfg = cfg.withDemoState(log)
+	}
+	for _, n := range cfg.notes {
+		log.Warn(n.text)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -227,6 +246,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.UI.Controls, c.UI.Modes, c.UI.Robot = adminRoutes, modes, xz
 	c.UI.SongAssetBase, c.UI.XiaozhiHost, c.UI.Version = c.Tier1.SongAssetBase, c.Xiaozhi.Host, buildVersion()
 	c.UI.DemoAgent = func() bool { return sup.Health().AgentName == demoagent.Name }
+	c.UI.DemoAdvice = "For real answers, " + demoAdvice(c.Agent.Protocol) + "."
 	c.UI.RecentEvents = percep.Bus().RecentJSON
 	c.UI.LatestPhoto = func(device string) (ui.Photo, bool) {
 		d, p, ok := sight.LatestPhoto(device)
@@ -283,7 +303,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// retires sessions and stops the agent.
 	agentDesc := filepath.Base(command) + " " + strings.Join(args, " ")
 	if slices.Contains(args, "demo-agent") {
-		agentDesc = "the built-in demo agent (install ZeroClaw or set ZEROCLAW_BIN for real answers)"
+		agentDesc = "the built-in demo agent (" + demoAdvice(c.Agent.Protocol) + " for real answers)"
 	}
 	return &bridgeApp{log: log, reg: reg, srv: srv, cfg: cfg, agent: agentDesc, actors: []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
@@ -301,24 +321,13 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}}, nil
 }
 
-// demoStateDir is where the demo mode keeps its files: the user's state
-// directory ($XDG_STATE_HOME, else ~/.local/state), so a quick start needs
-// no /root and writes nothing a real deployment would read.
-func demoStateDir() string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "zeroclaw-bridge")
-}
-
 // withDemoState moves every file setting still at bridge.py's production
-// default (under /root) into dir; a setting given explicitly is kept.
-func (c config) withDemoState(dir string, log hclog.Logger) config {
+// default (under /root or ~) into the user's state directory (c.demo), so
+// a quick start needs no /root and writes nothing a real deployment would
+// read; a setting given explicitly is kept. A note about a moved
+// default's "~" is dropped: the file has a place again.
+func (c config) withDemoState(log hclog.Logger) config {
+	dir := c.demo.Dir
 	moves := []struct {
 		env string
 		dst *string
@@ -336,16 +345,33 @@ func (c config) withDemoState(dir string, log hclog.Logger) config {
 		{"SIDECAR_PERSONAS_DIR", &c.Sidecar.PersonasDir, "personas"},
 	}
 	moved := 0
+	notes := slices.Clone(c.notes)
 	for _, m := range moves {
 		if !c.set(m.env) {
 			*m.dst = filepath.Join(dir, m.to)
 			moved++
+			notes = slices.DeleteFunc(notes, func(n note) bool { return n.env == m.env })
 		}
 	}
-	if moved > 0 {
+	c.notes = notes
+	switch {
+	case moved == 0:
+	case c.demo.NoHome != "":
+		log.Warn("demo mode: no home directory ("+c.demo.NoHome+"); files kept in a temporary directory a reboot may empty "+
+			"(set XDG_STATE_HOME or HOME, or the variables, to keep them elsewhere)", "dir", dir)
+	default:
 		log.Info("demo mode: files kept under the user's state directory (set the variables to keep them elsewhere)", "dir", dir)
 	}
 	return c
+}
+
+// demoAdvice is what replaces the demo agent with a real one, for the
+// start banner and the dashboard.
+func demoAdvice(protocol string) string {
+	if protocol == protocolSteerable {
+		return "install the steerable-sidecar Python package or set STEERABLE_CMD"
+	}
+	return "install ZeroClaw or set ZEROCLAW_BIN"
 }
 
 // agentPrompter runs the greeter's prompts as turns under their own

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -80,7 +81,15 @@ type config struct {
 	// flag ("-port"), the variable ("PORT") or "default".
 	raw    map[string]string
 	origin map[string]string
+	// notes are the parse's warnings, logged once the logger is up:
+	// switches read against their word, defaults whose "~" has no home.
+	notes []note
+	// demo is where the demo mode keeps its files.
+	demo demoState
 }
+
+// note is a warning about one setting.
+type note struct{ env, text string }
 
 // agentChoice is what selects the agent child: ZEROCLAW_BIN (empty: look
 // for zeroclaw, else the demo agent) and ZEROCLAW_ARGS (after "acp").
@@ -123,6 +132,111 @@ type setting struct {
 	// instead of "unset" (FACE_GREET_TEXT="" greets with the mic only).
 	emptyOK bool
 	parse   func(c *config, v string) error
+
+	// path is the field of a file or directory on this machine (made by
+	// pathSetting): a leading "~" is expanded once, by parseConfig.
+	path func(c *config) *string
+	// noHome is what a path setting whose default starts with "~" does
+	// without a home directory: its field is "" and this is said.
+	noHome string
+	// sw is the rule of an on/off setting (made by switchSetting), on
+	// its field.
+	sw *switchRule
+	on func(c *config) *bool
+}
+
+// pathSetting is a setting naming a file or directory on this machine.
+func pathSetting(env, def, help string, field func(c *config) *string) setting {
+	return setting{env: env, def: def, help: help, path: field,
+		parse: func(c *config, v string) error { *field(c) = v; return nil }}
+}
+
+// orWithoutHome sets what the feature does when the default's "~" cannot
+// be expanded.
+func (s setting) orWithoutHome(fallback string) setting {
+	s.noHome = fallback
+	return s
+}
+
+// switchSetting is an on/off setting read with rule; its help ends with
+// the rule.
+func switchSetting(env, def, help string, rule switchRule, field func(c *config) *bool) setting {
+	return setting{env: env, def: def, help: help + "; " + rule.String(), sw: &rule, on: field,
+		parse: func(c *config, v string) error { *field(c) = rule.read(v); return nil }}
+}
+
+// switchRule is how bridge.py read one of its on/off variables, kept
+// exactly: a value is on when it is one of on, or, when on is nil, when
+// it is none of off. fold compares the value trimmed and lower-cased.
+type switchRule struct {
+	on, off []string
+	fold    bool
+}
+
+// bridge.py's switch rules.
+var (
+	// kidRule is DOTTY_KID_MODE's: "on" is off.
+	kidRule = switchRule{on: []string{"1", "true", "yes"}, fold: true}
+	// greeterRule is the greeter's switches'.
+	greeterRule = switchRule{on: []string{"1", "true", "yes", "on"}, fold: true}
+	// exactOneRule is the camera, dream, dance, sound-turner and sidecar
+	// switches': "true" is off.
+	exactOneRule = switchRule{on: []string{"1"}}
+	// wakeRule is WAKE_TURN_ENABLED's: "off" and "no" are on.
+	wakeRule = switchRule{off: []string{"0", "false", "False"}}
+)
+
+// onWords and offWords are the values a switch is recognisably set with,
+// in any case.
+var (
+	onWords  = []string{"1", "true", "yes", "on"}
+	offWords = []string{"0", "false", "no", "off"}
+)
+
+// read is the switch's value for v.
+func (r switchRule) read(v string) bool {
+	if r.fold {
+		v = strings.ToLower(strings.TrimSpace(v))
+	}
+	if r.on != nil {
+		return slices.Contains(r.on, v)
+	}
+	return !slices.Contains(r.off, v)
+}
+
+// check says when name's value v is not what it looks like: not a word
+// of onWords or offWords, or one the rule reads against its meaning
+// ("on" for kid mode is off). "" when v is read as it says.
+func (r switchRule) check(name, v string) string {
+	got := r.read(v)
+	w := strings.ToLower(strings.TrimSpace(v))
+	if (got && slices.Contains(onWords, w)) || (!got && slices.Contains(offWords, w)) {
+		return ""
+	}
+	return fmt.Sprintf("%s %q is read as %s: this switch is %s", name, v, onOrOff(got), r)
+}
+
+// String says which values the rule reads as what.
+func (r switchRule) String() string {
+	words, is, rest := r.on, "on", "off"
+	if words == nil {
+		words, is, rest = r.off, "off", "on"
+	}
+	list := strings.Join(words, ", ")
+	if n := len(words); n > 1 {
+		list = strings.Join(words[:n-1], ", ") + " or " + words[n-1]
+	}
+	if r.fold {
+		return is + " for " + list + " in any case, " + rest + " for anything else"
+	}
+	return is + " only for exactly " + list + ", " + rest + " for anything else"
+}
+
+func onOrOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // agentKeeps are the bridge settings the agent reads too, so its child
@@ -152,12 +266,13 @@ func (s setting) flagName() string {
 const (
 	wantSeconds = "want a number of seconds"
 	wantInteger = "want an integer"
+	wantHost    = "want an IP address or a host name of this machine, such as 0.0.0.0 (every interface) or 127.0.0.1"
 )
 
 // settings is every setting, in the order of -h and docs/configuration.md.
 var settings = []setting{
-	{env: "BRIDGE_HOST", def: "0.0.0.0", help: "listen host",
-		parse: func(c *config, v string) error { c.HTTP.Host = v; return nil }},
+	{env: "BRIDGE_HOST", def: "0.0.0.0", help: "listen host: an address of this machine or a name resolving to one",
+		parse: func(c *config, v string) error { return parseHost(&c.HTTP.Host, v) }},
 	{env: "PORT", def: "8080", help: "listen port; 0 picks a free port",
 		parse: func(c *config, v string) error { return parseInt(&c.HTTP.Port, v) }},
 	{env: "BRIDGE_IDLE_TIMEOUT", def: "90", help: "seconds a kept-alive connection may sit with no request before it is closed",
@@ -168,8 +283,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.UploadTimeout, v) }},
 	{env: "BRIDGE_MAX_CONNS", def: "512", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
 		parse: func(c *config, v string) error { return parseInt(&c.HTTP.MaxConns, v) }},
-	{env: "ZEROCLAW_BIN", def: "", help: "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then " + fallbackZeroclaw + ", else the built-in demo agent",
-		parse: func(c *config, v string) error { c.Agent.Bin = v; return nil }},
+	pathSetting("ZEROCLAW_BIN", "", "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then "+fallbackZeroclaw+", else the built-in demo agent",
+		func(c *config) *string { return &c.Agent.Bin }),
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
 		parse: func(c *config, v string) error {
 			words, err := shellwords.Parse(v)
@@ -239,26 +354,26 @@ var settings = []setting{
 		}},
 	{env: "ZEROCLAW_AGENT_ALIAS", def: "", help: "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)",
 		parse: func(c *config, v string) error { c.ACP.AgentAlias = v; return nil }},
-	{env: "ZEROCLAW_SESSION_CWD", def: "", help: "absolute working directory sent on session/new",
-		parse: func(c *config, v string) error { c.ACP.SessionCwd = v; return nil }},
+	pathSetting("ZEROCLAW_SESSION_CWD", "", "absolute working directory sent on session/new",
+		func(c *config) *string { return &c.ACP.SessionCwd }),
 	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn waits for the agent's cancelled result before its session is retired",
 		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.CancelGrace, v) }},
 	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
 		parse: func(c *config, v string) error { c.Permissions.Allow = splitList(v); return nil }},
 	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused",
 		parse: func(c *config, v string) error { c.Permissions.Deny = splitList(v); return nil }},
-	{env: "DOTTY_KID_MODE", def: "true", help: "kid mode: 1, true or yes (any case) is on, anything else off; while on, camera.take_photo is refused",
-		parse: func(c *config, v string) error { c.Modes.KidDefault = truthy(v); return nil }},
-	{env: "DOTTY_KID_MODE_STATE", def: "/root/zeroclaw-bridge/state/kid-mode", help: "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
-		parse: func(c *config, v string) error { c.Modes.KidStatePath = v; return nil }},
-	{env: "DOTTY_SMART_MODE_STATE", def: "/root/zeroclaw-bridge/state/smart-mode", help: "smart-mode state file (true or false; missing means off)",
-		parse: func(c *config, v string) error { c.Modes.SmartStatePath = v; return nil }},
+	switchSetting("DOTTY_KID_MODE", "true", "kid mode when its state file is missing or unrecognised; while on, camera.take_photo is refused", kidRule,
+		func(c *config) *bool { return &c.Modes.KidDefault }),
+	pathSetting("DOTTY_KID_MODE_STATE", "/root/zeroclaw-bridge/state/kid-mode", "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
+		func(c *config) *string { return &c.Modes.KidStatePath }),
+	pathSetting("DOTTY_SMART_MODE_STATE", "/root/zeroclaw-bridge/state/smart-mode", "smart-mode state file (true or false; missing means off)",
+		func(c *config) *string { return &c.Modes.SmartStatePath }),
 	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
 		parse: func(c *config, v string) error { return parseInt(&c.Voice.MaxSentences, v) }},
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
 		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
-	{env: "CONVO_LOG_DIR", def: "/root/zeroclaw-bridge/logs", help: "directory of the conversation logs",
-		parse: func(c *config, v string) error { c.ConvoLog.Dir = v; return nil }},
+	pathSetting("CONVO_LOG_DIR", "/root/zeroclaw-bridge/logs", "directory of the conversation logs",
+		func(c *config) *string { return &c.ConvoLog.Dir }),
 	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
 		parse: func(c *config, v string) error {
 			if v = strings.TrimSpace(v); v == "-" {
@@ -280,10 +395,10 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.WeatherTTL, v) }},
 	{env: "CALENDAR_ID", def: "", help: "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
 		parse: func(c *config, v string) error { c.Periphery.CalendarIDs = splitList(v); return nil }},
-	{env: "CALENDAR_SA_PATH", def: "/root/.zeroclaw/secrets/google-calendar-sa.json", help: "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
-		parse: func(c *config, v string) error { c.Periphery.CalendarSAPath = v; return nil }},
-	{env: "GWS_BIN", def: "/usr/local/bin/gws", help: "Google Workspace CLI used to list calendar events",
-		parse: func(c *config, v string) error { c.Periphery.GWSBin = v; return nil }},
+	pathSetting("CALENDAR_SA_PATH", "/root/.zeroclaw/secrets/google-calendar-sa.json", "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
+		func(c *config) *string { return &c.Periphery.CalendarSAPath }),
+	pathSetting("GWS_BIN", "/usr/local/bin/gws", "Google Workspace CLI used to list calendar events",
+		func(c *config) *string { return &c.Periphery.GWSBin }),
 	{env: "CALENDAR_TTL_SEC", def: "7200", help: "seconds fetched calendar events stay usable",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarTTL, v) }},
 	{env: "CALENDAR_POLL_SEC", def: "900", help: "seconds between calendar refreshes",
@@ -307,8 +422,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseInt(&c.UI.XiaozhiWSPort, v) }},
 	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
 		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
-	{env: "VOICE_MEMORY_DB", def: "/root/.zeroclaw/workspace/memory/brain.db", help: "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
-		parse: func(c *config, v string) error { c.Memory.Path = v; return nil }},
+	pathSetting("VOICE_MEMORY_DB", "/root/.zeroclaw/workspace/memory/brain.db", "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
+		func(c *config) *string { return &c.Memory.Path }),
 	{env: "VOICE_THINKER_URL", def: "http://localhost:8080/v1/chat/completions", help: "OpenAI-compatible chat completions URL that think_hard asks",
 		parse: func(c *config, v string) error {
 			u, err := url.Parse(strings.TrimSpace(v))
@@ -324,8 +439,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Tier1.Thinker.Timeout, v) }},
 	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
 		parse: func(c *config, v string) error { c.Tier1.SongAssetBase = v; return nil }},
-	{env: "HOUSEHOLD_YAML_PATH", def: "~/.zeroclaw/household.yaml", help: "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
-		parse: func(c *config, v string) error { c.Perception.Consumers.HouseholdPath = v; return nil }},
+	pathSetting("HOUSEHOLD_YAML_PATH", "~/.zeroclaw/household.yaml", "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
+		func(c *config) *string { return &c.Perception.Consumers.HouseholdPath }).orWithoutHome("no household roster"),
 	{env: "PERCEPTION_MAX_DEVICES", def: strconv.Itoa(perception.DefaultMaxDevices), help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxDevices, v) }},
 	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: strconv.Itoa(perception.DefaultMaxFeedClients), help: "most /api/perception/feed clients at once; past it a client gets 503",
@@ -367,17 +482,14 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortWindow, v) }},
 	{env: "FACE_LOST_ABORT_GRACE_SEC", def: "4", help: "seconds to wait for the face to come back before aborting",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortGrace, v) }},
-	{env: "WAKE_TURN_ENABLED", def: "1", help: "turn the head toward a wake word; off only for exactly 0, false or False",
-		parse: func(c *config, v string) error {
-			c.Perception.Consumers.WakeTurnEnabled = v != "0" && v != "false" && v != "False"
-			return nil
-		}},
+	switchSetting("WAKE_TURN_ENABLED", "1", "turn the head toward a wake word", wakeRule,
+		func(c *config) *bool { return &c.Perception.Consumers.WakeTurnEnabled }),
 	{env: "WAKE_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a wake word heard left or right",
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnYaw, v) }},
 	{env: "WAKE_TURN_SPEED", def: "200", help: "head speed of a wake-word turn",
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnSpeed, v) }},
-	{env: "DOTTY_SOUND_TURNER_ENABLED", def: "0", help: "turn the head toward sounds; on only for exactly 1 (the on-device localiser leans left)",
-		parse: func(c *config, v string) error { c.Perception.Consumers.SoundTurnerEnabled = v == "1"; return nil }},
+	switchSetting("DOTTY_SOUND_TURNER_ENABLED", "0", "turn the head toward sounds (the on-device localiser leans left)", exactOneRule,
+		func(c *config) *bool { return &c.Perception.Consumers.SoundTurnerEnabled }),
 	{env: "SOUND_TURN_COOLDOWN_SEC", def: "3", help: "seconds between two sound turns of a device",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SoundTurnCooldown, v) }},
 	{env: "SOUND_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a sound heard left or right",
@@ -390,8 +502,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrCooldown, v) }},
 	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrDuration, v) }},
-	{env: "SECURITY_WATCH_ENABLED", def: "1", help: "photograph and describe the room every SECURITY_CAPTURE_INTERVAL_SEC while a robot is in the security state; on only for exactly 1",
-		parse: func(c *config, v string) error { c.Perception.Consumers.SecurityEnabled = v == "1"; return nil }},
+	switchSetting("SECURITY_WATCH_ENABLED", "1", "photograph and describe the room every SECURITY_CAPTURE_INTERVAL_SEC while a robot is in the security state", exactOneRule,
+		func(c *config) *bool { return &c.Perception.Consumers.SecurityEnabled }),
 	{env: "SECURITY_CAPTURE_INTERVAL_SEC", def: "20", help: "seconds from the end of one security cycle to the next",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecurityInterval, v) }},
 	{env: "SECURITY_VLM_PROMPT", def: perception.SecurityPrompt, help: "question the security photos are described with",
@@ -406,8 +518,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SecurityRingSize, v) }},
 	{env: "DOTTY_LOCAL_TZ", def: "Australia/Brisbane", help: "IANA time zone of the security records' timestamps and file dates",
 		parse: func(c *config, v string) error { return parseZone(&c.Perception.SecurityLocation, v) }},
-	{env: "IDLE_PHOTOGRAPHER_ENABLED", def: "1", help: "now and then photograph the room of an idle robot and keep notable descriptions; on only for exactly 1",
-		parse: func(c *config, v string) error { c.Perception.Consumers.IdleEnabled = v == "1"; return nil }},
+	switchSetting("IDLE_PHOTOGRAPHER_ENABLED", "1", "now and then photograph the room of an idle robot and keep notable descriptions", exactOneRule,
+		func(c *config) *bool { return &c.Perception.Consumers.IdleEnabled }),
 	{env: "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", def: "180", help: "shortest random wait in seconds between idle photos",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMin, v) }},
 	{env: "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", def: "300", help: "longest random wait in seconds between idle photos",
@@ -416,8 +528,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleResultWait, v) }},
 	{env: "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", def: "0.7", help: "word-overlap (Jaccard, 0-1) with the last kept idle description at or above which a new one counts as a repeat",
 		parse: func(c *config, v string) error { return parseFloat(&c.Perception.Consumers.IdleJaccard, v) }},
-	{env: "SCENE_SYNTHESIS_ENABLED", def: "1", help: "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard; on only for exactly 1",
-		parse: func(c *config, v string) error { c.Perception.Consumers.SceneEnabled = v == "1"; return nil }},
+	switchSetting("SCENE_SYNTHESIS_ENABLED", "1", "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard", exactOneRule,
+		func(c *config) *bool { return &c.Perception.Consumers.SceneEnabled }),
 	{env: "SCENE_SYNTHESIS_INTERVAL_SEC", def: "300", help: "seconds without a recognised face, a caption or a story/security/sleep state after which every robot's scene is composed",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneInterval, v) }},
 	{env: "SCENE_SYNTHESIS_MIN_GAP_SEC", def: "120", help: "least seconds between two scenes of one robot",
@@ -459,28 +571,28 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
 	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
-	{env: "DREAMER_ENABLED", def: "1", help: "write dreams while a robot sleeps; on only for exactly 1",
-		parse: func(c *config, v string) error { c.Social.Settings.DreamerEnabled = v == "1"; return nil }},
+	switchSetting("DREAMER_ENABLED", "1", "write dreams while a robot sleeps", exactOneRule,
+		func(c *config) *bool { return &c.Social.Settings.DreamerEnabled }),
 	{env: "DREAM_WINDOW_SECONDS", def: "28800", help: "seconds of a night the dreams are spread over",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Social.Settings.DreamWindow, v) }},
 	{env: "DREAM_COUNT_PER_NIGHT", def: "3", help: "dreams per night",
 		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.DreamCount, v) }},
-	{env: "DANCE_REFLECTOR_ENABLED", def: "1", help: "write a private reflection after each dance; on only for exactly 1",
-		parse: func(c *config, v string) error { c.Social.Settings.DanceReflectorEnabled = v == "1"; return nil }},
-	{env: "GREETER_ENABLED", def: "true", help: "greet a recognised household member with a greeting the agent writes; on for 1, true, yes or on",
-		parse: func(c *config, v string) error { c.Social.Settings.GreeterEnabled = onOff(v); return nil }},
-	{env: "GREETER_USE_FACE_DETECTED", def: "false", help: "count a face detected without a name as an unknown face for the greeter (1, true, yes or on)",
-		parse: func(c *config, v string) error { c.Social.Settings.GreetOnFaceSeen = onOff(v); return nil }},
-	{env: "GREETER_GREET_UNKNOWN", def: "false", help: "greet unknown faces too (1, true, yes or on)",
-		parse: func(c *config, v string) error { c.Social.Settings.GreetUnknown = onOff(v); return nil }},
+	switchSetting("DANCE_REFLECTOR_ENABLED", "1", "write a private reflection after each dance", exactOneRule,
+		func(c *config) *bool { return &c.Social.Settings.DanceReflectorEnabled }),
+	switchSetting("GREETER_ENABLED", "true", "greet a recognised household member with a greeting the agent writes", greeterRule,
+		func(c *config) *bool { return &c.Social.Settings.GreeterEnabled }),
+	switchSetting("GREETER_USE_FACE_DETECTED", "false", "count a face detected without a name as an unknown face for the greeter", greeterRule,
+		func(c *config) *bool { return &c.Social.Settings.GreetOnFaceSeen }),
+	switchSetting("GREETER_GREET_UNKNOWN", "false", "greet unknown faces too", greeterRule,
+		func(c *config) *bool { return &c.Social.Settings.GreetUnknown }),
 	{env: "GREETER_COOLDOWN_HOURS", def: "4", help: "hours between two greetings of one person (not before the first of the day)",
 		parse: func(c *config, v string) error { return parseUnits(&c.Social.Settings.GreetCooldown, v, time.Hour) }},
 	{env: "GREETER_PER_DAY_MAX", def: "3", help: "greetings of one person per local day",
 		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetPerDayMax, v) }},
 	{env: "GREETER_GREETING_MAX_WORDS", def: "15", help: "longest greeting, in words, the agent is asked for",
 		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetMaxWords, v) }},
-	{env: "GREETER_STATE_PATH", def: "~/.zeroclaw/greeter_state.json", help: "file keeping today's greeting counts across restarts (written atomically)",
-		parse: func(c *config, v string) error { c.Social.Settings.GreeterStatePath = v; return nil }},
+	pathSetting("GREETER_STATE_PATH", "~/.zeroclaw/greeter_state.json", "file keeping today's greeting counts across restarts (written atomically)",
+		func(c *config) *string { return &c.Social.Settings.GreeterStatePath }).orWithoutHome("greeting counts kept in memory only"),
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
 		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
@@ -509,18 +621,18 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Admin.LocalProfileKey = v; return nil }},
 	{env: "VOICE_CLOUD_PROFILE_KEY", def: "custom:https://openrouter.ai/api/v1", help: "profile key of the cloud model in a multi-profile config.toml",
 		parse: func(c *config, v string) error { c.Admin.CloudProfileKey = v; return nil }},
-	{env: "ZEROCLAW_WORKSPACE", def: "/root/.zeroclaw/workspace", help: "ZeroClaw's workspace, where /admin/persona writes the persona files",
-		parse: func(c *config, v string) error { c.Admin.Workspace = v; return nil }},
-	{env: "ZEROCLAW_VOICE_CFG", def: "/root/.zeroclaw/config.toml", help: "the voice agent's config.toml, edited by /admin/model and smart mode",
-		parse: func(c *config, v string) error { c.Admin.VoiceConfig = v; return nil }},
+	pathSetting("ZEROCLAW_WORKSPACE", "/root/.zeroclaw/workspace", "ZeroClaw's workspace, where /admin/persona writes the persona files",
+		func(c *config) *string { return &c.Admin.Workspace }),
+	pathSetting("ZEROCLAW_VOICE_CFG", "/root/.zeroclaw/config.toml", "the voice agent's config.toml, edited by /admin/model and smart mode",
+		func(c *config) *string { return &c.Admin.VoiceConfig }),
 	{env: "ZEROCLAW_VOICE_UNIT", def: "zeroclaw-bridge", help: "systemd unit reported for the voice agent (the bridge restarts its own agent child)",
 		parse: func(c *config, v string) error { c.Admin.VoiceUnit = v; return nil }},
-	{env: "ZEROCLAW_DISCORD_CFG", def: "/root/.zeroclaw-discord/config.toml", help: "the Discord agent's config.toml, edited by /admin/model",
-		parse: func(c *config, v string) error { c.Admin.DiscordConfig = v; return nil }},
+	pathSetting("ZEROCLAW_DISCORD_CFG", "/root/.zeroclaw-discord/config.toml", "the Discord agent's config.toml, edited by /admin/model",
+		func(c *config) *string { return &c.Admin.DiscordConfig }),
 	{env: "ZEROCLAW_DISCORD_UNIT", def: "zeroclaw-discord", help: "systemd unit restarted after the Discord agent's model changed",
 		parse: func(c *config, v string) error { c.Admin.DiscordUnit = v; return nil }},
-	{env: "DOTTY_TOOL_ALLOWLIST", def: "/root/zeroclaw-bridge/state/tool-allowlist", help: "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
-		parse: func(c *config, v string) error { c.ToolAllowList = v; return nil }},
+	pathSetting("DOTTY_TOOL_ALLOWLIST", "/root/zeroclaw-bridge/state/tool-allowlist", "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
+		func(c *config) *string { return &c.ToolAllowList }),
 	{env: "VISION_MODEL", def: "google/gemini-2.0-flash-001", help: "vision model describing the robot's photos",
 		parse: func(c *config, v string) error { c.Vision.Vision.Model = v; return nil }},
 	{env: "VISION_API_KEY", def: "", secret: true, help: "its API key; unset: OPENROUTER_API_KEY; none: the camera-offline answer",
@@ -578,10 +690,10 @@ var settings = []setting{
 		}},
 	{env: "SIDECAR_TOKEN", def: "", secret: true, help: "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1",
 		parse: func(c *config, v string) error { c.Sidecar.Token = v; return nil }},
-	{env: "SIDECAR_ALLOW_NO_TOKEN", def: "0", help: "1 accepts firmware requests without a token (trusted LAN only)",
-		parse: func(c *config, v string) error { c.Sidecar.AllowNoToken = v == "1"; return nil }},
-	{env: "SIDECAR_PERSONAS_DIR", def: "/root/zeroclaw-bridge/personas", help: "directory of <slug>.md persona files for X-Persona-Name",
-		parse: func(c *config, v string) error { c.Sidecar.PersonasDir = v; return nil }},
+	switchSetting("SIDECAR_ALLOW_NO_TOKEN", "0", "accept firmware requests without a token (trusted LAN only)", exactOneRule,
+		func(c *config) *bool { return &c.Sidecar.AllowNoToken }),
+	pathSetting("SIDECAR_PERSONAS_DIR", "/root/zeroclaw-bridge/personas", "directory of <slug>.md persona files for X-Persona-Name",
+		func(c *config) *string { return &c.Sidecar.PersonasDir }),
 	{env: "SIDECAR_DEFAULT_PERSONA", def: "", help: "persona used without X-Persona-Name; empty: none",
 		parse: func(c *config, v string) error { c.Sidecar.DefaultPersona = v; return nil }},
 	{env: "SIDECAR_DEADLINE", def: "12", help: "seconds a firmware request may take in all (the firmware gives up at 15)",
@@ -615,6 +727,12 @@ var errHelp = errors.New("help requested")
 // problem is reported, joined, each naming its flag or variable; a setting
 // that fails keeps its default in the returned config.
 func parseConfig(args []string, lookup func(string) (string, bool)) (config, error) {
+	return parseConfigHomes(args, lookup, systemHomes(lookup))
+}
+
+// parseConfigHomes is parseConfig with the home directories of "~"
+// expansion.
+func parseConfigHomes(args []string, lookup func(string) (string, bool), homes homeDirs) (config, error) {
 	fs := flag.NewFlagSet("zeroclaw-bridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flagVals := make(map[string]*string, len(settings))
@@ -662,8 +780,16 @@ func parseConfig(args []string, lookup func(string) (string, bool)) (config, err
 				panic(perr)
 			}
 			c.raw[s.env], c.origin[s.env] = s.def, "default"
+			continue
+		}
+		if s.sw != nil {
+			if w := s.sw.check(origin, v); w != "" {
+				c.notes = append(c.notes, note{s.env, w})
+			}
 		}
 	}
+	errs = append(errs, c.expandPaths(homes)...)
+	c.demo = demoStateDir(lookup, homes)
 	if c.legacyGreetMin != nil && c.origin["FACE_GREET_MIN_INTERVAL_SEC"] == "default" {
 		c.Perception.Consumers.GreetMinInterval = *c.legacyGreetMin
 		c.origin["FACE_GREET_MIN_INTERVAL_SEC"] = c.origin["FACE_GREET_COOLDOWN_SEC"]
@@ -671,6 +797,32 @@ func parseConfig(args []string, lookup func(string) (string, bool)) (config, err
 	}
 	errs = append(errs, c.validate())
 	return c, errors.Join(errs...)
+}
+
+// expandPaths replaces the leading "~" of every path setting with its home
+// directory, so no component ever sees one. A value that cannot be
+// expanded is an error naming its flag or variable; a default that cannot
+// is a note, and its feature goes without the file.
+func (c *config) expandPaths(homes homeDirs) []error {
+	var errs []error
+	for _, s := range settings {
+		if s.path == nil {
+			continue
+		}
+		p := s.path(c)
+		abs, err := homes.expand(*p)
+		switch {
+		case err == nil:
+			*p = abs
+		case c.set(s.env):
+			errs = append(errs, fmt.Errorf("invalid %s %q: %w", c.origin[s.env], c.raw[s.env], err))
+			*p = ""
+		default:
+			c.notes = append(c.notes, note{s.env, fmt.Sprintf("%s default %q: %v; %s (set %s to an absolute path)", s.env, *p, err, s.noHome, s.env)})
+			*p = ""
+		}
+	}
+	return errs
 }
 
 // validate checks ranges: durations above zero, counts at least one, the
@@ -825,17 +977,18 @@ func (c config) effective() []any {
 }
 
 // resolvedValues are the settings whose raw text says less than what the
-// bridge made of it.
+// bridge made of it: switches, expanded paths, keys that fall back.
 func (c config) resolvedValues() map[string]string {
-	b := strconv.FormatBool
-	p := c.Perception.Consumers
-	out := map[string]string{
-		"DOTTY_KID_MODE": b(c.Modes.KidDefault), "WAKE_TURN_ENABLED": b(p.WakeTurnEnabled),
-		"DOTTY_SOUND_TURNER_ENABLED": b(p.SoundTurnerEnabled), "SECURITY_WATCH_ENABLED": b(p.SecurityEnabled),
-		"IDLE_PHOTOGRAPHER_ENABLED": b(p.IdleEnabled), "SCENE_SYNTHESIS_ENABLED": b(p.SceneEnabled),
-		"DREAMER_ENABLED": b(c.Social.Settings.DreamerEnabled), "DANCE_REFLECTOR_ENABLED": b(c.Social.Settings.DanceReflectorEnabled),
-		"GREETER_ENABLED": b(c.Social.Settings.GreeterEnabled), "GREETER_USE_FACE_DETECTED": b(c.Social.Settings.GreetOnFaceSeen),
-		"GREETER_GREET_UNKNOWN": b(c.Social.Settings.GreetUnknown),
+	out := map[string]string{}
+	for _, s := range settings {
+		switch {
+		case s.on != nil:
+			out[s.env] = strconv.FormatBool(*s.on(&c))
+		case s.path != nil:
+			if p := *s.path(&c); p != c.raw[s.env] {
+				out[s.env] = p
+			}
+		}
 	}
 	// Keys that fall back on one another say where the value came from.
 	fallback := func(env, own string, from ...[2]string) {
@@ -876,6 +1029,27 @@ func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
+// parseHost reads a listen host: an IP address (brackets allowed) or a
+// host name. Whether it is this machine's is found out by listening.
+func parseHost(dst *string, v string) error {
+	v = strings.TrimSpace(v)
+	if in, ok := strings.CutPrefix(v, "["); ok {
+		v, ok = strings.CutSuffix(in, "]")
+		if !ok || net.ParseIP(v) == nil {
+			return errors.New(wantHost)
+		}
+	}
+	if net.ParseIP(v) == nil && (len(v) > 253 || !hostName.MatchString(v)) {
+		return errors.New(wantHost)
+	}
+	*dst = v
+	return nil
+}
+
+// hostName is a DNS name: dot-separated labels of letters, digits and
+// inner hyphens (underscores too, as container names have them).
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
+
 // parseZone reads an IANA time zone name.
 func parseZone(dst **time.Location, v string) error {
 	loc, err := time.LoadLocation(strings.TrimSpace(v))
@@ -910,15 +1084,6 @@ func parseUnits(dst *time.Duration, v string, unit time.Duration) error {
 	}
 	*dst = time.Duration(f * float64(unit))
 	return nil
-}
-
-// onOff is the greeter switches' rule: 1, true, yes or on in any case.
-func onOff(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }
 
 // parseMillis reads a whole number of milliseconds.
@@ -959,15 +1124,6 @@ func splitList(v string) []string {
 		}
 	}
 	return out
-}
-
-// truthy is bridge.py's DOTTY_KID_MODE rule: 1, true or yes in any case.
-func truthy(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "yes":
-		return true
-	}
-	return false
 }
 
 // helpSections heads the help's groups: each names the setting its group

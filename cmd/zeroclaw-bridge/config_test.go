@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -44,18 +46,31 @@ func env(kv ...string) func(string) (string, bool) {
 
 var cmpConfig = []cmp.Option{
 	cmp.Exporter(func(reflect.Type) bool { return true }),
-	cmpopts.IgnoreFields(config{}, "raw", "origin"),
+	cmpopts.IgnoreFields(config{}, "raw", "origin", "notes"),
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b *time.Location) bool { return a.String() == b.String() }),
 	cmp.Comparer(func(a, b *regexp.Regexp) bool { return a.String() == b.String() }),
 }
 
 // tableSocial is social.DefaultSettings as the settings table fills it:
-// the agent timeout and identity bound have no variable.
-func tableSocial() social.Settings {
+// the agent timeout and identity bound have no variable, the greeting
+// counts' file is under home.
+func tableSocial(home string) social.Settings {
 	s := social.DefaultSettings()
 	s.GreetAgentTimeout, s.MaxGreetIdentities = 0, 0
+	s.GreeterStatePath = filepath.Join(home, ".zeroclaw", "greeter_state.json")
 	return s
+}
+
+// passwdHome is the current user's home in the password database: where
+// "~" goes for a configuration without HOME, as env() gives.
+func passwdHome(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("no password entry for the current user: %v", err)
+	}
+	return u.HomeDir
 }
 
 func defaultConfig(t *testing.T) config {
@@ -64,7 +79,11 @@ func defaultConfig(t *testing.T) config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	home := passwdHome(t)
+	consumers := perception.DefaultConsumers()
+	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
 	return config{
+		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
 			UploadTimeout: time.Minute, MaxConns: 512},
 		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
@@ -84,12 +103,12 @@ func defaultConfig(t *testing.T) config {
 		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db", PersonMaxFacts: 8},
 		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
 			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
-		Perception: perception.Config{Consumers: perception.DefaultConsumers(), MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
+		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
 		Narrative: llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
 		Agent:     agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
 		Steerable: steerable.Config{Provider: "openai_compat"},
-		Social:    social.Config{Settings: tableSocial()},
+		Social:    social.Config{Settings: tableSocial(home)},
 		UI:        ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
@@ -137,6 +156,9 @@ func TestParseConfigValues(t *testing.T) {
 	}{
 		{"listener", []string{"BRIDGE_HOST", "127.0.0.1", "PORT", "9000"}, func(c *config) { c.HTTP.Host, c.HTTP.Port = "127.0.0.1", 9000 }},
 		{"port 0 picks a free port", []string{"PORT", "0"}, func(c *config) { c.HTTP.Port = 0 }},
+		{"host name", []string{"BRIDGE_HOST", " localhost "}, func(c *config) { c.HTTP.Host = "localhost" }},
+		{"container name", []string{"BRIDGE_HOST", "zeroclaw_bridge.lan."}, func(c *config) { c.HTTP.Host = "zeroclaw_bridge.lan." }},
+		{"IPv6 host, brackets allowed", []string{"BRIDGE_HOST", "[::1]"}, func(c *config) { c.HTTP.Host = "::1" }},
 		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.Agent.Bin = "/opt/zc" }},
 		{"agent args are shell words", []string{"ZEROCLAW_ARGS", `--max-sessions 4 --note "two words" 'x y'`},
 			func(c *config) { c.Agent.Args = []string{"--max-sessions", "4", "--note", "two words", "x y"} }},
@@ -305,6 +327,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"max age word", nil, []string{"ZEROCLAW_SESSION_MAX_AGE_SEC", "1h"}, []string{`invalid ZEROCLAW_SESSION_MAX_AGE_SEC "1h": want a number of seconds`}},
 		{"cancel grace zero", nil, []string{"ZEROCLAW_CANCEL_GRACE", "0"}, []string{`invalid ZEROCLAW_CANCEL_GRACE "0": want more than 0 seconds`}},
 		{"port word", nil, []string{"PORT", "http"}, []string{`invalid PORT "http": want an integer`}},
+		{"host with a port", nil, []string{"BRIDGE_HOST", "0.0.0.0:8080"}, []string{`invalid BRIDGE_HOST "0.0.0.0:8080": ` + wantHost}},
+		{"host with a space", []string{"-bridge-host", "my host"}, nil, []string{`invalid -bridge-host "my host": ` + wantHost}},
+		{"host in brackets that is not an address", nil, []string{"BRIDGE_HOST", "[localhost]"}, []string{`invalid BRIDGE_HOST "[localhost]": ` + wantHost}},
+		{"host URL", nil, []string{"BRIDGE_HOST", "http://0.0.0.0"}, []string{`invalid BRIDGE_HOST "http://0.0.0.0": ` + wantHost}},
 		{"port range", nil, []string{"PORT", "70000"}, []string{`invalid PORT "70000": want a port from 0 to 65535`}},
 		{"port negative", nil, []string{"PORT", "-1"}, []string{`invalid PORT "-1": want a port from 0 to 65535`}},
 		{"turns zero", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "0"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`}},
@@ -367,6 +393,104 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("error lines (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestSwitchRules: each switch keeps bridge.py's rule exactly, and a value
+// that is no on/off word, or one the rule reads against its meaning, is a
+// note naming the flag or variable, the value, what it was read as and
+// the words the switch takes.
+func TestSwitchRules(t *testing.T) {
+	kid := "this switch is on for 1, true or yes in any case, off for anything else"
+	greeter := "this switch is on for 1, true, yes or on in any case, off for anything else"
+	one := "this switch is on only for exactly 1, off for anything else"
+	wake := "this switch is off only for exactly 0, false or False, on for anything else"
+	tests := []struct {
+		env, value string
+		want       bool
+		warn       string // the rule's words; "" for no note
+	}{
+		{"DOTTY_KID_MODE", "1", true, ""},
+		{"DOTTY_KID_MODE", " TRUE ", true, ""},
+		{"DOTTY_KID_MODE", "Yes", true, ""},
+		{"DOTTY_KID_MODE", "on", false, kid},
+		{"DOTTY_KID_MODE", "ON", false, kid},
+		{"DOTTY_KID_MODE", "false", false, ""},
+		{"DOTTY_KID_MODE", "no", false, ""},
+		{"DOTTY_KID_MODE", "off", false, ""},
+		{"DOTTY_KID_MODE", "0", false, ""},
+		{"DOTTY_KID_MODE", "enabled", false, kid},
+		{"GREETER_ENABLED", "on", true, ""},
+		{"GREETER_ENABLED", "Off", false, ""},
+		{"GREETER_ENABLED", "2", false, greeter},
+		{"GREETER_GREET_UNKNOWN", "YES", true, ""},
+		{"GREETER_USE_FACE_DETECTED", "nope", false, greeter},
+		{"SECURITY_WATCH_ENABLED", "1", true, ""},
+		{"SECURITY_WATCH_ENABLED", "true", false, one},
+		{"SECURITY_WATCH_ENABLED", "0", false, ""},
+		{"SECURITY_WATCH_ENABLED", "off", false, ""},
+		{"SECURITY_WATCH_ENABLED", " 1", false, one},
+		{"IDLE_PHOTOGRAPHER_ENABLED", "yes", false, one},
+		{"SCENE_SYNTHESIS_ENABLED", "on", false, one},
+		{"DREAMER_ENABLED", "True", false, one},
+		{"DANCE_REFLECTOR_ENABLED", "no", false, ""},
+		{"DOTTY_SOUND_TURNER_ENABLED", "true", false, one},
+		{"SIDECAR_ALLOW_NO_TOKEN", "yes", false, one},
+		{"WAKE_TURN_ENABLED", "0", false, ""},
+		{"WAKE_TURN_ENABLED", "false", false, ""},
+		{"WAKE_TURN_ENABLED", "False", false, ""},
+		{"WAKE_TURN_ENABLED", "FALSE", true, wake},
+		{"WAKE_TURN_ENABLED", "off", true, wake},
+		{"WAKE_TURN_ENABLED", "no", true, wake},
+		{"WAKE_TURN_ENABLED", "yes", true, ""},
+		{"WAKE_TURN_ENABLED", "maybe", true, wake},
+	}
+	switches := map[string]setting{}
+	for _, s := range settings {
+		if s.sw != nil {
+			switches[s.env] = s
+		}
+	}
+	if len(switches) != 12 {
+		t.Errorf("%d switches, want 12", len(switches))
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			s, ok := switches[tt.env]
+			if !ok {
+				t.Fatalf("%s is not a switch", tt.env)
+			}
+			c, err := parseConfig(nil, env(tt.env, tt.value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := *s.on(&c); got != tt.want {
+				t.Errorf("read as %v, want %v", got, tt.want)
+			}
+			var want []note
+			if tt.warn != "" {
+				want = []note{{tt.env, fmt.Sprintf("%s %q is read as %s: %s", tt.env, tt.value, onOrOff(tt.want), tt.warn)}}
+			}
+			if d := cmp.Diff(c.notes, want, cmp.AllowUnexported(note{}), cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("notes (-got +want):\n%s", d)
+			}
+		})
+	}
+	// A flag is named as the flag; the -h text says each switch's rule.
+	c, err := parseConfig([]string{"-dotty-kid-mode", "on"}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.notes) != 1 || c.notes[0].text != `-dotty-kid-mode "on" is read as off: `+kid {
+		t.Errorf("notes %v", c.notes)
+	}
+	for _, s := range switches {
+		if w := s.sw.check(s.env, s.def); w != "" {
+			t.Errorf("the default of %s warns: %s", s.env, w)
+		}
+		if !strings.HasSuffix(s.help, "; "+s.sw.String()) {
+			t.Errorf("%s's help does not end with its rule: %s", s.env, s.help)
+		}
 	}
 }
 
@@ -508,6 +632,20 @@ func TestEffectiveConfig(t *testing.T) {
 	if got["dotty_kid_mode"] != "false" || got["security_watch_enabled"] != "false" || got["vision_api_key"] != "set (from OPENROUTER_API_KEY)" ||
 		got["audio_caption_api_key"] != "set (from OPENROUTER_API_KEY)" || got["openrouter_api_key"] != "set" || slices.Contains(kv, any("sk-or")) {
 		t.Errorf("resolved: %v", got)
+	}
+	// Paths as expanded, every switch as a boolean.
+	c, err = parseConfig(nil, env("HOME", "/home/h", "CONVO_LOG_DIR", "/var/log/dotty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]any{}
+	kv = c.effective()
+	for i := 0; i+1 < len(kv); i += 2 {
+		got[kv[i].(string)] = kv[i+1]
+	}
+	if got["household_yaml_path"] != "/home/h/.zeroclaw/household.yaml" || got["greeter_state_path"] != "/home/h/.zeroclaw/greeter_state.json" ||
+		got["convo_log_dir"] != "/var/log/dotty" || got["sidecar_allow_no_token"] != "false" || got["wake_turn_enabled"] != "true" {
+		t.Errorf("paths and switches: %v", got)
 	}
 	c, err = parseConfig(nil, env("DOTTY_ADMIN_TOKEN", "hunter2"))
 	if err != nil {
@@ -675,8 +813,8 @@ func ptrTo[T any](v T) *T { return &v }
 // directory; a file setting given explicitly stays where it was put.
 func TestDemoModeKeepsFilesInTheStateDir(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", state)
-	cfg, err := parseConfig(nil, env("CONVO_LOG_DIR", "/var/log/dotty"))
+	logs := filepath.Join(t.TempDir(), "logs") // build makes it
+	cfg, err := parseConfig(nil, env("XDG_STATE_HOME", state, "CONVO_LOG_DIR", logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -693,7 +831,7 @@ func TestDemoModeKeepsFilesInTheStateDir(t *testing.T) {
 			t.Errorf("%s at %s, want it under %s", name, got, dir)
 		}
 	}
-	if app.cfg.ConvoLog.Dir != "/var/log/dotty" {
+	if app.cfg.ConvoLog.Dir != logs {
 		t.Errorf("an explicit CONVO_LOG_DIR moved to %s", app.cfg.ConvoLog.Dir)
 	}
 
@@ -704,5 +842,30 @@ func TestDemoModeKeepsFilesInTheStateDir(t *testing.T) {
 	}
 	if app.cfg.Memory.Path != "/root/.zeroclaw/workspace/memory/brain.db" {
 		t.Errorf("with zeroclaw the memory is at %s", app.cfg.Memory.Path)
+	}
+}
+
+// TestDemoBannerNamesWhatReplacesIt: the demo agent's banner says what
+// gives real answers in the protocol chosen: ZEROCLAW_BIN for acp,
+// STEERABLE_CMD for steerable (which refuses ZEROCLAW_BIN).
+func TestDemoBannerNamesWhatReplacesIt(t *testing.T) {
+	notFound := func(string) (string, error) { return "", exec.ErrNotFound }
+	self := func() (string, error) { return "/usr/local/bin/zeroclaw-bridge", nil }
+	noSidecar := func(string, ...string) bool { return false }
+	for protocol, want := range map[string]string{
+		"acp":       "the built-in demo agent (install ZeroClaw or set ZEROCLAW_BIN for real answers)",
+		"steerable": "the built-in demo agent (install the steerable-sidecar Python package or set STEERABLE_CMD for real answers)",
+	} {
+		cfg, err := parseConfig(nil, env("AGENT_PROTOCOL", protocol, "XDG_STATE_HOME", t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := build(cfg, hclog.NewNullLogger(), lookups{lookPath: notFound, executable: self, probe: noSidecar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if app.agent != want {
+			t.Errorf("%s: banner %q, want %q", protocol, app.agent, want)
+		}
 	}
 }

@@ -80,12 +80,9 @@ var httpClient = &http.Client{Timeout: 5 * time.Second}
 // holds no zeroclaw, plus env, and waits for its listening address.
 func startBridge(t *testing.T, env ...string) *bridgeProc {
 	t.Helper()
-	bin := bridgeBinary(t)
-	p := &bridgeProc{t: t, exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin)
+	cmd := exec.Command(bridgeBinary(t))
 	state := t.TempDir()
-	p.stateDir = state
-	p.cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug",
+	cmd.Env = append([]string{"PATH=" + t.TempDir(), "BRIDGE_HOST=127.0.0.1", "PORT=0", "LOG_LEVEL=debug",
 		// Keep the bridge's files in the test's directory and off the network.
 		"CONVO_LOG_DIR=" + filepath.Join(state, "logs"), "DOTTY_KID_MODE_STATE=" + filepath.Join(state, "kid-mode"),
 		"DOTTY_SMART_MODE_STATE=" + filepath.Join(state, "smart-mode"), "WEATHER_LOCATION=-",
@@ -93,6 +90,15 @@ func startBridge(t *testing.T, env ...string) *bridgeProc {
 		"ZEROCLAW_WORKSPACE=" + filepath.Join(state, "workspace"), "ZEROCLAW_VOICE_CFG=" + filepath.Join(state, "config.toml"),
 		"ZEROCLAW_DISCORD_CFG=" + filepath.Join(state, "discord.toml"), "DOTTY_TOOL_ALLOWLIST=" + filepath.Join(state, "tool-allowlist"),
 		"GREETER_STATE_PATH=" + filepath.Join(state, "greeter_state.json")}, env...)
+	return runBridge(t, cmd, state)
+}
+
+// runBridge starts cmd, a bridge binary listening on a free port, and
+// waits (≤ 10 s) for its listening address; the process is killed at the
+// end of the test.
+func runBridge(t *testing.T, cmd *exec.Cmd, stateDir string) *bridgeProc {
+	t.Helper()
+	p := &bridgeProc{t: t, cmd: cmd, stateDir: stateDir, exited: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +138,52 @@ func TestRunReportsListenFailure(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("first run did not return")
+	}
+}
+
+// TestRunNamesTheHostItCannotListenOn: an address that is not this
+// machine's is a configuration error naming BRIDGE_HOST (exit status 2),
+// reported before anything starts.
+func TestRunNamesTheHostItCannotListenOn(t *testing.T) {
+	var logs testkit.LogBuffer
+	// 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
+	err := run(context.Background(), []string{"-bridge-host", "192.0.2.1"}, isolatedEnv(t, "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw"), io.Discard, &logs)
+	var stderr strings.Builder
+	code := exitCode(err, &stderr)
+	want := `zeroclaw-bridge: invalid -bridge-host "192.0.2.1": not a name or address of this machine (listen on 192.0.2.1:0: listen tcp 192.0.2.1:0: bind: cannot assign requested address)` + "\n"
+	if code != 2 || stderr.String() != want {
+		t.Errorf("exit %d, printed %q; want 2 and %q", code, stderr.String(), want)
+	}
+	if strings.Contains(logs.String(), "agent started") {
+		t.Errorf("the agent was started:\n%s", logs.String())
+	}
+}
+
+// TestListenError: a name that does not resolve names BRIDGE_HOST, a port
+// the process may not bind names PORT, each as it was given; anything
+// else passes through.
+func TestListenError(t *testing.T) {
+	cfg, err := parseConfig([]string{"-port", "80"}, env("BRIDGE_HOST", "nonsense"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns := fmt.Errorf("listen on nonsense:80: %w", &net.OpError{Op: "listen", Net: "tcp",
+		Err: &net.DNSError{Err: "no such host", Name: "nonsense", IsNotFound: true}})
+	denied := fmt.Errorf("listen on nonsense:80: %w", &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EACCES)})
+	other := errors.New("listen on nonsense:80: too many open files")
+	for _, tt := range []struct {
+		err  error
+		want string
+		code int
+	}{
+		{dns, `invalid BRIDGE_HOST "nonsense": not a name or address of this machine (listen on nonsense:80: listen tcp: lookup nonsense: no such host)`, 2},
+		{denied, `invalid -port "80": a port below 1024 needs root or CAP_NET_BIND_SERVICE (listen on nonsense:80: listen tcp: bind: permission denied)`, 2},
+		{other, other.Error(), 1},
+	} {
+		var stderr strings.Builder
+		if code := exitCode(listenError(cfg, tt.err), &stderr); code != tt.code || stderr.String() != "zeroclaw-bridge: "+tt.want+"\n" {
+			t.Errorf("exit %d, %q; want %d, %q", code, stderr.String(), tt.code, tt.want)
+		}
 	}
 }
 

@@ -34,11 +34,7 @@ type greeter struct {
 
 func newGreeter(s *Service) *greeter {
 	g := &greeter{inFlight: map[string]bool{}}
-	path := ""
-	if s.set.GreeterStatePath != "" {
-		path = expandHome(s.set.GreeterStatePath)
-	}
-	g.state = newGreetState(path, s.set.MaxGreetIdentities, s.greetLog)
+	g.state = newGreetState(s.set.GreeterStatePath, s.set.MaxGreetIdentities, s.greetLog)
 	if s.set.GreeterEnabled {
 		g.state.load(s.today())
 	}

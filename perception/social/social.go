@@ -30,8 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -100,7 +98,7 @@ type Settings struct {
 	GreetCooldown      time.Duration // GREETER_COOLDOWN_HOURS, between greetings of one person (not before the first)
 	GreetPerDayMax     int           // GREETER_PER_DAY_MAX, greetings of one person per local day
 	GreetMaxWords      int           // GREETER_GREETING_MAX_WORDS, asked of the agent
-	GreeterStatePath   string        // GREETER_STATE_PATH ("~/" is the home directory); "" keeps the counts in memory only
+	GreeterStatePath   string        // GREETER_STATE_PATH, used as given (the bridge expands its "~"); "" keeps the counts in memory only
 	GreetAgentTimeout  time.Duration // the agent's time for a greeting (90 s, ZEROCLAW_TIMEOUT's default)
 	MaxGreetIdentities int           // identities counted per day (64); past it the longest-ago greeted is forgotten
 
@@ -108,14 +106,15 @@ type Settings struct {
 	QueueSize int
 }
 
-// DefaultSettings returns bridge.py's defaults.
+// DefaultSettings returns bridge.py's defaults, with the greeting counts
+// in memory only (bridge.py's file is under the home directory, which the
+// bridge's configuration resolves).
 func DefaultSettings() Settings {
 	return Settings{
 		DreamerEnabled: true, DreamWindow: 28800 * time.Second, DreamCount: 3,
 		DanceReflectorEnabled: true,
 		GreeterEnabled:        true, GreetCooldown: 4 * time.Hour, GreetPerDayMax: 3, GreetMaxWords: 15,
-		GreeterStatePath: "~/.zeroclaw/greeter_state.json", GreetAgentTimeout: 90 * time.Second,
-		MaxGreetIdentities: 64,
+		GreetAgentTimeout: 90 * time.Second, MaxGreetIdentities: 64,
 	}
 }
 
@@ -355,14 +354,4 @@ func (s *Service) known(device string) bool {
 	}
 	_, ok := s.cfg.Perception.States().Get(device)
 	return ok
-}
-
-// expandHome resolves a leading "~/".
-func expandHome(path string) string {
-	if rest, ok := strings.CutPrefix(path, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, rest)
-		}
-	}
-	return path
 }

@@ -727,6 +727,7 @@
     if (!built) { buildControls(s.states || []); built = true; }
     $("st-version").textContent = s.version || "";
     $("banner-demo").hidden = !s.demo_agent;
+    if (s.demo_advice) $("demo-advice").textContent = s.demo_advice;
     $("banner-open").hidden = !s.open;
     for (const [id, on] of [["kid-mode", s.kid_mode], ["smart-mode", s.smart_mode]]) if (!$(id).disabled) $(id).checked = on;
     $("smart-models").textContent = s.smart_off_model || s.smart_on_model ? `off: ${s.smart_off_model} · on: ${s.smart_on_model}` : "";
