@@ -38,7 +38,7 @@ func newGreeter(s *Service) *greeter {
 	if s.set.GreeterStatePath != "" {
 		path = expandHome(s.set.GreeterStatePath)
 	}
-	g.state = newGreetState(path, s.set.MaxGreetIdentities, s.greetLog)
+	g.state = newGreetState(path, s.set.MaxGreetIdentities, s.greetLog, s.cfg.Health)
 	if s.set.GreeterEnabled {
 		g.state.load(s.today())
 	}
