@@ -9,6 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // writeAtomic replaces path with data (see writeIn). A missing directory
@@ -16,7 +20,7 @@ import (
 func writeAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+		return err // names the directory
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -60,6 +64,19 @@ func writeIn(root *os.Root, name string, data []byte, perm os.FileMode) error {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// noteSave records the outcome of saving the state file what at path on
+// conds (GET /health): a failure marks it failing and is logged at Error
+// when the condition begins, at Debug while it lasts; a success clears it,
+// saying so once.
+func noteSave(conds *health.Conditions, log hclog.Logger, what, path string, err error) {
+	key := what + " " + path
+	if err != nil {
+		conds.Failed(log, hclog.Error, key, what, err, "cannot save the "+what, "path", path)
+		return
+	}
+	conds.Recovered(log, key, what+" saved again", "path", path)
 }
 
 // tmpSuffix ends every temporary file writeIn creates.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // ModesConfig configures the mode store.
@@ -25,8 +27,12 @@ type ModesConfig struct {
 	SmartStatePath string
 	// Metrics are admin's series (NewMetrics); nil records nothing.
 	Metrics *Metrics
-	// Logger receives unreadable-file warnings. Nil discards.
+	// Logger receives unreadable-file warnings and failed saves. Nil
+	// discards.
 	Logger hclog.Logger
+	// Health is the conditions set a state file marks while it cannot be
+	// saved (GET /health); nil keeps a private set.
+	Health *health.Conditions
 }
 
 // Modes is the kid and smart mode store, backed by bridge.py's state files
@@ -49,11 +55,15 @@ func NewModes(cfg ModesConfig) *Modes {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	conds := cfg.Health
+	if conds == nil {
+		conds = health.New()
+	}
 	m := &Modes{
 		log:   log,
 		gauge: cfg.Metrics.kidGauge(),
-		kid:   &stateFile{path: cfg.KidStatePath, def: cfg.KidDefault, log: log},
-		smart: &stateFile{path: cfg.SmartStatePath, def: false, log: log},
+		kid:   &stateFile{what: "kid mode state", path: cfg.KidStatePath, def: cfg.KidDefault, log: log, health: conds},
+		smart: &stateFile{what: "smart mode state", path: cfg.SmartStatePath, def: false, log: log, health: conds},
 	}
 	m.KidMode()
 	return m
@@ -112,9 +122,11 @@ func (m *Modes) report(on bool) {
 // stateFile caches a boolean state file, re-reading it when its size or
 // modification time changes.
 type stateFile struct {
-	path string
-	def  bool
-	log  hclog.Logger
+	what   string // "kid mode state", in log lines and on /health
+	path   string
+	def    bool
+	log    hclog.Logger
+	health *health.Conditions
 
 	mu     sync.Mutex
 	stamp  fileStamp
@@ -176,12 +188,15 @@ func parseState(b []byte) (on, ok bool) {
 	return false, false
 }
 
-// set writes "true" or "false" through a temporary file and a rename.
+// set writes "true" or "false" through a temporary file and a rename; a
+// failure is the file's health condition until a save succeeds.
 func (s *stateFile) set(on bool) error {
 	if s.path == "" {
 		return errors.New("no state file configured")
 	}
-	if err := writeAtomic(s.path, []byte(map[bool]string{true: "true", false: "false"}[on]), 0o600); err != nil {
+	err := writeAtomic(s.path, []byte(map[bool]string{true: "true", false: "false"}[on]), 0o600)
+	noteSave(s.health, s.log, s.what, s.path, err)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	RestartDelay time.Duration
 	// Clock times RestartDelay; nil is the real clock.
 	Clock clockwork.Clock
+	// Health is the conditions set the tool allow list's file marks while
+	// it cannot be saved (GET /health); nil keeps a private set. The mode
+	// state files are Modes'.
+	Health *health.Conditions
 
 	Logger hclog.Logger
 }
@@ -123,6 +128,9 @@ func NewHandler(cfg Config) *Handler {
 	}
 	if cfg.RestartDelay <= 0 {
 		cfg.RestartDelay = 2 * time.Second
+	}
+	if cfg.Health == nil {
+		cfg.Health = health.New()
 	}
 	h := &Handler{cfg: cfg, log: cfg.Logger, restarts: make(chan string, restartQueue), exec: execCmd}
 	if h.cfg.RestartUnit == nil {
@@ -355,8 +363,7 @@ func (m ModeChange) ModelWarning() string {
 // setMode stores a mode with save and pushes set-toggle <name>.
 func (h *Handler) setMode(ctx context.Context, name string, on bool, device string, save func(bool) error) (ModeChange, error) {
 	label := strings.ReplaceAll(name, "_", " ")
-	if err := save(on); err != nil {
-		h.log.Error(label+" not saved", "error", err)
+	if err := save(on); err != nil { // Modes has logged the cause
 		return ModeChange{}, httpapi.NewError(http.StatusInternalServerError, "could not save "+label+": "+err.Error())
 	}
 	h.log.Info(label+" set", "enabled", on)

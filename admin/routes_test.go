@@ -21,7 +21,9 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 type fakeAgent struct {
@@ -629,5 +631,71 @@ func TestRunRestartsQueuedUnits(t *testing.T) {
 	case got := <-ran:
 		t.Errorf("%q ran after shutdown", got)
 	default:
+	}
+}
+
+// TestUnsavableStateFilesAreHealthConditions: a mode state file and the
+// tool allow list that cannot be saved are /health problems, each logged
+// once with its error once however often it is tried; a save that
+// succeeds clears it, saying so once.
+func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testkit.LogBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	conds := health.New()
+	modes := NewModes(ModesConfig{KidStatePath: filepath.Join(blocker, "kid-mode"), SmartStatePath: filepath.Join(blocker, "smart-mode"),
+		Logger: log, Health: conds})
+	safety, _ := NewSafety(filepath.Join(blocker, "tool-allowlist")) // unreadable: the default list
+	a := &adminEnv{e: echo.New(), modes: modes}
+	a.e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	NewHandler(Config{Modes: modes, Safety: safety, Robot: xiaozhi.New(xiaozhi.Config{}), Logger: log, Health: conds}).Routes(a.e)
+	for range 2 {
+		if code, body := a.post("/admin/kid-mode", `{"enabled":false}`); code != 500 || !strings.Contains(body, "could not save kid mode") {
+			t.Errorf("kid mode: %d %s", code, body)
+		}
+		if code, body := a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`); code != 500 || !strings.Contains(body, "could not save the tool allow list") {
+			t.Errorf("safety: %d %s", code, body)
+		}
+	}
+	notDir := "mkdir " + blocker + ": not a directory"
+	if got, want := conds.Problems(), []string{"kid mode state: " + notDir, "tool allow list: " + notDir}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems %q, want %q", got, want)
+	}
+	var lines []string // the saves' lines (reading the kid mode state at start says its own once)
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if !strings.Contains(l, "cannot stat mode state file") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "[ERROR] cannot save the kid mode state") ||
+		!strings.Contains(lines[1], "[ERROR] cannot save the tool allow list") {
+		t.Errorf("want one Error line per file, got:\n%s", logs.String())
+	}
+	for _, l := range lines {
+		if strings.Count(l, "not a directory") != 1 {
+			t.Errorf("error text not said once: %s", l)
+		}
+	}
+
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if code, body := a.post("/admin/kid-mode", `{"enabled":false}`); code != 200 {
+		t.Errorf("kid mode after the fix: %d %s", code, body)
+	}
+	if code, body := a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`); code != 200 {
+		t.Errorf("safety after the fix: %d %s", code, body)
+	}
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the fix %q", got)
+	}
+	for _, want := range []string{"[INFO]  kid mode state saved again", "[INFO]  tool allow list saved again"} {
+		if strings.Count(logs.String(), want) != 1 {
+			t.Errorf("want one %q line, got:\n%s", want, logs.String())
+		}
 	}
 }

@@ -40,7 +40,7 @@ func NewSafety(path string) (*Safety, error) {
 	case errors.Is(err, fs.ErrNotExist) || path == "":
 		return s, nil
 	case err != nil:
-		return s, fmt.Errorf("read tool allow list %s: %w", path, err)
+		return s, fmt.Errorf("read tool allow list: %w", err) // err names the path
 	}
 	var list []string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -108,8 +108,8 @@ func (h *Handler) safety(c echo.Context) error {
 		return httpapi.NewError(http.StatusServiceUnavailable, "tool allow list not configured")
 	}
 	before, after, err := h.cfg.Safety.change(action == "add", tool)
+	noteSave(h.cfg.Health, h.log, "tool allow list", h.cfg.Safety.path, err)
 	if err != nil {
-		h.log.Error("tool allow list not saved", "error", err)
 		return httpapi.NewError(http.StatusInternalServerError, "could not save the tool allow list: "+err.Error())
 	}
 	h.log.Info("tool allow list changed; applied live", "action", action, "tool", tool, "size", after)

@@ -6,7 +6,8 @@
 // /api/message/stream with their prompt sandwich. Its sub-packages are the
 // kit every feature uses: httpapi (errors, the request binder, SSE
 // headers), fanout (the one publish/subscribe bus and its lag policy),
-// convolog, turnbus, llm, periphery, sidecar, and testkit for tests. Other
+// health (the conditions that make /health "degraded"), convolog, turnbus,
+// llm, periphery, sidecar, and testkit for tests. Other
 // feature packages mount their routes on the same echo instance through
 // Server.Echo.
 //
@@ -20,7 +21,8 @@
 // # Concurrency
 //
 // /health reads snapshots through AgentStatus and SessionStatus, which must
-// never block; the handlers hold no locks of their own.
+// never block, and the health conditions (one short lock); the handlers
+// hold no locks of their own.
 package bridge
 
 import (
@@ -48,6 +50,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -107,6 +110,10 @@ type Config struct {
 	// Sessions feeds cached_session, session_turns and sessions of /health.
 	// Nil reports a zero acp.PoolHealth.
 	Sessions SessionStatus
+	// Health is the conditions set the components that write files mark
+	// (the same set is in their configs): while any is failing, /health
+	// says "degraded" and lists the problems. Nil reports none.
+	Health *health.Conditions
 	// ShutdownTimeout bounds the graceful drain on stop (default 5 s).
 	ShutdownTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection with no request for this
@@ -351,19 +358,34 @@ type healthBody struct {
 	ACPRunning    bool            `json:"acp_running"`
 	CachedSession bool            `json:"cached_session"`
 	SessionTurns  int             `json:"session_turns"`
+	Problems      []string        `json:"problems,omitempty"`
 	Agent         acp.AgentHealth `json:"agent"`
 	Sessions      int             `json:"sessions"`
 	Version       string          `json:"version,omitempty"`
 }
 
+// Status values of /health: "degraded" while a condition is failing (a
+// log, the voice memory or a state file cannot be written); the answer is
+// 200 either way, as callers check only for a 2xx JSON body.
+const (
+	StatusOK       = "ok"
+	StatusDegraded = "degraded"
+)
+
 func (s *Server) health(c echo.Context) error {
 	a, p := s.cfg.Agent.Health(), s.cfg.Sessions.Health()
+	problems := s.cfg.Health.Problems()
+	status := StatusOK
+	if len(problems) > 0 {
+		status = StatusDegraded
+	}
 	return httpapi.WriteJSON(c, http.StatusOK, healthBody{
-		Status:        "ok",
+		Status:        status,
 		Service:       ServiceName,
 		ACPRunning:    a.Running,
 		CachedSession: p.CachedSession,
 		SessionTurns:  p.SessionTurns,
+		Problems:      problems,
 		Agent:         a,
 		Sessions:      p.Sessions,
 		Version:       s.cfg.Version,
@@ -440,26 +462,51 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // logRequests logs one line per request, after the error handler has
-// written any error: scrapes (/health, /metrics*) and perception events at
-// Debug, the rest at Info. Bodies are never logged.
+// written any error. Bodies are never logged. The level says whether an
+// operator needs the line:
+//
+//   - Debug: a read that succeeded (GET or HEAD answered below 400: the
+//     dashboard's polling, scrapes, /health) and perception events (a
+//     robot's sensor stream) unless they fail with a 5xx; they change
+//     nothing an operator needs to see, and an open dashboard would
+//     otherwise log dozens of lines a minute;
+//   - Warn: any 5xx, with the handler's error when it is an answer (an
+//     unhandled error is logged at Error by the error handler);
+//   - Info: the rest — writes, and reads that failed.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		if err := next(c); err != nil {
+		err := next(c)
+		if err != nil {
 			c.Error(err)
 		}
-		path := c.Request().URL.Path
-		level := hclog.Info
-		if path == "/health" || strings.HasPrefix(path, "/metrics") || path == "/api/perception/event" {
-			level = hclog.Debug
-			if !s.log.IsDebug() {
-				return nil
-			}
+		req, status := c.Request(), c.Response().Status
+		level := requestLevel(req.Method, req.URL.Path, status)
+		if level == hclog.Debug && !s.log.IsDebug() {
+			return nil
 		}
-		s.log.Log(level, "request", "method", c.Request().Method, "path", path,
-			"status", c.Response().Status, "elapsed", time.Since(start))
+		args := []any{"method", req.Method, "path", req.URL.Path, "status", status, "elapsed", time.Since(start)}
+		if level == hclog.Warn && err != nil && httpapi.IsAnswer(err) {
+			args = append(args, "error", err)
+		}
+		s.log.Log(level, "request", args...)
 		return nil
 	}
+}
+
+// perceptionEventPath is the robots' event route, logged at Debug.
+const perceptionEventPath = "/api/perception/event"
+
+// requestLevel is the level of a request's log line (see logRequests).
+func requestLevel(method, path string, status int) hclog.Level {
+	switch {
+	case status >= http.StatusInternalServerError:
+		return hclog.Warn
+	case path == perceptionEventPath,
+		status < http.StatusBadRequest && (method == http.MethodGet || method == http.MethodHead):
+		return hclog.Debug
+	}
+	return hclog.Info
 }
 
 // pythonBuckets makes the text format's histogram bucket labels read as

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -134,6 +137,40 @@ func TestHealthKeysAndOrder(t *testing.T) {
 				t.Errorf("body (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestHealthDegradedWhileAConditionFails: a failing condition makes
+// /health say "degraded" (still 200, bridge.py's five keys first) and list
+// the problems; it says "ok" again, without the key, once all clear.
+func TestHealthDegradedWhileAConditionFails(t *testing.T) {
+	conds := health.New()
+	s, _ := newTestServer(t, Config{Health: conds})
+	get := func() string {
+		t.Helper()
+		rec := serve(t, s.Echo(), http.MethodGet, "/health")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d, want 200", rec.Code)
+		}
+		return rec.Body.String()
+	}
+	const five = `"service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,`
+	const rest = `"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0}`
+	conds.Fail("convo", "conversation log: open /x/convo-2026-11-27.ndjson: permission denied")
+	conds.Fail("journal", "memory journal: open /x/brain.db.voice-journal: read-only file system")
+	want := `{"status":"degraded",` + five + `"problems":["conversation log: open /x/convo-2026-11-27.ndjson: permission denied",` +
+		`"memory journal: open /x/brain.db.voice-journal: read-only file system"],` + rest
+	if d := cmp.Diff(get(), want); d != "" {
+		t.Errorf("two problems (-got +want):\n%s", d)
+	}
+	conds.Clear("convo")
+	want = `{"status":"degraded",` + five + `"problems":["memory journal: open /x/brain.db.voice-journal: read-only file system"],` + rest
+	if d := cmp.Diff(get(), want); d != "" {
+		t.Errorf("one problem left (-got +want):\n%s", d)
+	}
+	conds.Clear("journal")
+	if d := cmp.Diff(get(), `{"status":"ok",`+five+rest); d != "" {
+		t.Errorf("all clear (-got +want):\n%s", d)
 	}
 }
 
@@ -331,31 +368,93 @@ func TestErrorResponses(t *testing.T) {
 	if !strings.Contains(logs.String(), "[ERROR] bridge: handler panicked") || !strings.Contains(logs.String(), "panic=boom") {
 		t.Errorf("panic not logged at Error:\n%s", logs.String())
 	}
-	if !regexp.MustCompile(`\[INFO\]  bridge: request: method=GET path=/panics status=500 elapsed=\S+`).MatchString(logs.String()) {
+	if !regexp.MustCompile(`\[WARN\]  bridge: request: method=GET path=/panics status=500 elapsed=\S+\n`).MatchString(logs.String()) {
 		t.Errorf("panicking request not logged with status 500:\n%s", logs.String())
 	}
 }
 
+// TestRequestLogLevels: a read that succeeded and a perception event log
+// at Debug (an open dashboard polls every 5 s), writes and failed reads at
+// Info, server failures at Warn with the error answered.
 func TestRequestLogLevels(t *testing.T) {
+	var logs testkit.LogBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
+	e := s.Echo()
+	ok := func(c echo.Context) error { return c.NoContent(http.StatusNoContent) }
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/ui/api/status", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]bool{"ok": true})
+	})
+	e.GET("/ui/api/memory", func(echo.Context) error {
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory unavailable")
+	})
+	e.GET("/ui/api/photo", func(echo.Context) error { return httpapi.NewError(http.StatusNotFound, "no photo") })
+	e.POST("/admin/kid-mode", ok)
+	e.POST("/api/voice/remember", func(echo.Context) error {
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory not writable; write not accepted")
+	})
+	e.POST("/api/perception/event", ok)
 	tests := []struct {
-		path, level string
+		class, method, path, level string
+		status                     int
 	}{
-		{"/health", "DEBUG"},
-		{"/metrics", "DEBUG"},
-		{"/metrics/", "DEBUG"},
-		{"/api/message", "INFO"},
+		{"health", http.MethodGet, "/health", "DEBUG", 200},
+		{"scrape", http.MethodGet, "/metrics", "DEBUG", 200},
+		{"scrape with slash", http.MethodGet, "/metrics/", "DEBUG", 200},
+		{"dashboard poll", http.MethodGet, "/ui/api/status", "DEBUG", 200},
+		{"head of a read", http.MethodHead, "/ui/api/status", "DEBUG", 200},
+		{"perception event", http.MethodPost, "/api/perception/event", "DEBUG", 204},
+		{"write", http.MethodPost, "/admin/kid-mode", "INFO", 204},
+		{"read not found", http.MethodGet, "/ui/api/photo", "INFO", 404},
+		{"unknown path", http.MethodGet, "/nowhere", "INFO", 404},
+		{"wrong method on health", http.MethodPost, "/health", "INFO", 405},
+		{"read failing", http.MethodGet, "/ui/api/memory", "WARN", 503},
+		{"write failing", http.MethodPost, "/api/voice/remember", "WARN", 503},
 	}
 	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			var logs testkit.LogBuffer
-			s, _ := newTestServer(t, Config{Logger: testLogger(&logs)})
-			serve(t, s.Echo(), http.MethodGet, tt.path)
-			re := regexp.MustCompile(`\[` + tt.level + `\] *bridge: request: method=GET path=` + regexp.QuoteMeta(tt.path) + ` status=\d+ elapsed=`)
-			if !re.MatchString(logs.String()) {
-				t.Errorf("want one %s request line for %s, got:\n%s", tt.level, tt.path, logs.String())
+		t.Run(tt.class, func(t *testing.T) {
+			logs.Reset()
+			if rec := serve(t, e, tt.method, tt.path); rec.Code != tt.status {
+				t.Fatalf("%s %s: status %d, want %d", tt.method, tt.path, rec.Code, tt.status)
+			}
+			lines := requestLines(logs.String())
+			re := regexp.MustCompile(`^\[` + tt.level + `\] *bridge: request: method=` + tt.method + ` path=` +
+				regexp.QuoteMeta(tt.path) + ` status=` + strconv.Itoa(tt.status) + ` elapsed=\S+`)
+			if len(lines) != 1 || !re.MatchString(lines[0]) {
+				t.Errorf("want one %s request line, got:\n%s", tt.level, logs.String())
+			}
+			// A failure's error is said once: on its request line, not
+			// again by the error handler.
+			if tt.level == "WARN" && (!strings.HasSuffix(lines[0], `error="http 503: `+map[string]string{
+				"/ui/api/memory": "memory unavailable", "/api/voice/remember": "memory not writable; write not accepted"}[tt.path]+`"`) ||
+				strings.Count(logs.String(), "\n") != 1) {
+				t.Errorf("want the one request line to carry the error, got:\n%s", logs.String())
 			}
 		})
 	}
+
+	// At Info, the Debug lines are not written at all.
+	logs.Reset()
+	quiet, _ := newTestServer(t, Config{Logger: hclog.New(&hclog.LoggerOptions{Name: "bridge", Output: &logs, Level: hclog.Info})})
+	quiet.Echo().GET("/ui/api/status", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	for range 3 {
+		serve(t, quiet.Echo(), http.MethodGet, "/ui/api/status")
+		serve(t, quiet.Echo(), http.MethodGet, "/health")
+	}
+	if logs.String() != "" {
+		t.Errorf("successful reads logged at Info:\n%s", logs.String())
+	}
+}
+
+// requestLines returns the log lines of request logging, each without its
+// timestamp.
+func requestLines(logs string) []string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if i := strings.Index(l, "["); i >= 0 && strings.Contains(l, " request: ") {
+			out = append(out, l[i:])
+		}
+	}
+	return out
 }
 
 func TestConfigValidate(t *testing.T) {

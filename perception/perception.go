@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	JournalDir string
 	// JournalMetrics counts records those files lost; nil counts nothing.
 	JournalMetrics *convolog.Metrics
+	// Health is the conditions set those files mark while they cannot be
+	// written (GET /health); nil keeps a private set.
+	Health *health.Conditions
 	// SecurityLocation is DOTTY_LOCAL_TZ, the zone of the security
 	// records' timestamps and file dates; nil means Location.
 	SecurityLocation *time.Location

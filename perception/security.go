@@ -44,7 +44,7 @@ func newJournals(cfg Config) journals {
 	}
 	mk := func(prefix string, loc *time.Location, what string) *convolog.Daily {
 		return convolog.NewDaily(convolog.DailyConfig{Dir: cfg.JournalDir, Prefix: prefix, Location: loc,
-			Logger: cfg.Logger.Named("journal"), Failures: cfg.JournalMetrics.Failures(prefix), What: what})
+			Logger: cfg.Logger.Named("journal"), Failures: cfg.JournalMetrics.Failures(prefix), What: what, Health: cfg.Health})
 	}
 	return journals{
 		security: mk("security", cfg.SecurityLocation, "the security log; the watch goes on without it"),

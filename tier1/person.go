@@ -23,10 +23,10 @@ const (
 
 // personOutcome is what became of a declared fact.
 type personOutcome struct {
-	valid   bool // a person and a fact were given
-	stored  bool // accepted by the memory writer
-	review  bool // held for a grown-up (person_pending:<id>)
-	refused bool // the writer did not take it (queue full, stopping)
+	valid   bool  // a person and a fact were given
+	stored  bool  // accepted by the memory writer
+	review  bool  // held for a grown-up (person_pending:<id>)
+	refused error // why the writer did not take it (queue full, stopping, journal); nil when it did
 }
 
 // storePerson is the one gate and store behind the remember_person tool
@@ -45,7 +45,7 @@ func (h *Handler) storePerson(name, fact, session string, hasSession bool) perso
 		h.log.Warn("person memory store failed", "person", emoji.FirstRunes(id, memstore.MaxPersonIDLen), "error", err)
 	case err != nil:
 		h.refused("core", err)
-		out.refused = true
+		out.refused = err
 	default:
 		out.stored = true
 		msg := "person memory stored"
@@ -170,8 +170,8 @@ func (h *Handler) rememberPersonRoute(c echo.Context) error {
 	switch {
 	case !out.valid:
 		return httpapi.WriteJSON(c, http.StatusOK, personReply{Error: "empty"})
-	case out.refused:
-		return writerBusy()
+	case out.refused != nil:
+		return notAccepted(out.refused)
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, personReply{OK: out.stored, PendingReview: out.review})
 }

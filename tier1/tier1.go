@@ -231,20 +231,28 @@ func (h *Handler) memoryLog(c echo.Context) error {
 func (h *Handler) enqueue(c echo.Context, w memstore.Write) error {
 	if err := h.cfg.Memory.Enqueue(w); err != nil {
 		h.refused(w.Category, err)
-		return writerBusy()
+		return notAccepted(err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-// writerBusy is the 503 for a write the memory writer did not accept.
-func writerBusy() error {
+// notAccepted is the 503 for a write the memory writer did not accept.
+func notAccepted(err error) error {
+	if errors.Is(err, memstore.ErrJournal) {
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory not writable; write not accepted")
+	}
 	return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
 }
 
-// refused counts and logs a write the memory writer did not accept.
+// refused counts and logs a write the memory writer did not accept; a
+// journal that cannot be written is the store's to log, once.
 func (h *Handler) refused(category string, err error) {
 	if h.cfg.Metrics != nil {
 		h.cfg.Metrics.MemoryWritesDropped.Inc()
 	}
-	h.log.Warn("memory write refused", "category", category, "error", err)
+	level := hclog.Warn
+	if errors.Is(err, memstore.ErrJournal) {
+		level = hclog.Debug
+	}
+	h.log.Log(level, "memory write refused", "category", category, "error", err)
 }

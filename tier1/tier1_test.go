@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
@@ -457,4 +460,31 @@ func TestMemoryWritesUnderLock(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Error("the write accepted under the lock never arrived")
+}
+
+// TestJournalRefusalSaidByTheStoreOnce: with a journal that cannot be
+// written, /remember and /memory_log answer 503 saying so, and the cause
+// is logged once, by the store, however many writes are refused.
+func TestJournalRefusalSaidByTheStoreOnce(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testkit.LogBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	e := newEnvAt(t, memstoretest.V1(t), func(c *memstore.Config) {
+		c.Journal, c.Logger = filepath.Join(blocker, "journal"), log.Named("memory")
+	}, func(c *Config) { c.Logger = log.Named("tier1") })
+	for _, req := range [][2]string{{"/api/voice/remember", `{"fact":"a"}`}, {"/api/voice/memory_log", `{"user":"hi","assistant":"yo"}`},
+		{"/api/voice/remember", `{"fact":"b"}`}} {
+		if code, body, _ := e.post(t, req[0], req[1]); code != 503 || body != `{"detail":"memory not writable; write not accepted"}` {
+			t.Errorf("%s: %d %s", req[0], code, body)
+		}
+	}
+	if got := testutil.ToFloat64(e.dropped); got != 3 {
+		t.Errorf("dropped %v, want 3", got)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "[ERROR] memory: voice memory journal not writable") {
+		t.Errorf("want the store's one Error line, got:\n%s", logs.String())
+	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // Record is one completed turn.
@@ -74,6 +76,9 @@ type Config struct {
 	// Failures counts records that could not be written; nil counts
 	// nothing.
 	Failures prometheus.Counter
+	// Health is the conditions set the log marks while it cannot write
+	// (see DailyConfig.Health); nil keeps a private one.
+	Health *health.Conditions
 }
 
 // Log appends records; safe for concurrent use.
@@ -87,14 +92,15 @@ type Log struct {
 // now; a failure is logged and retried at the next write.
 func New(cfg Config) *Log {
 	d := NewDaily(DailyConfig{Dir: cfg.Dir, Prefix: "convo", Location: cfg.Location, Logger: cfg.Logger,
-		Failures: cfg.Failures, What: "the conversation log; turns continue without it"})
+		Failures: cfg.Failures, What: "the conversation log; turns continue without it", Health: cfg.Health})
 	return &Log{loc: d.loc, log: d.log, daily: d}
 }
 
 // Path returns the file a record stamped t goes to.
 func (l *Log) Path(t time.Time) string { return l.daily.Path(t) }
 
-// Write appends r. Failures are logged (the first at Warn), never returned.
+// Write appends r. Failures are logged (once per cause, at Warn), never
+// returned.
 func (l *Log) Write(r Record) {
 	line, err := Encode(r, l.loc)
 	if err != nil {

@@ -3,7 +3,8 @@ package convolog
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // DailyConfig configures one set of daily NDJSON files,
@@ -30,9 +33,15 @@ type DailyConfig struct {
 	// Failures counts records that could not be written
 	// (dotty_journal_write_failures_total{file=Prefix}); nil counts nothing.
 	Failures prometheus.Counter
-	// What names the files in log lines ("the security log; …"); empty
-	// means "the <Prefix> log".
+	// What names the files in log lines ("the security log; the watch
+	// goes on without it"); its first clause, without "the", names them on
+	// /health ("security log"). Empty means "the <Prefix> log".
 	What string
+	// Health is the conditions set: the file set's key fails while its
+	// records cannot be written, and so does one key per directory while
+	// the directory cannot be created (every file set in it shares it).
+	// Nil keeps a private set, so the log still says each cause once.
+	Health *health.Conditions
 }
 
 // Daily appends JSON records, one line each, to the file of their date.
@@ -41,19 +50,23 @@ type DailyConfig struct {
 // file stays open between records (opening, chmod-ing and closing it per
 // record tripled a voice turn's file system calls); at most once a
 // second a write checks that the path still names the open file (moved
-// away or deleted by hand: a new one is created) and is still private. A failure
-// is logged (the first of a run at Warn, the rest at Debug until a write
-// succeeds again) and counted, and never reaches the caller: a full SD
-// card must not stop the robot. Safe for concurrent use.
+// away or deleted by hand: a new one is created) and is still private. A
+// failure is counted, marks the set's health condition (or its
+// directory's), and is logged once per cause: at Warn when the condition
+// begins, at Debug while it lasts, and one Info line when a write succeeds
+// again. It never reaches the caller: a full SD card must not stop the
+// robot. Safe for concurrent use.
 type Daily struct {
 	dir, prefix, what string
+	name              string // what, on /health
 	loc               *time.Location
 	log               hclog.Logger
 	failures          prometheus.Counter
+	health            *health.Conditions
+	fileKey, dirKey   string // the set's conditions
 
 	mu      sync.Mutex
 	dirOK   bool
-	warned  bool
 	f       *os.File    // the open file, nil when none
 	fpath   string      // f's path
 	fstat   os.FileInfo // f's identity when opened
@@ -66,16 +79,22 @@ const recheck = time.Second
 // NewDaily returns the file set, creating its directory now; a failure is
 // logged and retried at the next write.
 func NewDaily(cfg DailyConfig) *Daily {
-	d := &Daily{dir: cfg.Dir, prefix: cfg.Prefix, what: cfg.What, loc: cfg.Location, log: cfg.Logger, failures: cfg.Failures}
+	d := &Daily{dir: cfg.Dir, prefix: cfg.Prefix, what: cfg.What, loc: cfg.Location, log: cfg.Logger, failures: cfg.Failures,
+		health: cfg.Health, fileKey: "daily log " + filepath.Join(cfg.Dir, cfg.Prefix), dirKey: "log directory " + cfg.Dir}
 	if d.loc == nil {
 		d.loc = time.Local
 	}
 	if d.log == nil {
 		d.log = hclog.NewNullLogger()
 	}
+	if d.health == nil {
+		d.health = health.New()
+	}
 	if d.what == "" {
 		d.what = "the " + d.prefix + " log"
 	}
+	first, _, _ := strings.Cut(d.what, ";")
+	d.name = strings.TrimPrefix(first, "the ")
 	d.mu.Lock()
 	d.ensureDirLocked()
 	d.mu.Unlock()
@@ -118,16 +137,19 @@ func (d *Daily) appendLine(t time.Time, line []byte) {
 	}
 	if d.f == nil {
 		if err := d.openLocked(path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				d.dirOK = false // removed meanwhile: the next record creates it again
+			}
 			d.failLocked("cannot open "+d.what, err)
 			return
 		}
 	}
 	if _, err := d.f.Write(line); err != nil {
 		d.closeLocked() // the next record reopens
-		d.failLocked("cannot write "+d.what, fmt.Errorf("%s: %w", path, err))
+		d.failLocked("cannot write "+d.what, err)
 		return
 	}
-	d.warned = false
+	d.health.Recovered(d.log, d.fileKey, d.name+" written again", "path", path)
 }
 
 // openLocked opens path for appending. The mode is asserted on open and
@@ -142,9 +164,9 @@ func (d *Daily) openLocked(path string) error {
 	if err == nil && st.Mode().Perm() != 0o600 {
 		err = f.Chmod(0o600)
 	}
-	if err != nil {
+	if err != nil { // a *PathError naming path
 		_ = f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	d.f, d.fpath, d.fstat, d.checked = f, path, st, time.Now()
 	return nil
@@ -188,31 +210,28 @@ func (d *Daily) ensureDirLocked() bool {
 		return true
 	}
 	if err := os.MkdirAll(d.dir, 0o700); err != nil {
-		d.warnLocked("cannot create the directory of "+d.what, err)
+		// Every file set in the directory fails alike: the first says so.
+		d.health.Failed(d.log, hclog.Warn, d.dirKey, "log directory "+d.dir, err,
+			"cannot create the log directory; the conversation log and the journals in it are not written until it can be", "dir", d.dir)
 		return false
 	}
 	d.dirOK = true
+	d.health.Recovered(d.log, d.dirKey, "log directory created", "dir", d.dir)
 	return true
 }
 
+// failLocked counts a record not written and marks the set failing; msg
+// is logged at Warn when the condition begins, at Debug while it lasts.
+// err names the path (an *os.PathError).
 func (d *Daily) failLocked(msg string, err error) {
-	d.warnLocked(msg, err)
 	d.count()
+	d.health.Failed(d.log, hclog.Warn, d.fileKey, d.name, err, msg)
 }
 
 func (d *Daily) count() {
 	if d.failures != nil {
 		d.failures.Inc()
 	}
-}
-
-func (d *Daily) warnLocked(msg string, err error) {
-	if d.warned {
-		d.log.Debug(msg, "dir", d.dir, "error", err)
-		return
-	}
-	d.warned = true
-	d.log.Warn(msg, "dir", d.dir, "error", err)
 }
 
 // Metrics are the daily files' series.

@@ -14,6 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDailyConcurrentAppendsNeverTear: 16 writers append records of up to
@@ -108,6 +111,79 @@ func TestDailyFailureCountedAndRecovers(t *testing.T) {
 	d.Append(at, map[string]any{"bad": func() {}})
 	if n := testutil.ToFloat64(m.WriteFailures.WithLabelValues("scene-synthesis")); n != 3 {
 		t.Errorf("failures after a bad value %v, want 3", n)
+	}
+}
+
+// TestDailyHealthConditions: file sets sharing a directory that cannot be
+// made say so in one Warn line and one /health problem; once it can be, a
+// file that cannot be opened is its own set's problem, said once with the
+// error text once; a write that succeeds clears it with one Info line.
+func TestDailyHealthConditions(t *testing.T) {
+	root := t.TempDir()
+	blocker := filepath.Join(root, "state")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(blocker, "logs") // under a regular file: ENOTDIR, even for root
+	var logs testkit.LogBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	conds := health.New()
+	convo := New(Config{Dir: dir, Logger: log, Health: conds})
+	sets := []*Daily{convo.daily}
+	for _, prefix := range []string{"security", "scene-synthesis", "perception"} {
+		sets = append(sets, NewDaily(DailyConfig{Dir: dir, Prefix: prefix, Logger: log, Health: conds}))
+	}
+	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for range 3 {
+		convo.Write(Record{TS: at, ResponseText: "x"})
+		for _, d := range sets[1:] {
+			d.Append(at, map[string]int{"a": 1})
+		}
+	}
+	wantDir := "log directory " + dir + ": mkdir " + blocker + ": not a directory"
+	if got := conds.Problems(); len(got) != 1 || got[0] != wantDir {
+		t.Errorf("problems %q, want [%q]", got, wantDir)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "[WARN]  cannot create the log directory") ||
+		strings.Count(logs.String(), "not a directory") != 1 {
+		t.Errorf("want one Warn line for the directory, got:\n%s", logs.String())
+	}
+
+	// The directory can be made now, but the conversation log's file
+	// cannot be opened (a directory is in its place).
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(convo.Path(at), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	for range 3 {
+		convo.Write(Record{TS: at, ResponseText: "x"})
+		sets[1].Append(at, map[string]int{"a": 1})
+	}
+	wantFile := "conversation log: open " + convo.Path(at) + ": is a directory"
+	if got := conds.Problems(); len(got) != 1 || got[0] != wantFile {
+		t.Errorf("problems %q, want [%q]", got, wantFile)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "[INFO]  log directory created") ||
+		!strings.Contains(lines[1], "[WARN]  cannot open the conversation log; turns continue without it: error=") ||
+		strings.Count(lines[1], convo.Path(at)) != 1 {
+		t.Errorf("want the directory's recovery and one Warn naming the file once, got:\n%s", logs.String())
+	}
+
+	if err := os.Remove(convo.Path(at)); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	convo.Write(Record{TS: at, ResponseText: "x"})
+	convo.Write(Record{TS: at, ResponseText: "y"})
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after recovery %q, want none", got)
+	}
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "[INFO]  conversation log written again") {
+		t.Errorf("want one Info line for the recovery, got:\n%s", logs.String())
 	}
 }
 

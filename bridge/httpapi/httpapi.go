@@ -128,11 +128,13 @@ func SendJSON(c echo.Context, status int, v any) error {
 //     Allowed"} (with the Allow header echo's router sets) for a known path
 //     with the wrong method;
 //   - anything else, including recovered panics, to 500 with the plain text
-//     body "Internal Server Error", logged at Error.
+//     body "Internal Server Error", logged at Error as unhandled.
 //
-// Statuses of 500 and above are logged at Error in every case. Nothing is
-// written when the response was already committed (a streaming handler
-// failing half way); HEAD requests get the status without a body.
+// An APIError or echo.HTTPError is an answer (see IsAnswer) and is not
+// logged here: the request's log line (the bridge server's) carries the
+// error of a 5xx, and the handler has logged its cause. Nothing is written
+// when the response was already committed (a streaming handler failing
+// half way); HEAD requests get the status without a body.
 func ErrorHandler(logger hclog.Logger) echo.HTTPErrorHandler {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -149,9 +151,6 @@ func ErrorHandler(logger hclog.Logger) echo.HTTPErrorHandler {
 			writePlain500(c, logger)
 			return
 		}
-		if status >= http.StatusInternalServerError {
-			logger.Error("request failed", "method", req.Method, "path", req.URL.Path, "status", status, "error", err)
-		}
 		if req.Method == http.MethodHead {
 			if werr := c.NoContent(status); werr != nil {
 				logger.Debug("writing error status failed", "error", werr)
@@ -162,6 +161,13 @@ func ErrorHandler(logger hclog.Logger) echo.HTTPErrorHandler {
 			logger.Error("writing error body failed", "error", werr)
 		}
 	}
+}
+
+// IsAnswer reports whether err is an APIError or echo.HTTPError (also
+// wrapped): an answer ErrorHandler writes as it is, without logging it.
+func IsAnswer(err error) bool {
+	_, _, ok := classify(err)
+	return ok
 }
 
 // classify returns the status and detail of an APIError or echo.HTTPError

@@ -44,7 +44,7 @@ func TestErrorHandler(t *testing.T) {
 			wantStatus: 403, wantBody: `{"detail":"admin endpoints are localhost-only"}`, wantType: MIMEJSON},
 		{name: "api error 503 keeps its status and body", method: "POST", path: "/thing",
 			err:        NewError(http.StatusServiceUnavailable, "memory queue full"),
-			wantStatus: 503, wantBody: `{"detail":"memory queue full"}`, wantType: MIMEJSON, wantErrorLog: true},
+			wantStatus: 503, wantBody: `{"detail":"memory queue full"}`, wantType: MIMEJSON},
 		{name: "api error with list detail", method: "POST", path: "/thing",
 			err:        Validation(Missing("content", map[string]any{})),
 			wantStatus: 422, wantBody: `{"detail":[{"type":"missing","loc":["body","content"],"msg":"Field required","input":{}}]}`, wantType: MIMEJSON},
@@ -89,6 +89,10 @@ func TestErrorHandler(t *testing.T) {
 			}
 			if gotLog := strings.Contains(logs.String(), "[ERROR]"); gotLog != tt.wantErrorLog {
 				t.Errorf("error logged = %v, want %v; logs:\n%s", gotLog, tt.wantErrorLog, logs.String())
+			}
+			// An answer is not logged here: the request line carries it.
+			if tt.err != nil && IsAnswer(tt.err) == tt.wantErrorLog {
+				t.Errorf("IsAnswer = %v, want %v", IsAnswer(tt.err), !tt.wantErrorLog)
 			}
 		})
 	}

@@ -33,6 +33,13 @@ func (l *LogBuffer) String() string {
 	return l.b.String()
 }
 
+// Reset empties the buffer.
+func (l *LogBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
 // WaitFor polls cond every few milliseconds until it holds, failing the
 // test when d passes first.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {

@@ -26,6 +26,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
@@ -133,9 +134,12 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	metrics := bridge.NewMetrics(reg)
 
 	// Settings first: what each component needs besides its own settings
-	// (logger, metrics, the values several components share).
+	// (logger, metrics, the values several components share). conds is
+	// the one health conditions set: every component that must write
+	// files marks it, /health reports it.
 	c := cfg
-	c.Modes.Metrics, c.Modes.Logger = admin.NewMetrics(reg), log.Named("admin")
+	conds := health.New()
+	c.Modes.Metrics, c.Modes.Logger, c.Modes.Health = admin.NewMetrics(reg), log.Named("admin"), conds
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
 	if c.Agent.Protocol == protocolSteerable {
@@ -145,20 +149,21 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Permissions.Logger = acpLog.Named("permission")
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
-	c.HTTP.Version = buildVersion()
+	c.HTTP.Version, c.HTTP.Health = buildVersion(), conds
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
 	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)
 	journals := convolog.NewMetrics(reg)
 	c.ConvoLog.Location, c.ConvoLog.Logger, c.ConvoLog.Failures = c.TZ, log.Named("convolog"), journals.Failures("convo")
+	c.ConvoLog.Health = conds
 	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
-	c.Memory.AgentAlias, c.Memory.Logger = c.ACP.AgentAlias, log.Named("memory")
+	c.Memory.AgentAlias, c.Memory.Logger, c.Memory.Health = c.ACP.AgentAlias, log.Named("memory"), conds
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
 	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
 	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")
 	c.Perception.Metrics = perception.NewMetrics(reg)
-	c.Perception.JournalDir, c.Perception.JournalMetrics = c.ConvoLog.Dir, journals
+	c.Perception.JournalDir, c.Perception.JournalMetrics, c.Perception.Health = c.ConvoLog.Dir, journals, conds
 	c.Perception.RequestDuration = metrics.RequestDuration.WithLabelValues("perception_event")
 	c.Vision.MaxDevices, c.Vision.Logger = c.Perception.MaxDevices, log.Named("vision")
 	visionKey := cmp.Or(c.Keys.Vision, c.Keys.OpenRouter)
@@ -174,13 +179,13 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Vision.AudioDuration = metrics.RequestDuration.WithLabelValues("audio_explain")
 	c.UI.Location, c.UI.Logger = c.TZ, log.Named("ui")
 	c.Admin.SmartOn.APIKey = cmp.Or(c.Keys.Cloud, c.Keys.OpenRouter)
-	c.Admin.Logger = log.Named("admin")
+	c.Admin.Logger, c.Admin.Health = log.Named("admin"), conds
 	c.Sidecar.STTDuration = metrics.RequestDuration.WithLabelValues("sidecar_stt")
 	c.Sidecar.Metrics, c.Sidecar.Logger = sidecar.NewMetrics(reg), log.Named("sidecar")
 	withSidecar := c.Sidecar.STT.URL != ""
 
 	c.Social.Location, c.Social.Logger = c.TZ, log.Named("perception")
-	c.Social.JournalDir, c.Social.JournalMetrics = c.ConvoLog.Dir, journals
+	c.Social.JournalDir, c.Social.JournalMetrics, c.Social.Health = c.ConvoLog.Dir, journals, conds
 	if c.Social.Settings.GreetAgentTimeout == 0 {
 		c.Social.Settings.GreetAgentTimeout = c.Voice.Timeout // a greeting is a turn like any other
 	}

@@ -34,7 +34,7 @@ type greeter struct {
 
 func newGreeter(s *Service) *greeter {
 	g := &greeter{inFlight: map[string]bool{}}
-	g.state = newGreetState(s.set.GreeterStatePath, s.set.MaxGreetIdentities, s.greetLog)
+	g.state = newGreetState(s.set.GreeterStatePath, s.set.MaxGreetIdentities, s.greetLog, s.cfg.Health)
 	if s.set.GreeterEnabled {
 		g.state.load(s.today())
 	}

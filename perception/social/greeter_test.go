@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -325,6 +326,52 @@ func TestGreeterStateFileReplaced(t *testing.T) {
 	e.start()
 	if d := cmp.Diff(e.s.Greeted(), map[string]int{"brett": 1, "hudson": 0}); d != "" {
 		t.Errorf("counts (-got +want):\n%s", d)
+	}
+}
+
+// TestGreeterStateUnsavable: a state file that cannot be saved is a
+// /health problem logged once (the error text once) however many
+// greetings try; the next save that succeeds clears it, saying so once.
+func TestGreeterStateUnsavable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conds := health.New()
+	e := newEnv(t, func(c *Config) {
+		c.Settings.GreeterStatePath = filepath.Join(blocker, "greeter_state.json")
+		c.Health = conds
+	})
+	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
+	e.waitSays(1)
+	e.ingest("d1", "face_recognized", map[string]any{"identity": "hudson"})
+	e.waitSays(2)
+	want := "greeter state: mkdir " + blocker + ": not a directory"
+	if got := conds.Problems(); len(got) != 1 || got[0] != want {
+		t.Errorf("problems %q, want [%q]", got, want)
+	}
+	// Reading it at start met the cause first: one Warn, then Debug.
+	var warns []string
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(l, "[WARN]") {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "greeter state unreadable; starting fresh: path=") ||
+		strings.Count(warns[0], "not a directory") != 1 || strings.Count(e.logs.String(), "[DEBUG] proactive_greeter: cannot save the greeter state") != 2 {
+		t.Errorf("want one Warn line with the error once, then Debug, got:\n%s", e.logs.String())
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(6 * time.Hour) // past brett's cooldown
+	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
+	e.waitSays(3)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after a save %q", got)
+	}
+	if n := strings.Count(e.logs.String(), "greeter state saved again"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // maxStateFile bounds what is read of the greeter's state file; a real
@@ -33,30 +35,41 @@ type greetSlot struct {
 // file is bridge.py's {"YYYY-MM-DD": {<identity>: {"count", "last_ts"}}}
 // with only today kept, replaced atomically at each change.
 type greetState struct {
-	path string // "" keeps the counts in memory only
-	max  int    // identities kept per day
-	log  hclog.Logger
+	path   string // "" keeps the counts in memory only
+	max    int    // identities kept per day
+	log    hclog.Logger
+	health *health.Conditions // the file's condition, failing while it cannot be saved
 
 	mu     sync.Mutex
 	day    string
 	people map[string]greetSlot
 
 	writeMu sync.Mutex // one file write at a time, in order
-	warned  bool       // a write failure was logged (until one succeeds)
 }
 
-func newGreetState(path string, max int, log hclog.Logger) *greetState {
-	return &greetState{path: path, max: max, log: log, people: map[string]greetSlot{}}
+// newGreetState keeps the counts in path; conds nil keeps a private set.
+func newGreetState(path string, max int, log hclog.Logger, conds *health.Conditions) *greetState {
+	if conds == nil {
+		conds = health.New()
+	}
+	return &greetState{path: path, max: max, log: log, health: conds, people: map[string]greetSlot{}}
 }
 
-// load reads today's counts. A missing file is a fresh start; a corrupt or
-// unreadable one is logged and replaced with an empty state.
+// load reads today's counts. A missing file is a fresh start; a corrupt
+// one is logged and replaced with an empty state; one the file system
+// cannot open is the file's health condition (logged once) until a save
+// succeeds.
 func (g *greetState) load(today string) {
 	if g.path == "" {
 		return
 	}
 	days, err := readGreetFile(g.path)
 	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) { // the file system's trouble, not the content: nothing to replace
+		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, "greeter state unreadable; starting fresh", "path", g.path)
 		return
 	}
 	if err != nil {
@@ -212,7 +225,9 @@ func (g *greetState) snapshot() []byte {
 
 // save replaces the file with the current counts: written to a temporary
 // file beside it, then renamed over it, so a crash leaves the old or the
-// new file, never half of one. Failures are logged, never fatal.
+// new file, never half of one. A failure marks the file's health
+// condition and is logged once (Debug while it lasts), never fatal; the
+// next save that succeeds clears it.
 func (g *greetState) save() {
 	if g.path == "" {
 		return
@@ -221,23 +236,26 @@ func (g *greetState) save() {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	if err := writeAtomic(g.path, data); err != nil {
-		if !g.warned {
-			g.log.Warn("cannot save the greeter state; a restart may greet again", "path", g.path, "error", err)
-		}
-		g.warned = true
+		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, "cannot save the greeter state; a restart may greet again", "path", g.path)
 		return
 	}
-	g.warned = false
+	g.health.Recovered(g.log, g.key(), "greeter state saved again", "path", g.path)
 }
 
+// key is the file's health condition: failing while it cannot be read or
+// saved, until a save succeeds.
+func (g *greetState) key() string { return "greeter state " + g.path }
+
+// writeAtomic replaces path with data. Its errors are the file system's,
+// each naming its path.
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create the state directory: %w", err)
+		return err
 	}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // #nosec G304 -- the configured state file
 	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return err
 	}
 	_, werr := f.Write(data)
 	serr := f.Sync()
@@ -245,11 +263,11 @@ func writeAtomic(path string, data []byte) error {
 	merr := os.Chmod(tmp, 0o600) // a leftover temporary file may have had another mode
 	if err := errors.Join(werr, serr, cerr, merr); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", path, err)
+		return err
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
@@ -188,11 +189,19 @@ func (s *Service) loadJournal() {
 
 // scanJournal calls fn for each line of the last maxJournalScan bytes of
 // path; longer lines are skipped. A missing file is no records; other
-// failures are logged.
+// failures are logged, the first of a start at Warn (the files share a
+// directory, and its trouble is one cause), the others at Debug.
 func (s *Service) scanJournal(path string, fn func(line []byte)) {
-	if err := scanTail(path, maxJournalScan, maxJournalLine, fn); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.journalLog.Warn("cannot read back today's journal; the card starts without it", "path", path, "error", err)
+	err := scanTail(path, maxJournalScan, maxJournalLine, fn)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return
 	}
+	level := hclog.Warn
+	if s.journalReadWarned {
+		level = hclog.Debug
+	}
+	s.journalReadWarned = true
+	s.journalLog.Log(level, "cannot read back today's journal; the card starts without it", "error", err)
 }
 
 func scanTail(path string, maxBytes, maxLine int64, fn func(line []byte)) error {

@@ -40,6 +40,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -141,6 +142,10 @@ type Config struct {
 	JournalDir string
 	// JournalMetrics counts records the journal files lost; nil counts nothing.
 	JournalMetrics *convolog.Metrics
+	// Health is the conditions set the journal files and the greeter's
+	// state file mark while they cannot be written (GET /health); nil
+	// keeps a private set.
+	Health *health.Conditions
 	// Location is TZ: file dates, timestamps, the local day and the
 	// greeting's time of day. Nil is time.Local.
 	Location *time.Location
@@ -217,6 +222,7 @@ type Service struct {
 	dreamFile, danceFile *convolog.Daily
 	dreamLog, danceLog   hclog.Logger
 	greetLog, journalLog hclog.Logger
+	journalReadWarned    bool // loadJournal has warned once (New's goroutine only)
 }
 
 // New builds the service: it loads the greeter's counts and today's
@@ -252,7 +258,7 @@ func New(cfg Config) *Service {
 	if cfg.JournalDir != "" {
 		mk := func(prefix, what string) *convolog.Daily {
 			return convolog.NewDaily(convolog.DailyConfig{Dir: cfg.JournalDir, Prefix: prefix, Location: cfg.Location,
-				Logger: s.journalLog, Failures: cfg.JournalMetrics.Failures(prefix), What: what})
+				Logger: s.journalLog, Failures: cfg.JournalMetrics.Failures(prefix), What: what, Health: cfg.Health})
 		}
 		s.dreamFile = mk(dreamsPrefix, "the dreams log")
 		s.danceFile = mk(dancesPrefix, "the dance reflections log")

@@ -47,6 +47,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
 // Errors callers branch on.
@@ -58,6 +60,9 @@ var (
 	// ErrBusy means the database stayed locked (by ZeroClaw, usually)
 	// until the caller stopped waiting.
 	ErrBusy = errors.New("memory database busy")
+	// ErrJournal means the journal could not be written; the write was
+	// not accepted. The store has logged the cause.
+	ErrJournal = errors.New("memory journal not writable")
 )
 
 // Config configures the store.
@@ -87,6 +92,12 @@ type Config struct {
 	// (PERSON_MEMORY_MAX_FACTS): 0 means 8, a negative value turns the
 	// block off.
 	PersonMaxFacts int
+	// Health is the conditions set: the journal's key fails while an
+	// accepted write cannot be journaled (writes are refused), the
+	// database's while rows cannot be written to it (created, opened or
+	// inserted). Each cause is logged once, when its condition begins.
+	// Nil keeps a private set.
+	Health *health.Conditions
 }
 
 func (c Config) withDefaults() Config {
@@ -117,7 +128,25 @@ func (c Config) withDefaults() Config {
 	if c.PersonMaxFacts == 0 {
 		c.PersonMaxFacts = 8
 	}
+	if c.Health == nil {
+		c.Health = health.New()
+	}
 	return c
+}
+
+// journalKey and databaseKey are the store's health conditions.
+func (c Config) journalKey() string  { return "memory journal " + c.Journal }
+func (c Config) databaseKey() string { return "memory database " + c.Path }
+
+// databaseFailed marks the database failing with err and logs msg at
+// level the first time, at Debug while the condition lasts.
+func (c Config) databaseFailed(level hclog.Level, msg string, err error, args ...any) {
+	c.Health.Failed(c.Logger, level, c.databaseKey(), "memory database", err, msg, args...)
+}
+
+// journalFailed is databaseFailed for the journal.
+func (c Config) journalFailed(level hclog.Level, msg string, err error) {
+	c.Health.Failed(c.Logger, level, c.journalKey(), "memory journal", err, msg, "path", c.Journal)
 }
 
 // Validate reports an unusable configuration.
@@ -207,34 +236,33 @@ func (s *Store) Enqueue(w Write) error {
 		return ErrQueueFull
 	}
 	if err := s.appendLocked(append(line, '\n')); err != nil {
-		s.log.Error("voice memory journal write failed; write not accepted", "path", s.cfg.Journal, "error", err)
-		return err
+		s.cfg.journalFailed(hclog.Error, "voice memory journal not writable; memory writes are refused until it is", err)
+		return fmt.Errorf("%w: %w", ErrJournal, err)
 	}
+	s.cfg.Health.Recovered(s.log, s.cfg.journalKey(), "voice memory journal writable again; memory writes are accepted", "path", s.cfg.Journal)
 	s.queue <- e // room was checked under s.mu, and only Enqueue sends
 	return nil
 }
 
-// appendLocked appends line to the journal and fsyncs it.
+// appendLocked appends line to the journal and fsyncs it. Its errors are
+// the file system's, naming the path.
 func (s *Store) appendLocked(line []byte) error {
 	if s.journal == nil {
 		dir := filepath.Dir(s.cfg.Journal)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("memory journal: %w", err)
+			return err
 		}
 		f, err := os.OpenFile(s.cfg.Journal, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return fmt.Errorf("memory journal: %w", err)
+			return err
 		}
 		syncDir(dir) // the new file's name must survive a power loss too
 		s.journal = f
 	}
 	if _, err := s.journal.Write(line); err != nil {
-		return fmt.Errorf("memory journal: %w", err)
+		return err
 	}
-	if err := s.journal.Sync(); err != nil {
-		return fmt.Errorf("memory journal: %w", err)
-	}
-	return nil
+	return s.journal.Sync()
 }
 
 // compact empties the journal when nothing is queued: every journaled
@@ -245,17 +273,18 @@ func (s *Store) compact() {
 	if len(s.queue) > 0 {
 		return
 	}
+	var err error
 	if s.journal == nil { // nothing accepted yet in this process: a replayed file
-		if err := os.Truncate(s.cfg.Journal, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("voice memory journal not emptied", "error", err)
+		if err = os.Truncate(s.cfg.Journal, 0); errors.Is(err, fs.ErrNotExist) {
+			err = nil
 		}
+	} else if err = s.journal.Truncate(0); err == nil {
+		_ = s.journal.Sync()
+	}
+	if err == nil {
 		return
 	}
-	if err := s.journal.Truncate(0); err != nil {
-		s.log.Warn("voice memory journal not emptied", "error", err)
-		return
-	}
-	_ = s.journal.Sync()
+	s.cfg.journalFailed(hclog.Warn, "voice memory journal not emptied", err) // said once, with a refused write's
 }
 
 // replay writes what a crash left in the journal.
@@ -309,8 +338,8 @@ func (s *Store) Pending() int { return len(s.queue) }
 func (s *Store) Run(ctx context.Context) error {
 	defer s.finish()
 	defer s.stopOps()
-	if err := s.ensure(); err != nil {
-		s.log.Error("voice memory unavailable; remember and memory_log writes will be retried", "path", s.cfg.Path, "error", err)
+	if err := s.cfg.ensure(); err != nil {
+		s.cfg.databaseFailed(hclog.Error, "voice memory database unavailable; memory writes wait for it", err, "path", s.cfg.Path)
 	}
 	// No write is accepted once shutdown has begun, even while the writer
 	// is still busy with an earlier one.
@@ -405,42 +434,45 @@ func (s *Store) drain(wctx context.Context, w *writer) error {
 	}
 }
 
-// ensure creates a missing database with ZeroClaw's schema.
-func (s *Store) ensure() error {
-	if _, err := os.Stat(s.cfg.Path); err == nil {
+// ensure creates a missing database with ZeroClaw's schema: at start,
+// and when a write finds it missing (its directory may have become
+// writable since). The file system's errors name their path and are
+// returned as they are.
+func (c Config) ensure() error {
+	if _, err := os.Stat(c.Path); err == nil {
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("stat %s: %w", s.cfg.Path, err)
+		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.cfg.Path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(s.cfg.Path), err)
+	if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+		return err
 	}
 	// Created here, not by SQLite, so it is private (0600) like the logs:
 	// it holds what the family told the robot.
-	f, err := os.OpenFile(s.cfg.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(c.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+		return err
 	}
 	_ = f.Close()
-	db, err := sql.Open("sqlite", dsn(s.cfg.Path, "rw", s.cfg.WriteBusyTimeout))
+	db, err := sql.Open("sqlite", dsn(c.Path, "rw", c.WriteBusyTimeout))
 	if err != nil {
-		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+		return fmt.Errorf("create %s: %w", c.Path, err)
 	}
 	defer db.Close()
 	tx, err := db.Begin()
 	if err != nil {
-		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+		return fmt.Errorf("create %s: %w", c.Path, err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	for _, stmt := range Schema {
 		if _, err := tx.Exec(stmt); err != nil {
-			return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+			return fmt.Errorf("create %s: %w", c.Path, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create %s: %w", s.cfg.Path, err)
+		return fmt.Errorf("create %s: %w", c.Path, err)
 	}
-	s.log.Info("created the voice memory database with ZeroClaw's schema (no ZeroClaw database was there)", "path", s.cfg.Path)
+	c.Logger.Info("created the voice memory database with ZeroClaw's schema (no ZeroClaw database was there)", "path", c.Path)
 	return nil
 }
 
@@ -594,7 +626,7 @@ func (w *writer) open() error {
 		return nil
 	}
 	if _, err := os.Stat(w.cfg.Path); err != nil {
-		return fmt.Errorf("memory database: %w", err)
+		return err // names the path
 	}
 	db, err := sql.Open("sqlite", dsn(w.cfg.Path, "rw", w.cfg.WriteBusyTimeout))
 	if err != nil {
@@ -614,8 +646,11 @@ func (w *writer) reset() {
 // ctx ends. It reports whether the row was written.
 func (w *writer) write(ctx context.Context, item entry) bool {
 	err := w.retry(ctx, true, func(ctx context.Context) error { return w.insert(ctx, item) })
-	if err != nil && ctx.Err() == nil {
-		w.log.Error("voice memory write failed; dropping it", "error", err, "category", item.Category)
+	switch {
+	case err == nil:
+		w.cfg.Health.Recovered(w.log, w.cfg.databaseKey(), "voice memory database written again", "path", w.cfg.Path)
+	case ctx.Err() == nil:
+		w.cfg.databaseFailed(hclog.Error, "voice memory write failed; dropping it", err, "category", item.Category)
 	}
 	return err == nil
 }
@@ -635,8 +670,14 @@ func (w *writer) retry(ctx context.Context, missingToo bool, fn func(context.Con
 			w.reset()
 			return err
 		}
-		if attempt == 1 || attempt%10 == 0 {
-			w.log.Warn("voice memory database busy or missing; retrying", "attempt", attempt, "error", err)
+		switch {
+		case missing: // a problem until it appears (said once); busy is ZeroClaw at work
+			if attempt == 1 {
+				w.cfg.databaseFailed(hclog.Warn, "voice memory database missing; retrying", err)
+			}
+			_ = w.cfg.ensure() // its failure is the condition's, said at start
+		case attempt == 1 || attempt%10 == 0:
+			w.log.Warn("voice memory database busy; retrying", "attempt", attempt, "error", err)
 		}
 		select {
 		case <-ctx.Done():

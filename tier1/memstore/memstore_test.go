@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
@@ -288,5 +290,64 @@ func TestDatabaseAppearsLater(t *testing.T) {
 	}
 	if rows, err := s.Search(context.Background(), "kept", 5); err == nil || len(rows) != 0 {
 		t.Errorf("search without a database: %v %v", rows, err)
+	}
+}
+
+// TestUnwritableStoreIsAHealthCondition: a database and journal under a
+// path that cannot be created are two /health problems, each logged once
+// with the error once, however many writes are refused; once the
+// directory can be made the journal accepts writes again, the writer
+// creates the database, the row reaches it and /health is clear.
+func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
+	root := t.TempDir()
+	blocker := filepath.Join(root, "memory")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(blocker, "brain.db")
+	var logs testkit.LogBuffer
+	conds := health.New()
+	s := memstore.New(memstore.Config{Path: path, Health: conds,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	run(t, s)
+	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
+	for range 3 {
+		if err := s.Enqueue(memstore.Write{Content: "refused", Category: "core"}); !errors.Is(err, memstore.ErrJournal) {
+			t.Fatalf("Enqueue: %v, want ErrJournal", err)
+		}
+	}
+	want := []string{"memory database: stat " + path + ": not a directory", "memory journal: mkdir " + blocker + ": not a directory"}
+	if d := cmp.Diff(conds.Problems(), want); d != "" {
+		t.Errorf("problems (-got +want):\n%s", d)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "[ERROR] voice memory database unavailable") ||
+		!strings.Contains(lines[1], "[ERROR] voice memory journal not writable") {
+		t.Errorf("want one Error line per cause, got:\n%s", logs.String())
+	}
+	for _, l := range lines {
+		if strings.Count(l, "not a directory") != 1 {
+			t.Errorf("error text not said exactly once: %s", l)
+		}
+	}
+
+	// The directory can be made: writes are accepted again, and the
+	// writer creates the database.
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if err := s.Enqueue(memstore.Write{Content: "kept", Category: "core"}); err != nil {
+		t.Fatalf("Enqueue after the fix: %v", err)
+	}
+	if rows := waitRows(t, path, 1); rows[0].Content != "kept" {
+		t.Errorf("rows %+v", rows)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the database's condition to clear", func() bool { return conds.Problems() == nil })
+	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "[INFO]  voice memory journal writable again") ||
+		!strings.Contains(lines[1], "[INFO]  created the voice memory database") ||
+		!strings.Contains(lines[2], "[INFO]  voice memory database written again") {
+		t.Errorf("want one Info line per recovery, got:\n%s", logs.String())
 	}
 }

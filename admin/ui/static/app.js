@@ -48,7 +48,8 @@
       const name = [a.agent_name, a.agent_version].filter(Boolean).join(" ");
       const up = a.uptime_s ? (a.uptime_s < 5400 ? `${Math.round(a.uptime_s / 60)} min` : `${(a.uptime_s / 3600).toFixed(1)} h`) : "";
       const rows = [["agent", name || a.command], ["dialect", a.dialect], ["uptime", up], ["pid", a.pid], ["restarts", a.restarts],
-        ["sessions", h.sessions], ["session turns", h.session_turns], ["last error", a.last_error]];
+        ["sessions", h.sessions], ["session turns", h.session_turns], ["last error", a.last_error],
+        ["problems", (h.problems || []).join("; ")]];
       for (const [k, v] of rows) {
         if (v === undefined || v === null || v === "") continue;
         dl.append(el("dt", "", k), el("dd", "", String(v)));

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+)
+
+// TestUnwritableStateOneLinePerCause runs the binary with every file it
+// writes under a path that cannot be created (a regular file stands where
+// their directory should be, so it fails for root too), and sends voice
+// turns, memory writes, perception events that greet and a kid mode
+// change, twice each. Each cause is logged once at Warn or Error with its
+// error once, /health says "degraded" and names them; once the directory
+// can be made every component writes again and /health says "ok".
+func TestUnwritableStateOneLinePerCause(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	under := func(p string) string { return filepath.Join(blocker, p) }
+	p := startBridge(t, "LOG_LEVEL=info", "CONVO_LOG_DIR="+under("logs"), "VOICE_MEMORY_DB="+under("memory/brain.db"),
+		"DOTTY_KID_MODE_STATE="+under("kid-mode"), "DOTTY_SMART_MODE_STATE="+under("smart-mode"),
+		"GREETER_STATE_PATH="+under("greeter_state.json"), "DOTTY_TOOL_ALLOWLIST="+under("tool-allowlist"))
+
+	for i, device := range []string{"d1", "d2"} {
+		if code, body := p.post("/api/message", `{"content":"hello","session_id":"s1"}`); code != http.StatusOK {
+			t.Fatalf("voice turn: %d %s", code, body)
+		}
+		if code, body := p.post("/api/voice/remember", `{"fact":"the cat is called Pixel"}`); code != http.StatusServiceUnavailable ||
+			body != `{"detail":"memory not writable; write not accepted"}` {
+			t.Errorf("remember: %d %s", code, body)
+		}
+		event := `{"device_id":"` + device + `","name":"face_recognized","data":{"identity":"` + []string{"alex", "sam"}[i] + `"}}`
+		if code, body := p.post("/api/perception/event", event); code != http.StatusNoContent {
+			t.Fatalf("event: %d %s", code, body)
+		}
+		if code, body := p.post("/admin/kid-mode", `{"enabled":true}`); code != http.StatusInternalServerError {
+			t.Errorf("kid mode: %d %s", code, body)
+		}
+	}
+	// The conversation log is written after the reply and greetings run in
+	// the background: wait for both to have failed.
+	wantProblems := []string{"greeter state: ", "kid mode state: ", "log directory " + under("logs") + ": ",
+		"memory database: ", "memory journal: "}
+	_, h := p.health("five problems", func(h map[string]any) bool {
+		return len(problemsOf(h)) == len(wantProblems) && strings.Count(p.log(), "greeting not spoken") >= 2
+	})
+	got := problemsOf(h)
+	if h["status"] != "degraded" || !slices.IsSorted(got) {
+		t.Errorf("status %v, problems %q: want degraded, sorted", h["status"], got)
+	}
+	for i, want := range wantProblems {
+		if i >= len(got) || !strings.HasPrefix(got[i], want) || strings.Count(got[i], "not a directory") != 1 {
+			t.Errorf("problems %q, want one starting %q for each of the files", got, want)
+			break
+		}
+	}
+
+	// One Warn or Error line per cause, each with its error text once.
+	// (Request lines are per request: a failed one carries the answer it
+	// got, the refused memory write's without the cause's text.)
+	causes := map[string]int{}
+	errValue := regexp.MustCompile(`error="([^"]*)"`)
+	message := regexp.MustCompile(`\[(?:WARN|ERROR)\] +(.+?): [a-z_]+=`)
+	var lines []string
+	for _, l := range strings.Split(p.log(), "\n") {
+		if strings.Contains(l, " request: method=POST path=/api/voice/remember ") && strings.Contains(l, blocker) {
+			t.Errorf("a refused memory write's request line repeats the cause: %s", l)
+		}
+		if !strings.Contains(l, blocker) || !(strings.Contains(l, "[WARN]") || strings.Contains(l, "[ERROR]")) ||
+			strings.Contains(l, " request: ") {
+			continue
+		}
+		lines = append(lines, l)
+		if m := message.FindStringSubmatch(l); m != nil {
+			causes[m[1]]++
+		}
+		if m := errValue.FindStringSubmatch(l); m == nil || strings.Count(l, "not a directory") != 1 || strings.Count(m[1], blocker) != 1 {
+			t.Errorf("error text not said exactly once: %s", l)
+		}
+	}
+	wantCauses := []string{
+		"zeroclaw-bridge: tool allow list unreadable; using the default list",                    // read at start
+		"zeroclaw-bridge.admin: cannot stat mode state file; using the default",                  // kid mode, read at start
+		"zeroclaw-bridge.perception.proactive_greeter: greeter state unreadable; starting fresh", // read at start, then its saves
+		"zeroclaw-bridge.perception.journal: cannot read back today's journal; the card starts without it",
+		"zeroclaw-bridge.perception.journal: cannot create the log directory; the conversation log and the journals in it are not written until it can be",
+		"zeroclaw-bridge.memory: voice memory database unavailable; memory writes wait for it",
+		"zeroclaw-bridge.memory: voice memory journal not writable; memory writes are refused until it is",
+		"zeroclaw-bridge.admin: cannot save the kid mode state",
+	}
+	for msg, n := range causes {
+		t.Logf("%d line(s): %s", n, msg)
+	}
+	for _, want := range wantCauses {
+		if causes[want] != 1 {
+			t.Errorf("%d lines for %q, want 1", causes[want], want)
+		}
+	}
+	if len(lines) != len(wantCauses) {
+		t.Errorf("%d Warn/Error lines about the state directory, want %d:\n%s", len(lines), len(wantCauses), strings.Join(lines, "\n"))
+	}
+	for _, dup := range []string{"memory write refused", "request failed"} {
+		if strings.Contains(p.log(), dup) {
+			t.Errorf("a refused write logged again as %q:\n%s", dup, p.log())
+		}
+	}
+
+	// Once the directory can be made, each component writes again.
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := p.post("/api/message", `{"content":"hello again","session_id":"s1"}`); code != http.StatusOK {
+		t.Fatalf("voice turn: %d %s", code, body)
+	}
+	if code, body := p.post("/api/voice/remember", `{"fact":"the dog is called Byte"}`); code != http.StatusNoContent {
+		t.Errorf("remember after the fix: %d %s", code, body)
+	}
+	if code, body := p.post("/admin/kid-mode", `{"enabled":true}`); code != http.StatusOK {
+		t.Errorf("kid mode after the fix: %d %s", code, body)
+	}
+	if code, body := p.post("/api/perception/event", `{"device_id":"d3","name":"face_recognized","data":{"identity":"kim"}}`); code != http.StatusNoContent {
+		t.Fatalf("event: %d %s", code, body)
+	}
+	body, h := p.health("every problem cleared", func(h map[string]any) bool { return h["status"] == "ok" })
+	if strings.Contains(body, `"problems"`) || h["problems"] != nil {
+		t.Errorf("/health after recovery: %s", body)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the memory written after the fix", func() bool {
+		rows, err := memstoretest.TryRows(under("memory/brain.db"))
+		return err == nil && len(rows) == 1 && rows[0].Content == "the dog is called Byte"
+	})
+	for _, want := range []string{"log directory created", "voice memory journal writable again", "voice memory database written again",
+		"kid mode state saved again", "greeter state saved again"} {
+		if n := strings.Count(p.log(), want); n != 1 {
+			t.Errorf("%d %q lines, want 1", n, want)
+		}
+	}
+}
+
+// problemsOf returns /health's problems as served.
+func problemsOf(h map[string]any) []string {
+	list, _ := h["problems"].([]any)
+	out := make([]string, 0, len(list))
+	for _, p := range list {
+		s, _ := p.(string)
+		out = append(out, s)
+	}
+	return out
+}
