@@ -4,7 +4,8 @@
 #     --build-arg VERSION=v1.2.3 --build-arg COMMIT=$(git rev-parse HEAD) \
 #     --build-arg DATE=2025-01-02T03:04:05Z .
 #   (`just image` passes the stamps of scripts/stamp.sh; without them the
-#   binary says "dev".)
+#   binary says "dev".) With podman or buildah add `--format docker`
+#   (`CONTAINER=podman just image` does): an OCI-format image has no HEALTHCHECK.
 #
 # The binary is built like a release one (scripts/build-binary.sh: static,
 # stripped, stamped), for the platform asked for (--platform linux/arm64,

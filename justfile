@@ -38,13 +38,13 @@ build:
 ci:
     ./.ci/run
 
-# Reproducible release tarballs (linux amd64, arm64, armv7) and SHA256SUMS in dist/; VERSION=v1.2.3 overrides git describe.
+# Reproducible release tarballs (linux amd64, arm64, armv7) and SHA256SUMS in dist/; version: the tag on HEAD, else packaging/VERSION-dev.<time>-<sha>; VERSION=v1.2.3 overrides.
 release *ARGS:
     scripts/release.sh {{ARGS}}
 
-# The container image (docker, or podman as root), stamped like a release.
+# The container image (docker, or CONTAINER=podman), stamped like a release; podman builds in Docker format, since OCI images drop the HEALTHCHECK.
 image TAG="zeroclaw-bridge:local":
-    eval "$(scripts/stamp.sh)" && ${CONTAINER:-docker} build --build-arg VERSION="$VERSION" --build-arg COMMIT="$COMMIT" --build-arg DATE="$DATE" -t {{TAG}} .
+    eval "$(scripts/stamp.sh)" && c="${CONTAINER:-docker}" && case "${c##*/}" in podman|buildah) fmt="--format docker" ;; *) fmt="" ;; esac && "$c" build $fmt --build-arg VERSION="$VERSION" --build-arg COMMIT="$COMMIT" --build-arg DATE="$DATE" -t {{TAG}} .
 
 # The release, container and installer checks CI runs (or some: just ci-release smoke install).
 ci-release *STEPS:

@@ -6,6 +6,8 @@
 #                systemd (systemd-analyze), podman, runc, podman-compose, catatonit,
 #                debootstrap
 #   lint         shellcheck on scripts/*.sh
+#   stamp        scripts/test-stamp.sh: the version of an untagged, a tagged and a
+#                later commit (packaging/VERSION), in a throwaway git repository
 #   release      scripts/release.sh: linux/amd64, arm64, arm/v7 tarballs + SHA256SUMS
 #   smoke        scripts/smoke-binary.sh on each binary: amd64 natively, arm64 and
 #                armv7 under qemu-aarch64-static / qemu-arm-static (no binfmt needed)
@@ -30,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-all=(tools lint release smoke envexample install dockerfile container repro)
+all=(tools lint stamp release smoke envexample install dockerfile container repro)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
 
@@ -68,6 +70,10 @@ step_tools() {
 step_lint() {
   shellcheck scripts/*.sh
   echo "ci-release: shellcheck: scripts/*.sh clean"
+}
+
+step_stamp() {
+  scripts/test-stamp.sh
 }
 
 bases_pid=""

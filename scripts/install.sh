@@ -17,19 +17,24 @@
 #   /etc/systemd/system/zeroclaw-bridge.service         the unit (Type=notify)
 #   /etc/zeroclaw-bridge/env                            the settings (kept if present)
 #   /etc/zeroclaw-bridge/env.example                    every common setting, commented
-#   /usr/local/share/doc/zeroclaw-bridge/               README, docs, RELEASE
+#   /usr/local/share/doc/zeroclaw-bridge/               README, docs/, systemd/, RELEASE
+# The unit runs the bridge as User=root (HOME=/root), as bridge.py ran.
 # An existing zeroclaw-bridge.service (bridge.py's) keeps its settings: its
 # Environment= lines are added to /etc/zeroclaw-bridge/env (settings already
 # there win), and its EnvironmentFile=, User=, Group= and WorkingDirectory=
 # lines are kept in the new unit. The docs' drop-in 10-go-bridge.conf is
 # removed (the unit does what it did); other drop-ins are left alone.
-# Everything it replaces is kept under /var/lib/zeroclaw-bridge/backup/ first
-# (the last 5 installs), so --rollback restores the state before the last
-# install exactly, and a second --rollback the one before that.
+# Everything it changes is kept under /var/lib/zeroclaw-bridge/backup/ first
+# (the last 5 installs), with the checksum of each file as the install
+# leaves it. --rollback puts back what the last install changed, and a
+# second --rollback what the one before it changed; a file changed since
+# that install (an edit of /etc/zeroclaw-bridge/env) is kept, and the
+# version from before the install is written beside it, as
+# FILE.before-install (0600). It prints what it does with each file.
 # Then: systemctl daemon-reload, enable, restart, and a wait for /health.
 #
 # Options:
-#   --rollback   restore the state before the last install and restart it
+#   --rollback   undo the last install (see above) and restart what was there
 #   --dry-run    print every action (and the unit and env changes) and change nothing
 #   --root DIR   install under DIR instead of / (for tests and images); systemctl
 #                is not run then, only printed
@@ -352,13 +357,20 @@ stage() {
   for val in "${envfiles[@]+"${envfiles[@]}"}"; do
     printf 'EnvironmentFile=%s\n' "$val" >>"$extra"
   done
-  # Last one of each key wins, as in systemd.
-  local k seen=" "
+  # Last one of each key wins, as in systemd. A kept User= replaces the
+  # release's (HOME follows it); one that says the same is left to the
+  # release's line, so a second install writes the same unit.
+  local k seen=" " rel_user drop_user=0
   local i
+  rel_user="$(unit_lines "$rel/systemd/$unit_name" | sed -n 's/^User=//p' | tail -n 1)"
   for ((i = ${#keep[@]} - 1; i >= 0; i--)); do
     k="${keep[i]%%=*}"
     case "$seen" in *" $k "*) continue ;; esac
     seen+="$k "
+    if [ "$k" = User ]; then
+      [ "${keep[i]#User=}" != "$rel_user" ] || continue
+      drop_user=1
+    fi
     printf '%s\n' "${keep[i]}" >>"$tmp/keep.rev"
   done
   [ -f "$tmp/keep.rev" ] && tac "$tmp/keep.rev" >>"$extra"
@@ -366,16 +378,14 @@ stage() {
     echo "$marker"
     echo "# Release: $new_version"
     echo "# Edit settings in /etc/zeroclaw-bridge/env, not here: a new install rewrites this file."
-    if [ -s "$extra" ]; then
-      awk -v extra="$extra" '
-        { print }
-        /^EnvironmentFile=-\/etc\/zeroclaw-bridge\/secrets.env$/ {
-          print "# Kept from the previous unit:"
-          while ((getline l < extra) > 0) print l
-        }' "$rel/systemd/$unit_name"
-    else
-      cat "$rel/systemd/$unit_name"
-    fi
+    awk -v extra="$extra" -v drop_user="$drop_user" '
+      drop_user && /^User=/ { next }
+      { print }
+      /^EnvironmentFile=-\/etc\/zeroclaw-bridge\/secrets.env$/ && (getline l < extra) > 0 {
+        print "# Kept from the previous unit:"
+        print l
+        while ((getline l < extra) > 0) print l
+      }' "$rel/systemd/$unit_name"
   } >"$new/$unit_path"
   if [ -s "$extra" ] && ! grep -q '^# Kept from the previous unit:$' "$new/$unit_path"; then
     die 1 "the release's unit has no EnvironmentFile=-/etc/zeroclaw-bridge/secrets.env line to keep settings after"
@@ -487,8 +497,22 @@ snapshots() {
   fi
 }
 
-# snapshot: keeps what the install will replace, and which directories it
-# will create, under $backup_dir/NNNN.
+# state_sum PATH: what is at PATH, as one word: "absent", a file's SHA-256,
+# or for a directory the SHA-256 of its file names and their checksums.
+state_sum() {
+  if [ -d "$1" ]; then
+    (cd "$1" && find . \( -type f -o -type l \) -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum) |
+      sha256sum | cut -d' ' -f1
+  elif [ -e "$1" ]; then
+    sha256sum <"$1" | cut -d' ' -f1
+  else
+    echo absent
+  fi
+}
+
+# snapshot REL...: keeps what the install will replace of the paths REL
+# (the ones it changes), the checksum of each as the install leaves it, and
+# which directories it will create, under $backup_dir/NNNN.
 snapshot() {
   local last n snap p d
   last="$(snapshots | tail -n 1)"
@@ -497,11 +521,16 @@ snapshot() {
   snap="$R/$backup_dir/$(printf '%04d' "$n")"
   local manifest="$tmp/manifest"
   {
+    # Format 2: only the paths the install changes, each with its
+    # "installed" checksum; rollback leaves a path alone when it has
+    # changed since.
+    echo "format 2"
     echo "from $(if [ -x "$R/$bin_path" ]; then "$R/$bin_path" version 2>/dev/null | head -n 1 || echo unknown; elif [ -f "$R/$unit_path" ]; then echo "bridge.py or another $unit_name"; else echo nothing; fi)"
     echo "to zeroclaw-bridge $new_version"
     service_state
-    for p in "${managed_files[@]}" "${managed_trees[@]}"; do
+    for p in "$@"; do
       if [ -e "$R/$p" ]; then echo "keep $p"; else echo "absent $p"; fi
+      echo "installed $(state_sum "$tmp/new/$p") $p"
     done
     # Directories the install creates go away again on rollback.
     for p in "${managed_files[@]}" "${managed_trees[@]}" "$backup_dir/x"; do
@@ -596,7 +625,7 @@ do_install() {
   fi
   say "changing: $(printf '/%s ' "${changed[@]}")"
   $dry && say "dry run: nothing is changed"
-  snapshot
+  snapshot "${changed[@]}"
   show_diff "$unit_path"
   show_diff "$env_path"
   for p in "${changed[@]}"; do
@@ -629,8 +658,62 @@ do_install() {
 
 # ── rollback ──────────────────────────────────────────────────────────────
 
+# beside PATH: a free name beside PATH for the version from before the
+# install: PATH.before-install, else PATH.before-install.2, .3, ...
+beside() {
+  local b="$1.before-install" i=2
+  while [ -e "$b" ] || [ -L "$b" ]; do
+    b="$1.before-install.$i"
+    i=$((i + 1))
+  done
+  printf '%s' "$b"
+}
+
+# roll_back_path SNAP MANIFEST WHAT REL: puts REL back as it was before the
+# install (WHAT: keep, from SNAP's copy, or absent) when it is still as the
+# install left it; else keeps it, and writes the copy beside it (0600: an
+# env file or unit may hold keys). Prints what it does.
+roll_back_path() {
+  local snap="$1" manifest="$2" what="$3" p="$4" now want before dst
+  now="$(state_sum "$R/$p")"
+  if grep -qx 'format 2' "$manifest"; then
+    want="$(awk -v p="$p" '$1 == "installed" && $3 == p { print $2; exit }' "$manifest")"
+  elif [ "$p" = "$env_path" ]; then
+    # An older install.sh kept no checksums: the env file, the one file
+    # operators edit, counts as edited unless it is as before the install.
+    want=unknown
+  else
+    want="$now"
+  fi
+  before=absent
+  [ "$what" = absent ] || before="$(state_sum "$snap/files/$p")"
+  if [ "$now" = "$before" ] && [ "$what" = absent ]; then
+    return 0 # gone already
+  elif [ "$now" = "$want" ] || [ "$now" = "$before" ] || [ "$now" = absent ]; then
+    if [ "$what" = keep ]; then
+      say "restoring /$p (as it was before the install)"
+      act rm -rf "$R/$p"
+      act mkdir -p "$(dirname "$R/$p")"
+      act cp -a "$snap/files/$p" "$R/$p"
+    else
+      say "removing /$p (the install created it)"
+      act rm -rf "$R/$p"
+    fi
+    restored=$((restored + 1))
+  elif [ "$what" = keep ]; then
+    dst="$(beside "$R/$p")"
+    say "keeping /$p: it has changed since the install; the version from before the install goes to ${dst#"$R"}"
+    act cp -a "$snap/files/$p" "$dst"
+    if [ -d "$snap/files/$p" ]; then act chmod -R go-rwx "$dst"; else act chmod 0600 "$dst"; fi
+    kept=$((kept + 1))
+  else
+    say "keeping /$p: it has changed since the install (it did not exist before it)"
+    kept=$((kept + 1))
+  fi
+}
+
 do_rollback() {
-  local snap manifest what p d
+  local snap manifest d restored=0 kept=0
   snap="$(snapshots | tail -n 1)"
   if [ -z "$snap" ] || [ ! -f "$snap/manifest" ]; then
     die 5 "nothing to roll back: no snapshot under /$backup_dir"
@@ -647,16 +730,11 @@ do_rollback() {
   else
     sysctl stop "$unit_name"
   fi
-  while read -r what p; do
-    case "$what" in
-      keep)
-        act rm -rf "$R/$p"
-        act mkdir -p "$(dirname "$R/$p")"
-        act cp -a "$snap/files/$p" "$R/$p"
-        ;;
-      absent) if [ -e "$R/$p" ]; then act rm -rf "$R/$p"; fi ;;
-    esac
-  done <"$manifest"
+  local paths=() line
+  mapfile -t paths < <(grep -E '^(keep|absent) ' "$manifest")
+  for line in "${paths[@]+"${paths[@]}"}"; do
+    roll_back_path "$snap" "$manifest" "${line%% *}" "${line#* }"
+  done
   act rm -rf "$snap"
   # Directories the install created, deepest first, when empty.
   while read -r d; do
@@ -674,7 +752,7 @@ do_rollback() {
   else
     sysctl daemon-reload
   fi
-  say "rolled back$($dry && echo ' (dry run: nothing was changed)')"
+  say "rolled back: $restored path(s) restored or removed, $kept kept because they changed since the install$($dry && echo ' (dry run: nothing was changed)')"
 }
 
 if [ "$mode" = rollback ]; then do_rollback; else do_install; fi

@@ -8,7 +8,9 @@
 #       env.example              every common setting, commented, with its default
 #       systemd/zeroclaw-bridge.service
 #       systemd/zeroclaw-bridge.service.d/10-go-bridge.conf
-#       README.md, docs/*.md
+#       README.md, docs/*.md     (links to docs/img screenshots become their
+#                                 path in the source tree; every other relative
+#                                 link must name a shipped file)
 #       RELEASE                  name, version, commit, date, os, arch, go
 #
 # and dist/SHA256SUMS. Reproducible: every timestamp is the commit's
@@ -21,7 +23,8 @@
 #                   tarballs and SHA256SUMS are replaced
 #   --platform P    build only P (repeatable); default linux/amd64,
 #                   linux/arm64 and linux/arm/v7
-#   --version V     version stamp instead of git describe (same as VERSION=V)
+#   --version V     version stamp instead of the tag or packaging/VERSION's dev
+#                   version (same as VERSION=V; see scripts/stamp.sh)
 # Needs go, git (or VERSION, COMMIT and SOURCE_DATE_EPOCH), GNU tar, gzip,
 # sha256sum.
 set -euo pipefail
@@ -56,6 +59,33 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 umask 022
 
+# ship_doc SRC DST: a Markdown file for the release. The screenshots in
+# docs/img are not shipped (2.6 MB, over a quarter of a tarball, and no use
+# in a terminal on a Pi), so a link to an image there becomes its path in
+# the source tree.
+ship_doc() {
+  sed -E \
+    -e 's#!\[([^]]*)\]\((\.\./)?(docs/)?img/([^)]*)\)#(screenshot "\1": docs/img/\4 in the source tree)#g' \
+    -e 's#<img src="(\.\./)?(docs/)?img/([^"]*)"[^>]*>#(screenshot: docs/img/\3 in the source tree)#g' \
+    -e 's#\[([^]]*)\]\((\.\./)?(docs/)?img/([^)]*)\)#\1: docs/img/\4 in the source tree#g' \
+    "$1" >"$2"
+  chmod 0644 "$2"
+}
+
+# check_links DIR: every relative link of DIR's Markdown files names a file
+# the release ships.
+check_links() {
+  local md target bad=()
+  while IFS= read -r md; do
+    while IFS= read -r target; do
+      case "$target" in http://* | https://* | mailto:* | '#'* | '') continue ;; esac
+      target="${target%%#*}"
+      [ -e "$(dirname "$md")/$target" ] || bad+=("${md#"$1"/}: $target")
+    done < <(grep -oE '\]\([^) ]+\)|src="[^"]+"' "$md" | sed -E 's/^\]\(//; s/\)$//; s/^src="//; s/"$//')
+  done < <(find "$1" -name '*.md' | sort)
+  [ ${#bad[@]} -eq 0 ] || die "the release's docs link files it does not ship: ${bad[*]}"
+}
+
 tarballs=()
 for p in "${platforms[@]}"; do
   IFS=/ read -r goos goarch variant <<<"$p"
@@ -80,8 +110,9 @@ for p in "${platforms[@]}"; do
   install -m 0644 packaging/zeroclaw-bridge.env.example "$dir/env.example"
   install -m 0644 docs/systemd/zeroclaw-bridge.service "$dir/systemd/"
   install -m 0644 docs/systemd/zeroclaw-bridge.service.d/*.conf "$dir/systemd/zeroclaw-bridge.service.d/"
-  install -m 0644 README.md "$dir/"
-  install -m 0644 docs/*.md "$dir/docs/"
+  ship_doc README.md "$dir/README.md"
+  for f in docs/*.md; do ship_doc "$f" "$dir/$f"; done
+  check_links "$dir"
   {
     echo "name=zeroclaw-bridge"
     echo "version=$VERSION"

@@ -2,9 +2,15 @@
 # Prints the release stamps of the checkout it lives in, as shell assignments
 # (eval "$(scripts/stamp.sh)"):
 #
-#   VERSION            $VERSION if set; else `git describe --tags --match 'v[0-9]*'`;
-#                      else a Go-style pseudo-version v0.0.0-<commit time>-<sha12>;
-#                      "-dirty" is appended when tracked files differ from HEAD
+#   VERSION            $VERSION if set; else the tag on HEAD (v[0-9]*), exactly;
+#                      else v<packaging/VERSION>-dev.<commit time>-<sha12>, e.g.
+#                      v0.9.0-dev.20261126231803-070d4120760c: SemVer, after every
+#                      earlier release and before v0.9.0 itself (the time is UTC,
+#                      %Y%m%d%H%M%S, so two dev builds sort by commit time);
+#                      "-dirty" is appended when tracked files differ from HEAD.
+#                      packaging/VERSION holds the version being prepared (X.Y.Z);
+#                      once it is tagged on an ancestor, dev builds say the next
+#                      patch version (with a warning) until the file is bumped.
 #   COMMIT             the full commit hash (or $COMMIT)
 #   SOURCE_DATE_EPOCH  the commit's time in seconds (or $SOURCE_DATE_EPOCH):
 #                      every timestamp of a release is this one, so two builds
@@ -16,6 +22,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "stamp: $*" >&2; exit 1; }
+
+# next_version: the version being prepared, X.Y.Z, from packaging/VERSION;
+# when that version (or a later one) is tagged on an ancestor already, the
+# patch version after that tag.
+next_version() {
+  local file=packaging/VERSION want last core
+  [ -f "$file" ] || die "$file is missing: it holds the version being prepared (X.Y.Z)"
+  want="$(tr -d ' \t\r\n' <"$file")"
+  [[ "$want" =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$ ]] ||
+    die "$file says '$want': want a version X.Y.Z (no v, no suffix)"
+  if last="$(git describe --tags --abbrev=0 --match 'v[0-9]*' HEAD 2>/dev/null)"; then
+    core="${last#v}"
+    core="${core%%[-+]*}"
+    if [[ "$core" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] &&
+      [ "$(printf '%s\n%s\n' "$core" "$want" | sort -V | tail -n 1)" = "$core" ] &&
+      { [ "$core" != "$want" ] || [ "$last" = "v$core" ]; }; then
+      local x y z
+      IFS=. read -r x y z <<<"$core"
+      echo "stamp: warning: $last is tagged already but $file says $want: bump it; building v$x.$y.$((z + 1))-dev meanwhile" >&2
+      want="$x.$y.$((z + 1))"
+    fi
+  fi
+  printf '%s' "$want"
+}
 
 have_git=false
 if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; then
@@ -33,11 +63,12 @@ if $have_git; then
     if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
       dirty="-dirty"
     fi
-    if described="$(git describe --tags --match 'v[0-9]*' HEAD 2>/dev/null)"; then
-      version="$described$dirty"
+    if tag="$(git describe --tags --exact-match --match 'v[0-9]*' HEAD 2>/dev/null)"; then
+      version="$tag$dirty"
     else
+      next="$(next_version)"
       stamp="$(TZ=UTC0 git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd HEAD)"
-      version="v0.0.0-$stamp-$(git rev-parse --short=12 HEAD)$dirty"
+      version="v$next-dev.$stamp-$(git rev-parse --short=12 HEAD)$dirty"
     fi
   fi
 fi

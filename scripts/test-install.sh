@@ -18,6 +18,15 @@
 #     keeps the previous binary; rollback twice restores the upgrade's start
 #     and then bridge.py's files exactly (names, modes, owners, sizes, times,
 #     checksums);
+#   - the unit runs as User=root (systemd then sets HOME=/root), an existing
+#     unit's other User= and Group= replace it, and its Documentation= names
+#     an installed file;
+#   - rollback undoes only what the install changed: an env file edited
+#     since is kept, and the version from before the install is written
+#     beside it (env.before-install, .before-install.2, ..., 0600), each
+#     action printed (--dry-run too); an env file the install did not change
+#     is not touched; a snapshot of an older install.sh (no checksums) keeps
+#     an edited env file too;
 #   - --dry-run changes nothing (install and rollback);
 #   - exit codes: 2 usage, 3 another architecture, 4 checksum mismatch,
 #     5 nothing to roll back;
@@ -125,6 +134,9 @@ run 0 --root "$r" "$tarball"
 [ "$(stat -c %a "$r/var/lib/zeroclaw-bridge/backup")" = 700 ] || fail "backup dir mode"
 grep -qx 'Type=notify' "$r/etc/systemd/system/zeroclaw-bridge.service" || fail "unit is not Type=notify"
 grep -qx 'EnvironmentFile=-/etc/zeroclaw-bridge/env' "$r/etc/systemd/system/zeroclaw-bridge.service" || fail "unit does not read the env file"
+[ "$(grep '^User=' "$r/etc/systemd/system/zeroclaw-bridge.service")" = User=root ] || fail "unit does not run as User=root (HOME)"
+doc="$(sed -n 's/^Documentation=file://p' "$r/etc/systemd/system/zeroclaw-bridge.service")"
+{ [ -n "$doc" ] && [ -f "$r$doc" ]; } || fail "the unit's Documentation= ($doc) is not an installed file"
 tar -xzf "$tarball" -O --wildcards '*/env.example' | cmp -s - "$r/etc/zeroclaw-bridge/env" || fail "fresh env file is not the example"
 [ ! -e "$r/etc/systemd/system/zeroclaw-bridge.service.d" ] || fail "a drop-in directory appeared"
 grep -q 'skipped (root is ' "$tmp/out" || fail "systemctl was not skipped for --root"
@@ -226,6 +238,7 @@ for line in 'EnvironmentFile=-/root/zeroclaw-bridge/.env' 'User=root' 'WorkingDi
   grep -qxF "$line" "$unit" || fail "unit lacks $line"
 done
 grep -q 'python' "$unit" && fail "unit still runs python"
+[ "$(grep -c '^User=' "$unit")" = 1 ] || fail "unit has $(grep -c '^User=' "$unit") User= lines, want 1"
 [ ! -e "$r/etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf" ] || fail "10-go-bridge.conf is still there"
 [ -f "$r/etc/systemd/system/zeroclaw-bridge.service.d/50-local.conf" ] || fail "the operator's drop-in was removed"
 cmp -s "$r/root/zeroclaw-bridge/.env" <(printf 'OPENROUTER_API_KEY=sk-test\n') || fail ".env was touched"
@@ -264,11 +277,125 @@ run 0 --root "$r" --rollback --dry-run
 tree "$r" >"$tmp/py.6"
 cmp -s "$tmp/py.5" "$tmp/py.6" || fail "rollback --dry-run changed the root: $(diff "$tmp/py.5" "$tmp/py.6")"
 run 0 --root "$r" --rollback
+if [ -n "$upgrade" ]; then
+  # The env file was edited after the first install (LOG_LEVEL, above): it
+  # is kept; bridge.py had none, so nothing is written beside it.
+  grep -qxF 'install.sh: keeping /etc/zeroclaw-bridge/env: it has changed since the install (it did not exist before it)' "$tmp/out" ||
+    fail "rollback did not say it keeps the edited env file: $(cat "$tmp/out")"
+  grep -qx 'LOG_LEVEL=debug' "$env_file" || fail "rollback lost the env edit"
+  [ -z "$(find "$r/etc/zeroclaw-bridge" -name '*.before-install*')" ] || fail "a pre-install copy of an env file that did not exist"
+  rm -rf "$r/etc/zeroclaw-bridge"
+fi
 tree "$r" >"$tmp/py.7"
 cmp -s "$tmp/py.0" "$tmp/py.7" || fail "rollback did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/py.7")"
 grep -q python "$unit" || fail "bridge.py's unit is not back"
 [ -f "$r/etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf" ] || fail "10-go-bridge.conf is not back"
 run 5 --root "$r" --rollback
 pass "bridge.py: rollback restores bridge.py's unit, drop-ins and no env file, exactly"
+
+# ── the operator's edits ────────────────────────────────────────────────────
+# A fresh install, then an edit of the env file it created: rollback keeps
+# the file (there was none before, so nothing goes beside it) and removes
+# the rest.
+r="$(newroot edited)"
+run 0 --root "$r" "$tarball"
+env_file="$r/etc/zeroclaw-bridge/env"
+printf '\nDOTTY_DASHBOARD_PASS=s3cret\n' >>"$env_file"
+tree "$r" >"$tmp/ed.1"
+run 0 --root "$r" --rollback --dry-run
+grep -q '^install.sh: keeping /etc/zeroclaw-bridge/env: it has changed since the install' "$tmp/out" ||
+  fail "rollback --dry-run does not say it keeps the edited env file: $(cat "$tmp/out")"
+grep -q '^install.sh: removing /usr/local/bin/zeroclaw-bridge (the install created it)$' "$tmp/out" ||
+  fail "rollback --dry-run does not say it removes the binary: $(cat "$tmp/out")"
+tree "$r" >"$tmp/ed.2"
+cmp -s "$tmp/ed.1" "$tmp/ed.2" || fail "rollback --dry-run changed the root: $(diff "$tmp/ed.1" "$tmp/ed.2")"
+run 0 --root "$r" --rollback
+grep -qx 'DOTTY_DASHBOARD_PASS=s3cret' "$env_file" || fail "rollback discarded the env edit"
+[ "$(stat -c %a "$env_file")" = 600 ] || fail "kept env file mode"
+grep -q ' 1 kept because they changed since the install' "$tmp/out" || fail "no summary: $(cat "$tmp/out")"
+[ "$(find "$r" -mindepth 1 -not -type d | sed "s#^$r##")" = /etc/zeroclaw-bridge/env ] ||
+  fail "rollback left more than the env file: $(find "$r" -mindepth 1 -not -type d)"
+pass "edited: rollback of a fresh install keeps the edited env file and removes the rest"
+
+# An existing env file and unit (User=dotty, an Environment= line the
+# install carries into the env file): the unit keeps User= and Group=; after
+# an edit, rollback keeps the env file and writes the one from before the
+# install beside it; a second round writes env.before-install.2.
+r="$(newroot operator)"
+env_file="$r/etc/zeroclaw-bridge/env"
+unit="$r/etc/systemd/system/zeroclaw-bridge.service"
+mkdir -p "$r/etc/zeroclaw-bridge"
+printf 'PORT=8090\nDOTTY_ADMIN_TOKEN=old-token\n' >"$env_file"
+chmod 600 "$env_file"
+printf '%s\n' '[Unit]' 'Description=zeroclaw-bridge, by hand' '' '[Service]' 'User=dotty' 'Group=dotty' \
+  'EnvironmentFile=-/etc/zeroclaw-bridge/env' 'Environment=LOG_LEVEL=info' 'ExecStart=/usr/local/bin/zeroclaw-bridge' \
+  '' '[Install]' 'WantedBy=multi-user.target' >"$unit"
+cp -a "$env_file" "$tmp/env.orig"
+tree "$r" >"$tmp/op.0"
+run 0 --root "$r" "$tarball"
+grep -qx 'LOG_LEVEL=info' "$env_file" || fail "LOG_LEVEL was not carried over"
+{ grep -qx 'User=dotty' "$unit" && grep -qx 'Group=dotty' "$unit"; } || fail "User=/Group= not kept: $(cat "$unit")"
+[ "$(grep -c '^User=' "$unit")" = 1 ] || fail "the unit has $(grep -c '^User=' "$unit") User= lines, want 1 (User=dotty)"
+run 0 --root "$r" "$tarball"
+grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
+pass "operator: the unit keeps User=dotty and Group=dotty (no User=root), a second install changes nothing"
+
+for round in 1 2; do
+  printf '\nDOTTY_DASHBOARD_PASS=round%s\n' "$round" >>"$env_file"
+  cp -a "$env_file" "$tmp/env.edited"
+  run 0 --root "$r" --rollback
+  saved=/etc/zeroclaw-bridge/env.before-install
+  [ "$round" = 1 ] || saved="$saved.$round"
+  grep -qxF "install.sh: keeping /etc/zeroclaw-bridge/env: it has changed since the install; the version from before the install goes to $saved" "$tmp/out" ||
+    fail "round $round: rollback does not say where the old env file goes: $(cat "$tmp/out")"
+  grep -q '^install.sh: restoring /etc/systemd/system/zeroclaw-bridge.service (as it was before the install)$' "$tmp/out" ||
+    fail "round $round: rollback does not say it restores the unit: $(cat "$tmp/out")"
+  cmp -s "$tmp/env.edited" "$env_file" || fail "round $round: the edited env file changed"
+  cmp -s "$tmp/env.orig" "$r$saved" || fail "round $round: $saved is not the env file from before the install"
+  [ "$(stat -c %a "$r$saved")" = 600 ] || fail "round $round: $saved mode $(stat -c %a "$r$saved"), want 600"
+  # Everything else is as before the install.
+  tree "$r" | grep -v ' \./etc/zeroclaw-bridge/env' >"$tmp/op.r"
+  grep -v ' \./etc/zeroclaw-bridge/env' "$tmp/op.0" | cmp -s - "$tmp/op.r" ||
+    fail "round $round: rollback did not restore the rest: $(grep -v ' \./etc/zeroclaw-bridge/env' "$tmp/op.0" | diff - "$tmp/op.r")"
+  if [ "$round" = 1 ]; then
+    cp -a "$tmp/env.orig" "$env_file"
+    run 0 --root "$r" "$tarball"
+  fi
+done
+pass "operator: rollback keeps the edited env file, writes the old one beside it (env.before-install, then .2; 0600) and restores the rest"
+
+# The env file exists and the install leaves it as it is (nothing to carry
+# over): rollback does not touch it, edited or not.
+r="$(newroot untouched)"
+env_file="$r/etc/zeroclaw-bridge/env"
+mkdir -p "$r/etc/zeroclaw-bridge"
+printf 'PORT=8090\n' >"$env_file"
+chmod 600 "$env_file"
+run 0 --root "$r" "$tarball"
+if sed -n 's/^install.sh: changing: //p' "$tmp/out" | grep -q '/etc/zeroclaw-bridge/env '; then
+  fail "the install changed an env file it had nothing to add to: $(cat "$tmp/out")"
+fi
+printf 'LOG_LEVEL=debug\n' >>"$env_file"
+run 0 --root "$r" --rollback
+if grep -qE '/etc/zeroclaw-bridge/env([ :]|$)' "$tmp/out"; then fail "rollback acted on an env file the install did not change: $(cat "$tmp/out")"; fi
+[ "$(cat "$env_file")" = "$(printf 'PORT=8090\nLOG_LEVEL=debug')" ] || fail "the env file changed: $(cat "$env_file")"
+[ "$(find "$r" -mindepth 1 -not -type d | sed "s#^$r##")" = /etc/zeroclaw-bridge/env ] ||
+  fail "rollback left more than the env file: $(find "$r" -mindepth 1 -not -type d)"
+pass "untouched: rollback leaves alone an env file the install did not change"
+
+# A snapshot of an older install.sh has no checksums (and lists every
+# managed path): an edited env file is kept all the same.
+r="$(newroot oldformat)"
+env_file="$r/etc/zeroclaw-bridge/env"
+run 0 --root "$r" "$tarball"
+manifest="$r/var/lib/zeroclaw-bridge/backup/0001/manifest"
+[ -f "$manifest" ] || fail "no snapshot manifest at $manifest"
+sed -i -e '/^format /d' -e '/^installed /d' "$manifest"
+printf 'absent etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf\n' >>"$manifest"
+printf '\nDOTTY_DASHBOARD_PASS=old-format\n' >>"$env_file"
+run 0 --root "$r" --rollback
+grep -qx 'DOTTY_DASHBOARD_PASS=old-format' "$env_file" || fail "old-format rollback discarded the env edit"
+[ ! -e "$r/usr/local/bin/zeroclaw-bridge" ] || fail "old-format rollback left the binary"
+pass "old-format snapshot: rollback keeps the edited env file and removes the rest"
 
 echo "test-install: $n passed, 0 failed"
