@@ -159,18 +159,6 @@ func runHostile(o options) (string, error) {
 	}
 
 	st := &hostileStats{burst: burst}
-	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
-	defer cancel()
-	var wg sync.WaitGroup
-	spawn := func(n int, f func(ctx context.Context, i int)) {
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				f(ctx, i)
-			}()
-		}
-	}
 
 	// The robots' and the operator's connections are opened, and each has
 	// been answered once (so it holds a slot at the connection limit),
@@ -192,6 +180,19 @@ func runHostile(o options) (string, error) {
 	probe, err := startProbe(b.URL+"/health", st)
 	if err != nil {
 		return "", err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	spawn := func(n int, f func(ctx context.Context, i int)) {
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(ctx, i)
+			}()
+		}
 	}
 	spawn(1, func(ctx context.Context, _ int) { probe(ctx) })
 	spawn(1, func(ctx context.Context, _ int) { rssSampler(ctx, b.PID, st) })
