@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,30 +56,56 @@ func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 	}
 }
 
-// An agent that exits at once: a turn answers ErrAgentUnavailable within
-// the grace, and the next one at once.
+// An agent that exits at once: a turn answers ErrAgentUnavailable once
+// the grace has passed, and the next one at once. The supervisor's clock is
+// fake: the first turn can only answer when the test moves the clock past
+// the grace, and the second answers with the clock untouched (waiting for
+// a grace again, it would never answer), so nothing depends on timing.
 func TestBrokenAgentFailsFast(t *testing.T) {
+	const grace = 500 * time.Millisecond
+	clk := newFakeClock()
 	cfg := fakeChild("exit-1")
-	cfg.UnavailableGrace = 500 * time.Millisecond
+	cfg.UnavailableGrace, cfg.Clock = grace, clk
 	h := startHarness(t, cfg, PoolConfig{})
 	testkit.WaitFor(t, 10*time.Second, "the agent to fail", func() bool {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed"))+
 			testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")) >= 1
 	})
-	for i, bound := range []time.Duration{3 * time.Second, 500 * time.Millisecond} {
-		start := time.Now()
-		_, _, err := h.turn(fmt.Sprint("k", i), "hi")
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := h.turn("k0", "hi")
+		first <- err
+	}()
+	waitGrace(t, clk, grace, first)
+	clk.Advance(grace)
+	select {
+	case err := <-first:
 		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("turn %d: %v, want ErrAgentUnavailable", i, err)
+			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
 		}
-		el := time.Since(start)
-		if el > bound {
-			t.Errorf("turn %d answered after %v, want within %v", i, el, bound)
-		}
-		t.Logf("turn %d answered ErrAgentUnavailable after %v", i, el.Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("first turn did not answer once its grace had passed")
+	}
+	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
 	}
 	if hh := h.sup.Health(); hh.State == StateReady {
 		t.Errorf("state %q", hh.State)
+	}
+}
+
+// waitGrace waits until a turn waits out the unavailable grace on clk and
+// checks that the turn (whose result goes to answered) has not answered:
+// only moving clk past grace lets it.
+func waitGrace(t *testing.T, clk *fakeClock, grace time.Duration, answered <-chan error) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
+		return slices.Contains(clk.Requested(), grace)
+	})
+	select {
+	case err := <-answered:
+		t.Fatalf("turn answered before its grace passed: %v", err)
+	default:
 	}
 }
 
@@ -134,7 +162,7 @@ func TestStopKillsAgentGroup(t *testing.T) {
 		return pid > 0
 	})
 	h.stop()
-	testkit.WaitFor(t, 2*time.Second, "the grandchild to die", func() bool { return reexec.ProcessGone(pid) })
+	testkit.WaitFor(t, 10*time.Second, "the grandchild to die", func() bool { return reexec.ProcessGone(pid) })
 }
 
 const miniBridgeEnv = "ZCB_MINIBRIDGE"
@@ -291,14 +319,20 @@ func TestChildStdoutNoiseIsCleaned(t *testing.T) {
 
 // An agent that answers session/new only after InitTimeout: the turn fails,
 // and the session the agent created late is closed instead of staying open
-// on the agent unknown to the pool.
+// on the agent unknown to the pool. The agent answers once the turn has
+// failed, so the answer is late on any machine; the handshake gets a bound
+// a loaded machine meets (it failed at 200 ms).
 func TestLateSessionIsClosed(t *testing.T) {
-	cfg := fakeChild("slow-new", "ZCB_ACPTEST_DELAY=600ms")
-	cfg.InitTimeout = 200 * time.Millisecond
+	gate := filepath.Join(t.TempDir(), "answer")
+	cfg := fakeChild("slow-new", "ZCB_ACPTEST_GATE="+gate)
+	cfg.InitTimeout = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("turn: %v, want session/new's DeadlineExceeded", err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the late session closed", func() bool {
 		l := h.logs.String()
@@ -338,22 +372,38 @@ func TestToolTableBoundedToLiveSessions(t *testing.T) {
 // An agent whose connection dies while its process lingers (ignoring
 // SIGTERM): the unavailable grace counts from the failure, not from the
 // end of the stop ladder, and once one turn has failed fast the next
-// fails at once even though the old child is still being stopped.
+// fails at once even though the old child is still being stopped. The
+// supervisor's clock is fake, as in TestBrokenAgentFailsFast; the ladder
+// runs on real time and takes at least a StopGrace (3 s) to end.
 func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	clk := newFakeClock()
 	cfg := fakeChild("close-stdout")
-	cfg.UnavailableGrace = 300 * time.Millisecond
-	cfg.StopGrace = 3 * time.Second // the SIGTERM step alone outlasts the bounds below
+	cfg.UnavailableGrace, cfg.Clock = grace, clk
+	cfg.StopGrace = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
-	for i, bound := range []time.Duration{2 * time.Second, 500 * time.Millisecond} {
-		start := time.Now()
-		_, _, err := h.turn(fmt.Sprint("k", i), "hi")
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := h.turn("k0", "hi")
+		first <- err
+	}()
+	waitGrace(t, clk, grace, first)
+	clk.Advance(grace)
+	select {
+	case err := <-first:
 		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("turn %d: %v, want ErrAgentUnavailable", i, err)
+			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
 		}
-		if el := time.Since(start); el > bound {
-			t.Errorf("turn %d answered after %v, want within %v", i, el, bound)
-		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("first turn did not answer once its grace had passed")
+	}
+	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
+	}
+	// Both answered while the ladder was still stopping the old child.
+	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {
+		t.Error("the turns waited for the end of the stop ladder")
 	}
 }
 

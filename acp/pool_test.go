@@ -184,7 +184,7 @@ func TestPoolRotation(t *testing.T) {
 				t.Errorf("turn index after rotation = %d, want 0", last.TurnIndex)
 			}
 			if tt.rotate {
-				testkit.WaitFor(t, 2*time.Second, "old session closed", func() bool {
+				testkit.WaitFor(t, 10*time.Second, "old session closed", func() bool {
 					_, closed, _, _ := snapshot(a)
 					return len(closed) == 1 && closed[0] == first.SessionID
 				})
@@ -278,9 +278,21 @@ func slowAgent(ignoreCancel bool) *fakeAgent {
 	return a
 }
 
+// A cancelled turn returns without waiting for the agent: the agent's
+// cancelled result is held until Turn has returned. The pool's clock is
+// fake, so the cancel's grace never retires the session meanwhile.
 func TestPoolCancelKeepsSession(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
+	release := make(chan struct{})
+	stream := a.OnPrompt
+	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
+		res, err := stream(ctx, a, sid, text)
+		if ctx.Err() != nil {
+			<-release
+		}
+		return res, err
+	}
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: newFakeClock()}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
 	runPool(t, p)
 	warm := turnText(t, p, "k", "quick warm-up", nil)
 
@@ -301,23 +313,20 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		errc <- err
 	}()
 	testkit.WaitFor(t, 5*time.Second, "first chunk", func() bool { mu.Lock(); defer mu.Unlock(); return got > 0 })
-	start := time.Now()
 	cancel()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("Turn returned %s after cancel; it must not wait for the agent", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Turn did not return after cancel")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Turn did not return after cancel: it waits for the agent")
 	}
-	testkit.WaitFor(t, 2*time.Second, "session/cancel at the agent", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "session/cancel at the agent", func() bool {
 		cancels, _, _, _ := snapshot(a)
 		return len(cancels) >= 1 && cancels[0] == warm.SessionID
 	})
+	close(release)
 	// The next turn on the key waits for the cancelled result, then reuses the session.
 	next := turnText(t, p, "k", "quick again", nil)
 	if next.SessionID != warm.SessionID {
@@ -497,7 +506,7 @@ func TestPoolSessionLimit(t *testing.T) {
 	r1 := turnText(t, p, "a", "quick a", nil)
 	turnText(t, p, "b", "quick b", nil)
 	turnText(t, p, "c", "quick c", nil) // evicts a, the least recently used
-	testkit.WaitFor(t, 2*time.Second, "LRU session closed", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "LRU session closed", func() bool {
 		_, closed, _, _ := snapshot(a)
 		return len(closed) == 1 && closed[0] == r1.SessionID
 	})
@@ -548,7 +557,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 	r := turnText(t, p, "k", "hi", nil)
 	clk.Advance(301 * time.Second)
 	p.reap()
-	testkit.WaitFor(t, 2*time.Second, "idle session closed", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "idle session closed", func() bool {
 		_, closed, _, _ := snapshot(a)
 		return len(closed) == 1 && closed[0] == r.SessionID
 	})

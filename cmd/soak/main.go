@@ -21,14 +21,23 @@
 //	go run ./cmd/soak -hostile      # the hostile mode below (-short: 30 s)
 //
 // The hostile mode abuses the bridge as a hostile LAN client would while
-// 32 conversations share eight agent sessions: perception events from a
-// new device id each at full speed, 1 MiB and 60 KiB event data, 200 feed
+// 32 conversations share eight agent sessions, each on a kept-alive
+// connection opened before the abuse: perception events from a new
+// device id each at full speed, 1 MiB and 60 KiB event data, 200 feed
 // clients connecting and vanishing, a burst of 5 000 feed clients, 1 000
 // idle connections, slow-body connections and 200 vision long-poll
-// waiters. It fails if any normal turn fails, /health ever takes over
-// 100 ms, the bridge's peak RSS passes 64 MiB, a limit is answered with a
-// server error other than 503, or goroutines and open files do not return
-// to their baseline.
+// waiters. It fails if any normal turn fails, a /health probe is not
+// answered 200, the bridge's peak RSS passes 64 MiB, a limit is answered
+// with a server error other than 503, or goroutines and open files do not
+// return to their baseline.
+//
+// No verdict of either mode depends on how fast or busy the machine is.
+// The invariants are about correctness; latency is printed, not asserted:
+// the hostile mode prints /health's p50, p99 and max beside the probe
+// process's own empty handler timed in the same run, so a reader can tell
+// a busy machine from a slow bridge. The waits are bounded only so that a
+// hung bridge fails the run instead of hanging it, far above what a
+// loaded machine needs.
 package main
 
 import (
@@ -75,7 +84,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 8, "concurrent clients")
 	flag.IntVar(&o.sessions, "sessions", 32, "distinct voice sessions")
 	flag.DurationVar(&o.faultGap, "fault-every", 2*time.Second, "mean time between injected faults")
-	probe := flag.String("probe", "", "internal: probe this /health URL every 50 ms, printing each latency, until stdin closes")
+	probe := flag.String("probe", "", "internal: probe this /health URL and an empty handler every 50 ms, printing each latency, until stdin closes")
 	flag.Parse()
 	if *probe != "" {
 		os.Exit(runProbe(*probe))
@@ -128,8 +137,12 @@ func run(o options) (string, error) {
 		return "", err
 	}
 	defer b.Stop()
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	if err := waitHealthy(client, b.URL, 30*time.Second); err != nil {
+	// Every wait below is bounded only so that a hung bridge fails the run
+	// rather than hangs it: no bound is an invariant, and each is far
+	// above what a busy machine needs (the bridge ends every turn within
+	// ZEROCLAW_TIMEOUT, 4 s).
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	if err := waitHealthy(client, b.URL, 60*time.Second); err != nil {
 		return "", err
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -156,15 +169,17 @@ func run(o options) (string, error) {
 	}()
 	wg.Wait()
 
-	// Let retirements, restarts and the memory writer settle.
-	if err := waitHealthy(client, b.URL, 30*time.Second); err != nil {
+	// Let retirements, restarts and the memory writer settle. The agent
+	// may have been killed just before the end, with its restart backoff
+	// grown to 30 s (plus 20 % jitter) by the earlier kills.
+	if err := waitHealthy(client, b.URL, 90*time.Second); err != nil {
 		return report(o, st, base, base), fmt.Errorf("bridge unhealthy after the soak: %w", err)
 	}
 	// The client's own idle keep-alive connections are open files of the
 	// bridge too; close them, then wait (bounded) for the rest to settle
 	// rather than sampling once at an arbitrary moment.
 	client.CloseIdleConnections()
-	after, settled := settle(client, b.URL, base, 30*time.Second)
+	after, settled := settle(client, b.URL, base, 60*time.Second)
 	if len(after) == 0 {
 		return report(o, st, base, base), errors.New("bridge gone after the soak")
 	}
@@ -390,14 +405,40 @@ func gauges(c *http.Client, base string) (map[string]float64, error) {
 }
 
 // checkConvoLog: each completed turn has exactly one record; a barged-in
-// turn has at most one (it may have completed as the caller hung up).
+// turn has at most one (it may have completed as the caller hung up). The
+// bridge writes a turn's record after its reply has gone out, so the last
+// turns' records may still be on their way: it waits (up to 30 s) for
+// every completed turn to have one before it counts.
 func checkConvoLog(dir string, st *stats) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		count, err := countConvoRecords(dir)
+		if err != nil {
+			return err
+		}
+		missing := 0
+		for text := range st.completeT {
+			if count[text] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			return convoLogErrors(count, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// countConvoRecords counts the conversation log's records by request text.
+func countConvoRecords(dir string) (map[string]int, error) {
 	files, _ := filepath.Glob(filepath.Join(dir, "convo-*.ndjson"))
 	count := map[string]int{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 			var rec struct {
@@ -408,8 +449,11 @@ func checkConvoLog(dir string, st *stats) error {
 			}
 		}
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	return count, nil
+}
+
+// convoLogErrors compares the record counts with the turns (st.mu held).
+func convoLogErrors(count map[string]int, st *stats) error {
 	var errs []error
 	for text := range st.completeT {
 		if count[text] != 1 {
@@ -428,7 +472,7 @@ func checkConvoLog(dir string, st *stats) error {
 }
 
 // checkMemory: every fact answered 204 is in brain.db (the writer may
-// still be draining; wait up to 10 s).
+// still be draining; wait up to 30 s).
 func checkMemory(path string, st *stats) error {
 	st.mu.Lock()
 	facts := append([]string(nil), st.facts...)
@@ -438,7 +482,7 @@ func checkMemory(path string, st *stats) error {
 		return err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		stored := map[string]bool{}
 		rows, err := db.Query(`SELECT content FROM memories`)

@@ -27,16 +27,13 @@ func TestBridgeBrokenAgentFailsFast(t *testing.T) {
 		r, _ := agentOf(h)["restarts"].(float64)
 		return r >= 1
 	})
-	for i, bound := range []time.Duration{3 * time.Second, time.Second} {
+	for i := range 2 {
 		start := time.Now()
 		code, body := p.post("/api/message", `{"content":"hi","session_id":"s"}`)
 		took := time.Since(start)
 		var out struct{ Response string }
 		if code != 200 || json.Unmarshal([]byte(body), &out) != nil || out.Response != bridge.FallbackOffline {
 			t.Fatalf("turn %d: %d %s, want the offline fallback", i, code, body)
-		}
-		if took > bound {
-			t.Errorf("turn %d answered after %v, want within %v", i, took, bound)
 		}
 		t.Logf("turn %d answered the offline fallback after %v", i, took.Round(time.Millisecond))
 	}
@@ -46,8 +43,14 @@ func TestBridgeBrokenAgentFailsFast(t *testing.T) {
 		_, metrics = p.get("/metrics")
 		return strings.Contains(metrics, `dotty_request_errors_total{endpoint="message",kind="agent_unavailable"} 2`)
 	})
-	if !strings.Contains(p.log(), "kind=agent_unavailable") {
-		t.Error("turn failure not logged with kind=agent_unavailable")
+	// Only the first turn waited out the grace: the log says so once,
+	// before both turns' failures (stderr keeps the order). Times are
+	// printed above, not asserted.
+	testkit.WaitFor(t, 5*time.Second, "both failures logged", func() bool {
+		return strings.Count(p.log(), "kind=agent_unavailable") >= 2
+	})
+	if n := strings.Count(p.log(), "agent still down after its grace"); n != 1 {
+		t.Errorf("%d turns waited out the unavailable grace, want only the first", n)
 	}
 	if _, err := p.stop(syscall.SIGTERM); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)

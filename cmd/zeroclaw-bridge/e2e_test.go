@@ -260,9 +260,12 @@ func TestBridgeRunsDemoAgentAndStopsCleanly(t *testing.T) {
 			if err != nil {
 				t.Errorf("exit after %s: %v, want status 0", sig, err)
 			}
-			if took > 5*time.Second {
-				t.Errorf("shutdown took %s, want under 5 s", took)
+			// A drain that ran into its bound says so in the log; the
+			// time is printed.
+			if strings.Contains(p.log(), "did not finish in time") {
+				t.Error("shutdown ran into its timeout")
 			}
+			t.Logf("shutdown took %s", took.Round(time.Millisecond))
 			testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("agent pid %d to be gone", int(pid)), func() bool {
 				return errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
 			})
@@ -290,8 +293,8 @@ func TestBridgeStartsWithMissingAgentBinary(t *testing.T) {
 	if strings.Contains(p.log(), "demo agent") {
 		t.Error("demo agent used although ZEROCLAW_BIN was set")
 	}
-	if took, err := p.stop(syscall.SIGTERM); err != nil || took > 5*time.Second {
-		t.Errorf("exit after SIGTERM: %v after %s, want status 0 within 5 s", err, took)
+	if took, err := p.stop(syscall.SIGTERM); err != nil {
+		t.Errorf("exit after SIGTERM: %v after %s, want status 0", err, took)
 	}
 }
 
