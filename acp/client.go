@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,26 +73,27 @@ type Client struct {
 	// clients only).
 	cause *closeCause
 
-	mu        sync.Mutex
-	turns     map[string]*Mailbox // by agent session id
-	sessions  map[string]bool     // live sessions created on this client
-	lastTools map[string]string   // session → latest pending tool name
+	mu       sync.Mutex
+	turns    map[string]*Mailbox // by agent session id
+	sessions map[string]bool     // live sessions created on this client
+	calls    toolCalls           // tool_call updates of running turns
+	warned   map[string]bool     // causes of unidentified permission requests already logged at WARN
 }
 
 func newClient(gen uint64, cfg Config) *Client {
 	return &Client{
-		gen:       gen,
-		cfg:       cfg,
-		log:       cfg.Logger,
-		metrics:   cfg.Metrics,
-		perm:      cfg.Permissions,
-		recycle:   func(string) {},
-		notified:  func() {},
-		barrier:   func(context.Context, time.Duration) {},
-		done:      make(chan struct{}),
-		turns:     make(map[string]*Mailbox),
-		sessions:  make(map[string]bool),
-		lastTools: make(map[string]string),
+		gen:      gen,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		metrics:  cfg.Metrics,
+		perm:     cfg.Permissions,
+		recycle:  func(string) {},
+		notified: func() {},
+		barrier:  func(context.Context, time.Duration) {},
+		done:     make(chan struct{}),
+		turns:    make(map[string]*Mailbox),
+		sessions: make(map[string]bool),
+		warned:   make(map[string]bool),
 	}
 }
 
@@ -388,7 +389,7 @@ func (c *Client) CloseSession(ctx context.Context, sid string) {
 	c.mu.Lock()
 	live := c.sessions[sid]
 	delete(c.sessions, sid)
-	delete(c.lastTools, sid)
+	c.calls.dropSession(sid)
 	c.mu.Unlock()
 	if !live || c.Err() != nil {
 		return
@@ -413,7 +414,7 @@ func (c *Client) CloseSession(ctx context.Context, sid string) {
 func (c *Client) ForgetSession(sid string) {
 	c.mu.Lock()
 	delete(c.sessions, sid)
-	delete(c.lastTools, sid)
+	c.calls.dropSession(sid)
 	c.mu.Unlock()
 }
 
@@ -443,11 +444,12 @@ func (c *Client) BeginTurn(m *Mailbox) {
 	c.mu.Unlock()
 }
 
-// EndTurn stops routing text into m.
+// EndTurn stops routing text into m and forgets its turn's tool calls.
 func (c *Client) EndTurn(m *Mailbox) {
 	c.mu.Lock()
 	if c.turns[m.sid] == m {
 		delete(c.turns, m.sid)
+		c.calls.dropSession(m.sid)
 	}
 	c.mu.Unlock()
 }
@@ -499,18 +501,11 @@ func (c *Client) route(sid string, ev event) {
 			c.dropped(reason)
 		}
 	case evToolStart:
-		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "id", ev.toolID)
-		if ev.tool != "" {
-			c.mu.Lock()
-			// Only for our live sessions: the session id is the agent's
-			// word, and the table must not grow with ids it makes up.
-			if c.sessions[sid] {
-				c.lastTools[sid] = ev.tool
-			}
-			c.mu.Unlock()
-		}
+		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "title", ev.title, "id", ev.toolID)
+		c.noteToolCall(sid, ev)
 	case evToolEnd:
 		c.log.Debug("agent tool update", "session", sid, "tool", ev.tool, "id", ev.toolID, "status", ev.status)
+		c.noteToolCall(sid, ev)
 	case evHistoryTrimmed:
 		c.log.Info("agent trimmed session history", "session", sid, "details", string(truncateBytes(ev.raw, 512)))
 	case evThought, evPlan, evCancelMarker:
@@ -521,10 +516,72 @@ func (c *Client) route(sid string, ev event) {
 	}
 }
 
-var approveTitle = regexp.MustCompile(`^(?i:approve)\s+(.+?)\s*\?*$`)
+// toolCallCap bounds the tool calls remembered across all sessions.
+const toolCallCap = 256
+
+// toolCalls remembers, per session and tool-call id, the tool each
+// tool_call update of a running turn named, so that a permission request
+// carrying the same toolCallId is decided for that tool. A turn's entries
+// go when it ends; beyond toolCallCap entries in all the oldest goes first,
+// whichever session it belongs to, so neither a flood of ids nor a churn
+// of sessions grows it. Guarded by Client.mu.
+type toolCalls struct {
+	names map[toolCallKey]string
+	order []toolCallKey // insertion order, oldest first
+}
+
+type toolCallKey struct{ sid, id string }
+
+func (t *toolCalls) add(sid, id, tool string) {
+	k := toolCallKey{sid, id}
+	if t.names == nil {
+		t.names = make(map[toolCallKey]string)
+	}
+	if _, ok := t.names[k]; ok {
+		if tool != "" {
+			t.names[k] = tool
+		}
+		return
+	}
+	if len(t.order) >= toolCallCap {
+		delete(t.names, t.order[0])
+		t.order = append(t.order[:0], t.order[1:]...)
+	}
+	t.names[k] = tool
+	t.order = append(t.order, k)
+}
+
+func (t *toolCalls) lookup(sid, id string) string { return t.names[toolCallKey{sid, id}] }
+
+func (t *toolCalls) dropSession(sid string) {
+	t.order = slices.DeleteFunc(t.order, func(k toolCallKey) bool {
+		if k.sid != sid {
+			return false
+		}
+		delete(t.names, k)
+		return true
+	})
+}
+
+func (t *toolCalls) len() int { return len(t.names) }
+
+// noteToolCall remembers the tool a tool_call update names, for a session
+// in a turn only: the session id is the agent's word, and the table must
+// not fill with ids it makes up.
+func (c *Client) noteToolCall(sid string, ev event) {
+	if ev.toolID == "" {
+		return
+	}
+	c.mu.Lock()
+	if c.turns[sid] != nil {
+		c.calls.add(sid, ev.toolID, ev.tool)
+	}
+	c.mu.Unlock()
+}
 
 // handlePermission answers session/request_permission by policy, choosing
-// the option by its kind (display names differ between agents).
+// the option by its kind (display names differ between agents). The tool
+// is identified from the request alone (identifyTool).
 func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) any {
 	var p struct {
 		SessionID  string `json:"sessionId"`
@@ -534,40 +591,27 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 			OptionID string `json:"optionId"`
 			Kind     string `json:"kind"`
 		} `json:"options"`
-		ToolCall struct {
-			ID    string `json:"toolCallId"`
-			Title string `json:"title"`
-			Name  string `json:"name"`
-		} `json:"toolCall"`
+		ToolCall permissionToolCall `json:"toolCall"`
 	}
 	_ = json.Unmarshal(params, &p)
 	sid := cmp.Or(p.SessionID, p.SessionID2)
-	// The tool_call update naming the tool precedes this request on the wire.
+	// The SDK may run this request before the notifications sent ahead of
+	// it are handled: a tool_call with the same id would not be known yet.
 	c.barrier(ctx, time.Second)
-	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title}
-	req.Tool = cmp.Or(p.ToolCall.Name, p.ToolName)
-	if req.Tool == "" {
+	tool, source := identifyTool(p.ToolName, p.ToolCall, func(id string) string {
 		c.mu.Lock()
-		req.Tool = c.lastTools[sid]
-		c.mu.Unlock()
-	}
-	if req.Tool == "" {
-		if m := approveTitle.FindStringSubmatch(p.ToolCall.Title); m != nil {
-			req.Tool = m[1]
-		}
-	}
-	req.Tool = normaliseTool(req.Tool)
-	if req.Tool == "" && !strings.HasPrefix(req.ToolCallID, "ask-user-") {
-		// Real agents routinely send the command as the title and no tool
-		// name; the default decision covers it, so this is not a warning.
-		c.log.Debug("permission request names no tool; applying the default", "tool_call", string(truncateBytes(params, 512)))
-		if c.cfg.Metrics != nil {
-			c.cfg.Metrics.PermissionUnnamed.Inc()
-		}
-	}
+		defer c.mu.Unlock()
+		return c.calls.lookup(sid, id)
+	})
+	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title,
+		Kind: p.ToolCall.Kind, Tool: normaliseTool(tool)}
+	question := strings.HasPrefix(req.ToolCallID, "ask-user-")
 
 	decision := c.decide(ctx, req)
-	c.log.Info("permission decided", "session", sid, "tool", req.Tool, "decision", decision)
+	if req.Tool == "" && !question {
+		c.unidentified(sid, p.ToolCall, decision)
+	}
+	c.log.Info("permission decided", "session", sid, "tool", req.Tool, "identified_by", source, "decision", decision)
 
 	if p.Options == nil { // legacy shape
 		return map[string]bool{"approved": decision == Allow}
@@ -585,6 +629,38 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 		}
 	}
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+}
+
+// toolKinds are ACP's tool kinds; any other kind is logged as "unknown",
+// so the causes of unidentified requests stay a small set.
+var toolKinds = []string{"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
+
+// unidentified counts a permission request whose tool could not be
+// identified and logs it: at WARN, with the raw toolCall, the first time
+// its cause (the fields it had) is seen on this connection, then at Debug.
+func (c *Client) unidentified(sid string, tc permissionToolCall, d Decision) {
+	if c.metrics != nil {
+		c.metrics.PermissionUnidentified.WithLabelValues(d.String()).Inc()
+	}
+	kind := tc.Kind
+	switch {
+	case kind == "":
+		kind = "none"
+	case !slices.Contains(toolKinds, kind):
+		kind = "unknown"
+	}
+	cause := fmt.Sprintf("kind=%s title=%t raw_input=%t", kind, tc.Title != "", len(tc.RawInput) > 0)
+	c.mu.Lock()
+	first := !c.warned[cause]
+	c.warned[cause] = true
+	c.mu.Unlock()
+	raw, _ := json.Marshal(tc)
+	lvl := hclog.Debug
+	if first {
+		lvl = hclog.Warn
+	}
+	c.log.Log(lvl, "permission request does not identify its tool; kid mode refuses it, else ZEROCLAW_PERMISSION_UNIDENTIFIED decides",
+		"session", sid, "cause", cause, "decision", d, "tool_call", string(truncateBytes(raw, 512)))
 }
 
 // decide runs the policy; a cancelled turn (or an ended request) answers
@@ -638,14 +714,17 @@ func (acpProtocol) Open(ch Child) (ChildConn, error) {
 	return c, nil
 }
 
-// Traits implements Conn: v1 agents cancel in protocol, legacy ones serve
-// one turn per process; no ACP session outlives its process here.
+// Traits implements Conn: v1 agents cancel in protocol and answer every
+// prompt, cancelled or not, so a cancelled turn keeps its session; legacy
+// ones serve one turn per process; no ACP session outlives its process
+// here.
 func (c *Client) Traits() Traits {
 	return Traits{
-		Cancel:      c.caps.Cancel(),
-		MaxSessions: c.caps.MaxSessions,
-		InitTimeout: c.cfg.InitTimeout,
-		CancelGrace: c.cfg.CancelGrace,
+		Cancel:        c.caps.Cancel(),
+		MaxSessions:   c.caps.MaxSessions,
+		InitTimeout:   c.cfg.InitTimeout,
+		CancelGrace:   c.cfg.CancelGrace,
+		KeepCancelled: c.caps.Cancel(),
 	}
 }
 

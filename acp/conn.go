@@ -70,6 +70,12 @@ type Traits struct {
 	// cancelled turn may take to confirm.
 	InitTimeout time.Duration
 	CancelGrace time.Duration
+	// KeepCancelled: a cancelled turn still running after CancelGrace
+	// keeps its session, because the agent answers once it has finished
+	// what it could not interrupt (ZeroClaw 0.8.0 runs a tool to its end):
+	// the key's next turn waits for that answer, within its own deadline.
+	// Without it, the session is retired after CancelGrace.
+	KeepCancelled bool
 }
 
 // PromptResult is a finished turn as the agent reported it.

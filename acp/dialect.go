@@ -193,7 +193,8 @@ const (
 type event struct {
 	kind   eventKind
 	text   string // evText, evThought
-	tool   string // evToolStart, evToolEnd: the tool's name
+	tool   string // evToolStart, evToolEnd: the tool's name, "" when the update names none
+	title  string // evToolStart, evToolEnd: the agent's display title
 	toolID string
 	status string
 	raw    json.RawMessage
@@ -287,6 +288,7 @@ func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
 		Title   string          `json:"title"`
 		Name    string          `json:"name"`
 		Status  string          `json:"status"`
+		Meta    json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(n.Update, &u); err != nil {
 		return sid, event{kind: evOther, raw: n.Update}, true
@@ -300,9 +302,9 @@ func decodeSessionUpdate(params json.RawMessage) (string, event, bool) {
 		if strings.HasPrefix(u.ID, "turn-cancelled-") {
 			return sid, event{kind: evCancelMarker, toolID: u.ID}, true
 		}
-		return sid, event{kind: evToolStart, tool: cmp.Or(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
+		return sid, event{kind: evToolStart, tool: updateTool(u.Name, u.Meta, u.Title), title: u.Title, toolID: u.ID, status: u.Status}, true
 	case "tool_call_update":
-		return sid, event{kind: evToolEnd, tool: cmp.Or(u.Name, u.Title), toolID: u.ID, status: u.Status}, true
+		return sid, event{kind: evToolEnd, tool: updateTool(u.Name, u.Meta, u.Title), title: u.Title, toolID: u.ID, status: u.Status}, true
 	case "plan":
 		return sid, event{kind: evPlan, raw: n.Update}, true
 	case "history_trimmed":

@@ -31,7 +31,9 @@
 //     the raw initialize result and one adapter per dialect (ACP v1, legacy
 //     L0–L2) translates frames.
 //   - Permissioner answers session/request_permission; Policy is bridge.py's
-//     rule set (kid mode denies camera.take_photo). Options are chosen by
+//     rule set (kid mode denies camera.take_photo, and any tool a request
+//     does not identify). Each request is decided for the tool it names
+//     itself, never the session's previous tool. Options are chosen by
 //     kind, never by display name.
 //   - Pool maps callers to agent sessions and runs turns, whatever the
 //     protocol.
@@ -73,9 +75,13 @@
 //     an agent that cancels in protocol (ACP v1: session/cancel, pending
 //     permission requests answered "cancelled"; steerable:
 //     agent.chat.cancel) the pool waits in the background, still holding
-//     the key's lease, for the agent's cancelled result for up to
-//     CancelGrace; the session survives and the cancelled turn does not
-//     count. Without a result in time the session is retired. A legacy agent
+//     the key's lease, for the agent's cancelled result; the session
+//     survives and the cancelled turn does not count. An ACP agent that has
+//     not answered within CancelGrace is finishing what it cannot interrupt
+//     (ZeroClaw 0.8.0 runs a tool to its end): the key's next turn waits
+//     for the result within its own ctx, and only past SessionIdle is the
+//     session retired (Traits.KeepCancelled); a steerable session is
+//     retired at CancelGrace. A legacy agent
 //     cannot cancel: its turn is detached and runs out while later turns wait
 //     up to InitTimeout for the process, after which the child is recycled.
 //   - A session the agent says it lost (-32000) is replaced and the prompt

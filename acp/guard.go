@@ -233,8 +233,9 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	}
 	var head frameHead
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
-		// Cleaned like stderr: legacy agents colour these tracing lines.
-		g.noise.emit(hclog.Info, "agent stdout: "+cleanLine(string(truncateBytes(trimmed, 512))))
+		// Cleaned like stderr (legacy agents colour these tracing lines),
+		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).
+		g.noise.emit(hclog.Info, noiseLine(string(truncateBytes(trimmed, 4096))))
 		return nil
 	}
 	oversize := len(trimmed) > g.sdkLine

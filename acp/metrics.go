@@ -30,9 +30,9 @@ type Metrics struct {
 	SessionYields prometheus.Counter
 	// KeysForgotten counts session keys dropped to keep the key table bounded.
 	KeysForgotten prometheus.Counter
-	// PermissionUnnamed counts permission requests that named no tool, so
-	// the default allow list decision was applied by title alone.
-	PermissionUnnamed prometheus.Counter
+	// PermissionUnidentified counts permission requests whose tool could
+	// not be identified, by the decision taken.
+	PermissionUnidentified *prometheus.CounterVec
 
 	sessions atomic.Pointer[func() int]
 }
@@ -76,16 +76,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "dotty_acp_session_keys_forgotten_total",
 		Help: "Caller session keys without an agent session dropped to keep the key table bounded.",
 	})
-	m.PermissionUnnamed = prometheus.NewCounter(prometheus.CounterOpts{
+	m.PermissionUnidentified = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dotty_acp_permission_unnamed_total",
-		Help: "Agent permission requests that named no tool; the default decision was applied.",
-	})
+		Help: "Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).",
+	}, []string{"decision"})
+	for _, d := range []Decision{Allow, Deny} {
+		m.PermissionUnidentified.WithLabelValues(d.String())
+	}
 	for _, r := range RestartReasons {
 		m.Restarts.WithLabelValues(r)
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates,
-			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnnamed)
+			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnidentified)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 )
 
@@ -29,5 +30,103 @@ func TestPolicyDecide(t *testing.T) {
 				t.Errorf("Decide = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPolicyUnidentifiedTool(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		kid      bool
+		denyUnid bool
+		want     Decision
+	}{
+		{"kid mode refuses it", true, false, Deny},
+		{"allowed with kid mode off", false, false, Allow},
+		{"refused by ZEROCLAW_PERMISSION_UNIDENTIFIED=deny", false, true, Deny},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Policy{Deny: []string{"shell"}, DenyUnidentified: tt.denyUnid, KidMode: func() bool { return tt.kid }}
+			if got := p.Decide(context.Background(), PermissionRequest{ToolCallID: "cmd-1", Title: "ls -la"}); got != tt.want {
+				t.Errorf("Decide = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	p := &Policy{KidMode: func() bool { return true }}
+	if got := p.Decide(context.Background(), PermissionRequest{ToolCallID: "ask-user-1", Title: "which one?"}); got != Cancel {
+		t.Errorf("a question under kid mode: %v, want cancel", got)
+	}
+}
+
+// Every approval title ZeroClaw ships (channel-approval-title in en, es,
+// fr, ja and zh-CN), codex-acp's and gemini-cli's name the tool; prose and
+// command lines do not.
+func TestTitleTool(t *testing.T) {
+	for _, tt := range []struct{ title, want string }{
+		{"Approve camera.take_photo?", "camera.take_photo"},
+		{"¿Aprobar camera.take_photo?", "camera.take_photo"},
+		{"Approuver camera.take_photo ?", "camera.take_photo"},
+		{"Approuver camera.take_photo\u202f?", "camera.take_photo"},
+		{"camera.take_photo を承認しますか？", "camera.take_photo"},
+		{"批准 camera.take_photo？", "camera.take_photo"},
+		{"Approve \u2068self.camera.take_photo\u2069?", "self.camera.take_photo"},
+		{"APPROVE shell?", "shell"},
+		{"Approve weather", "weather"},                                          // codex-acp, an MCP tool's title
+		{"Approve MCP tool call", ""},                                           // codex-acp without a title
+		{"Approve Take a photo", ""},                                            // a display title, not a name
+		{"self.camera.take_photo (robot MCP Server)", "self.camera.take_photo"}, // gemini-cli
+		{"ls -la /tmp (robot MCP Server)", ""},
+		{"ls -la /tmp", ""},
+		{"Modifying critical configuration file", ""},
+		{"shell", ""}, // a bare title names nothing
+		{"", ""},
+		{"Approve ?", ""},
+	} {
+		if got := titleTool(tt.title); got != tt.want {
+			t.Errorf("titleTool(%q) = %q, want %q", tt.title, got, tt.want)
+		}
+	}
+}
+
+func TestIdentifyTool(t *testing.T) {
+	earlier := map[string]string{"toolu_1": "mcp__robot__camera.take_photo", "call-7": ""}
+	lookup := func(id string) string { return earlier[id] }
+	for _, tt := range []struct {
+		name     string
+		toolName string
+		tc       permissionToolCall
+		want     string
+		source   toolSource
+	}{
+		{"legacy toolName", "camera.take_photo", permissionToolCall{ID: "x"}, "camera.take_photo", fromRequest},
+		{"name field", "", permissionToolCall{ID: "x", Name: "shell", Title: "Approve weather?"}, "shell", fromRequest},
+		{"claude _meta", "", permissionToolCall{ID: "x", Meta: json.RawMessage(`{"claudeCode":{"toolName":"Bash"}}`)}, "Bash", fromRequest},
+		{"same-id tool_call", "", permissionToolCall{ID: "toolu_1", Title: "mcp__robot__camera.take_photo"}, "mcp__robot__camera.take_photo", fromToolCall},
+		{"same-id tool_call naming nothing", "", permissionToolCall{ID: "call-7", Title: "ls"}, "", ""},
+		{"zeroclaw rawInput", "", permissionToolCall{ID: "approval-1", Title: "Approve file_edit?", RawInput: json.RawMessage(`{"tool":"weather"}`)}, "weather", fromRawInput},
+		{"rawInput with arguments names nothing", "", permissionToolCall{ID: "a", RawInput: json.RawMessage(`{"tool":"x","path":"/tmp"}`)}, "", ""},
+		{"zeroclaw title", "", permissionToolCall{ID: "approval-2", Title: "Approve file_edit?", RawInput: json.RawMessage(`{"path":"a","newText":"b"}`)}, "file_edit", fromTitle},
+		{"gemini built-in tool", "", permissionToolCall{ID: "run_shell_command-1-1", Title: "ls -la", Kind: "execute"}, "", ""},
+		{"prose name field ignored", "", permissionToolCall{ID: "x", Name: "Take a photo"}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, src := identifyTool(tt.toolName, tt.tc, lookup)
+			if got != tt.want || src != tt.source {
+				t.Errorf("identifyTool = %q from %q, want %q from %q", got, src, tt.want, tt.source)
+			}
+		})
+	}
+}
+
+func TestNormaliseTool(t *testing.T) {
+	for in, want := range map[string]string{
+		" self.camera.take_photo ":      "camera.take_photo",
+		"mcp__robot__camera.take_photo": "camera.take_photo",
+		"mcp__robot__self.weather":      "weather",
+		"mcp__broken":                   "mcp__broken",
+		"shell":                         "shell",
+	} {
+		if got := normaliseTool(in); got != want {
+			t.Errorf("normaliseTool(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

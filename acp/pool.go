@@ -199,11 +199,12 @@ func (l *leases) release() {
 }
 
 // Turn runs one prompt turn on the session for req.Key. It waits (within
-// ctx) for the session's previous turn and for a ready agent. When ctx ends
-// mid-turn the agent's turn is cancelled (v1: session/cancel, pending
-// permissions answered "cancelled", the cancelled result awaited in the
-// background for CancelGrace with the session kept; legacy: detached) and
-// Turn returns at once with an error wrapping ctx.Err().
+// ctx) for the session's previous turn, a cancelled one included, and for
+// a ready agent. When ctx ends mid-turn the agent's turn is cancelled (v1:
+// session/cancel, pending permissions answered "cancelled", the cancelled
+// result awaited in the background with the session kept, see settle;
+// legacy: detached) and Turn returns at once with an error wrapping
+// ctx.Err().
 func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	clk := p.cfg.Clock
 	start := clk.Now()
@@ -945,7 +946,12 @@ type promptOutcome struct {
 	err error
 }
 
-// settle finishes a cancelled turn in the background, owning its leases.
+// settle finishes a cancelled turn in the background, owning its leases
+// (so the key's next turn waits for it, first come first served). The
+// cancel is re-sent once. A connection with KeepCancelled keeps the
+// session while the agent finishes what it could not interrupt, up to
+// SessionIdle (by then an unused session would be rotated anyway); one
+// without retires the session after CancelGrace.
 func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan promptOutcome, abandon context.CancelFunc) {
 	held := *ls
 	*ls = leases{}
@@ -973,13 +979,21 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 	if err := c.CancelTurn(sid); err != nil {
 		p.log.Debug("session/cancel not sent", "session", sid, "error", err)
 	}
-	grace := traits.CancelGrace
+	grace, limit := traits.CancelGrace, traits.CancelGrace
+	if traits.KeepCancelled {
+		limit = max(grace, p.cfg.SessionIdle)
+	}
 	p.goBackground(func() {
 		defer held.release()
 		defer abandon()
 		defer endTurn(c, t)
 		resend := p.cfg.Clock.After(min(time.Second, grace/2))
-		deadline := p.cfg.Clock.After(grace)
+		deadline := p.cfg.Clock.After(limit)
+		var overdue <-chan time.Time
+		if limit > grace {
+			overdue = p.cfg.Clock.After(grace)
+		}
+		late := false
 		for {
 			select {
 			case o := <-resCh:
@@ -989,14 +1003,22 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 					p.log.Debug("cancelled turn ended with an error", "session", sid, "error", o.err)
 					return
 				}
-				p.log.Debug("agent confirmed cancel", "session", sid, "stop", o.res.StopReason,
+				lvl := hclog.Debug
+				if late {
+					lvl = hclog.Info
+				}
+				p.log.Log(lvl, "agent confirmed cancel", "session", sid, "stop", o.res.StopReason,
 					"elapsed", p.cfg.Clock.Now().Sub(started))
 				return
 			case <-resend:
 				resend = nil
 				_ = c.CancelTurn(sid) // a cancel racing the prompt's start can be lost
+			case <-overdue:
+				overdue, late = nil, true
+				p.log.Warn("cancelled turn still running after the grace (a tool the agent cannot interrupt?); keeping the session: the key's next turn waits for its result",
+					"session", sid, "grace", grace, "limit", limit)
 			case <-deadline:
-				p.log.Warn("agent did not confirm the cancel in time; retiring the session", "session", sid, "grace", grace)
+				p.log.Warn("agent did not confirm the cancel in time; retiring the session", "session", sid, "waited", limit)
 				p.dropSession(held.e, c, sid, true)
 				return
 			case <-c.Done():

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -127,6 +128,7 @@ func (p *stderrPump) line(s string) {
 	if p.observe != nil {
 		p.observe(s)
 	}
+	s = redactSecrets(s) // logged and kept in the tail only redacted
 	if p.limiter.emit(stderrLevel(s), s) {
 		return
 	}
@@ -228,4 +230,52 @@ func cleanLine(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// redacted replaces a secret in a child's logged output.
+const redacted = "[redacted]"
+
+// secretPatterns find secrets in a line of a child's output; each match
+// is replaced by its template (${1} keeps what introduces the secret).
+var secretPatterns = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	// ZeroClaw prints its OTP enrollment URI on first setup, "Enrollment
+	// URI: otpauth://totp/ZeroClaw:zeroclaw?secret=…&issuer=ZeroClaw&period=30"
+	// (the label localised).
+	{regexp.MustCompile(`(?i)(otpauth://)\S+`), "${1}" + redacted},
+	// Credentials in a URL: scheme://user:password@host.
+	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@`), "${1}" + redacted + "@"},
+	// Authorization header values.
+	{regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}" + redacted},
+	// key=value, key: value, "key":"value" for keys naming a secret.
+	{regexp.MustCompile(`(?i)((?:api[_-]?key|[a-z0-9_-]*_token|token|[a-z0-9_-]*secret|password|passwd|authorization|private[_-]?key|access[_-]?key)["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&]+`), "${1}" + redacted},
+	// Well-known key shapes: OpenAI, Anthropic and OpenRouter (sk-…),
+	// GitHub, Slack, AWS, Google, JSON Web Tokens, Telegram bots.
+	{regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|[0-9]{8,10}:[A-Za-z0-9_-]{35})`), redacted},
+}
+
+// redactSecrets replaces what looks like a secret in a line of a child's
+// output (stderr, stdout noise) with [redacted], before the line is
+// logged: ZeroClaw prints its OTP enrollment URI, and agents echo tokens,
+// API keys and Authorization headers in their errors.
+func redactSecrets(s string) string {
+	for _, p := range secretPatterns {
+		if p.re.MatchString(s) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
+	}
+	return s
+}
+
+// noiseLine is a stray line of a child's stdout as it is logged: cleaned
+// and redacted on its first 4 KiB (so a secret is found before the line is
+// cut), then cut to 512 bytes.
+func noiseLine(line string) string {
+	s := redactSecrets(cleanLine(line[:min(len(line), 4096)]))
+	if len(s) > 512 {
+		s = strings.ToValidUTF8(s[:512], "")
+	}
+	return "agent stdout: " + s
 }

@@ -70,6 +70,10 @@ type Supervisor struct {
 	// plannedGen is the generation Restart asked to end: its end is a
 	// deliberate restart, not a failure, so callers wait for the next child.
 	plannedGen uint64
+	// restartGen is a generation Restart was asked to replace while it was
+	// still starting (it may have read the old config); restartWhy says why.
+	restartGen uint64
+	restartWhy string
 }
 
 // NewSupervisor returns a supervisor for cfg; Run starts the agent.
@@ -85,15 +89,24 @@ func NewSupervisor(cfg Config) *Supervisor {
 }
 
 // Restart replaces the running agent child with a fresh one (after a
-// config change the agent reads only at start). It reports whether a
-// ready child was there to restart; if not, the next start picks the change
-// up anyway. A requested restart is not a failure: Acquire waits for the new
-// child within its ctx instead of failing fast with ErrAgentUnavailable.
+// config change the agent reads only at start). A child still starting may
+// already have read the old config: it is replaced as soon as its
+// handshake succeeds, before any turn uses it. Restart reports whether a
+// child was there to restart or will be; if not (the agent is down and
+// waiting to start again), the next start picks the change up anyway. A
+// requested restart is not a failure: Acquire waits for the new child
+// within its ctx instead of failing fast with ErrAgentUnavailable.
 func (s *Supervisor) Restart(reason string) bool {
 	s.mu.Lock()
 	cur := s.cur
-	if cur != nil {
+	switch {
+	case cur != nil:
 		s.plannedGen = s.gen
+	case s.state == StateStarting && s.gen > 0:
+		s.restartGen, s.restartWhy = s.gen, reason
+		s.mu.Unlock()
+		s.log.Info("agent still starting; it will be restarted once its handshake succeeds", "reason", reason)
+		return true
 	}
 	s.mu.Unlock()
 	if cur == nil {
@@ -367,6 +380,16 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	info := p.conn.Info()
 	readyAt := s.cfg.Clock.Now()
 	s.mu.Lock()
+	if s.restartGen == gen {
+		// Restart was asked while this child started: replace it before
+		// any turn can use it, as a planned restart.
+		why := s.restartWhy
+		s.plannedGen, s.lastErr = gen, fmt.Errorf("%w: recycled: %s", ErrAgentGone, why)
+		s.mu.Unlock()
+		log.Info("restarting the agent as asked while it was starting", "reason", why)
+		p.stop(log, true)
+		return "recycled", 0
+	}
 	s.cur, s.info, s.infoSrc, s.readyAt, s.lastErr = p.conn, info, p.conn, readyAt, nil
 	s.failed, s.unavailable = false, false
 	s.setStateLocked(StateReady)
@@ -511,7 +534,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	noise := newLineLimiter(log.Named("child"), 50, clockwork.NewRealClock())
 	conn, err := s.protocol().Open(Child{
 		Gen: gen, Config: s.cfg, Stdin: w, Stdout: outR, Log: log,
-		Noise: func(line string) { noise.emit(hclog.Info, "agent stdout: "+cleanLine(line)) },
+		Noise: func(line string) { noise.emit(hclog.Info, noiseLine(line)) },
 		Go: func(f func()) {
 			p.readers.Add(1)
 			go func() {

@@ -429,6 +429,55 @@ func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
 	}
 }
 
+// ZeroClaw of May 2026 (0.8.0-beta-1) runs a tool to its end whatever the
+// cancel: a barge-in during a tool that outlasts the cancel's grace keeps
+// the session; the next turn waits for the cancelled result (failing with
+// its own deadline while the tool runs), and once it is in, the
+// conversation goes on on the same session.
+func TestSupervisorCancelDuringZeroClawMayTool(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "tool-done")
+	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1", "ZCB_ACPTEST_GATE="+gate)
+	cfg.CancelGrace = 100 * time.Millisecond
+	h := startHarness(t, cfg, PoolConfig{})
+	if health := h.waitReady(); health.AgentVersion != "0.8.0-beta-1" {
+		t.Fatalf("health %+v", health)
+	}
+	warm, _ := h.mustTurn("k", "hi")
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 10)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "use a tool" },
+			OnChunk: func(s string) { got <- s }})
+		errc <- err
+	}()
+	select {
+	case <-got: // the chunk before the tool call
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancelShort()
+	if _, err := h.pool.Turn(short, TurnRequest{Key: "k", Prompt: func(int) string { return "too soon" }}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("turn while the tool runs: %v, want DeadlineExceeded", err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := h.mustTurn("k", "after")
+	if next.SessionID != warm.SessionID || next.TurnIndex != 1 || next.Text != acptest.Echo("after") {
+		t.Errorf("turn after the tool %+v: want session %s kept at turn index 1", next, warm.SessionID)
+	}
+	logs := h.logs.String()
+	if strings.Contains(logs, "acptest: session/") || strings.Contains(logs, "retiring the session") {
+		t.Errorf("the session was not kept:\n%s", logs)
+	}
+}
+
 func TestSupervisorZeroClawStandIn(t *testing.T) {
 	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_CONTENT=override", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
 	cfg.AgentAlias = "dotty"
@@ -575,5 +624,37 @@ func TestSupervisorRestartOnRequest(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
 		t.Errorf("restarts{recycled} = %v", v)
+	}
+}
+
+// A restart asked while the agent is still initialising (/admin/model just
+// after start): the starting child may have read the old config, so it is
+// replaced as soon as its handshake succeeds, before any turn uses it.
+func TestRestartWhileStarting(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "init")
+	h := startHarness(t, fakeChild("echo", "ZCB_ACPTEST_INIT_GATE="+gate), PoolConfig{})
+	testkit.WaitFor(t, 10*time.Second, "the first child started", func() bool { return h.sup.Health().PID > 0 })
+	first := h.sup.Health()
+	if first.State != StateStarting {
+		t.Fatalf("health %+v, want starting", first)
+	}
+	if !h.sup.Restart("model changed to x") {
+		t.Fatal("Restart found no agent to restart while one was starting")
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ready := h.waitReady()
+	if ready.PID == first.PID {
+		t.Errorf("the child started before the restart (pid %d) is the one serving", ready.PID)
+	}
+	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
+		t.Errorf("restarts{recycled} = %v, want 1", v)
+	}
+	if res, _ := h.mustTurn("k", "hi"); res.Text != acptest.Echo("hi") {
+		t.Errorf("text %q", res.Text)
+	}
+	if !strings.Contains(h.logs.String(), "restarting the agent as asked while it was starting") {
+		t.Error("the deferred restart was not logged")
 	}
 }

@@ -3,8 +3,11 @@
 // own in-package tests can use it as well as any other package.
 //
 // Agent is the one scriptable in-process agent: Script answers prompts
-// declaratively (chunks, delays, hangs, errors), OnPrompt by hand, and it
-// records prompts, cancels, closes and concurrency. agenttest connects it
+// declaratively (chunks, delays, hangs, errors, and tool calls with their
+// permission requests in the wire shape of a real agent: ZeroClaw 0.8.4 or
+// of May 2026, codex-acp, claude-agent-acp, gemini-cli — see Shape),
+// OnPrompt by hand, and it records prompts, cancels, closes, concurrency
+// and the answers to its permission requests (Asked). agenttest connects it
 // to a real acp.Pool over pipes.
 //
 // For tests that need a real child process, a test binary re-executes
@@ -47,7 +50,11 @@
 //	                  with the command as its title and no tool name (allow-once,
 //	                  reject-once); the reply is one chunk
 //	                  "😊 outcome=<optionId>" or "😊 outcome=cancelled", or stopReason
-//	                  cancelled without a chunk if the turn was cancelled meanwhile
+//	                  cancelled without a chunk if the turn was cancelled meanwhile;
+//	                  "tools:<shape>[/<locale>]:<tool>[|<title>],…" (shape zeroclaw,
+//	                  zeroclaw-may, codex, claude or gemini; locale en, es, fr, ja,
+//	                  zh-CN) calls the tools the way that agent does (see Shape)
+//	                  and replies "😊 <tool>=<optionId or cancelled> …"
 //	slow-new          echo, but session/new takes ZCB_ACPTEST_DELAY (300ms), or waits
 //	                  for the file ZCB_ACPTEST_GATE when set, ignores the client
 //	                  abandoning it, and is reported on stderr as
@@ -86,7 +93,17 @@
 //	              concurrent prompt on a session answers -32002; session/stop and
 //	              session/close; a _zeroclaw/history_trimmed notification precedes
 //	              every 3rd prompt's chunks; with ZCB_ACPTEST_REQUIRE_ALIAS=<a>,
-//	              session/new without agentAlias <a> answers -32602; exits at stdin EOF
+//	              session/new without agentAlias <a> answers -32602; a prompt
+//	              containing "tool" streams "😊 let me look. ", sends a tool_call
+//	              (shell) and runs it until the file ZCB_ACPTEST_GATE exists (30 s
+//	              at most), racing it against session/cancel, then its
+//	              tool_call_update and the echo; with ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1
+//	              it is ZeroClaw of May 2026: agentInfo.version 0.8.0-beta-1, a tool
+//	              runs to its end whatever the cancel (the turn then ends cancelled),
+//	              and a cancelled result has no marker and ends "[interrupted by
+//	              user]"; with ZCB_ACPTEST_OTP set it first prints ZeroClaw's OTP
+//	              enrollment lines (OTPSecret) on stdout and an api_key=APIKey error
+//	              on stderr; exits at stdin EOF
 //	legacy-l0     ZeroClaw 0.6.3: snake_case keys, session/event streaming, string prompts
 //	legacy-l1     ZeroClaw 0.6.5–0.7.3: camelCase (snake fallback), otherwise as L0
 //	legacy-l2     ZeroClaw 0.7.4: session/update streaming, string or array prompts, stopReason
@@ -103,7 +120,10 @@
 //
 //	ZCB_ACPTEST_CHUNKS         slow-chunks: number of chunks (20)
 //	ZCB_ACPTEST_DELAY          slow-new (300ms), slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
-//	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists
+//	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists; zeroclaw-v1: a tool runs until it exists
+//	ZCB_ACPTEST_INIT_GATE      v1 SDK modes: initialize answers once this file exists
+//	ZCB_ACPTEST_ZEROCLAW       zeroclaw-v1: "0.8.0-beta-1" plays ZeroClaw of May 2026
+//	ZCB_ACPTEST_OTP            zeroclaw-v1: print ZeroClaw's OTP enrollment URI and a key at start
 //	ZCB_ACPTEST_FLOOD          flood: number of notifications (3000)
 //	ZCB_ACPTEST_LINES          spam-stderr: number of spam lines (5000)
 //	ZCB_ACPTEST_STATE_DIR      crash-after-init, crash-mid-turn: directory of the crash counters

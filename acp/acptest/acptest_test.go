@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -404,6 +406,52 @@ func TestZeroClawV1(t *testing.T) {
 	}
 }
 
+// ZeroClaw of May 2026 runs a tool to its end whatever the cancel; the
+// session stays busy (-32002) until then, and the cancelled result carries
+// that version's suffix and no marker. ZeroClaw 0.8.4 interrupts the tool.
+func TestZeroClawToolCancel(t *testing.T) {
+	for _, may := range []bool{true, false} {
+		t.Run(fmt.Sprint("may=", may), func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "tool-done")
+			env := []string{"ZCB_ACPTEST_GATE=" + gate}
+			if may {
+				env = append(env, "ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1")
+			}
+			c, sid := ready(t, "zeroclaw-v1", env...)
+			c.send(prompt(3, sid, "use a tool"))
+			for {
+				u, _ := c.next(nil)["params"].(map[string]any)["update"].(map[string]any)
+				if u["sessionUpdate"] == "tool_call" {
+					break
+				}
+			}
+			c.send(cancelFrame(sid))
+			if may {
+				c.send(prompt(4, sid, "too soon"))
+				if _, resp := c.until(4, nil); rpcCode(resp) != -32002 {
+					t.Errorf("prompt during the tool: %v, want -32002", resp)
+				}
+				if err := os.WriteFile(gate, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			notes, resp := c.until(3, nil)
+			r := result(t, resp)
+			content, _ := r["content"].(string)
+			marker := strings.Contains(fmt.Sprint(notes), "turn-cancelled-")
+			if r["stopReason"] != "cancelled" {
+				t.Errorf("result %v", r)
+			}
+			if may && (!strings.HasSuffix(content, "\n\n[interrupted by user]") || marker) {
+				t.Errorf("May 2026: content %q, marker %v", content, marker)
+			}
+			if !may && (!strings.HasSuffix(content, "[turn cancelled via client]") || !marker) {
+				t.Errorf("0.8.4: content %q, marker %v", content, marker)
+			}
+		})
+	}
+}
+
 func TestZeroClawRequiresAlias(t *testing.T) {
 	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
 	c.send(initFrame)
@@ -454,6 +502,70 @@ func TestPermMode(t *testing.T) {
 	notes, resp := c.until(3, nil)
 	if got := chunkTexts(notes); got != "😊 outcome=allow-once" || result(t, resp)["stopReason"] != "end_turn" {
 		t.Errorf("chunks %q result %v", got, resp)
+	}
+}
+
+// The perm mode's "tools:" prompts put permission requests and tool_call
+// updates on the wire in the order, with the ids and titles, each real
+// agent's source does.
+func TestToolShapesOnTheWire(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{"zeroclaw:weather,camera.take_photo", "ask approval-1 Approve weather? | call call-1 weather | done call-1 | " +
+			"ask approval-2 Approve camera.take_photo? | call call-2 camera.take_photo | done call-2"},
+		{"zeroclaw/fr:weather", "ask approval-1 Approuver weather ? | call call-1 weather | done call-1"},
+		{"zeroclaw/ja:weather", "ask approval-1 weather を承認しますか？ | call call-1 weather | done call-1"},
+		{"zeroclaw-may:camera.take_photo,weather", "call call-1 camera.take_photo | call call-2 weather | " +
+			"ask approval-1 Approve camera.take_photo? | ask approval-2 Approve weather? | done call-1 | done call-2"},
+		{"codex:weather,shell|ls -la", "ask call-1 Approve weather | call call-1 Tool: robot/weather | done call-1 | " +
+			"ask call-2 ls -la | call call-2 Tool: robot/shell | done call-2"},
+		{"claude:weather", "call toolu_1 mcp__robot__weather | ask toolu_1 mcp__robot__weather | done toolu_1"},
+		{"gemini:weather,run_shell_command|ls -la", "ask weather weather (robot MCP Server) | done weather | " +
+			"ask run_shell_command ls -la | done run_shell_command"},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			c, sid := ready(t, "perm")
+			c.send(prompt(3, sid, "tools:"+tt.spec))
+			var seen []string
+			for {
+				m := c.next(nil)
+				if v, ok := m["id"].(float64); ok && v == 3 && m["method"] == nil {
+					break
+				}
+				params, _ := m["params"].(map[string]any)
+				switch m["method"] {
+				case "session/request_permission":
+					tc := params["toolCall"].(map[string]any)
+					id, _ := tc["toolCallId"].(string)
+					if strings.HasPrefix(tt.spec, "gemini") {
+						id, _, _ = strings.Cut(id, "-") // <name>-<ms>-<n>
+					}
+					seen = append(seen, "ask "+id+" "+tc["title"].(string))
+					allow := ""
+					for _, o := range params["options"].([]any) {
+						if o := o.(map[string]any); o["kind"] == "allow_once" && allow == "" {
+							allow = o["optionId"].(string)
+						}
+					}
+					rid, _ := json.Marshal(m["id"])
+					c.send(`{"jsonrpc":"2.0","id":` + string(rid) + `,"result":{"outcome":{"outcome":"selected","optionId":"` + allow + `"}}}`)
+				case "session/update":
+					u := params["update"].(map[string]any)
+					id, _ := u["toolCallId"].(string)
+					if strings.HasPrefix(tt.spec, "gemini") {
+						id, _, _ = strings.Cut(id, "-")
+					}
+					switch u["sessionUpdate"] {
+					case "tool_call":
+						seen = append(seen, "call "+id+" "+u["title"].(string))
+					case "tool_call_update":
+						seen = append(seen, "done "+id)
+					}
+				}
+			}
+			if got := strings.Join(seen, " | "); got != tt.want {
+				t.Errorf("wire\n got %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,13 @@ type Reply struct {
 	Hang bool
 	// IgnoreCancel makes delays and Hang ignore session/cancel.
 	IgnoreCancel bool
+	// Tools are called after the chunks, each asking permission (see
+	// Agent.Asked) and running the way Shape's agent does, in its Locale
+	// (ZeroClaw's approval title: en, es, fr, ja or zh-CN; default en). A
+	// turn cancelled meanwhile ends "cancelled" as that agent's would.
+	Tools  []Tool
+	Shape  Shape
+	Locale string
 }
 
 // Prompt is one prompt the agent received.
@@ -59,8 +66,11 @@ type Agent struct {
 	SessionPrefix string
 
 	conn *acpsdk.AgentSideConnection
+	out  *lockedWriter
 
 	mu        sync.Mutex
+	toolSeq   int
+	asked     []Asked
 	n         int
 	sessions  map[string]bool
 	prompts   []Prompt
@@ -78,12 +88,21 @@ type Agent struct {
 // w, with impl (a, or a wrapper around a) handling requests; it returns
 // the connection, which closes when r does.
 func (a *Agent) Serve(impl acpsdk.Agent, w io.Writer, r io.Reader) *acpsdk.AgentSideConnection {
-	conn := acpsdk.NewAgentSideConnection(impl, w, r)
+	out := &lockedWriter{w: w} // scripted tools write raw frames beside the SDK's
+	conn := acpsdk.NewAgentSideConnection(impl, out, r)
 	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.mu.Lock()
-	a.conn = conn
+	a.conn, a.out = conn, out
 	a.mu.Unlock()
 	return conn
+}
+
+// Asked returns the permission requests scripted tools made so far, with
+// their answers, in order.
+func (a *Agent) Asked() []Asked {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Asked(nil), a.asked...)
 }
 
 // Conn is the connection Serve made (nil before).
@@ -271,6 +290,21 @@ func (a *Agent) play(ctx context.Context, sid string, r Reply) (acpsdk.PromptRes
 		}
 		if err := a.Chunk(context.Background(), sid, c); err != nil {
 			return acpsdk.PromptResponse{}, err
+		}
+	}
+	if len(r.Tools) > 0 {
+		a.mu.Lock()
+		out := a.out
+		a.mu.Unlock()
+		p := &toolPlayer{conn: a.Conn(), raw: func(b []byte) error { _, err := out.Write(b); return err },
+			sid: sid, shape: r.Shape, locale: r.Locale, seq: &a.toolSeq, mu: &a.mu,
+			asked: func(x Asked) { a.mu.Lock(); a.asked = append(a.asked, x); a.mu.Unlock() }}
+		stopped, err := p.play(ctx, r.Tools)
+		if err != nil {
+			return acpsdk.PromptResponse{}, err
+		}
+		if stopped {
+			return cancelled, nil
 		}
 	}
 	if r.Hang {

@@ -138,6 +138,8 @@ type zeroclaw struct {
 	mode    string
 	content string // "override" replaces result.content
 	alias   string // required agentAlias, if any
+	may     bool   // ZeroClaw 0.8.0-beta-1 (ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1)
+	gate    string // a tool runs until this file exists
 
 	mu       sync.Mutex
 	prompts  int
@@ -151,7 +153,16 @@ type zcSession struct {
 
 func runZeroClaw(mode string) int {
 	z := &zeroclaw{c: newRawConn(), mode: mode, content: os.Getenv("ZCB_ACPTEST_CONTENT"),
-		alias: os.Getenv("ZCB_ACPTEST_REQUIRE_ALIAS"), sessions: map[string]*zcSession{}}
+		alias: os.Getenv("ZCB_ACPTEST_REQUIRE_ALIAS"), sessions: map[string]*zcSession{},
+		may: os.Getenv("ZCB_ACPTEST_ZEROCLAW") == zeroclawMay, gate: os.Getenv("ZCB_ACPTEST_GATE")}
+	if os.Getenv("ZCB_ACPTEST_OTP") != "" {
+		// ZeroClaw's first start with [security.otp] enabled prints its
+		// enrollment URI on stdout (src/main.rs, cli-otp-enrollment-uri),
+		// and agents echo keys in their errors.
+		z.c.line([]byte("Initialized OTP secret for ZeroClaw."))
+		z.c.line([]byte("Enrollment URI: otpauth://totp/ZeroClaw:zeroclaw?secret=" + OTPSecret + "&issuer=ZeroClaw&period=30"))
+		fmt.Fprintln(os.Stderr, "error: provider rejected the request (api_key="+APIKey+")")
+	}
 	readFrames(z.handle)
 	return 0 // like ZeroClaw v1: exit at stdin EOF, abandoning running turns
 }
@@ -165,6 +176,10 @@ func (z *zeroclaw) initResult() map[string]any {
 			"authMethods":       []any{},
 		}
 	}
+	version := "0.8.4"
+	if z.may {
+		version = zeroclawMay
+	}
 	return map[string]any{
 		"protocolVersion": 1,
 		"agentCapabilities": map[string]any{
@@ -173,7 +188,7 @@ func (z *zeroclaw) initResult() map[string]any {
 			"mcpCapabilities":     map[string]bool{"http": false, "sse": false},
 			"sessionCapabilities": map[string]any{"resume": map[string]any{}, "close": map[string]any{}},
 		},
-		"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": "0.8.4"},
+		"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": version},
 		"authMethods": []any{},
 		"_meta": map[string]any{"zeroclaw": map[string]any{
 			"maxSessions": 10, "sessionTimeoutSecs": 3600, "defaultModel": "demo-model"}},
@@ -304,11 +319,38 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 		partial.WriteString(t)
 	}
 	cancelled := func() {
+		if z.may { // no marker before 0.8.1, and another suffix
+			idle()
+			content := "[interrupted by user]"
+			if partial.Len() > 0 {
+				content = partial.String() + "\n\n" + content
+			}
+			z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "cancelled", "content": content})
+			return
+		}
 		z.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "turn-cancelled-" + sid,
 			"title": "turn-cancelled", "kind": "think", "status": "completed", "rawOutput": "[turn cancelled via client]"})
 		idle()
 		z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "cancelled",
 			"content": partial.String() + "\n\n[turn cancelled via client]"})
+	}
+	if strings.Contains(text, "tool") {
+		chunk("😊 let me look. ")
+		callID := "call-" + newSessionID()
+		z.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": callID, "name": "shell", "title": "shell",
+			"kind": "execute", "rawInput": map[string]any{"command": "sleep"}, "status": "pending"})
+		if !z.runTool(cancel) {
+			cancelled()
+			return
+		}
+		z.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": callID, "name": "shell", "title": "shell",
+			"kind": "execute", "status": "completed", "rawOutput": "done", "body": "done"})
+		select {
+		case <-cancel: // 0.8.0 notices the cancel between tool rounds
+			cancelled()
+			return
+		default:
+		}
 	}
 	if strings.Contains(text, "slow") {
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -344,6 +386,40 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 	}
 	idle()
 	z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "end_turn", "content": content})
+}
+
+// OTPSecret and APIKey are the secrets zeroclaw-v1 prints with
+// ZCB_ACPTEST_OTP set.
+const (
+	OTPSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+	APIKey    = "sk-or-v1-0123456789abcdef0123456789abcdef"
+)
+
+// zeroclawMay is the version ZCB_ACPTEST_ZEROCLAW selects ZeroClaw of May
+// 2026 with.
+const zeroclawMay = "0.8.0-beta-1"
+
+// runTool runs a tool until the file z.gate exists (at most 30 s). ZeroClaw
+// 0.8.4 races the tool against the turn's cancel and reports false when
+// the cancel won; 0.8.0 runs it to its end whatever happens.
+func (z *zeroclaw) runTool(cancel <-chan struct{}) bool {
+	if z.may {
+		cancel = nil
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.NewTimer(30 * time.Second)
+	defer limit.Stop()
+	for z.gate != "" && !fileExists(z.gate) {
+		select {
+		case <-cancel:
+			return false
+		case <-limit.C:
+			return true
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // legacy is the scripted pre-v1 ZeroClaw (L0, L1, L2). It handles one frame

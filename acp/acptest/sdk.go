@@ -117,6 +117,13 @@ func runSDK(mode string) int {
 }
 
 func (a *sdkAgent) Initialize(context.Context, acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+	if gate := os.Getenv("ZCB_ACPTEST_INIT_GATE"); gate != "" {
+		// A slow start: answered once the test says so.
+		fmt.Fprintf(os.Stderr, "acptest: initialize waits for %s\n", gate)
+		for !fileExists(gate) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	r := acpsdk.InitializeResponse{
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentInfo:       &acpsdk.Implementation{Name: "acptest-" + a.mode, Version: "1"},
@@ -262,8 +269,47 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	return endTurn, nil
 }
 
+// shapeNames name the Shapes in "tools:" prompts.
+var shapeNames = map[string]Shape{"zeroclaw": ZeroClaw, "zeroclaw-may": ZeroClawMay, "codex": Codex, "claude": Claude, "gemini": Gemini}
+
+// toolsTurn plays a "tools:<shape>[/<locale>]:<tool>[|<title>],…" prompt
+// and replies "😊 <tool>=<outcome> …", one entry per permission request.
+func (a *sdkAgent) toolsTurn(ctx context.Context, sid acpsdk.SessionId, spec string) (acpsdk.PromptResponse, error) {
+	head, list, _ := strings.Cut(spec, ":")
+	name, locale, _ := strings.Cut(head, "/")
+	shape, ok := shapeNames[name]
+	if !ok {
+		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32602, Message: "unknown shape " + name}
+	}
+	var tools []Tool
+	for _, t := range strings.Split(list, ",") {
+		n, title, _ := strings.Cut(t, "|")
+		tools = append(tools, Tool{Name: n, Title: title})
+	}
+	var mu sync.Mutex
+	var seq int
+	var parts []string
+	p := &toolPlayer{conn: a.c(), raw: func(b []byte) error { _, err := a.out.Write(b); return err },
+		sid: string(sid), shape: shape, locale: locale, seq: &seq, mu: &mu,
+		asked: func(x Asked) { parts = append(parts, x.Tool+"="+x.Outcome) }}
+	stopped, err := p.play(ctx, tools)
+	if err != nil {
+		return acpsdk.PromptResponse{}, err
+	}
+	if stopped {
+		return cancelled, nil
+	}
+	if err := a.chunk(ctx, sid, "😊 "+strings.Join(parts, " ")); err != nil || ctx.Err() != nil {
+		return cancelled, nil
+	}
+	return endTurn, nil
+}
+
 // permTurn asks for a permission the way ZeroClaw does and reports the outcome.
 func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text string) (acpsdk.PromptResponse, error) {
+	if spec, ok := strings.CutPrefix(text, "tools:"); ok {
+		return a.toolsTurn(ctx, sid, spec)
+	}
 	req := acpsdk.RequestPermissionRequest{SessionId: sid}
 	if q, ok := strings.CutPrefix(text, "ask:"); ok {
 		req.ToolCall = acpsdk.ToolCallUpdate{ToolCallId: "ask-user-1", Title: acpsdk.Ptr(q),

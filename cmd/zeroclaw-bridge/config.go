@@ -356,12 +356,24 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.ACP.AgentAlias = v; return nil }},
 	pathSetting("ZEROCLAW_SESSION_CWD", "", "absolute working directory sent on session/new",
 		func(c *config) *string { return &c.ACP.SessionCwd }),
-	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn waits for the agent's cancelled result before its session is retired",
+	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn (barge-in) waits for the agent's cancelled result before a WARN; an ACP agent's session is kept, its next turn waiting for the result (at most ZEROCLAW_SESSION_IDLE), a steerable-sidecar's is retired",
 		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.CancelGrace, v) }},
 	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
 		parse: func(c *config, v string) error { c.Permissions.Allow = splitList(v); return nil }},
 	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused",
 		parse: func(c *config, v string) error { c.Permissions.Deny = splitList(v); return nil }},
+	{env: "ZEROCLAW_PERMISSION_UNIDENTIFIED", def: "allow", help: "allow or deny: the decision, while kid mode is off, for a permission request whose tool cannot be identified (kid mode always refuses it)",
+		parse: func(c *config, v string) error {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "allow":
+				c.Permissions.DenyUnidentified = false
+			case "deny":
+				c.Permissions.DenyUnidentified = true
+			default:
+				return errors.New("want allow or deny")
+			}
+			return nil
+		}},
 	switchSetting("DOTTY_KID_MODE", "true", "kid mode when its state file is missing or unrecognised; while on, camera.take_photo is refused", kidRule,
 		func(c *config) *bool { return &c.Modes.KidDefault }),
 	pathSetting("DOTTY_KID_MODE_STATE", "/root/zeroclaw-bridge/state/kid-mode", "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
@@ -920,7 +932,7 @@ func (c config) validate() error {
 	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	// One agent protocol at a time: a setting of the other one is a
 	// mistake worth stopping for, not something to ignore.
-	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY"} {
+	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED"} {
 		check(env, c.Agent.Protocol != protocolSteerable || !c.set(env), c.raw[env], "applies to AGENT_PROTOCOL=acp (a steerable-sidecar is run as STEERABLE_CMD)")
 	}
 	for _, env := range []string{"STEERABLE_CMD", "STEERABLE_PROVIDER", "STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {

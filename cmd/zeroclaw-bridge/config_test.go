@@ -177,6 +177,7 @@ func TestParseConfigValues(t *testing.T) {
 			func(c *config) {
 				c.Permissions.Allow, c.Permissions.Deny = []string{"memory_recall"}, []string{"shell", "file_write"}
 			}},
+		{"unidentified tools refused", []string{"ZEROCLAW_PERMISSION_UNIDENTIFIED", " Deny "}, func(c *config) { c.Permissions.DenyUnidentified = true }},
 		{"kid mode 1", []string{"DOTTY_KID_MODE", "1"}, func(c *config) {}},
 		{"kid mode YES", []string{"DOTTY_KID_MODE", "YES"}, func(c *config) {}},
 		{"kid mode false", []string{"DOTTY_KID_MODE", "false"}, func(c *config) { c.Modes.KidDefault = false }},
@@ -326,6 +327,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"idle zero", nil, []string{"ZEROCLAW_SESSION_IDLE", "0.0"}, []string{`invalid ZEROCLAW_SESSION_IDLE "0.0": want more than 0 seconds`}},
 		{"max age word", nil, []string{"ZEROCLAW_SESSION_MAX_AGE_SEC", "1h"}, []string{`invalid ZEROCLAW_SESSION_MAX_AGE_SEC "1h": want a number of seconds`}},
 		{"cancel grace zero", nil, []string{"ZEROCLAW_CANCEL_GRACE", "0"}, []string{`invalid ZEROCLAW_CANCEL_GRACE "0": want more than 0 seconds`}},
+		{"unidentified tools word", nil, []string{"ZEROCLAW_PERMISSION_UNIDENTIFIED", "refuse"}, []string{`invalid ZEROCLAW_PERMISSION_UNIDENTIFIED "refuse": want allow or deny`}},
 		{"port word", nil, []string{"PORT", "http"}, []string{`invalid PORT "http": want an integer`}},
 		{"host with a port", nil, []string{"BRIDGE_HOST", "0.0.0.0:8080"}, []string{`invalid BRIDGE_HOST "0.0.0.0:8080": ` + wantHost}},
 		{"host with a space", []string{"-bridge-host", "my host"}, nil, []string{`invalid -bridge-host "my host": ` + wantHost}},
@@ -562,7 +564,7 @@ func TestSettingsTable(t *testing.T) {
 	for _, want := range []string{"BRIDGE_HOST", "PORT", "ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_TIMEOUT",
 		"ZEROCLAW_INIT_TIMEOUT", "ZEROCLAW_SESSION_IDLE", "ZEROCLAW_SESSION_MAX_TURNS", "ZEROCLAW_SESSION_MAX_AGE_SEC",
 		"ZEROCLAW_MAX_SESSIONS", "ZEROCLAW_SESSION_KEY", "ZEROCLAW_AGENT_ALIAS", "ZEROCLAW_SESSION_CWD",
-		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "DOTTY_KID_MODE",
+		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED", "DOTTY_KID_MODE",
 		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT", "DOTTY_KID_MODE_STATE", "DOTTY_SMART_MODE_STATE",
 		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
 		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT", "XIAOZHI_WS_PORT",
@@ -596,8 +598,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 160 {
-		t.Errorf("%d settings, want 160 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 161 {
+		t.Errorf("%d settings, want 161 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -1,0 +1,104 @@
+package acp
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+)
+
+func TestRedactSecrets(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"Enrollment URI: otpauth://totp/ZeroClaw:zeroclaw?secret=JBSWY3DPEHPK3PXP&issuer=ZeroClaw&period=30",
+			"Enrollment URI: otpauth://[redacted]"},
+		{"登録URI: otpauth://totp/ZeroClaw:zeroclaw?secret=JBSWY3DPEHPK3PXP&issuer=ZeroClaw&period=30 ",
+			"登録URI: otpauth://[redacted] "},
+		{"Initialized OTP secret for ZeroClaw.", "Initialized OTP secret for ZeroClaw."},
+		{"request failed: Authorization: Bearer eyJhbGciOi.eyJzdWIiOiIx.c2lnbmF0dXJl",
+			"request failed: Authorization: [redacted]"},
+		{"header bearer abcdefgh12345678", "header bearer [redacted]"},
+		{`config: api_key = "sk-ant-api03-abcdefghijklmnop" model="x"`, `config: api_key = "[redacted]" model="x"`},
+		{`{"apiKey":"AIzaSyA1234567890abcdefghijklmnopqrstuv","n":1}`, `{"apiKey":"[redacted]","n":1}`},
+		{"OPENROUTER_API_KEY=sk-or-v1-0123456789abcdef0123", "OPENROUTER_API_KEY=[redacted]"},
+		{"bot_token: 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", "bot_token: [redacted]"},
+		{"client_secret=abc123&scope=x", "client_secret=[redacted]&scope=x"},
+		{"password: hunter22", "password: [redacted]"},
+		{"fetching https://user:s3cret@example.com/path", "fetching https://user:[redacted]@example.com/path"},
+		{"key sk-proj-abcdefghijklmnopqrstuvwx leaked", "key [redacted] leaked"},
+		{"ghp_abcdefghijklmnopqrstuvwxyz0123456789 in use", "[redacted] in use"},
+		{"AKIAIOSFODNN7EXAMPLE", "[redacted]"},
+		{"telegram 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1 ok", "telegram [redacted] ok"},
+		// Not secrets: left alone.
+		{"token_ttl_secs=30 max_tokens: 512 input_tokens=7", "token_ttl_secs=30 max_tokens: 512 input_tokens=7"},
+		{"task-assessment risk-management-framework-2026", "task-assessment risk-management-framework-2026"},
+		{"2026-05-17T10:00:00Z  INFO zeroclaw::acp: session created", "2026-05-17T10:00:00Z  INFO zeroclaw::acp: session created"},
+		{"the token refreshed successfully", "the token refreshed successfully"},
+		{"Bearer token missing", "Bearer token missing"},
+	} {
+		if got := redactSecrets(tt.in); got != tt.want {
+			t.Errorf("redactSecrets(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzRedactSecrets plants secrets in arbitrary text: they never survive,
+// the text around them does, and redacting twice changes nothing.
+func FuzzRedactSecrets(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"Enrollment URI: ", "JBSWY3DPEHPK3PXP"},
+		{"\x1b[31merror\x1b[0m api_key=", "sk-0123456789abcdefghij"},
+		{"", "A"},
+		{"otpauth://", "otpauth://"},
+		{"日本語 ", "秘密"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, prefix, secret string) {
+		prefix = cleanLine(prefix)
+		secret = strings.Map(func(r rune) rune { // a secret is one token of URL-safe text
+			if r > 0x20 && r < 0x7f && !strings.ContainsRune(`"'&,;@/`, r) {
+				return r
+			}
+			return -1
+		}, secret)
+		if secret == "" {
+			secret = "x"
+		}
+		for _, planted := range []string{
+			"otpauth://totp/ZeroClaw:zeroclaw?secret=" + secret + "&issuer=ZeroClaw&period=30",
+			"api_key=" + secret,
+			`"password": "` + secret + `"`,
+			"Authorization: Bearer " + secret + "12345678",
+		} {
+			line := prefix + " " + planted + " tail"
+			got := redactSecrets(line)
+			if strings.Contains(got, planted) {
+				t.Fatalf("secret survived: %q → %q", line, got)
+			}
+			if !strings.HasSuffix(got, " tail") || !utf8.ValidString(got) {
+				t.Fatalf("text around the secret damaged: %q → %q", line, got)
+			}
+			if again := redactSecrets(got); again != got {
+				t.Fatalf("not idempotent: %q → %q → %q", line, got, again)
+			}
+		}
+	})
+}
+
+// A child's secrets never reach the log: ZeroClaw's OTP enrollment URI on
+// stdout and a key echoed on stderr are redacted.
+func TestChildSecretsRedacted(t *testing.T) {
+	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_OTP=1"), PoolConfig{})
+	h.waitReady()
+	h.mustTurn("k", "hi")
+	testkit.WaitFor(t, 5*time.Second, "the child's lines logged", func() bool {
+		l := h.logs.String()
+		return strings.Contains(l, "agent stdout: Enrollment URI: otpauth://[redacted]") && strings.Contains(l, "api_key=[redacted]")
+	})
+	if l := h.logs.String(); strings.Contains(l, acptest.OTPSecret) || strings.Contains(l, acptest.APIKey) {
+		t.Errorf("a secret reached the log:\n%s", l)
+	}
+}
