@@ -513,7 +513,7 @@ func TestPermissionOptionsChosenByKind(t *testing.T) {
 	tests := []struct {
 		name     string
 		kid      bool
-		tool     string // the pending tool_call title the agent sends first
+		tool     string // the title of the tool_call permAgent sends before its request (its id differs: never used to decide)
 		toolCall acpsdk.ToolCallUpdate
 		options  []acpsdk.PermissionOption
 		want     string // selected option id, or "cancelled"

@@ -42,7 +42,7 @@
 //	busy              the process's first prompt answers -32002 "Session already has an
 //	                  active prompt turn: <id>" (once per process, so a retry on a new
 //	                  session succeeds)
-//	perm              a prompt "tool:<name>" (default shell) sends a pending tool_call
+//	perm              a prompt "tool:<name>" (default shell) sends, in ZeroClaw 0.8.0's order, a pending tool_call
 //	                  call-1 and a session/request_permission with ZeroClaw's four options
 //	                  (allow-once, allow-always, reject-with-edit, reject-once) for
 //	                  approval-1; "ask:<question>" asks ask-user-1 with choice-0, choice-1
