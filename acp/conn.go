@@ -25,11 +25,15 @@ type Conn interface {
 	TurnLease() chan struct{}
 
 	// NewSession creates an agent session, waiting at most InitTimeout
-	// and never past ctx.
+	// and never past ctx. The pool puts the session's key in ctx
+	// (SessionKey).
 	NewSession(ctx context.Context) (string, error)
 	// ResumeSession reopens, on this connection, a session created on an
 	// earlier one to the same agent, and returns the id to use from now
-	// on. It fails with ErrNotSupported when Traits().Resume is false.
+	// on: sid itself when the agent resumed the session, another id when
+	// it opened a new one carrying the conversation over (the pool counts
+	// the two apart). ctx carries the key as for NewSession. It fails with
+	// ErrNotSupported when Traits().Resume is false.
 	ResumeSession(ctx context.Context, sid string) (string, error)
 	// CloseSession retires sid: best effort and bounded.
 	CloseSession(ctx context.Context, sid string)
@@ -61,7 +65,9 @@ type Traits struct {
 	// outlives InitTimeout.
 	Cancel bool
 	// Resume: sessions survive a restart of the agent process and are
-	// reopened with ResumeSession.
+	// reopened with ResumeSession. A session whose agent dies, even in
+	// the middle of a turn, stays bound to its key for the next turn to
+	// reopen.
 	Resume bool
 	// MaxSessions is the agent's own session limit, 0 when it has none.
 	MaxSessions int
@@ -76,6 +82,20 @@ type Traits struct {
 	// the key's next turn waits for that answer, within its own deadline.
 	// Without it, the session is retired after CancelGrace.
 	KeepCancelled bool
+}
+
+type sessionKeyCtx struct{}
+
+// WithSessionKey returns ctx carrying key, the pool key a session is
+// opened for, so a protocol can name the conversation to its agent.
+func WithSessionKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, sessionKeyCtx{}, key)
+}
+
+// SessionKey is the pool key ctx carries, "" when none.
+func SessionKey(ctx context.Context) string {
+	k, _ := ctx.Value(sessionKeyCtx{}).(string)
+	return k
 }
 
 // PromptResult is a finished turn as the agent reported it.

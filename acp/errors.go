@@ -107,9 +107,9 @@ func AgentErrorKinds() []string {
 }
 
 // AgentError is a failure the agent reported with a class the bridge acts
-// on (the steerable sidecar's -32001…-32005 errors and the kinds of its
-// stream.error). Match it with errors.As; Kind is stable, so callers can
-// branch on it without knowing which agent runs.
+// on (the steerable sidecar's failure classes, by its error's kind or code
+// or the class its stream.error names). Match it with errors.As; Kind is
+// stable, so callers can branch on it without knowing which agent runs.
 type AgentError struct {
 	// Kind is one of the Kind constants, or "" when the agent named a
 	// class the bridge does not know.

@@ -43,4 +43,12 @@ type PoolHealth struct {
 	CachedSession bool `json:"cached_session"`
 	// SessionTurns is the turn count of the most recently used session.
 	SessionTurns int `json:"session_turns"`
+	// SessionsResumed, SessionsRecreated and SessionsLost count, since the
+	// start, the sessions whose agent process restarted under them:
+	// resumed by the agent, recreated with the conversation the bridge
+	// kept, or lost (dotty_agent_sessions_restored_total and
+	// dotty_agent_sessions_lost_total).
+	SessionsResumed   int `json:"sessions_resumed"`
+	SessionsRecreated int `json:"sessions_recreated"`
+	SessionsLost      int `json:"sessions_lost"`
 }

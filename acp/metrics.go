@@ -30,9 +30,17 @@ type Metrics struct {
 	SessionYields prometheus.Counter
 	// KeysForgotten counts session keys dropped to keep the key table bounded.
 	KeysForgotten prometheus.Counter
+
 	// PermissionUnidentified counts permission requests whose tool could
 	// not be identified, by the decision taken.
 	PermissionUnidentified *prometheus.CounterVec
+	// SessionsRestored counts sessions reopened after their agent process
+	// restarted, by how (RestoreHows); SessionsLost counts those that
+	// could not be, so their conversation starts again, by reason
+	// (LossReasons). Sessions that would have been rotated anyway are in
+	// neither.
+	SessionsRestored *prometheus.CounterVec
+	SessionsLost     *prometheus.CounterVec
 
 	sessions atomic.Pointer[func() int]
 }
@@ -78,23 +86,63 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	m.PermissionUnidentified = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dotty_acp_permission_unnamed_total",
+
 		Help: "Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).",
 	}, []string{"decision"})
 	for _, d := range []Decision{Allow, Deny} {
 		m.PermissionUnidentified.WithLabelValues(d.String())
 	}
+	m.SessionsRestored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_agent_sessions_restored_total",
+		Help: "Agent sessions reopened after their agent process restarted: resumed by the agent, or recreated with the conversation the bridge kept.",
+	}, []string{"how"})
+	m.SessionsLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dotty_agent_sessions_lost_total",
+		Help: "Agent sessions whose conversation was lost when their agent process restarted, partitioned by reason.",
+	}, []string{"reason"})
 	for _, r := range RestartReasons {
 		m.Restarts.WithLabelValues(r)
 	}
+	for _, h := range RestoreHows {
+		m.SessionsRestored.WithLabelValues(h)
+	}
+	for _, r := range LossReasons {
+		m.SessionsLost.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates,
-			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnidentified)
+			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnidentified, m.SessionsRestored, m.SessionsLost)
 	}
 	return m
 }
 
 // RestartReasons are the reason labels of dotty_acp_child_restarts_total.
 var RestartReasons = []string{"exit", "connection_closed", "recycled", "init_failed", "unsupported", "spawn_failed", "binary_missing"}
+
+// How a session was reopened after its agent restarted (the how label of
+// dotty_agent_sessions_restored_total).
+const (
+	// RestoreResumed: the agent still had the session and reopened it.
+	RestoreResumed = "resumed"
+	// RestoreRecreated: the agent had forgotten it; a new session carries
+	// the conversation the bridge kept (the steerable sidecar).
+	RestoreRecreated = "recreated"
+)
+
+// RestoreHows are the how labels of dotty_agent_sessions_restored_total.
+var RestoreHows = []string{RestoreResumed, RestoreRecreated}
+
+// Why a conversation was lost when its agent restarted (the reason label
+// of dotty_agent_sessions_lost_total).
+const (
+	// LossAgentRestart: the agent's sessions do not outlive its process.
+	LossAgentRestart = "agent_restart"
+	// LossResumeFailed: reopening the session on the new process failed.
+	LossResumeFailed = "resume_failed"
+)
+
+// LossReasons are the reason labels of dotty_agent_sessions_lost_total.
+var LossReasons = []string{LossAgentRestart, LossResumeFailed}
 
 func (m *Metrics) sessionCount() float64 {
 	if f := m.sessions.Load(); f != nil {

@@ -48,6 +48,9 @@ type Pool struct {
 	rotation int
 	last     *entry // most recently used
 	closed   bool
+	// restores counts the sessions whose agent restarted under them, for
+	// /health (see restore.go).
+	restores restoreCounts
 }
 
 // entry is one pool key's agent session. lease is a 1-slot semaphore; the
@@ -134,6 +137,7 @@ func (p *Pool) Health() PoolHealth {
 	defer p.mu.Unlock()
 	h := PoolHealth{Sessions: p.liveSessionsLocked()}
 	h.CachedSession = h.Sessions > 0
+	h.SessionsResumed, h.SessionsRecreated, h.SessionsLost = p.restores.resumed, p.restores.recreated, p.restores.lost
 	if e := p.last; e != nil && e.sid != "" && e.client.Err() == nil {
 		h.SessionTurns = e.turns
 	}
@@ -258,6 +262,10 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 				p.dropSession(e, c, sid, busy)
 				continue
 			}
+			if !lost && c.Err() != nil {
+				p.agentGone(e, c, sid)
+				return TurnResult{}, err
+			}
 			// Hard failure: the next turn starts a fresh session (turn index 0).
 			p.dropSession(e, c, sid, !lost && c.Err() == nil)
 			return TurnResult{}, err
@@ -374,6 +382,9 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 			p.mu.Unlock()
 			return p.resumeSession(ctx, ls, e, c, stale, staleSid, now)
 		}
+		if p.rotationLocked(e, now) == "" {
+			p.lostLocked(LossAgentRestart)
+		}
 		e.sid = "" // the agent restarted; its sessions are gone
 	}
 	var rotated string
@@ -424,7 +435,7 @@ func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale
 		return "", 0, false, 0, err // still bound to stale: the next turn tries again
 	}
 	sid, err := p.openSession(ctx, ls, e, c, stale, func() (string, error) {
-		return c.ResumeSession(context.Background(), staleSid)
+		return c.ResumeSession(WithSessionKey(context.Background(), e.key), staleSid)
 	})
 	if err != nil {
 		return "", 0, false, 0, err
@@ -440,11 +451,12 @@ func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale
 // gave it.
 func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn) (string, error) {
 	return p.openSession(ctx, ls, e, c, nil, func() (string, error) {
-		sid, err := c.NewSession(context.Background())
+		keyed := WithSessionKey(context.Background(), e.key)
+		sid, err := c.NewSession(keyed)
 		if errors.Is(err, ErrSessionLimit) {
 			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
-			sid, err = c.NewSession(context.Background())
+			sid, err = c.NewSession(keyed)
 		}
 		return sid, err
 	})
@@ -503,10 +515,12 @@ func (p *Pool) recordSession(e *entry, c, resumedFrom Conn, sid string, err erro
 	var forget string
 	switch {
 	case err == nil && resumedFrom != nil:
+		p.restoredLocked(e.sid, sid)
 		e.client, e.sid = c, sid
 	case err == nil:
 		e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, now, now, 0, p.rotation
 	case resumedFrom != nil && e.client == resumedFrom:
+		p.lostLocked(LossResumeFailed)
 		forget, e.sid = e.sid, ""
 	}
 	p.mu.Unlock()
@@ -862,6 +876,9 @@ func (p *Pool) reap() {
 			// Its agent process is gone. A session the next process can
 			// resume is kept for the key's next turn, until it is idle.
 			if idle || !e.client.Traits().Resume {
+				if p.rotationLocked(e, now) == "" {
+					p.lostLocked(LossAgentRestart)
+				}
 				lost = append(lost, victim{e.client, e.sid})
 				e.sid = ""
 			}
@@ -999,6 +1016,10 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 			case o := <-resCh:
 				if o.err != nil {
 					lost := errors.Is(o.err, ErrSessionNotFound)
+					if !lost && c.Err() != nil {
+						p.agentGone(held.e, c, sid)
+						return
+					}
 					p.dropSession(held.e, c, sid, !lost)
 					p.log.Debug("cancelled turn ended with an error", "session", sid, "error", o.err)
 					return
@@ -1022,7 +1043,7 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 				p.dropSession(held.e, c, sid, true)
 				return
 			case <-c.Done():
-				p.dropSession(held.e, c, sid, false)
+				p.agentGone(held.e, c, sid)
 				return
 			case <-p.stopping:
 				p.dropSession(held.e, c, sid, false)

@@ -198,6 +198,13 @@ func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "agent exited") {
 		t.Error("crash not logged")
 	}
+	// An ACP agent's sessions die with it: the conversation is counted lost.
+	if v := testutil.ToFloat64(h.metrics.SessionsLost.WithLabelValues(LossAgentRestart)); v != 1 {
+		t.Errorf("dotty_agent_sessions_lost_total{reason=agent_restart} = %v", v)
+	}
+	if ph := h.pool.Health(); ph.SessionsLost != 1 || ph.SessionsResumed+ph.SessionsRecreated != 0 {
+		t.Errorf("pool health %+v, want one session lost", ph)
+	}
 }
 
 func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
@@ -619,11 +626,14 @@ func TestSupervisorRestartOnRequest(t *testing.T) {
 		hh := h.sup.Health()
 		return hh.PID != first.PID && hh.State == StateReady
 	})
-	if res, _ := h.mustTurn("k", "after"); res.Text != "😊 echo: after" {
-		t.Errorf("turn after the restart: %q", res.Text)
+	if res, _ := h.mustTurn("k", "after"); res.Text != "😊 echo: after" || res.TurnIndex != 0 {
+		t.Errorf("turn after the restart: %+v", res)
 	}
 	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
 		t.Errorf("restarts{recycled} = %v", v)
+	}
+	if v := testutil.ToFloat64(h.metrics.SessionsLost.WithLabelValues(LossAgentRestart)); v != 1 {
+		t.Errorf("dotty_agent_sessions_lost_total{reason=agent_restart} = %v", v)
 	}
 }
 

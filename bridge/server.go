@@ -361,7 +361,11 @@ type healthBody struct {
 	Problems      []string        `json:"problems,omitempty"`
 	Agent         acp.AgentHealth `json:"agent"`
 	Sessions      int             `json:"sessions"`
-	Version       string          `json:"version,omitempty"`
+	// Sessions whose agent restarted under them: reopened or lost.
+	SessionsResumed   int    `json:"sessions_resumed"`
+	SessionsRecreated int    `json:"sessions_recreated"`
+	SessionsLost      int    `json:"sessions_lost"`
+	Version           string `json:"version,omitempty"`
 }
 
 // Status values of /health: "degraded" while a condition is failing (a
@@ -380,15 +384,18 @@ func (s *Server) health(c echo.Context) error {
 		status = StatusDegraded
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, healthBody{
-		Status:        status,
-		Service:       ServiceName,
-		ACPRunning:    a.Running,
-		CachedSession: p.CachedSession,
-		SessionTurns:  p.SessionTurns,
-		Problems:      problems,
-		Agent:         a,
-		Sessions:      p.Sessions,
-		Version:       s.cfg.Version,
+		Status:            status,
+		Service:           ServiceName,
+		ACPRunning:        a.Running,
+		CachedSession:     p.CachedSession,
+		SessionTurns:      p.SessionTurns,
+		Problems:          problems,
+		Agent:             a,
+		Sessions:          p.Sessions,
+		SessionsResumed:   p.SessionsResumed,
+		SessionsRecreated: p.SessionsRecreated,
+		SessionsLost:      p.SessionsLost,
+		Version:           s.cfg.Version,
 	})
 }
 

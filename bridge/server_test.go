@@ -105,9 +105,10 @@ func TestHealthKeysAndOrder(t *testing.T) {
 		{
 			name:  "agent ready with a cached session",
 			agent: agentStub{acp.AgentHealth{Command: "zeroclaw acp", PID: 42, Dialect: "v1", AgentName: "zeroclaw", State: "ready", Running: true, Restarts: 1, UptimeSeconds: 3.5}},
-			pool:  poolStub{acp.PoolHealth{Sessions: 2, CachedSession: true, SessionTurns: 7}},
+			pool:  poolStub{acp.PoolHealth{Sessions: 2, CachedSession: true, SessionTurns: 7, SessionsResumed: 1, SessionsRecreated: 2, SessionsLost: 3}},
 			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":true,"cached_session":true,"session_turns":7,` +
-				`"agent":{"command":"zeroclaw acp","pid":42,"dialect":"v1","agent_name":"zeroclaw","state":"ready","running":true,"restarts":1,"uptime_s":3.5},"sessions":2}`,
+				`"agent":{"command":"zeroclaw acp","pid":42,"dialect":"v1","agent_name":"zeroclaw","state":"ready","running":true,"restarts":1,"uptime_s":3.5},"sessions":2,` +
+				`"sessions_resumed":1,"sessions_recreated":2,"sessions_lost":3}`,
 		},
 		{
 			name:  "binary missing",
@@ -115,12 +116,12 @@ func TestHealthKeysAndOrder(t *testing.T) {
 			pool:  poolStub{},
 			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,` +
 				`"agent":{"command":"/opt/zeroclaw acp","pid":0,"dialect":"","state":"backoff","running":false,"restarts":0,"uptime_s":0,` +
-				`"last_error":"agent binary missing: /opt/zeroclaw","binary_missing":true},"sessions":0}`,
+				`"last_error":"agent binary missing: /opt/zeroclaw","binary_missing":true},"sessions":0,"sessions_resumed":0,"sessions_recreated":0,"sessions_lost":0}`,
 		},
 		{
 			name: "no status sources configured",
 			want: `{"status":"ok","service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,` +
-				`"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0}`,
+				`"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0,"sessions_resumed":0,"sessions_recreated":0,"sessions_lost":0}`,
 		},
 	}
 	for _, tt := range tests {
@@ -155,7 +156,7 @@ func TestHealthDegradedWhileAConditionFails(t *testing.T) {
 		return rec.Body.String()
 	}
 	const five = `"service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,`
-	const rest = `"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0}`
+	const rest = `"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0,"sessions_resumed":0,"sessions_recreated":0,"sessions_lost":0}`
 	conds.Fail("convo", "conversation log: open /x/convo-2026-11-27.ndjson: permission denied")
 	conds.Fail("journal", "memory journal: open /x/brain.db.voice-journal: read-only file system")
 	want := `{"status":"degraded",` + five + `"problems":["conversation log: open /x/convo-2026-11-27.ndjson: permission denied",` +

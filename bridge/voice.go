@@ -39,7 +39,7 @@ const (
 	// KindAgentUnavailable: the agent failed and is not back yet.
 	KindAgentUnavailable = "agent_unavailable"
 	// The failures an agent reports by class (acp.AgentError, the
-	// steerable sidecar's -32001…-32005), each under its own label.
+	// steerable sidecar's failure classes), each under its own label.
 	KindBudgetExhausted = acp.KindBudgetExhausted
 	KindPolicyDenied    = acp.KindPolicyDenied
 	KindToolDispatch    = acp.KindToolDispatch

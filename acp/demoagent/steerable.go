@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire"
 )
 
 // The steerable sidecar's protocol version the demo speaks.
@@ -23,13 +25,6 @@ const steerableProtocolVersion = "0.1.0"
 
 // steerableMaxLine bounds one request line; the bridge's are far smaller.
 const steerableMaxLine = 8 << 20
-
-// JSON-RPC codes of the steerable demo.
-const (
-	codeParseError     = -32700
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-)
 
 // ServeSteerable runs the demo agent as a steerable sidecar (JSON-RPC 2.0,
 // one object per line, the protocol of `python -m steerable_sidecar`) on
@@ -41,10 +36,14 @@ const (
 // It answers system.ping (a health snapshot), system.shutdown and
 // system.shutdown_now (it then returns), agent.session.create, .resume
 // (sessions live in memory, so a restarted demo resumes none) and .list,
-// agent.chat.stream and agent.chat.cancel. A chat is answered with
-// {"streamId"} at once, then Reply of the last user message streamed as
-// stream.chunk notifications ([Chunks], [Options.ChunkDelay] apart) and a
-// stream.done; agent.chat.cancel ends it at once with cancelled:true.
+// agent.chat.stream and agent.chat.cancel, reading their params as the
+// real sidecar does and refusing what it refuses with its errors (see
+// acp/internal/sidecarwire: a create needs a chatId, a resume a sessionId,
+// a cancel a streamId), except that a chat needs no model or provider: the
+// demo has none. A chat is answered with {"streamId"} at once, then Reply
+// of the last user message streamed as stream.chunk notifications
+// ([Chunks], [Options.ChunkDelay] apart) and a stream.done;
+// agent.chat.cancel ends it at once with cancelled:true.
 //
 // It returns nil at EOF on in, after a shutdown request, or when ctx
 // ends, with the same guarantees as Serve: every goroutine it started has
@@ -61,7 +60,7 @@ func ServeSteerable(ctx context.Context, in io.Reader, out, errOut io.Writer, op
 	defer endLife()
 	s := &sidecar{
 		life: life, delay: opts.ChunkDelay, log: log, out: newOutput(out),
-		started: time.Now(), sessions: make(map[string]string), streams: make(map[string]context.CancelFunc),
+		started: time.Now(), sessions: make(map[string]sidecarwire.Session), streams: make(map[string]context.CancelFunc),
 	}
 	src := newInput(in)
 	src.open()
@@ -126,7 +125,7 @@ type sidecar struct {
 
 	mu       sync.Mutex
 	n        int
-	sessions map[string]string // id → createdAt
+	sessions map[string]sidecarwire.Session
 	streams  map[string]context.CancelFunc
 }
 
@@ -185,44 +184,63 @@ func readRequestLine(br *bufio.Reader) ([]byte, error) {
 func (s *sidecar) handle(line []byte) string {
 	var r sidecarRequest
 	if err := json.Unmarshal(line, &r); err != nil {
-		s.fail(json.RawMessage("null"), codeParseError, "Parse error")
+		s.answer(nil, nil, sidecarwire.ParseError(err))
 		return ""
 	}
-	if len(r.ID) == 0 || string(r.ID) == "null" {
-		return "" // a notification or a response: the demo needs neither
+	if !sidecarwire.IsRequest(line) {
+		return "" // a notification: the demo needs none
 	}
 	switch r.Method {
+	case "":
+		s.answer(r.ID, nil, sidecarwire.MissingMethod())
 	case "system.ping":
-		s.result(r.ID, s.health())
+		s.answer(r.ID, s.health(), nil)
 	case "system.shutdown":
 		s.cancelStreams()
 		s.waitStreams() // every stream sends its stream.done first
-		s.result(r.ID, nil)
+		s.answer(r.ID, nil, nil)
 		return "normal"
 	case "system.shutdown_now":
-		s.result(r.ID, nil)
+		s.answer(r.ID, nil, nil)
 		return "now"
 	case "agent.session.create":
-		s.result(r.ID, s.newSession())
+		sess, err := sidecarwire.Create(r.Params, newSessionID, time.Now().UTC().Format(time.RFC3339Nano))
+		if err == nil {
+			s.mu.Lock()
+			s.sessions[sess.SessionID] = sess
+			s.mu.Unlock()
+		}
+		s.answer(r.ID, sess, err)
 	case "agent.session.resume":
-		s.resume(r)
+		sid, err := sidecarwire.Resume(r.Params)
+		if err != nil {
+			s.answer(r.ID, nil, err)
+			break
+		}
+		s.mu.Lock()
+		sess, ok := s.sessions[sid]
+		s.mu.Unlock()
+		if !ok {
+			s.answer(r.ID, nil, sidecarwire.NotFound(sid))
+			break
+		}
+		s.answer(r.ID, sess, nil)
 	case "agent.session.list":
-		s.result(r.ID, s.listSessions())
+		s.answer(r.ID, s.listSessions(), nil)
 	case "agent.chat.stream":
 		s.chat(r)
 	case "agent.chat.cancel":
-		var p struct {
-			StreamID string `json:"streamId"`
+		id, err := sidecarwire.Cancel(r.Params)
+		if err == nil {
+			s.mu.Lock()
+			if cancel := s.streams[id]; cancel != nil {
+				cancel()
+			}
+			s.mu.Unlock()
 		}
-		_ = json.Unmarshal(r.Params, &p)
-		s.mu.Lock()
-		if cancel := s.streams[p.StreamID]; cancel != nil {
-			cancel()
-		}
-		s.mu.Unlock()
-		s.result(r.ID, nil)
+		s.answer(r.ID, nil, err)
 	default:
-		s.fail(r.ID, codeMethodNotFound, "Method not found")
+		s.answer(r.ID, nil, sidecarwire.UnknownMethod(r.Method))
 	}
 	return ""
 }
@@ -238,38 +256,19 @@ func (s *sidecar) health() map[string]any {
 	}
 }
 
-func (s *sidecar) newSession() map[string]string {
+// newSessionID makes up a session id.
+func newSessionID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	id := "demo-" + hex.EncodeToString(b[:])
-	at := time.Now().UTC().Format(time.RFC3339)
-	s.mu.Lock()
-	s.sessions[id] = at
-	s.mu.Unlock()
-	return map[string]string{"id": id, "createdAt": at}
+	return "demo-" + hex.EncodeToString(b[:])
 }
 
-func (s *sidecar) resume(r sidecarRequest) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.Unmarshal(r.Params, &p)
-	s.mu.Lock()
-	at, ok := s.sessions[p.SessionID]
-	s.mu.Unlock()
-	if !ok {
-		s.fail(r.ID, codeInvalidParams, "Unknown session: "+p.SessionID)
-		return
-	}
-	s.result(r.ID, map[string]string{"id": p.SessionID, "createdAt": at})
-}
-
-func (s *sidecar) listSessions() []map[string]string {
+func (s *sidecar) listSessions() []sidecarwire.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]map[string]string, 0, len(s.sessions))
-	for id, at := range s.sessions {
-		out = append(out, map[string]string{"id": id, "createdAt": at})
+	out := make([]sidecarwire.Session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		out = append(out, sess)
 	}
 	return out
 }
@@ -277,30 +276,28 @@ func (s *sidecar) listSessions() []map[string]string {
 // chat answers agent.chat.stream with its stream id, then streams the
 // reply on a goroutine: the answer is on the wire before the first chunk.
 func (s *sidecar) chat(r sidecarRequest) {
-	var p struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(r.Params, &p); err != nil || len(p.Messages) == 0 {
-		s.fail(r.ID, codeInvalidParams, "Invalid params: messages is required")
+	p, err := sidecarwire.ChatParams(r.Params, false)
+	if err != nil {
+		s.answer(r.ID, nil, err)
 		return
 	}
 	text := ""
 	for i := len(p.Messages) - 1; i >= 0; i-- {
 		if p.Messages[i].Role == "user" {
-			text = messageText(p.Messages[i].Content)
+			text = messageText(p.Messages[i].Raw)
 			break
 		}
 	}
 	ctx, cancel := context.WithCancel(s.life)
 	s.mu.Lock()
 	s.n++
-	id := "s_" + strconv.Itoa(s.n)
+	id := p.StreamID
+	if id == "" || s.streams[id] != nil {
+		id = "s_" + strconv.Itoa(s.n)
+	}
 	s.streams[id] = cancel
 	s.mu.Unlock()
-	s.result(r.ID, map[string]string{"streamId": id})
+	s.answer(r.ID, map[string]string{"streamId": id}, nil)
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
@@ -379,24 +376,15 @@ func (s *sidecar) write(v any) {
 	}
 }
 
-func (s *sidecar) result(id json.RawMessage, v any) {
-	s.write(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{"2.0", id, v})
-}
-
-func (s *sidecar) fail(id json.RawMessage, code int, msg string) {
-	type rpcErr struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
+// answer answers request id with result, or err when not nil, as the
+// sidecar does (a nil result is no result member).
+func (s *sidecar) answer(id json.RawMessage, result any, err *sidecarwire.Error) {
+	if err != nil {
+		s.log.Debug("request refused", "error", err)
+		s.write(sidecarwire.Answer(id, nil, err))
+		return
 	}
-	s.write(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcErr          `json:"error"`
-	}{"2.0", id, rpcErr{code, msg}})
+	s.write(sidecarwire.Answer(id, result, nil))
 }
 
 func (s *sidecar) notify(method string, params any) {

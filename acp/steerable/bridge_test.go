@@ -3,7 +3,6 @@ package steerable_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -19,23 +18,23 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-// The sidecar's error codes, through the real voice route: each is
+// The sidecar's failure classes, through the real voice route: each is
 // counted under its own kind and answered with its fallback.
 func TestSidecarErrorsReachTheVoiceRoute(t *testing.T) {
 	for _, tt := range []struct {
 		mode string
-		code int
+		env  string
 		kind string
 		want string
 	}{
-		{"error", -32001, bridge.KindBudgetExhausted, bridge.FallbackOffline},
-		{"stream-error", -32005, bridge.KindTransport, bridge.FallbackOffline},
-		{"error", -32002, bridge.KindPolicyDenied, bridge.FallbackError},
-		{"stream-error", -32003, bridge.KindToolDispatch, bridge.FallbackError},
-		{"error", -32004, bridge.KindStorage, bridge.FallbackError},
+		{"error", "ZCB_STEERTEST_CODE=-32021", bridge.KindBudgetExhausted, bridge.FallbackOffline},
+		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", bridge.KindTransport, bridge.FallbackOffline},
+		{"error", "ZCB_STEERTEST_CODE=-32020", bridge.KindPolicyDenied, bridge.FallbackError},
+		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", bridge.KindToolDispatch, bridge.FallbackError},
+		{"error", "ZCB_STEERTEST_CODE=-32011", bridge.KindStorage, bridge.FallbackError},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tt.mode, tt.code), func(t *testing.T) {
-			h := start(t, setup{mode: tt.mode, env: []string{fmt.Sprint("ZCB_STEERTEST_CODE=", tt.code)}})
+		t.Run(tt.mode+"/"+tt.env, func(t *testing.T) {
+			h := start(t, setup{mode: tt.mode, env: []string{tt.env}})
 			metrics := bridge.NewMetrics(prometheus.NewRegistry())
 			e := echo.New()
 			e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())

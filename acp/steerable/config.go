@@ -18,13 +18,13 @@ const DefaultProvider = "openai_compat"
 
 // Config configures the steerable protocol: the LLM parameters sent with
 // every agent.chat.stream and how the bridge keeps each session's history.
-// The zero value works (the sidecar's own configuration then chooses the
-// model); defaults are applied by withDefaults.
+// Defaults are applied by withDefaults; the sidecar needs Model.
 type Config struct {
 	// Provider, Model and BaseURL are agent.chat.stream's provider, model
 	// and baseUrl (STEERABLE_PROVIDER, STEERABLE_MODEL, STEERABLE_BASE_URL).
-	// Provider defaults to "openai_compat"; an empty Model or BaseURL is
-	// left out, so the sidecar's default applies.
+	// Provider defaults to "openai_compat". An empty Model or BaseURL is
+	// left out: the sidecar then refuses every chat for want of a model
+	// (the demo agent needs none), and uses https://api.openai.com/v1.
 	Provider string
 	Model    string
 	BaseURL  string

@@ -2,7 +2,9 @@ package steerable
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -63,22 +65,64 @@ func TestSplitCommand(t *testing.T) {
 func TestKinds(t *testing.T) {
 	for class, want := range map[string]string{
 		"BudgetExhaustedError": acp.KindBudgetExhausted, "budget_exhausted": acp.KindBudgetExhausted,
-		"PolicyDeniedError": acp.KindPolicyDenied, "policy-denied": acp.KindPolicyDenied,
-		"ToolDispatchError": acp.KindToolDispatch, "tool_dispatch": acp.KindToolDispatch,
-		"StorageError": acp.KindStorage, "TransportError": acp.KindTransport, "transport": acp.KindTransport,
-		"-32005": acp.KindTransport, "ProviderError": "", "": "",
+		"PolicyDeniedError": acp.KindPolicyDenied, "policy_denied": acp.KindPolicyDenied,
+		"ToolDispatchError": acp.KindToolDispatch, "tool_failed": acp.KindToolDispatch,
+		"StorageError": acp.KindStorage, "TransportError": acp.KindTransport,
+		"ConnectError": acp.KindTransport, "ReadTimeout": acp.KindTransport, "RemoteProtocolError": acp.KindTransport,
+		"HTTPStatusError": acp.KindTransport, "APIConnectionError": acp.KindTransport, "RateLimitError": acp.KindTransport,
+		"-32021": acp.KindBudgetExhausted, "ValueError": "", "internal": "", "invalid_params": "", "": "",
 	} {
 		if got := kindForClass(class); got != want {
 			t.Errorf("kindForClass(%q) = %q, want %q", class, got, want)
 		}
 	}
-	for code := -32001; code >= -32005; code-- {
-		err := rpcError("m", &wireError{Code: code, Message: "x"})
-		if _, ok := err.(*acp.AgentError); !ok {
-			t.Errorf("code %d gave %T", code, err)
+	// As the sidecar answers them: its own classes by kind or code.
+	for _, tt := range []struct {
+		e    wireError
+		kind string // "" for an *acp.RPCError
+	}{
+		{wireError{Code: -32021, Kind: "budget_exhausted"}, acp.KindBudgetExhausted},
+		{wireError{Code: -32020, Kind: "policy_denied"}, acp.KindPolicyDenied},
+		{wireError{Code: -32030, Kind: "tool_failed"}, acp.KindToolDispatch},
+		{wireError{Code: -32011, Kind: "internal"}, acp.KindStorage},
+		{wireError{Code: -32021}, acp.KindBudgetExhausted},
+		{wireError{Code: -32603, Kind: "internal", Message: "'chatId'"}, ""},
+		{wireError{Code: -32602, Kind: "invalid_params", Message: "failed to construct LLM provider: model is required"}, ""},
+		{wireError{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}, ""},
+		{wireError{Code: -32001, Message: "BudgetExhaustedError"}, ""}, // the catalogue's codes: never raised
+	} {
+		err := rpcError("m", &tt.e)
+		ae, isAgent := err.(*acp.AgentError)
+		if _, isRPC := err.(*acp.RPCError); tt.kind == "" && !isRPC || tt.kind != "" && (!isAgent || ae.Kind != tt.kind) {
+			t.Errorf("%+v gave %#v, want kind %q", tt.e, err, tt.kind)
 		}
 	}
-	if _, ok := rpcError("m", &wireError{Code: -32602}).(*acp.RPCError); !ok {
-		t.Error("-32602 is not an RPCError")
+	if err := rpcError("agent.session.resume", &wireError{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}); !errors.Is(err, acp.ErrSessionNotFound) {
+		t.Errorf("%v is not a lost session", err)
+	}
+}
+
+// A chat id is stable for a key, at most 47 characters of [A-Za-z0-9._-]
+// (the sidecar's SQL storage holds 191), and distinct for distinct keys,
+// those that read alike once cleaned included.
+func TestChatID(t *testing.T) {
+	valid := regexp.MustCompile(`^dotty-[A-Za-z0-9._-]{0,24}-[0-9a-f]{16}$`)
+	keys := []string{"default", "robot-1", "a b", "a_b", "", "ünïcödé", strings.Repeat("k", 500), strings.Repeat("k", 501), "../../etc/passwd", "x\n\"y"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		id := ChatID(k)
+		if !valid.MatchString(id) || len(id) > 47 {
+			t.Errorf("ChatID(%q) = %q", k, id)
+		}
+		if id != ChatID(k) {
+			t.Errorf("ChatID(%q) is not stable", k)
+		}
+		if other, ok := seen[id]; ok {
+			t.Errorf("keys %q and %q share %s", other, k, id)
+		}
+		seen[id] = k
+	}
+	if id := ChatID("robot-1"); !strings.HasPrefix(id, "dotty-robot-1-") {
+		t.Errorf("ChatID(robot-1) = %s, want the key readable in it", id)
 	}
 }

@@ -3,6 +3,8 @@ package steerable
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -197,8 +199,9 @@ func (c *conn) dropped(reason string) {
 	}
 }
 
-// Traits implements acp.Conn: the sidecar cancels streams in protocol and
-// keeps its sessions across restarts; it has no session limit of its own.
+// Traits implements acp.Conn: the sidecar cancels streams in protocol; its
+// sessions outlive a restart, resumed or created again with the history
+// the bridge keeps (ResumeSession); it has no session limit of its own.
 func (c *conn) Traits() acp.Traits {
 	return acp.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
 }
@@ -428,27 +431,70 @@ func (c *conn) Shutdown(exited <-chan struct{}) bool {
 	}
 }
 
-// sessionResult reads an AgentSession. The spec does not give its shape:
-// its id is read from id, sessionId or session_id, and a bare string is
-// taken as the id.
+// sessionResult reads an AgentSession: the sidecar's answer carries the
+// session's key, sessionId (what agent.session.resume takes), and no id;
+// session_id, id and a bare string are read in that order when it is
+// missing.
 func sessionResult(method string, raw json.RawMessage) (string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil && s != "" {
 		return s, nil
 	}
 	var r struct {
-		ID         string `json:"id"`
 		SessionID  string `json:"sessionId"`
 		SessionID2 string `json:"session_id"`
+		ID         string `json:"id"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil || cmp.Or(r.ID, r.SessionID, r.SessionID2) == "" {
+	if err := json.Unmarshal(raw, &r); err != nil || cmp.Or(r.SessionID, r.SessionID2, r.ID) == "" {
 		return "", fmt.Errorf("%s: no session id in %s", method, truncate(raw, 256))
 	}
-	return cmp.Or(r.ID, r.SessionID, r.SessionID2), nil
+	return cmp.Or(r.SessionID, r.SessionID2, r.ID), nil
+}
+
+// chatIDHash is how many hex digits of the key's SHA-256 a chat id ends in.
+const chatIDHash = 16
+
+// chatIDKept is how many characters of the key a chat id keeps.
+const chatIDKept = 24
+
+// ChatID is the chatId agent.session.create names key's conversation
+// with. The sidecar requires one (a string; its SQL storage holds 191
+// characters). It is stable for a key, across restarts of the sidecar and
+// of the bridge, and at most 47 ASCII characters: "dotty-", the key's
+// first 24 characters of [A-Za-z0-9._-] (others become "_"), "-", and 16
+// hex digits of the key's SHA-256, so distinct keys do not share one.
+func ChatID(key string) string {
+	var b strings.Builder
+	b.WriteString("dotty-")
+	n := 0
+	for _, r := range key {
+		if n == chatIDKept {
+			break
+		}
+		n++
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(sum[:])[:chatIDHash])
+	return b.String()
+}
+
+// createParams are agent.session.create's: the sidecar requires chatId;
+// it defaults userId ("local"), currentStage and scenario itself and makes
+// up the sessionId.
+type createParams struct {
+	ChatID string `json:"chatId"`
 }
 
 // NewSession implements acp.Conn: agent.session.create, bounded by
-// InitTimeout. The new session's history starts empty.
+// InitTimeout, for the pool key ctx carries (acp.DefaultKey when none).
+// The new session's history starts empty.
 func (c *conn) NewSession(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
 	defer cancel()
@@ -461,7 +507,8 @@ func (c *conn) NewSession(ctx context.Context) (string, error) {
 }
 
 func (c *conn) create(ctx context.Context) (string, error) {
-	raw, err := c.call(ctx, methodSessionCreate, struct{}{}, nil)
+	key := cmp.Or(acp.SessionKey(ctx), acp.DefaultKey)
+	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -470,9 +517,11 @@ func (c *conn) create(ctx context.Context) (string, error) {
 
 // ResumeSession implements acp.Conn: agent.session.resume of a session
 // opened before the sidecar restarted, or, when the sidecar no longer has
-// it, agent.session.create. Either way the bridge's history of the session
-// carries over, so the conversation goes on. Both are bounded by one
-// InitTimeout.
+// it, agent.session.create (the sidecar keeps its sessions in memory
+// unless its embedder gives it a database, so after its own restart it
+// answers -32004 "session not found"). Either way the bridge's history of
+// the session carries over, so the conversation goes on. Both are bounded
+// by one InitTimeout.
 func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
 	defer cancel()
@@ -527,12 +576,11 @@ func (c *conn) EndTurn(m *acp.Mailbox) {
 	c.mu.Unlock()
 }
 
-// chatParams is agent.chat.stream's payload. sessionId is not in the
-// spec's example; the bridge sends it so the sidecar can attribute the
-// chat to the session it created, and leaves it out for a sidecar that
-// refuses it.
+// chatParams is agent.chat.stream's payload, what the sidecar reads of it:
+// it builds the model's provider from provider (required) and model
+// (required), baseUrl and apiKey; it sends temperature and messages. It
+// reads no session: the conversation is the messages.
 type chatParams struct {
-	SessionID   string    `json:"sessionId,omitempty"`
 	Provider    string    `json:"provider,omitempty"`
 	Model       string    `json:"model,omitempty"`
 	BaseURL     string    `json:"baseUrl,omitempty"`
@@ -559,25 +607,11 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 		APIKey: string(c.cfg.APIKey), Temperature: c.cfg.Temperature,
 		Messages: c.proto.hist.messages(sid, text),
 	}
-	for {
-		withSID := !c.proto.noSessionParam.Load()
-		params.SessionID = ""
-		if withSID {
-			params.SessionID = sid
+	if _, err := c.call(ctx, methodChatStream, params, func(res json.RawMessage) error { return c.bind(st, res) }); err != nil {
+		if ctx.Err() != nil {
+			c.cancelBound(st) // answered just as the turn gave up
 		}
-		_, err := c.call(ctx, methodChatStream, params, func(res json.RawMessage) error { return c.bind(st, res) })
-		if err != nil && withSID && refusesSessionID(err) {
-			c.log.Info("sidecar refuses agent.chat.stream's sessionId; leaving it out", "error", err)
-			c.proto.noSessionParam.Store(true)
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				c.cancelBound(st) // answered just as the turn gave up
-			}
-			return acp.PromptResult{}, err
-		}
-		break
+		return acp.PromptResult{}, err
 	}
 	select {
 	case <-st.finished:
@@ -598,13 +632,6 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 	}
 	c.proto.hist.add(sid, text, reply, cut)
 	return res, nil
-}
-
-// refusesSessionID reports an invalid-params answer that names the
-// session id parameter.
-func refusesSessionID(err error) bool {
-	var re *acp.RPCError
-	return errors.As(err, &re) && re.Code == codeInvalidParams && strings.Contains(strings.ToLower(re.Message), "session")
 }
 
 // bind runs on the reader goroutine with agent.chat.stream's answer: the

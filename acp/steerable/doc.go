@@ -15,29 +15,38 @@
 //
 // # How the bridge drives the sidecar
 //
+// Verified against the sidecar's source, pathlyapp/steerable-framework
+// v0.2.3 (commit 192a937, May 2026; its newest), read and run by hand:
+// what each method reads is in acp/internal/sidecarwire, which the demo
+// agent and the tests' fake follow.
+//
 //   - Ready: whichever comes first of the `__SIDECAR_READY__:{…}` marker
 //     on stderr and the lifecycle.ready notification (a --quiet-ready
 //     sidecar sends only the latter), within acp.Config.InitTimeout.
 //     Nothing is sent before it.
-//   - Sessions: one agent.session.create per pool session. The catalogue
-//     gives no shape for AgentSession: its id is read from "id",
-//     "sessionId" or "session_id", or a bare string. There is no method to
-//     close a session, so retiring one only drops the bridge's history.
-//     After a sidecar restart a session is reopened with
-//     agent.session.resume {"sessionId"}; if that fails, with
-//     agent.session.create, carrying the history over.
+//   - Sessions: one agent.session.create {"chatId"} per pool session; the
+//     sidecar requires chatId (without it: -32603 "'chatId'"), and the
+//     bridge names each pool key's conversation with ChatID(key), stable
+//     across restarts. The answer is an AgentSession whose key is
+//     sessionId (no id). There is no method to close a session, so
+//     retiring one only drops the bridge's history. After a sidecar
+//     restart a session is reopened with agent.session.resume
+//     {"sessionId"}; the stock sidecar keeps sessions in memory and answers
+//     -32004 "session not found", so it is created again for the same
+//     chat, carrying the history over. Either way the conversation goes
+//     on, even when the sidecar died in the middle of a turn (the pool
+//     keeps such a session: Traits.Resume).
 //   - History: the bridge keeps each session's conversation and sends it
 //     with every agent.chat.stream as messages (user prompts and the
 //     assistant replies as delivered), bounded by the pool's rotation
 //     rules and Config.HistoryChars. A reply cut short by a barge-in is
 //     kept as far as it was delivered, ending in "…"; a turn that failed
 //     is not kept.
-//   - Chat: agent.chat.stream carries provider, model, baseUrl, apiKey,
-//     temperature and messages, and sessionId, which the spec's example
-//     does not show: it ties the chat to the session the bridge created.
-//     A sidecar answering -32602 about it gets chats without it from then
-//     on. Its {"streamId"} answer binds the stream before the next frame
-//     is read; stream.chunk deltas go to the turn in order (through the
+//   - Chat: agent.chat.stream carries provider, model (the sidecar
+//     refuses a chat without one: -32602 "failed to construct LLM
+//     provider: model is required"), baseUrl, apiKey, temperature and
+//     messages; the sidecar reads no session. Its {"streamId"} answer binds
+//     the stream before the next frame is read; stream.chunk deltas go to the turn in order (through the
 //     same bounded mailbox as ACP chunks), stream.done ends the turn
 //     (cancelled:true after a barge-in), stream.error fails it. Chunks
 //     that overtake the answer are held (at most 256) while an answer is
@@ -45,10 +54,13 @@
 //     counted in dotty_acp_dropped_updates_total{reason="unknown_stream"}.
 //   - Barge-in: agent.chat.cancel {"streamId"} is sent at once (as soon as
 //     the id is known), and the pool settles the turn in the background.
-//   - Errors: -32001…-32005, from an error response or named by
-//     stream.error's kind, are *acp.AgentError of kinds budget_exhausted,
-//     policy_denied, tool_dispatch, storage and transport; other codes are
-//     *acp.RPCError.
+//   - Errors: the sidecar's own failure classes become *acp.AgentError
+//     kinds: an error answer's kind or code (budget_exhausted -32021,
+//     policy_denied -32020, tool_failed -32030, storage -32011), or the
+//     exception class stream.error names (BudgetExhaustedError …; the HTTP
+//     client's ConnectError, ReadTimeout, HTTPStatusError … are transport).
+//     Other errors are *acp.RPCError. The -32001…-32005 of the sidecar's
+//     published catalogue are never raised by it.
 //   - Health: system.ping every Config.PingInterval fills /health
 //     (version, protocolVersion, status, uptime, loadedProviders,
 //     loadedTools); Health never waits for it. A sidecar that misses

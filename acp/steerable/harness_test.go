@@ -41,6 +41,9 @@ type setup struct {
 	cfg  acp.Config
 	scfg steerable.Config
 	pcfg acp.PoolConfig
+	// noModel leaves scfg.Model empty (it is "test-model" otherwise: the
+	// fake, as the sidecar, refuses chats without one).
+	noModel bool
 }
 
 // harness runs a real Supervisor and Pool over the steerable protocol
@@ -78,7 +81,7 @@ func start(t *testing.T, s setup) *harness {
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = 500 * time.Millisecond
 	}
-	if s.scfg.Model == "" {
+	if s.scfg.Model == "" && !s.noModel {
 		s.scfg.Model = "test-model"
 	}
 	h.proto = steerable.New(s.scfg)
@@ -176,6 +179,14 @@ func (h *harness) bargeIn(key, prompt string) (time.Duration, error) {
 		h.t.Fatal("Turn did not return after its ctx ended")
 		return 0, nil
 	}
+}
+
+// waitCancel waits for an agent.chat.cancel to reach the fake.
+func (h *harness) waitCancel() {
+	h.t.Helper()
+	testkit.WaitFor(h.t, 10*time.Second, "agent.chat.cancel at the sidecar", func() bool {
+		return len(h.requests("agent.chat.cancel")) >= 1
+	})
 }
 
 // requests are the frames of the given methods the fake sidecars read.

@@ -1,22 +1,14 @@
 package steerable
 
-import (
-	"sync/atomic"
-
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
-)
+import "github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 
 // Protocol is the steerable sidecar's protocol for an acp.Supervisor: set
 // it as acp.Config.Protocol. One Protocol serves every child generation of
 // one supervisor, because what it keeps outlives a sidecar restart: the
-// conversation histories the bridge sends with every turn, and what it has
-// learnt of the sidecar's dialect.
+// conversation histories the bridge sends with every turn.
 type Protocol struct {
 	cfg  Config
 	hist *store
-	// noSessionParam is set once the sidecar refused agent.chat.stream's
-	// sessionId parameter; later turns leave it out.
-	noSessionParam atomic.Bool
 }
 
 var _ acp.Protocol = (*Protocol)(nil)

@@ -3,6 +3,7 @@ package steerable
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,11 +34,9 @@ const (
 	readyMarker = "__SIDECAR_READY__:"
 )
 
-// JSON-RPC codes the bridge tells apart.
-const (
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-)
+// codeMethodNotFound answers a request from the sidecar: the bridge
+// serves none.
+const codeMethodNotFound = -32601
 
 // maxAnswering bounds the answers to the sidecar's own requests written at
 // once; the bridge serves none, and a sidecar sending a flood of them gets
@@ -62,10 +61,13 @@ type inbound struct {
 	Error  *wireError      `json:"error"`
 }
 
+// wireError is an error answer: the sidecar adds its kind of failure
+// ("invalid_params", "internal", "policy_denied" …) to JSON-RPC's fields.
 type wireError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
+	Kind    string          `json:"kind,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // call is a request waiting for its response.
@@ -315,37 +317,49 @@ func parseID(raw json.RawMessage) (int64, bool) {
 	return 0, false
 }
 
-// rpcError converts a JSON-RPC error: the sidecar's own codes become an
-// *acp.AgentError of their kind; the standard ones an *acp.RPCError (so a
-// message naming a lost session lets the pool retry on a new one).
+// rpcError converts a JSON-RPC error: the sidecar's own failure classes
+// (by its error kind or code) become an *acp.AgentError of their kind; the
+// others an *acp.RPCError (so a message naming a lost session lets the
+// pool retry on a new one).
 func rpcError(method string, e *wireError) error {
-	if kind := kindForCode(e.Code); kind != "" {
-		return &acp.AgentError{Kind: kind, Method: method, Code: e.Code, Message: e.Message}
+	if kind := cmp.Or(kindForClass(e.Kind), kindForCode(e.Code)); kind != "" {
+		return &acp.AgentError{Kind: kind, Method: method, Code: e.Code, Class: e.Kind, Message: e.Message}
 	}
 	return &acp.RPCError{Method: method, Code: e.Code, Message: e.Message}
 }
 
-// kindForCode maps the sidecar's error codes to their kinds.
+// kindForCode maps the codes the sidecar (steerable-framework 0.2.3)
+// raises for its own failure classes to their kinds. Its published
+// catalogue lists -32001…-32005 instead, which it never raises; -32004 is
+// its "session not found".
 func kindForCode(code int) string {
 	switch code {
-	case -32001:
+	case -32021:
 		return acp.KindBudgetExhausted
-	case -32002:
+	case -32020:
 		return acp.KindPolicyDenied
-	case -32003:
+	case -32030:
 		return acp.KindToolDispatch
-	case -32004:
+	case -32011:
 		return acp.KindStorage
-	case -32005:
-		return acp.KindTransport
 	}
 	return ""
 }
 
-// kindForClass maps the kind a stream.error names to one of ours. The
-// sidecar's catalogue names error classes (BudgetExhaustedError …) but
-// its stream.error kinds are not listed, so both the class names and
-// snake_case forms, and a code given as the kind, are understood.
+// transportClasses are, lowercased without punctuation, the parts of the
+// exception class names a stream.error carries when the model provider
+// could not be reached or refused the request (httpx's ConnectError,
+// ReadTimeout, RemoteProtocolError, HTTPStatusError …; the anthropic
+// SDK's APIConnectionError, APIStatusError, RateLimitError …).
+var transportClasses = []string{"transport", "connect", "timeout", "network", "protocolerror", "readerror",
+	"writeerror", "proxyerror", "httpstatus", "apistatus", "ratelimit", "authentication", "internalserver", "overloaded"}
+
+// kindForClass maps a failure class to one of our kinds: an error
+// answer's kind (budget_exhausted, policy_denied, tool_failed) or the
+// exception class a stream.error names (the runtime's
+// BudgetExhaustedError, PolicyDeniedError, ToolDispatchError,
+// StorageError, TransportError, or the HTTP client's; see
+// transportClasses). A code given as the class is read as one.
 func kindForClass(class string) string {
 	if n, err := strconv.Atoi(strings.TrimSpace(class)); err == nil {
 		return kindForCode(n)
@@ -358,16 +372,21 @@ func kindForClass(class string) string {
 	}
 	k := b.String()
 	switch {
+	case k == "":
+		return ""
 	case strings.Contains(k, "budget"):
 		return acp.KindBudgetExhausted
 	case strings.Contains(k, "policy"):
 		return acp.KindPolicyDenied
-	case strings.Contains(k, "tooldispatch"), strings.HasPrefix(k, "tool"):
+	case strings.HasPrefix(k, "tool"):
 		return acp.KindToolDispatch
 	case strings.Contains(k, "storage"):
 		return acp.KindStorage
-	case strings.Contains(k, "transport"):
-		return acp.KindTransport
+	}
+	for _, t := range transportClasses {
+		if strings.Contains(k, t) {
+			return acp.KindTransport
+		}
 	}
 	return ""
 }

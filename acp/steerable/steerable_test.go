@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,9 +70,10 @@ func TestSlowReadyWithinInitTimeout(t *testing.T) {
 	}
 }
 
-// A full turn: the chunks arrive in order, the LLM parameters and the
-// session id go with agent.chat.stream, and the history follows on the
-// next turn of the session.
+// A full turn: the session is created for the key's chat, the chunks
+// arrive in order, the LLM parameters go with agent.chat.stream (no
+// session id: the sidecar reads none), and the history follows on the next
+// turn of the session.
 func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 	temp := 0.3
 	h := start(t, setup{mode: "sidecar", scfg: steerable.Config{Provider: "openai_compat", Model: "gpt-test",
@@ -93,7 +95,7 @@ func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 		t.Fatalf("%d chats", len(chats))
 	}
 	c := chats[0]
-	if c.SessionID != res.SessionID || c.Provider != "openai_compat" || c.Model != "gpt-test" ||
+	if c.Provider != "openai_compat" || c.Model != "gpt-test" ||
 		c.BaseURL != "http://llm.local/v1" || c.APIKey != "sk-test-secret" || c.Temperature == nil || *c.Temperature != 0.3 {
 		t.Errorf("chat params %+v", c)
 	}
@@ -103,8 +105,14 @@ func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 	if d := cmp.Diff(chats[1].Messages, msgs("hello robot", want, "and again")); d != "" {
 		t.Errorf("second messages (-got +want):\n%s", d)
 	}
-	if creates := h.requests("agent.session.create"); len(creates) != 1 {
-		t.Errorf("%d sessions created", len(creates))
+	for _, r := range h.requests("agent.chat.stream") {
+		if _, ok := r.Fields()["sessionId"]; ok {
+			t.Errorf("agent.chat.stream carries a sessionId: %s", r.Params)
+		}
+	}
+	creates := h.requests("agent.session.create")
+	if len(creates) != 1 || string(creates[0].Fields()["chatId"]) != `"`+steerable.ChatID("k")+`"` {
+		t.Errorf("sessions created %+v, want one for chat %s", creates, steerable.ChatID("k"))
 	}
 	if strings.Contains(h.logs.String(), "sk-test-secret") {
 		t.Error("the API key reached the log")
@@ -120,7 +128,7 @@ func TestHealthFromPing(t *testing.T) {
 		return hh.LoadedTools != nil && hh.AgentUptimeSeconds > 0
 	})
 	hh := h.sup.Health()
-	if *hh.LoadedTools != 2 || !slices.Equal(hh.LoadedProviders, []string{"openai_compat"}) || hh.AgentStatus != "ok" ||
+	if *hh.LoadedTools != 0 || len(hh.LoadedProviders) != 0 || hh.AgentStatus != "ok" ||
 		hh.ProtocolVersion != "0.1.0" || hh.AgentVersion != "0.1.0-test" {
 		t.Errorf("health %+v", hh)
 	}
@@ -143,9 +151,7 @@ func TestCancelOnBargeIn(t *testing.T) {
 	}
 	t.Logf("Turn returned %s after the barge-in", took.Round(time.Millisecond))
 	cancelled := time.Now()
-	testkit.WaitFor(t, 10*time.Second, "agent.chat.cancel at the sidecar", func() bool {
-		return len(h.requests("agent.chat.cancel")) >= 1
-	})
+	h.waitCancel()
 	t.Logf("cancel reached the sidecar %s after Turn returned", time.Since(cancelled).Round(time.Millisecond))
 	next, _ := h.mustTurn("k", "what now")
 	if next.SessionID != warm.SessionID || next.TurnIndex != 1 || next.Text != steerabletest.Echo("what now") {
@@ -156,9 +162,6 @@ func TestCancelOnBargeIn(t *testing.T) {
 	if len(last) != 5 || last[2].Content != "tell me a slow story" || !strings.HasPrefix(last[3].Content, "tick ") ||
 		!strings.HasSuffix(last[3].Content, "…") || last[4].Content != "what now" {
 		t.Errorf("messages after barge-in %+v", last)
-	}
-	if sid := chats[1].SessionID; sid != warm.SessionID {
-		t.Errorf("the cancelled chat named session %q", sid)
 	}
 }
 
@@ -213,12 +216,14 @@ func TestTwoSessionsAtOnce(t *testing.T) {
 	if a.SessionID == b.SessionID {
 		t.Error("two keys share a session")
 	}
-	sessions := map[string]bool{}
-	for _, c := range h.chats() {
-		sessions[c.SessionID] = true
+	var chatIDs []string
+	for _, r := range h.requests("agent.session.create") {
+		chatIDs = append(chatIDs, string(r.Fields()["chatId"]))
 	}
-	if len(sessions) != 2 {
-		t.Errorf("chats named %d sessions, want 2", len(sessions))
+	slices.Sort(chatIDs)
+	want := []string{`"` + steerable.ChatID("robot-a") + `"`, `"` + steerable.ChatID("robot-b") + `"`}
+	if d := cmp.Diff(chatIDs, want); d != "" {
+		t.Errorf("sessions created for chats (-got +want):\n%s", d)
 	}
 }
 
@@ -318,6 +323,9 @@ func TestResumeAfterRestart(t *testing.T) {
 			if n := len(h.requests("agent.session.create")); n != 1 {
 				t.Errorf("%d sessions created", n)
 			}
+			if hh := h.pool.Health(); hh.SessionsResumed != 1 || hh.SessionsRecreated != 0 || hh.SessionsLost != 0 {
+				t.Errorf("pool health %+v, want one session resumed", hh)
+			}
 			chats := h.chats()
 			if d := cmp.Diff(chats[1].Messages, msgs("remember me", steerabletest.Echo("remember me"), "still there?")); d != "" {
 				t.Errorf("messages after restart (-got +want):\n%s", d)
@@ -341,60 +349,87 @@ func TestCreateWhenSidecarForgot(t *testing.T) {
 	if second.SessionID == first.SessionID || second.TurnIndex != 1 {
 		t.Errorf("turn after restart %+v, want a new session at turn 1", second)
 	}
-	var methods []string
+	var calls []string
 	for _, r := range h.requests("agent.session.create", "agent.session.resume") {
-		methods = append(methods, r.Method)
+		calls = append(calls, r.Method+" "+string(r.Params))
 	}
-	if d := cmp.Diff(methods, []string{"agent.session.create", "agent.session.resume", "agent.session.create"}); d != "" {
+	chat := `{"chatId":"` + steerable.ChatID("k") + `"}`
+	want := []string{"agent.session.create " + chat, `agent.session.resume {"sessionId":"` + first.SessionID + `"}`, "agent.session.create " + chat}
+	if d := cmp.Diff(calls, want); d != "" {
 		t.Errorf("session calls (-got +want):\n%s", d)
 	}
-	chats := h.chats()
-	if chats[1].SessionID != second.SessionID {
-		t.Errorf("chat named %q, want the new session", chats[1].SessionID)
+	if hh := h.pool.Health(); hh.SessionsRecreated != 1 || hh.SessionsResumed != 0 || hh.SessionsLost != 0 {
+		t.Errorf("pool health %+v, want one session recreated", hh)
 	}
+	if v := counterValue(h.metrics.SessionsRestored.WithLabelValues("recreated")); v != 1 {
+		t.Errorf("dotty_agent_sessions_restored_total{how=recreated} = %v", v)
+	}
+	chats := h.chats()
 	if d := cmp.Diff(chats[1].Messages, msgs("remember me", steerabletest.Echo("remember me"), "still there?")); d != "" {
 		t.Errorf("messages after restart (-got +want):\n%s", d)
 	}
 }
 
-// Each of the sidecar's error codes becomes its kind, as a JSON-RPC error
-// and as a stream.error; the next turn starts afresh.
+// The sidecar's failure classes become kinds: an error answer by its kind
+// and code (as its server passes them: -32021 budget_exhausted, -32020
+// policy_denied, -32030 tool_failed, -32011 storage), a stream.error by the
+// exception class it names; the next turn starts afresh.
 func TestErrorCodesBecomeKinds(t *testing.T) {
-	kinds := map[int]string{-32001: acp.KindBudgetExhausted, -32002: acp.KindPolicyDenied,
-		-32003: acp.KindToolDispatch, -32004: acp.KindStorage, -32005: acp.KindTransport}
-	for _, mode := range []string{"error", "stream-error"} {
-		for code := -32001; code >= -32005; code-- {
-			t.Run(fmt.Sprintf("%s/%d", mode, code), func(t *testing.T) {
-				h := start(t, setup{mode: mode, env: []string{fmt.Sprint("ZCB_STEERTEST_CODE=", code)}})
-				_, _, err := h.turn("k", "hi")
-				var ae *acp.AgentError
-				if !errors.As(err, &ae) || ae.Kind != kinds[code] {
-					t.Fatalf("err = %v, want an AgentError of kind %s", err, kinds[code])
-				}
-				if errors.Is(err, acp.ErrSessionLimit) || errors.Is(err, acp.ErrSessionBusy) || errors.Is(err, acp.ErrSessionNotFound) {
-					t.Errorf("%v matches an ACP sentinel", err)
-				}
-				if mode == "error" && ae.Code != code {
-					t.Errorf("code %d", ae.Code)
-				}
-				if n := len(h.chats()); n != 1 {
-					t.Errorf("%d chats sent, want no retry", n)
-				}
-				if _, _, err := h.turn("k", "again"); !errors.As(err, &ae) {
-					t.Errorf("second turn: %v", err)
-				}
-				if n := len(h.requests("agent.session.create")); n != 2 {
-					t.Errorf("%d sessions created, want a fresh one after the failure", n)
-				}
-			})
-		}
+	tests := []struct {
+		mode, env, kind string
+		code            int
+	}{
+		{"error", "ZCB_STEERTEST_CODE=-32021", acp.KindBudgetExhausted, -32021},
+		{"error", "ZCB_STEERTEST_CODE=-32020", acp.KindPolicyDenied, -32020},
+		{"error", "ZCB_STEERTEST_CODE=-32030", acp.KindToolDispatch, -32030},
+		{"error", "ZCB_STEERTEST_CODE=-32011", acp.KindStorage, -32011},
+		{"stream-error", "ZCB_STEERTEST_KIND=BudgetExhaustedError", acp.KindBudgetExhausted, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=PolicyDeniedError", acp.KindPolicyDenied, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", acp.KindToolDispatch, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=StorageError", acp.KindStorage, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", acp.KindTransport, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=HTTPStatusError", acp.KindTransport, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=APITimeoutError", acp.KindTransport, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+tt.env, func(t *testing.T) {
+			h := start(t, setup{mode: tt.mode, env: []string{tt.env}})
+			_, _, err := h.turn("k", "hi")
+			var ae *acp.AgentError
+			if !errors.As(err, &ae) || ae.Kind != tt.kind || ae.Code != tt.code {
+				t.Fatalf("err = %v, want an AgentError of kind %s, code %d", err, tt.kind, tt.code)
+			}
+			if errors.Is(err, acp.ErrSessionLimit) || errors.Is(err, acp.ErrSessionBusy) || errors.Is(err, acp.ErrSessionNotFound) {
+				t.Errorf("%v matches an ACP sentinel", err)
+			}
+			if n := len(h.chats()); n != 1 {
+				t.Errorf("%d chats sent, want no retry", n)
+			}
+			if _, _, err := h.turn("k", "again"); !errors.As(err, &ae) {
+				t.Errorf("second turn: %v", err)
+			}
+			if n := len(h.requests("agent.session.create")); n != 2 {
+				t.Errorf("%d sessions created, want a fresh one after the failure", n)
+			}
+		})
 	}
 	t.Run("unknown stream error kind", func(t *testing.T) {
-		h := start(t, setup{mode: "stream-error", env: []string{"ZCB_STEERTEST_KIND=ProviderError"}})
+		h := start(t, setup{mode: "stream-error", env: []string{"ZCB_STEERTEST_KIND=ValueError"}})
 		_, _, err := h.turn("k", "hi")
 		var ae *acp.AgentError
-		if !errors.As(err, &ae) || ae.Kind != "" || ae.Class != "ProviderError" {
+		if !errors.As(err, &ae) || ae.Kind != "" || ae.Class != "ValueError" {
 			t.Fatalf("err = %v, want an unclassified AgentError", err)
+		}
+	})
+	// The codes of the sidecar's published catalogue, which it never
+	// raises, are plain RPC errors; -32004 is its "session not found".
+	t.Run("catalogue code", func(t *testing.T) {
+		h := start(t, setup{mode: "error", env: []string{"ZCB_STEERTEST_CODE=-32004"}})
+		_, _, err := h.turn("k", "hi")
+		var re *acp.RPCError
+		var ae *acp.AgentError
+		if !errors.As(err, &re) || re.Code != -32004 || errors.As(err, &ae) {
+			t.Fatalf("err = %v, want an RPCError -32004", err)
 		}
 	})
 }
@@ -450,7 +485,8 @@ func TestStalledStreamIsBounded(t *testing.T) {
 }
 
 // A sidecar dying mid-stream fails the turn at once; it is restarted with
-// backoff and the next turn starts a fresh conversation.
+// backoff and the next turn goes on (the conversation, empty here, is
+// kept: see TestConversationSurvivesKill).
 func TestCrashMidStream(t *testing.T) {
 	h := start(t, setup{mode: "crash-mid-stream", env: []string{"ZCB_STEERTEST_STATE_DIR=" + t.TempDir(), "ZCB_STEERTEST_CRASHES=1"}})
 	h.waitReady()
@@ -467,6 +503,75 @@ func TestCrashMidStream(t *testing.T) {
 	}
 	if d := cmp.Diff(h.chats()[1].Messages, msgs("after the crash")); d != "" {
 		t.Errorf("messages after the crash (-got +want):\n%s", d)
+	}
+}
+
+// A conversation survives a kill -9 of its sidecar between turns, in the
+// middle of a turn and while a barge-in's cancel is being settled: the
+// restarted sidecar has forgotten its sessions, so the key's next turn
+// creates one for the same chat and is sent with the exchanges kept
+// before (the turn that died is not one of them). /health and the metrics
+// count one session recreated, none lost.
+func TestConversationSurvivesKill(t *testing.T) {
+	for _, when := range []string{"between turns", "mid-turn", "during a cancel"} {
+		t.Run(when, func(t *testing.T) {
+			s := setup{mode: "sidecar"}
+			if when == "during a cancel" {
+				// The cancel is never answered nor honoured: the barge-in's
+				// settlement waits for the stream while the sidecar dies.
+				s = setup{mode: "hang", env: []string{"ZCB_STEERTEST_HANG=agent.chat.cancel"}, cfg: acp.Config{CancelGrace: time.Minute}}
+			}
+			h := start(t, s)
+			first, _ := h.mustTurn("k", "remember the number 7")
+			old := h.sup.Health().PID
+			kill := func() {
+				if err := syscallKill(old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch when {
+			case "between turns":
+				kill()
+			case "mid-turn":
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				var once sync.Once
+				_, err := h.pool.Turn(ctx, acp.TurnRequest{Key: "k", Prompt: func(int) string { return "tell me a slow story" },
+					OnChunk: func(string) { once.Do(kill) }})
+				if !errors.Is(err, acp.ErrAgentGone) {
+					t.Fatalf("turn killed mid-stream: %v, want ErrAgentGone", err)
+				}
+			case "during a cancel":
+				if _, err := h.bargeIn("k", "tell me a slow story"); !errors.Is(err, context.Canceled) {
+					t.Fatalf("barge-in: %v", err)
+				}
+				h.waitCancel()
+				kill()
+			}
+			testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
+				hh := h.sup.Health()
+				return hh.PID != old && hh.State == acp.StateReady
+			})
+			res, _ := h.mustTurn("k", "what was the number?")
+			if res.SessionID == first.SessionID || res.TurnIndex != 1 {
+				t.Errorf("turn after the kill %+v, want a new session at turn 1", res)
+			}
+			chats := h.chats()
+			want := msgs("remember the number 7", steerabletest.Echo("remember the number 7"), "what was the number?")
+			if d := cmp.Diff(chats[len(chats)-1].Messages, want); d != "" {
+				t.Errorf("messages after the kill (-got +want):\n%s", d)
+			}
+			creates := h.requests("agent.session.create")
+			if len(creates) != 2 || string(creates[0].Params) != string(creates[1].Params) {
+				t.Errorf("sessions created %+v, want two for the same chat", creates)
+			}
+			if hh := h.pool.Health(); hh.SessionsRecreated != 1 || hh.SessionsResumed != 0 || hh.SessionsLost != 0 {
+				t.Errorf("pool health %+v, want one session recreated", hh)
+			}
+			if v := counterValue(h.metrics.SessionsRestored.WithLabelValues(acp.RestoreRecreated)); v != 1 {
+				t.Errorf("dotty_agent_sessions_restored_total{how=recreated} = %v", v)
+			}
+		})
 	}
 }
 
@@ -524,20 +629,6 @@ func TestChunkBeforeAnswerIsDelivered(t *testing.T) {
 	}
 	if v := h.dropped("unknown_stream"); v != 0 {
 		t.Errorf("%v dropped", v)
-	}
-}
-
-// A sidecar refusing the sessionId parameter gets chats without it.
-func TestSessionIDLeftOutWhenRefused(t *testing.T) {
-	h := start(t, setup{mode: "strict-params"})
-	h.mustTurn("k", "one")
-	h.mustTurn("k", "two")
-	chats := h.chats()
-	if len(chats) != 3 || chats[0].SessionID == "" || chats[1].SessionID != "" || chats[2].SessionID != "" {
-		t.Errorf("chats %+v: want one refused with sessionId, then none", chats)
-	}
-	if d := cmp.Diff(chats[2].Messages, msgs("one", steerabletest.Echo("one"), "two")); d != "" {
-		t.Errorf("messages (-got +want):\n%s", d)
 	}
 }
 

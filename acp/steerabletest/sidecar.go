@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire"
 )
 
 func run(mode string) int {
@@ -43,7 +46,7 @@ func run(mode string) int {
 		return 0
 	case "sidecar", "quiet-ready", "marker-only", "never-ready", "slow-ready", "hang", "stall-stream",
 		"crash-mid-stream", "flood", "error", "stream-error", "ignore-shutdown", "ignore-sigterm",
-		"unknown-streams", "early-chunk", "strict-params":
+		"unknown-streams", "early-chunk":
 	default:
 		fmt.Fprintf(os.Stderr, "steertest: unknown mode %q\n", mode)
 		return 2
@@ -52,7 +55,7 @@ func run(mode string) int {
 		mode: mode, out: bufio.NewWriterSize(os.Stdout, 64<<10), started: time.Now(),
 		delay:    envDuration("ZCB_STEERTEST_DELAY", 5*time.Millisecond),
 		stateDir: os.Getenv("ZCB_STEERTEST_STATE_DIR"),
-		sessions: map[string]bool{}, streams: map[string]chan struct{}{},
+		sessions: map[string]sidecarwire.Session{}, streams: map[string]chan struct{}{},
 	}
 	if mode == "ignore-sigterm" {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
@@ -60,8 +63,9 @@ func run(mode string) int {
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
 		go func() {
-			<-term
+			<-term // the sidecar's handler stops it as system.shutdown does
 			fmt.Fprintf(os.Stderr, "steertest: SIGTERM %d\n", os.Getpid())
+			f.notify("lifecycle.shutdown", map[string]string{"reason": "normal"})
 			os.Exit(0)
 		}()
 	}
@@ -78,9 +82,8 @@ func run(mode string) int {
 		time.Sleep(envDuration("ZCB_STEERTEST_DELAY", time.Second))
 		f.delay = 5 * time.Millisecond
 	}
-	ready := map[string]any{"status": "ok", "version": "0.1.0-test", "protocolVersion": "0.1.0", "pid": os.Getpid()}
 	if mode != "quiet-ready" && mode != "never-ready" {
-		b, _ := json.Marshal(ready)
+		b, _ := json.Marshal(f.health())
 		fmt.Fprintf(os.Stderr, "steertest: booting\n__SIDECAR_READY__:%s\n", b)
 	}
 	if os.Getenv("ZCB_STEERTEST_NOISE") != "" {
@@ -114,9 +117,8 @@ type fake struct {
 
 	mu       sync.Mutex
 	n        int
-	sessions map[string]bool
+	sessions map[string]sidecarwire.Session
 	streams  map[string]chan struct{} // closed to cancel
-	wg       sync.WaitGroup
 }
 
 type frame struct {
@@ -136,8 +138,8 @@ func (f *fake) readStdin() {
 			var fr frame
 			if jerr := json.Unmarshal(line, &fr); jerr != nil {
 				fmt.Fprintf(os.Stderr, "steertest: bad frame: %v\n", jerr)
-				f.fail(json.RawMessage("null"), -32700, "Parse error")
-			} else {
+				f.fail(nil, sidecarwire.ParseError(jerr))
+			} else if sidecarwire.IsRequest(line) {
 				f.handle(fr)
 			}
 		}
@@ -166,12 +168,12 @@ func (f *fake) send(v any) {
 	f.line(b)
 }
 
-func (f *fake) result(id json.RawMessage, v any) {
-	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": v})
-}
+// result answers id; a nil v is sent as no result member, as the
+// sidecar does.
+func (f *fake) result(id json.RawMessage, v any) { f.send(sidecarwire.Answer(id, v, nil)) }
 
-func (f *fake) fail(id json.RawMessage, code int, msg string) {
-	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+func (f *fake) fail(id json.RawMessage, err *sidecarwire.Error) {
+	f.send(sidecarwire.Answer(id, nil, err))
 }
 
 func (f *fake) notify(method string, params any) {
@@ -187,103 +189,115 @@ func (f *fake) hangs(method string) bool {
 }
 
 func (f *fake) handle(fr frame) {
-	if len(fr.ID) == 0 {
-		return // notifications and responses: the fake needs none
-	}
 	if f.hangs(fr.Method) {
 		fmt.Fprintf(os.Stderr, "steertest: hanging on %s\n", fr.Method)
 		return
 	}
 	switch fr.Method {
+	case "":
+		f.fail(fr.ID, sidecarwire.MissingMethod())
 	case "system.ping":
-		f.mu.Lock()
-		active := len(f.streams)
-		f.mu.Unlock()
-		f.result(fr.ID, map[string]any{"status": "ok", "version": "0.1.0-test", "protocolVersion": "0.1.0",
-			"uptimeMs": time.Since(f.started).Milliseconds(), "pid": os.Getpid(), "pythonVersion": "3.12.6",
-			"platform": "linux-test", "loadedProviders": []string{"openai_compat"}, "loadedTools": 2,
-			"activeTraces": active, "checks": map[string]any{}})
+		f.result(fr.ID, f.health())
 	case "system.shutdown":
 		fmt.Fprintln(os.Stderr, "steertest: shutdown")
+		f.result(fr.ID, nil)
 		if f.mode == "ignore-shutdown" || f.mode == "ignore-sigterm" {
-			f.result(fr.ID, nil)
 			return
 		}
-		f.cancelAll()
-		f.wg.Wait()
-		f.result(fr.ID, nil)
+		// The sidecar stops reading, says so and exits; its streams end
+		// unannounced.
 		f.notify("lifecycle.shutdown", map[string]string{"reason": "normal"})
 		os.Exit(0)
 	case "system.shutdown_now":
 		f.result(fr.ID, nil)
+		f.notify("lifecycle.shutdown", map[string]string{"reason": "normal"})
 		os.Exit(0)
 	case "agent.session.create":
-		f.mu.Lock()
-		f.n++
-		sid := fmt.Sprintf("sess-%d-%d", os.Getpid(), f.n)
-		f.sessions[sid] = true
-		f.mu.Unlock()
-		f.saveSession(sid)
-		fmt.Fprintf(os.Stderr, "steertest: session.create %s\n", sid)
-		f.result(fr.ID, map[string]any{"id": sid, "createdAt": time.Now().UTC().Format(time.RFC3339)})
-	case "agent.session.resume":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		_ = json.Unmarshal(fr.Params, &p)
-		f.mu.Lock()
-		ok := f.sessions[p.SessionID]
-		f.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "steertest: session.resume %s known=%v\n", p.SessionID, ok)
-		if !ok {
-			f.fail(fr.ID, -32602, "Unknown session: "+p.SessionID)
+		s, err := sidecarwire.Create(fr.Params, newSessionID, time.Now().UTC().Format(time.RFC3339Nano))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "steertest: session.create refused: %s\n", err.Message)
+			f.fail(fr.ID, err)
 			return
 		}
-		f.result(fr.ID, map[string]any{"id": p.SessionID})
+		f.mu.Lock()
+		f.sessions[s.SessionID] = s
+		f.mu.Unlock()
+		f.saveSession(s)
+		fmt.Fprintf(os.Stderr, "steertest: session.create %s chat %s\n", s.SessionID, s.ChatID)
+		f.result(fr.ID, s)
+	case "agent.session.resume":
+		sid, err := sidecarwire.Resume(fr.Params)
+		if err != nil {
+			f.fail(fr.ID, err)
+			return
+		}
+		f.mu.Lock()
+		s, ok := f.sessions[sid]
+		f.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "steertest: session.resume %s known=%v\n", sid, ok)
+		if !ok {
+			f.fail(fr.ID, sidecarwire.NotFound(sid))
+			return
+		}
+		f.result(fr.ID, s)
 	case "agent.session.list":
 		f.mu.Lock()
-		list := []map[string]string{}
-		for sid := range f.sessions {
-			list = append(list, map[string]string{"id": sid})
+		list := []sidecarwire.Session{}
+		for _, s := range f.sessions {
+			list = append(list, s)
 		}
 		f.mu.Unlock()
 		f.result(fr.ID, list)
 	case "agent.chat.stream":
 		f.chat(fr)
 	case "agent.chat.cancel":
-		var p struct {
-			StreamID string `json:"streamId"`
+		id, err := sidecarwire.Cancel(fr.Params)
+		if err != nil {
+			f.fail(fr.ID, err)
+			return
 		}
-		_ = json.Unmarshal(fr.Params, &p)
-		fmt.Fprintf(os.Stderr, "steertest: cancel %s\n", p.StreamID)
+		fmt.Fprintf(os.Stderr, "steertest: cancel %s\n", id)
 		if f.mode != "stall-stream" {
 			f.mu.Lock()
-			if ch := f.streams[p.StreamID]; ch != nil {
-				delete(f.streams, p.StreamID)
+			if ch := f.streams[id]; ch != nil {
+				delete(f.streams, id)
 				close(ch)
 			}
 			f.mu.Unlock()
 		}
 		f.result(fr.ID, nil)
 	default:
-		f.fail(fr.ID, -32601, "Method not found")
+		f.fail(fr.ID, sidecarwire.UnknownMethod(fr.Method))
 	}
+}
+
+// health is the sidecar's SidecarHealth: its ready marker and
+// system.ping's answer. The stock sidecar registers no tools and runs no
+// traces.
+func (f *fake) health() map[string]any {
+	return map[string]any{"status": "ok", "version": "0.1.0-test", "protocolVersion": "0.1.0",
+		"uptimeMs": time.Since(f.started).Milliseconds(), "pid": os.Getpid(), "pythonVersion": "3.12.6",
+		"platform": "linux-test", "loadedTools": 0, "activeTraces": 0}
+}
+
+// newSessionID makes up a session id as the sidecar does.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "sess_" + hex.EncodeToString(b[:])
 }
 
 // chat answers agent.chat.stream and starts its stream.
 func (f *fake) chat(fr frame) {
-	var p ChatParams
-	if err := json.Unmarshal(fr.Params, &p); err != nil || len(p.Messages) == 0 {
-		f.fail(fr.ID, -32602, "Invalid params: messages is required")
-		return
-	}
-	if f.mode == "strict-params" && p.SessionID != "" {
-		f.fail(fr.ID, -32602, "Invalid params: unexpected field sessionId")
+	p, err := sidecarwire.ChatParams(fr.Params, true)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "steertest: chat refused: %s\n", err.Message)
+		f.fail(fr.ID, err)
 		return
 	}
 	if f.mode == "error" {
-		code := envInt("ZCB_STEERTEST_CODE", -32001)
-		f.fail(fr.ID, code, className(code)+": requested failure")
+		code := envInt("ZCB_STEERTEST_CODE", -32021)
+		f.fail(fr.ID, &sidecarwire.Error{Code: code, Message: "requested failure", Kind: errorKind(code)})
 		return
 	}
 	text := ""
@@ -296,7 +310,10 @@ func (f *fake) chat(fr frame) {
 	cancel := make(chan struct{})
 	f.mu.Lock()
 	f.n++
-	id := "s_" + strconv.Itoa(f.n)
+	id := p.StreamID
+	if id == "" {
+		id = "str_" + strconv.Itoa(f.n)
+	}
 	f.streams[id] = cancel
 	f.mu.Unlock()
 	chunk := func(delta string) {
@@ -312,11 +329,7 @@ func (f *fake) chat(fr frame) {
 		parts = parts[1:]
 	}
 	f.result(fr.ID, map[string]string{"streamId": id})
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		f.stream(id, text, parts, chunk, cancel)
-	}()
+	go f.stream(id, text, parts, chunk, cancel)
 }
 
 // stream runs one stream to its end.
@@ -363,7 +376,7 @@ func (f *fake) stream(id, text string, parts []string, chunk func(string), cance
 		chunk(parts[0])
 		kind := os.Getenv("ZCB_STEERTEST_KIND")
 		if kind == "" {
-			kind = className(envInt("ZCB_STEERTEST_CODE", -32001))
+			kind = "ConnectError"
 		}
 		f.mu.Lock()
 		delete(f.streams, id)
@@ -393,27 +406,22 @@ func (f *fake) stream(id, text string, parts []string, chunk func(string), cance
 	done(map[string]any{"ok": true, "cancelled": false})
 }
 
-func (f *fake) cancelAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for id, ch := range f.streams {
-		delete(f.streams, id)
-		close(ch)
-	}
-}
-
-// loadSessions reads the sessions an earlier process of this test created.
+// loadSessions reads the sessions an earlier process of this test created
+// (a sidecar whose embedder gives it a database).
 func (f *fake) loadSessions() {
 	if f.stateDir == "" {
 		return
 	}
 	b, _ := os.ReadFile(filepath.Join(f.stateDir, "sessions"))
-	for _, sid := range strings.Fields(string(b)) {
-		f.sessions[sid] = true
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var s sidecarwire.Session
+		if json.Unmarshal(line, &s) == nil && s.SessionID != "" {
+			f.sessions[s.SessionID] = s
+		}
 	}
 }
 
-func (f *fake) saveSession(sid string) {
+func (f *fake) saveSession(s sidecarwire.Session) {
 	if f.stateDir == "" {
 		return
 	}
@@ -422,25 +430,26 @@ func (f *fake) saveSession(sid string) {
 		fmt.Fprintln(os.Stderr, "steertest: sessions:", err)
 		return
 	}
-	_, _ = fmt.Fprintln(fh, sid)
+	b, _ := json.Marshal(s)
+	_, _ = fh.Write(append(b, '\n'))
 	_ = fh.Close()
 }
 
-// className is the sidecar's error class for one of its codes.
-func className(code int) string {
+// errorKind is the kind the sidecar gives an error code it answers.
+func errorKind(code int) string {
 	switch code {
-	case -32001:
-		return "BudgetExhaustedError"
-	case -32002:
-		return "PolicyDeniedError"
-	case -32003:
-		return "ToolDispatchError"
-	case -32004:
-		return "StorageError"
-	case -32005:
-		return "TransportError"
+	case -32021:
+		return "budget_exhausted"
+	case -32020:
+		return "policy_denied"
+	case -32030:
+		return "tool_failed"
+	case sidecarwire.CodeInvalidParams:
+		return "invalid_params"
+	case sidecarwire.CodeNotFound:
+		return "invalid_request"
 	}
-	return "InternalError"
+	return "internal" // -32603, and -32011, its storage failure
 }
 
 // thirds splits s into three pieces at rune boundaries (fewer for very

@@ -312,11 +312,11 @@ var settings = []setting{
 			c.Agent.SteerableCmd = words
 			return nil
 		}},
-	{env: "STEERABLE_PROVIDER", def: steerable.DefaultProvider, help: "the provider agent.chat.stream names",
+	{env: "STEERABLE_PROVIDER", def: steerable.DefaultProvider, help: "the provider agent.chat.stream names (the sidecar builds openai, openai_compat, openai-compatible, ollama, anthropic, claude)",
 		parse: func(c *config, v string) error { c.Steerable.Provider = strings.TrimSpace(v); return nil }},
-	{env: "STEERABLE_MODEL", def: "", help: "the model agent.chat.stream names; unset: the sidecar's own default",
+	{env: "STEERABLE_MODEL", def: "", help: "the model agent.chat.stream names; the sidecar refuses chats without one (unset: left out, for the demo agent)",
 		parse: func(c *config, v string) error { c.Steerable.Model = strings.TrimSpace(v); return nil }},
-	{env: "STEERABLE_BASE_URL", def: "", help: "the OpenAI-compatible base URL agent.chat.stream names; unset: the sidecar's own default",
+	{env: "STEERABLE_BASE_URL", def: "", help: "the OpenAI-compatible base URL agent.chat.stream names; unset: the sidecar's default, https://api.openai.com/v1",
 		parse: func(c *config, v string) error {
 			v = strings.TrimSpace(v)
 			if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {

@@ -770,10 +770,14 @@ func TestAgentSelection(t *testing.T) {
 		{"demo agent fallback ignores ZEROCLAW_ARGS", config{Agent: agentChoice{Args: []string{"-v"}}}, lookups{lookPath: notFound, executable: self},
 			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent"}, true},
 		{"steerable: STEERABLE_CMD wins", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"/opt/sidecar", "--quiet-ready"}},
-			origin: map[string]string{"STEERABLE_CMD": "STEERABLE_CMD"}},
+			Steerable: steerable.Config{Model: "m"}, origin: map[string]string{"STEERABLE_CMD": "STEERABLE_CMD"}},
 			lookups{lookPath: notFound, executable: self}, "/opt/sidecar", []string{"--quiet-ready"}, false},
-		{"steerable: the default command when the module imports", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}}},
+		{"steerable: the default command when the module imports", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
+			Steerable: steerable.Config{Model: "m"}},
 			lookups{lookPath: notFound, executable: self, probe: func(string, ...string) bool { return true }}, "python3", []string{"-m", "steerable_sidecar"}, false},
+		{"steerable: a sidecar without STEERABLE_MODEL is warned of", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"/opt/sidecar"}},
+			origin: map[string]string{"STEERABLE_CMD": "STEERABLE_CMD"}},
+			lookups{lookPath: notFound, executable: self}, "/opt/sidecar", []string{}, true},
 		{"steerable: the demo agent speaks it when the sidecar is missing", config{Agent: agentChoice{Protocol: protocolSteerable, SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}}},
 			lookups{lookPath: onPath, executable: self, probe: func(string, ...string) bool { return false }},
 			"/usr/local/bin/zeroclaw-bridge", []string{"demo-agent", "-protocol", "steerable"}, true},
@@ -792,6 +796,9 @@ func TestAgentSelection(t *testing.T) {
 			warns := strings.Count(logs.String(), "[WARN]")
 			if want := map[bool]int{true: 1, false: 0}[tt.wantWarn]; warns != want {
 				t.Errorf("%d WARN lines, want %d:\n%s", warns, want, logs.String())
+			}
+			if tt.wantWarn && tt.cfg.Agent.Protocol == protocolSteerable && cmd != "/usr/local/bin/zeroclaw-bridge" && !strings.Contains(logs.String(), "STEERABLE_MODEL is unset") {
+				t.Errorf("WARN line does not name STEERABLE_MODEL: %s", logs.String())
 			}
 			if tt.wantWarn && tt.cfg.Agent.Protocol != protocolSteerable {
 				for _, place := range []string{"ZEROCLAW_BIN", "PATH", fallbackZeroclaw, "built-in demo agent"} {

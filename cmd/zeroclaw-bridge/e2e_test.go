@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -32,6 +33,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	steerabletest.MaybeRunHelper() // STEERABLE_CMD may be this test binary
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)

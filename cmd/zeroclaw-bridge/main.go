@@ -248,10 +248,10 @@ func agentCommand(cfg config, lk lookups, log hclog.Logger) (command string, arg
 	var demoArgs []string
 	switch cfg.Agent.Protocol {
 	case protocolSteerable:
-		if cfg.set("STEERABLE_CMD") {
-			return cfg.Agent.SteerableCmd[0], cfg.Agent.SteerableCmd[1:], nil
-		}
-		if lk.probe != nil && lk.probe(cfg.Agent.SteerableCmd[0], "-c", "import steerable_sidecar") {
+		if cfg.set("STEERABLE_CMD") || lk.probe != nil && lk.probe(cfg.Agent.SteerableCmd[0], "-c", "import steerable_sidecar") {
+			if cfg.Steerable.Model == "" {
+				log.Warn("STEERABLE_MODEL is unset: the steerable-sidecar's provider factory refuses every chat without a model (-32602 \"model is required\")")
+			}
 			return cfg.Agent.SteerableCmd[0], cfg.Agent.SteerableCmd[1:], nil
 		}
 		log.Warn("steerable-sidecar not found (STEERABLE_CMD is unset and " + cfg.Agent.SteerableCmd[0] +
