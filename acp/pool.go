@@ -72,6 +72,14 @@ type entry struct {
 	endSeq     uint64
 	passedHead *slotWaiter
 	passes     int
+	// settling is set while a cancelled turn is settled in the background
+	// (it holds lease); a turn that gives up waiting for lease then sends
+	// on gaveUp (cap 1), and the settlement retires the session: the agent
+	// outlasted a caller's whole deadline, so the key's turns after it
+	// start afresh instead of each timing out behind it.
+	settling bool
+	gaveUp   chan struct{}
+	waiting  int // turns waiting for lease
 }
 
 // NewPool returns a pool that takes agent clients from src.
@@ -285,6 +293,16 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	}
 }
 
+// keyWaiters is how many turns wait for key's lease.
+func (p *Pool) keyWaiters(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.entries[key]; e != nil {
+		return e.waiting
+	}
+	return 0
+}
+
 // lease takes key's entry lease, FIFO among waiters, within ctx.
 func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 	for {
@@ -299,13 +317,26 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 			// every key was in a turn, so it shrinks back once they end.
 			for len(p.entries) >= p.cfg.MaxKeys && p.pruneKeysLocked() {
 			}
-			e = &entry{key: key, lease: make(chan struct{}, 1), lastUsed: p.cfg.Clock.Now()}
+			e = &entry{key: key, lease: make(chan struct{}, 1), gaveUp: make(chan struct{}, 1), lastUsed: p.cfg.Clock.Now()}
 			p.entries[key] = e
 		}
+		e.waiting++
 		p.mu.Unlock()
 		select {
 		case e.lease <- struct{}{}:
+			p.mu.Lock()
+			e.waiting--
+			p.mu.Unlock()
 		case <-ctx.Done():
+			p.mu.Lock()
+			e.waiting--
+			if e.settling {
+				select {
+				case e.gaveUp <- struct{}{}:
+				default:
+				}
+			}
+			p.mu.Unlock()
 			return nil, fmt.Errorf("waiting for session %q: %w", key, ctx.Err())
 		}
 		p.mu.Lock()
@@ -967,8 +998,9 @@ type promptOutcome struct {
 // (so the key's next turn waits for it, first come first served). The
 // cancel is re-sent once. A connection with KeepCancelled keeps the
 // session while the agent finishes what it could not interrupt, up to
-// SessionIdle (by then an unused session would be rotated anyway); one
-// without retires the session after CancelGrace.
+// SessionIdle (by then an unused session would be rotated anyway) or
+// until a turn of the key gives up waiting at its own deadline, whichever
+// comes first; one without retires the session after CancelGrace.
 func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan promptOutcome, abandon context.CancelFunc) {
 	held := *ls
 	*ls = leases{}
@@ -1000,8 +1032,17 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 	if traits.KeepCancelled {
 		limit = max(grace, p.cfg.SessionIdle)
 	}
+	e := held.e
+	p.mu.Lock()
+	e.settling = true
+	select {
+	case <-e.gaveUp: // a give-up meant for an earlier settlement
+	default:
+	}
+	p.mu.Unlock()
 	p.goBackground(func() {
 		defer held.release()
+		defer func() { p.mu.Lock(); e.settling = false; p.mu.Unlock() }()
 		defer abandon()
 		defer endTurn(c, t)
 		resend := p.cfg.Clock.After(min(time.Second, grace/2))
@@ -1040,6 +1081,11 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 					"session", sid, "grace", grace, "limit", limit)
 			case <-deadline:
 				p.log.Warn("agent did not confirm the cancel in time; retiring the session", "session", sid, "waited", limit)
+				p.dropSession(held.e, c, sid, true)
+				return
+			case <-e.gaveUp:
+				p.log.Warn("a turn's whole deadline passed waiting for the cancelled turn's result; retiring the session so the conversation's next turn starts afresh",
+					"session", sid, "waited", p.cfg.Clock.Now().Sub(started))
 				p.dropSession(held.e, c, sid, true)
 				return
 			case <-c.Done():
