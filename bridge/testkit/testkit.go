@@ -1,13 +1,17 @@
 // Package testkit holds the helpers every package's tests share: a log
-// sink safe to write from background goroutines and a bounded polling
-// wait. It lives under bridge/ with the rest of the shared plumbing, is
+// sink safe to write from background goroutines, a bounded polling wait
+// and whether a process still runs. It lives under bridge/ with the rest of the shared plumbing, is
 // imported only by tests, and imports nothing but the standard library, so
 // any package's tests (acp's included) may use it without a cycle.
 package testkit
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,4 +55,22 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ProcessGone reports whether pid no longer runs. A zombie counts as gone:
+// in a container its reaper may be a PID 1 that never reaps.
+func ProcessGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }

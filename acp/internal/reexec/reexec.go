@@ -2,17 +2,17 @@
 // (acptest speaks ACP, steerabletest the steerable sidecar's protocol):
 // the test binary re-executes itself in a fake's mode, selected by an
 // environment variable, and reads its fault settings from the environment.
-// It imports nothing of the module, so any package's tests may use it.
+// It imports nothing of the module but bridge/testkit, so any package's
+// tests may use it.
 package reexec
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // MaybeRun runs run(mode) and exits with its status when the environment
@@ -59,20 +59,6 @@ func EnvDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-// ProcessGone reports whether pid no longer runs. A zombie counts as gone:
-// in a container its reaper may be a PID 1 that never reaps.
-func ProcessGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
-}
+// ProcessGone reports whether pid no longer runs (testkit.ProcessGone: a
+// zombie counts as gone).
+func ProcessGone(pid int) bool { return testkit.ProcessGone(pid) }
