@@ -72,7 +72,8 @@ type Policy struct {
 	// Deny lists tools always refused.
 	Deny []string
 	// KidDeny lists tools refused while kid mode is on
-	// (default camera.take_photo).
+	// (ZEROCLAW_PERMISSION_KID_DENY; nil: camera.take_photo). Every list
+	// may hold "kind:<kind>" entries too (see KindPrefix).
 	KidDeny []string
 	// KidMode reports kid mode live; nil means off.
 	KidMode func() bool
@@ -93,6 +94,13 @@ func (p *Policy) Decide(_ context.Context, req PermissionRequest) Decision {
 	}
 	kid := p.KidMode != nil && p.KidMode()
 	tool := normaliseTool(req.Tool)
+	kidDeny := p.KidDeny
+	if kidDeny == nil {
+		kidDeny = DefaultKidDeny
+	}
+	if matches(p.Deny, tool, req.Kind) || (kid && matches(kidDeny, tool, req.Kind)) {
+		return Deny
+	}
 	if tool == "" {
 		// Nothing says which tool this is: it may be one a list refuses.
 		if kid || p.DenyUnidentified {
@@ -100,17 +108,7 @@ func (p *Policy) Decide(_ context.Context, req PermissionRequest) Decision {
 		}
 		return Allow
 	}
-	if contains(p.Deny, tool) {
-		return Deny
-	}
-	kidDeny := p.KidDeny
-	if kidDeny == nil {
-		kidDeny = DefaultKidDeny
-	}
-	if kid && contains(kidDeny, tool) {
-		return Deny
-	}
-	listed := contains(p.Allow, tool) || (p.AllowLive != nil && contains(p.AllowLive(), tool))
+	listed := matches(p.Allow, tool, req.Kind) || (p.AllowLive != nil && contains(p.AllowLive(), tool))
 	if !listed && p.Logger != nil {
 		p.Logger.Info("allowing tool not on the allow list", "tool", tool, "session", req.SessionID)
 	}
@@ -118,7 +116,24 @@ func (p *Policy) Decide(_ context.Context, req PermissionRequest) Decision {
 }
 
 func contains(list []string, tool string) bool {
-	return slices.ContainsFunc(list, func(s string) bool { return normaliseTool(s) == tool })
+	return tool != "" && slices.ContainsFunc(list, func(s string) bool { return normaliseTool(s) == tool })
+}
+
+// KindPrefix marks a list entry that matches a request's ACP tool kind
+// rather than its tool: "kind:execute" matches every request of kind
+// execute (a shell command of any agent, identified or not).
+const KindPrefix = "kind:"
+
+// matches reports whether list names tool, or has a "kind:" entry for kind.
+func matches(list []string, tool, kind string) bool {
+	if contains(list, tool) {
+		return true
+	}
+	kind = strings.TrimSpace(kind)
+	return kind != "" && slices.ContainsFunc(list, func(s string) bool {
+		k, ok := strings.CutPrefix(strings.TrimSpace(s), KindPrefix)
+		return ok && strings.EqualFold(strings.TrimSpace(k), kind)
+	})
 }
 
 // normaliseTool trims a tool name and removes the prefixes agents add to

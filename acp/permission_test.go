@@ -33,6 +33,36 @@ func TestPolicyDecide(t *testing.T) {
 	}
 }
 
+// "kind:" entries match a request's ACP tool kind, whether its tool is
+// identified or not: the way to refuse the shell commands of agents that
+// name no tool (codex-acp, gemini-cli).
+func TestPolicyKindEntries(t *testing.T) {
+	kid := false
+	p := &Policy{Deny: []string{"kind:Delete"}, KidDeny: []string{"camera.take_photo", " kind:execute "}, KidMode: func() bool { return kid }}
+	for _, tt := range []struct {
+		name string
+		kid  bool
+		req  PermissionRequest
+		want Decision
+	}{
+		{"unidentified command allowed", false, PermissionRequest{ToolCallID: "c1", Title: "ls -la", Kind: "execute"}, Allow},
+		{"unidentified command refused in kid mode", true, PermissionRequest{ToolCallID: "c1", Title: "ls -la", Kind: "execute"}, Deny},
+		{"identified command refused in kid mode by its kind", true, PermissionRequest{Tool: "Bash", Kind: "execute"}, Deny},
+		{"identified command allowed without kid mode", false, PermissionRequest{Tool: "Bash", Kind: "execute"}, Allow},
+		{"kind matched in any case, identified or not", false, PermissionRequest{ToolCallID: "c2", Title: "rm x", Kind: "delete"}, Deny},
+		{"another kind in kid mode, identified", true, PermissionRequest{Tool: "read_file", Kind: "read"}, Allow},
+		{"camera still refused by name", true, PermissionRequest{Tool: "camera.take_photo", Kind: "other"}, Deny},
+		{"a tool named like an entry is not a kind", false, PermissionRequest{Tool: "kind:delete"}, Allow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kid = tt.kid
+			if got := p.Decide(context.Background(), tt.req); got != tt.want {
+				t.Errorf("Decide = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPolicyUnidentifiedTool(t *testing.T) {
 	for _, tt := range []struct {
 		name     string

@@ -51,11 +51,12 @@ type npmAgent struct {
 	// leaves the model's stream open until the stream's next event (so a
 	// stalled model never sees the abort).
 	keepsModelStream bool
-	// deny names that tool on ZEROCLAW_PERMISSION_DENY every way a request
-	// of this agent carries it (the tool's own name, the request's title,
-	// its kind), so the test states the outcome, not how the bridge
-	// identifies the tool.
-	deny func(file string) []string
+	// deny is the list entry that refuses that tool, on
+	// ZEROCLAW_PERMISSION_DENY and on ZEROCLAW_PERMISSION_KID_DENY: its
+	// name where the agent's requests identify it (claude-agent-acp's
+	// Bash, by the same-id tool_call's _meta), else its ACP kind (the
+	// others name no tool: docs/agents.md).
+	deny string
 }
 
 var npmAgents = []npmAgent{
@@ -72,7 +73,7 @@ var npmAgents = []npmAgent{
 		tool: func(id, file string) *llmtest.ToolCall {
 			return &llmtest.ToolCall{ID: id, Name: "write_file", Args: map[string]any{"path": file, "content": "made by the agent"}}
 		},
-		deny: func(file string) []string { return []string{"write_file", "Write " + file, "edit"} },
+		deny: "kind:edit",
 	},
 	{
 		name: "codex-acp",
@@ -102,7 +103,7 @@ wire_api = "responses"
 			return &llmtest.ToolCall{ID: id, Name: "exec_command", Args: map[string]any{"cmd": "touch " + file,
 				"sandbox_permissions": "require_escalated", "justification": "May I create " + file + "?"}}
 		},
-		deny: func(file string) []string { return []string{"exec_command", "touch " + file, "execute"} },
+		deny: "kind:execute",
 	},
 	{
 		name: "claude-agent-acp",
@@ -115,7 +116,7 @@ wire_api = "responses"
 		tool: func(id, file string) *llmtest.ToolCall {
 			return &llmtest.ToolCall{ID: id, Name: "Bash", Args: map[string]any{"command": "touch " + file, "description": "Create " + file}}
 		},
-		deny: func(file string) []string { return []string{"Bash", "Terminal", "touch " + file, "execute"} },
+		deny: "Bash",
 	},
 	{
 		name: "gemini-cli",
@@ -136,18 +137,8 @@ wire_api = "responses"
 		tool: func(id, file string) *llmtest.ToolCall {
 			return &llmtest.ToolCall{ID: id, Name: "run_shell_command", Args: map[string]any{"command": "touch " + file, "description": "Create " + file}}
 		},
-		deny: func(file string) []string { return []string{"run_shell_command", "touch " + file, "execute"} },
+		deny: "kind:execute",
 	},
-}
-
-// pendingPermissionFix lists the refusals that fail until the bridge
-// decides each permission request from its own content (issue 29, item
-// 1: a request sent before its tool_call, or with none, is decided for
-// the session's previous tool or for no tool at all). A listed case that
-// fails is skipped with what happened; remove the list with that fix.
-var pendingPermissionFix = map[string]bool{
-	"codex-acp/deny": true, "gemini-cli/deny": true,
-	"sdk-agent/kid": true, "codex-acp/kid": true, "claude-agent-acp/kid": true, "gemini-cli/kid": true,
 }
 
 // knownAgentDefects are the agents' own defects a case runs into: the case
@@ -214,7 +205,9 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 		"ZEROCLAW_TEST_AGENT_TAG=" + tag,
 	}, env...)
 
-	p := startBridge(t, env...)
+	// Kid mode refuses the same tool (and, besides, any tool it cannot
+	// identify).
+	p := startBridge(t, append(env, "ZEROCLAW_PERMISSION_KID_DENY=camera.take_photo,"+a.deny)...)
 	kidMode := filepath.Join(p.stateDir, "kid-mode")
 	writeFile(t, kidMode, "false")
 	waitAgentReady(t, p)
@@ -273,7 +266,7 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 	stopAndCheckProcesses(t, p, tag)
 
 	// The same tool on the deny list (kid mode off).
-	denyBridge := startBridge(t, append(env, "ZEROCLAW_PERMISSION_DENY="+strings.Join(a.deny("deny.txt"), ","))...)
+	denyBridge := startBridge(t, append(env, "ZEROCLAW_PERMISSION_DENY="+a.deny)...)
 	writeFile(t, filepath.Join(denyBridge.stateDir, "kid-mode"), "false")
 	waitAgentReady(t, denyBridge)
 	t.Run("deny", func(t *testing.T) { checkTool(t, denyBridge, model, a, work, "deny", false) })
@@ -312,9 +305,6 @@ func checkTool(t *testing.T, p *bridgeProc, model *llmtest.Server, a npmAgent, w
 	}
 	if !ran {
 		return
-	}
-	if key := a.name + "/" + name; pendingPermissionFix[key] {
-		t.Skipf("%s refused tool ran (pending the permission fix of issue 29, item 1): %s", key, what)
 	}
 	t.Errorf("refused tool ran: %s", what)
 }

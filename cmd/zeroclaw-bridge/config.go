@@ -360,8 +360,10 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.CancelGrace, v) }},
 	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
 		parse: func(c *config, v string) error { c.Permissions.Allow = splitList(v); return nil }},
-	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused",
+	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused; a kind:<kind> entry refuses every request of that ACP tool kind (kind:execute: any command)",
 		parse: func(c *config, v string) error { c.Permissions.Deny = splitList(v); return nil }},
+	{env: "ZEROCLAW_PERMISSION_KID_DENY", def: "camera.take_photo", help: "comma-separated tools (or kind:<kind> entries) refused while kid mode is on; a request whose tool cannot be identified is refused too",
+		parse: func(c *config, v string) error { c.Permissions.KidDeny = splitList(v); return nil }},
 	{env: "ZEROCLAW_PERMISSION_UNIDENTIFIED", def: "allow", help: "allow or deny: the decision, while kid mode is off, for a permission request whose tool cannot be identified (kid mode always refuses it)",
 		parse: func(c *config, v string) error {
 			switch strings.ToLower(strings.TrimSpace(v)) {
@@ -932,7 +934,7 @@ func (c config) validate() error {
 	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	// One agent protocol at a time: a setting of the other one is a
 	// mistake worth stopping for, not something to ignore.
-	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED"} {
+	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_KID_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED"} {
 		check(env, c.Agent.Protocol != protocolSteerable || !c.set(env), c.raw[env], "applies to AGENT_PROTOCOL=acp (a steerable-sidecar is run as STEERABLE_CMD)")
 	}
 	for _, env := range []string{"STEERABLE_CMD", "STEERABLE_PROVIDER", "STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {

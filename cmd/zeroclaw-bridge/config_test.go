@@ -564,7 +564,7 @@ func TestSettingsTable(t *testing.T) {
 	for _, want := range []string{"BRIDGE_HOST", "PORT", "ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_TIMEOUT",
 		"ZEROCLAW_INIT_TIMEOUT", "ZEROCLAW_SESSION_IDLE", "ZEROCLAW_SESSION_MAX_TURNS", "ZEROCLAW_SESSION_MAX_AGE_SEC",
 		"ZEROCLAW_MAX_SESSIONS", "ZEROCLAW_SESSION_KEY", "ZEROCLAW_AGENT_ALIAS", "ZEROCLAW_SESSION_CWD",
-		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED", "DOTTY_KID_MODE",
+		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_KID_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED", "DOTTY_KID_MODE",
 		"MAX_SENTENCES", "TZ", "CONVO_LOG_DIR", "LOG_LEVEL", "LOG_FORMAT", "DOTTY_KID_MODE_STATE", "DOTTY_SMART_MODE_STATE",
 		"WEATHER_LOCATION", "WEATHER_URL", "WEATHER_TTL_SEC", "CALENDAR_ID", "CALENDAR_SA_PATH", "GWS_BIN", "CALENDAR_TTL_SEC",
 		"CALENDAR_POLL_SEC", "CALENDAR_HOUSEHOLD_BUCKET", "CALENDAR_PERSON_PREFIX_RE", "XIAOZHI_HOST", "XIAOZHI_OTA_PORT", "XIAOZHI_WS_PORT",
@@ -598,8 +598,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 161 {
-		t.Errorf("%d settings, want 161 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 162 {
+		t.Errorf("%d settings, want 162 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
