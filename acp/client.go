@@ -21,6 +21,8 @@ import (
 const (
 	methodInitialize        = "initialize"
 	methodSessionNew        = "session/new"
+	methodSessionLoad       = "session/load"
+	methodSessionResume     = "session/resume"
 	methodSessionPrompt     = "session/prompt"
 	methodSessionCancel     = "session/cancel"
 	methodSessionClose      = "session/close"
@@ -63,8 +65,9 @@ type Client struct {
 	done     chan struct{}
 	deadErr  error
 
-	// bg counts NewSession's requests; late those given up but open.
-	// bgClosed (under mu) is set once Wait waits: no more requests.
+	// bg counts the requests that open sessions (NewSession,
+	// ResumeSession); late those given up but still open. bgClosed (under
+	// mu) is set once Wait waits: no more requests.
 	bg       sync.WaitGroup
 	late     atomic.Int32
 	bgClosed bool
@@ -76,6 +79,7 @@ type Client struct {
 	mu       sync.Mutex
 	turns    map[string]*Mailbox // by agent session id
 	sessions map[string]bool     // live sessions created on this client
+	opening  map[string]int      // sessions being resumed or loaded: their updates are replayed history
 	calls    toolCalls           // tool_call updates of running turns
 	warned   map[string]bool     // causes of unidentified permission requests already logged at WARN
 }
@@ -93,6 +97,7 @@ func newClient(gen uint64, cfg Config) *Client {
 		done:     make(chan struct{}),
 		turns:    make(map[string]*Mailbox),
 		sessions: make(map[string]bool),
+		opening:  make(map[string]int),
 		warned:   make(map[string]bool),
 	}
 }
@@ -243,18 +248,32 @@ func (c *Client) rpcErr(method string, err error) error {
 }
 
 // NewSession creates an agent session, waiting for the agent's answer at
-// most InitTimeout and never past ctx. The request itself stays open until
-// the agent answers or the connection ends: the agent may still create the
-// session after we stopped waiting, and a session nobody recorded would
-// stay open on the agent for the life of the process. Such a late session
-// is closed as soon as it arrives; until then it counts in lateSessions.
+// most InitTimeout and never past ctx (see open).
 func (c *Client) NewSession(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
-	defer cancel()
+	return c.open(ctx, methodSessionNew, c.sessionParams(), c.sessionFromReply)
+}
+
+// sessionParams are session/new's params; session/load and session/resume
+// take the same (cwd, mcpServers) beside the session id.
+func (c *Client) sessionParams() any {
 	params := c.adapter.newSessionParams(c.cfg, c.caps)
 	if m, ok := params.(map[string]any); ok && c.cwd != "" {
 		m["cwd"] = c.cwd
 	}
+	return params
+}
+
+// open sends method, a request that opens a session, and waits for the
+// agent's answer at most InitTimeout and never past ctx; record turns the
+// answer into the session id and records the session. The request itself
+// stays open until the agent answers or the connection ends: the agent may
+// still open the session after we stopped waiting, and a session nobody
+// recorded would stay open on the agent for the life of the process. Such
+// a late session is closed as soon as it arrives; until then it counts in
+// LateSessions.
+func (c *Client) open(ctx context.Context, method string, params any, record func(json.RawMessage, error) (string, error)) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
+	defer cancel()
 	type reply struct {
 		sid string
 		err error
@@ -265,15 +284,15 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	if c.bgClosed {
 		c.mu.Unlock()
-		return "", fmt.Errorf("session/new: %w", c.Err())
+		return "", fmt.Errorf("%s: %w", method, c.Err())
 	}
 	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
 	c.mu.Unlock()
 	// Not the caller's ctx: abandoning the request would lose the reply.
 	go func() { // #nosec G118 -- ends with the agent's answer or the connection
 		defer c.bg.Done()
-		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), methodSessionNew, params)
-		sid, err := c.sessionFromReply(raw, err)
+		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
+		sid, err := record(raw, err)
 		handoff.Lock()
 		if !abandoned {
 			ch <- reply{sid, err}
@@ -282,7 +301,7 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 		}
 		handoff.Unlock()
 		if err == nil {
-			c.log.Info("closing an agent session created after session/new was given up", "session", sid)
+			c.log.Info("closing an agent session opened after its request was given up", "method", method, "session", sid)
 			c.CloseSession(context.Background(), sid)
 		}
 		c.late.Add(-1)
@@ -301,7 +320,7 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	}
 	abandoned = true
 	c.late.Add(1)
-	return "", fmt.Errorf("session/new: %w", ctx.Err())
+	return "", fmt.Errorf("%s: %w", method, ctx.Err())
 }
 
 // sessionFromReply reads session/new's answer and records the session.
@@ -328,11 +347,12 @@ func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error
 	return sid, nil
 }
 
-// LateSessions counts session/new requests given up but not yet answered:
-// the agent may hold a session for each until it is closed.
+// LateSessions counts requests opening a session (session/new, resume,
+// load) given up but not yet answered: the agent may hold a session for
+// each until it is closed.
 func (c *Client) LateSessions() int { return int(c.late.Load()) }
 
-// Wait waits for NewSession's requests to end; call it once the client is
+// Wait waits for the requests opening sessions to end; call it once the client is
 // dead and its connection closed, so they end promptly.
 func (c *Client) Wait() {
 	c.mu.Lock()
@@ -487,6 +507,12 @@ func (c *Client) handle(ctx context.Context, method string, params json.RawMessa
 }
 
 func (c *Client) route(sid string, ev event) {
+	if ev.kind != evHistoryTrimmed && c.isOpening(sid) {
+		// Replayed history of a session being loaded (or what an agent
+		// sends while resuming one): never part of a turn.
+		c.dropped("replay")
+		return
+	}
 	switch ev.kind {
 	case evText:
 		if ev.text == "" {
@@ -716,11 +742,13 @@ func (acpProtocol) Open(ch Child) (ChildConn, error) {
 
 // Traits implements Conn: v1 agents cancel in protocol and answer every
 // prompt, cancelled or not, so a cancelled turn keeps its session; legacy
-// ones serve one turn per process; no ACP session outlives its process
-// here.
+// ones serve one turn per process; the sessions of an agent that can
+// resume or load them (ZeroClaw ≥ 0.8.0 with its session store open)
+// outlive its process.
 func (c *Client) Traits() Traits {
 	return Traits{
 		Cancel:        c.caps.Cancel(),
+		Resume:        c.caps.RestoreMethod() != "",
 		MaxSessions:   c.caps.MaxSessions,
 		InitTimeout:   c.cfg.InitTimeout,
 		CancelGrace:   c.cfg.CancelGrace,
@@ -731,10 +759,47 @@ func (c *Client) Traits() Traits {
 // TurnLease implements Conn: the process lease of legacy agents.
 func (c *Client) TurnLease() chan struct{} { return c.procLease }
 
-// ResumeSession implements Conn. The bridge starts a new ACP session after
-// a restart, as bridge.py did.
-func (c *Client) ResumeSession(context.Context, string) (string, error) {
-	return "", fmt.Errorf("session resume: %w", ErrNotSupported)
+// ResumeSession implements Conn: it reopens on this process a session
+// opened on an earlier one, with the agent's conversation, by
+// session/resume when the agent advertises it, else by session/load (see
+// Caps.RestoreMethod), with session/new's params beside the session id
+// and within InitTimeout (see open). session/load replays the conversation
+// as session/update notifications before its answer: they are dropped and
+// counted (dotty_acp_dropped_updates_total{reason="replay"}), never spoken.
+// The session keeps its id; an agent that no longer has it refuses
+// (ZeroClaw: -32000), and the pool then starts a new one.
+func (c *Client) ResumeSession(ctx context.Context, sid string) (string, error) {
+	method := c.caps.RestoreMethod()
+	if method == "" {
+		return "", fmt.Errorf("session resume: %w", ErrNotSupported)
+	}
+	params := c.sessionParams()
+	if m, ok := params.(map[string]any); ok {
+		m["sessionId"] = sid
+	}
+	c.mu.Lock()
+	c.opening[sid]++
+	c.mu.Unlock()
+	return c.open(ctx, method, params, func(_ json.RawMessage, err error) (string, error) {
+		// The SDK returns the answer once every notification sent before
+		// it was handled: the replay is over.
+		c.mu.Lock()
+		if c.opening[sid]--; c.opening[sid] <= 0 {
+			delete(c.opening, sid)
+		}
+		if err == nil {
+			c.sessions[sid] = true
+		}
+		c.mu.Unlock()
+		return sid, c.rpcErr(method, err)
+	})
+}
+
+// isOpening reports whether sid is being resumed or loaded.
+func (c *Client) isOpening(sid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opening[sid] > 0
 }
 
 // Recycle implements Conn.
@@ -749,7 +814,7 @@ func (c *Client) Info() AgentInfo {
 		Dialect: string(c.caps.Dialect),
 		Name:    c.caps.AgentName,
 		Version: c.caps.AgentVersion,
-		Details: []any{"zeroclaw", c.caps.ZeroClaw},
+		Details: []any{"zeroclaw", c.caps.ZeroClaw, "session_restore", cmp.Or(c.caps.RestoreMethod(), "none")},
 	}
 }
 

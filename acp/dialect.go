@@ -41,14 +41,32 @@ type Caps struct {
 	MaxSessions    int
 	SessionTimeout time.Duration
 	DefaultModel   string
-	// LoadSession, Close and EmbeddedContext are v1 capabilities.
+	// LoadSession, Resume (sessionCapabilities.resume), Close and
+	// EmbeddedContext are v1 capabilities.
 	LoadSession     bool
+	Resume          bool
 	Close           bool
 	EmbeddedContext bool
 }
 
 // Cancel reports whether a running turn can be cancelled in protocol.
 func (c Caps) Cancel() bool { return c.Dialect == DialectV1 }
+
+// RestoreMethod is how a session opened on an earlier process of the
+// agent is reopened: session/resume when advertised (nothing replayed),
+// else session/load (which replays the conversation first), "" when the
+// agent can do neither (its sessions die with its process).
+func (c Caps) RestoreMethod() string {
+	switch {
+	case c.Dialect != DialectV1:
+		return ""
+	case c.Resume:
+		return methodSessionResume
+	case c.LoadSession:
+		return methodSessionLoad
+	}
+	return ""
+}
 
 // OneTurnPerProcess reports whether the agent serves one turn at a time in
 // total (legacy agents do not read stdin during a turn).
@@ -103,7 +121,8 @@ func v1Caps(raw json.RawMessage) (Caps, error) {
 				EmbeddedContext bool `json:"embeddedContext"`
 			} `json:"promptCapabilities"`
 			SessionCapabilities struct {
-				Close json.RawMessage `json:"close"`
+				Close  json.RawMessage `json:"close"`
+				Resume json.RawMessage `json:"resume"`
 			} `json:"sessionCapabilities"`
 		} `json:"agentCapabilities"`
 		AgentInfo *struct {
@@ -126,6 +145,7 @@ func v1Caps(raw json.RawMessage) (Caps, error) {
 		LoadSession:     r.AgentCapabilities.LoadSession,
 		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
 		Close:           isObject(r.AgentCapabilities.SessionCapabilities.Close),
+		Resume:          isObject(r.AgentCapabilities.SessionCapabilities.Resume),
 	}
 	if r.AgentInfo != nil {
 		c.AgentName, c.AgentVersion = r.AgentInfo.Name, r.AgentInfo.Version

@@ -23,7 +23,12 @@ func TestDetectDialect(t *testing.T) {
 				"agentInfo":{"name":"zeroclaw-acp","title":"ZeroClaw ACP","version":"0.8.4"},"authMethods":[],
 				"_meta":{"zeroclaw":{"maxSessions":10,"sessionTimeoutSecs":3600,"defaultModel":"m"}}}`,
 			want: Caps{Dialect: DialectV1, ZeroClaw: true, AgentName: "zeroclaw-acp", AgentVersion: "0.8.4",
-				MaxSessions: 10, SessionTimeout: time.Hour, DefaultModel: "m", LoadSession: true, Close: true, EmbeddedContext: true},
+				MaxSessions: 10, SessionTimeout: time.Hour, DefaultModel: "m", LoadSession: true, Resume: true, Close: true, EmbeddedContext: true},
+		},
+		{
+			name: "third-party v1 that loads but cannot resume",
+			raw:  `{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"sessionCapabilities":{"close":{}}},"authMethods":[]}`,
+			want: Caps{Dialect: DialectV1, LoadSession: true, Close: true},
 		},
 		{
 			name: "zeroclaw 0.7.5 without store",
@@ -73,6 +78,25 @@ func TestDetectDialect(t *testing.T) {
 				t.Errorf("caps (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+// A session is reopened with session/resume when the agent advertises it
+// (nothing replayed), else with session/load; never on a legacy agent.
+func TestRestoreMethod(t *testing.T) {
+	for _, tt := range []struct {
+		caps Caps
+		want string
+	}{
+		{Caps{Dialect: DialectV1, LoadSession: true, Resume: true}, "session/resume"},
+		{Caps{Dialect: DialectV1, Resume: true}, "session/resume"},
+		{Caps{Dialect: DialectV1, LoadSession: true}, "session/load"},
+		{Caps{Dialect: DialectV1}, ""},
+		{Caps{Dialect: DialectL2, LoadSession: true, Resume: true}, ""},
+	} {
+		if got := tt.caps.RestoreMethod(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.caps, got, tt.want)
+		}
 	}
 }
 

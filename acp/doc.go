@@ -87,11 +87,14 @@
 //   - A session the agent says it lost (-32000) is replaced and the prompt
 //     rebuilt at turn index 0 and sent once more. Any other failure retires
 //     the session, so the next turn starts fresh.
-//   - ACP sessions end with their process. Sessions of an agent that keeps
-//     them across restarts (Traits.Resume: the steerable sidecar) are
+//   - Sessions of an agent that keeps them across restarts (Traits.Resume:
+//     an ACP agent advertising session/resume or session/load, such as
+//     ZeroClaw ≥ 0.8.0 with its session store; the steerable sidecar) are
 //     reopened on the new process before the key's next turn, keeping
 //     their turn count and age, unless a rotation rule is due; one left
-//     unused is forgotten once idle.
+//     unused is forgotten once idle. One the new process refuses to reopen
+//     is counted lost and the turn goes on on a new session. Other ACP
+//     sessions end with their process.
 //   - Session slots are counted exactly: a slot is reserved under the pool
 //     lock before session/new is sent and held until the agent has answered
 //     the session's close, so the agent never holds more than the limit.
@@ -106,9 +109,9 @@
 //   - Session creation (and resumption) runs to its end (bounded by
 //     InitTimeout) whatever the caller does; if the caller has gone, the
 //     session is still recorded for its key, so no session is ever left
-//     open unaccounted for. An ACP session the agent creates only after
-//     InitTimeout is closed when its answer arrives, and holds its slot
-//     until then.
+//     open unaccounted for. An ACP session the agent creates (or reopens)
+//     only after InitTimeout is closed when its answer arrives, and holds
+//     its slot until then.
 //   - The key table is bounded (MaxKeys): keys without a session or a turn
 //     are forgotten, least recently used first. Keys in a turn are kept, so
 //     a burst can pass the bound by the turns in flight; the next new key

@@ -407,16 +407,26 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 	var staleSid string
 	if e.sid != "" && e.client != c {
 		stale, staleSid = e.client, e.sid
-		if c.Traits().Resume && p.rotationLocked(e, now) == "" {
+		switch {
+		case c.Traits().Resume && p.rotationLocked(e, now) == "":
 			// The agent restarted but keeps its sessions: reopen this one,
 			// its conversation and turn count intact.
 			p.mu.Unlock()
-			return p.resumeSession(ctx, ls, e, c, stale, staleSid, now)
-		}
-		if p.rotationLocked(e, now) == "" {
+			sid, idx, fresh, created, err = p.resumeSession(ctx, ls, e, c, stale, staleSid, now)
+			if err == nil || !p.resumeRefused(ctx, e, c, err) {
+				return sid, idx, fresh, created, err
+			}
+			// Counted lost and forgotten: the conversation starts again
+			// on a new session, in this turn.
+			p.log.Info("agent could not reopen the session; starting a new one", "key", e.key, "session", staleSid, "error", err)
+			p.mu.Lock()
+			stale = nil
+		case p.rotationLocked(e, now) == "":
 			p.lostLocked(LossAgentRestart)
+			fallthrough
+		default:
+			e.sid = "" // the agent restarted; its sessions are gone
 		}
-		e.sid = "" // the agent restarted; its sessions are gone
 	}
 	var rotated string
 	if e.sid != "" {
@@ -459,8 +469,10 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 // resumeSession reopens e's session staleSid, created on the agent's
 // previous connection stale, on c (an agent whose sessions outlive its
 // process), in a slot reserveSlot gives it. The session keeps its turn
-// count, age and rotation. If it cannot be reopened, it is forgotten and
-// the turn fails; the key's next turn starts afresh.
+// count, age and rotation. If it cannot be reopened, it is forgotten
+// (counted lost, LossResumeFailed); when the agent refused it (see
+// resumeRefused) the turn goes on on a new session, else it fails and the
+// key's next turn starts afresh.
 func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale Conn, staleSid string, start time.Time) (string, int, bool, time.Duration, error) {
 	if err := p.reserveSlot(ctx, c, e); err != nil {
 		return "", 0, false, 0, err // still bound to stale: the next turn tries again
@@ -476,6 +488,18 @@ func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale
 	p.mu.Unlock()
 	p.log.Info("agent session resumed after a restart", "key", e.key, "session", sid, "was", staleSid, "turns", idx)
 	return sid, idx, true, p.cfg.Clock.Now().Sub(start), nil
+}
+
+// resumeRefused reports whether a resumption that failed with err left
+// the turn free to start a new session at once: the session was
+// forgotten, and neither the turn's ctx nor the connection has ended.
+func (p *Pool) resumeRefused(ctx context.Context, e *entry, c Conn, err error) bool {
+	if ctx.Err() != nil || c.Err() != nil || errors.Is(err, ErrAgentGone) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return e.sid == ""
 }
 
 // newSession creates a session on c for e, holding the slot reserveSlot

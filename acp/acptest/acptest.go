@@ -103,7 +103,22 @@
 //	              and a cancelled result has no marker and ends "[interrupted by
 //	              user]"; with ZCB_ACPTEST_OTP set it first prints ZeroClaw's OTP
 //	              enrollment lines (OTPSecret) on stdout and an api_key=APIKey error
-//	              on stderr; exits at stdin EOF
+//	              on stderr; exits at stdin EOF.
+//	              Its session store (see below) is ZeroClaw's: sessions and
+//	              the messages of every turn that ended well (not a cancelled
+//	              one) are kept; initialize advertises loadSession and
+//	              sessionCapabilities resume and close only while the store
+//	              is open; session/resume reopens a stored session, replaying
+//	              nothing, session/load replays its conversation first
+//	              (user_message_chunk, agent_message_chunk, tool_call and
+//	              tool_call_update, status completed), both answering {},
+//	              -32000 "Session not found: <id>" for a session the store
+//	              lacks, -32602 for a live one, -32001 at 10 sessions, and
+//	              reported on stderr as "acptest: <method> <id>"; session/close
+//	              and session/stop forget the live session but keep it stored.
+//	              A prompt containing "recall" answers Recall: how many turns
+//	              the session's conversation held before it, and the last
+//	              user text
 //	legacy-l0     ZeroClaw 0.6.3: snake_case keys, session/event streaming, string prompts
 //	legacy-l1     ZeroClaw 0.6.5–0.7.3: camelCase (snake fallback), otherwise as L0
 //	legacy-l2     ZeroClaw 0.7.4: session/update streaming, string or array prompts, stopReason
@@ -130,6 +145,11 @@
 //	ZCB_ACPTEST_CRASHES        crash-after-init, crash-mid-turn: crashes before behaving as echo
 //	ZCB_ACPTEST_CONTENT        zeroclaw-v1: "override" makes result.content "😊 from content"
 //	ZCB_ACPTEST_REQUIRE_ALIAS  zeroclaw-v1: the agentAlias session/new requires
+//	ZCB_ACPTEST_STORE          zeroclaw-v1: the session store's directory (as ZeroClaw's data dir:
+//	                           <dir>/sessions/acp-sessions.json), so sessions outlive the process;
+//	                           unset, a store in memory (a fresh one at each start); "off", no store
+//	ZCB_ACPTEST_RESTORE        zeroclaw-v1: "load" leaves sessionCapabilities.resume out (and answers
+//	                           session/resume -32601): an agent that can load but not resume
 package acptest
 
 import (

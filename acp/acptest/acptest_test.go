@@ -642,3 +642,109 @@ func TestCrashMidTurn(t *testing.T) {
 		t.Errorf("exit status %d, want 4", code)
 	}
 }
+
+// zeroclaw-v1's session store, read from ZeroClaw's: a session outlives
+// its process in the store; session/resume reopens it without a word,
+// session/load replays its conversation first, and the reopened session
+// remembers it ("recall"). A cancelled turn is not stored.
+func TestZeroClawSessionStore(t *testing.T) {
+	store := t.TempDir()
+	c, sid := ready(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
+	c.send(prompt(3, sid, "my name is Ada"))
+	c.until(3, nil)
+	c.send(prompt(4, sid, "use a tool"))
+	c.until(4, nil)
+	c.send(prompt(5, sid, "slow story"))
+	c.next(nil) // the first tick
+	c.send(cancelFrame(sid))
+	c.until(5, nil)
+	c.send(prompt(6, sid, "recall"))
+	if notes, resp := c.until(6, nil); chunkTexts(notes) != Recall(2, "use a tool") || result(t, resp)["content"] != Recall(2, "use a tool") {
+		t.Errorf("recall in the first process: %q %v", chunkTexts(notes), resp)
+	}
+	if _, err := os.Stat(filepath.Join(store, "sessions", "acp-sessions.json")); err != nil {
+		t.Fatalf("no store file: %v", err)
+	}
+	_ = c.stdin.Close()
+	if code := c.exitCode(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	earlier := 3 // turns stored: each subtest adds one
+	for _, method := range []string{"session/resume", "session/load"} {
+		t.Run(method, func(t *testing.T) {
+			defer func() { earlier++ }()
+			c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
+			c.send(initFrame)
+			_, resp := c.until(1, nil)
+			caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+			if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] == nil || sc["close"] == nil {
+				t.Errorf("capabilities %v", caps)
+			}
+			c.send(`{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
+			notes, resp := c.until(2, nil)
+			result(t, resp)
+			var kinds []string
+			for _, n := range notes {
+				u, _ := n["params"].(map[string]any)["update"].(map[string]any)
+				kinds = append(kinds, fmt.Sprint(u["sessionUpdate"]))
+			}
+			want := ""
+			if method == "session/load" {
+				want = "user_message_chunk agent_message_chunk user_message_chunk tool_call tool_call_update agent_message_chunk" +
+					strings.Repeat(" user_message_chunk agent_message_chunk", earlier-2)
+			}
+			if got := strings.Join(kinds, " "); got != want {
+				t.Errorf("replayed %q, want %q", got, want)
+			}
+			c.send(`{"jsonrpc":"2.0","id":3,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
+			if _, resp := c.until(3, nil); rpcCode(resp) != -32602 {
+				t.Errorf("reopening a live session answered %v, want -32602", resp)
+			}
+			c.send(`{"jsonrpc":"2.0","id":4,"method":"` + method + `","params":{"sessionId":"nope","mcpServers":[]}}`)
+			if _, resp := c.until(4, nil); rpcCode(resp) != -32000 {
+				t.Errorf("an unknown session answered %v, want -32000", resp)
+			}
+			c.send(prompt(5, sid, "recall"))
+			if notes, _ := c.until(5, nil); chunkTexts(notes) != Recall(earlier, "recall") {
+				t.Errorf("recall after %s: %q", method, chunkTexts(notes))
+			}
+			// session/close forgets the live session; the store keeps it.
+			c.send(`{"jsonrpc":"2.0","id":6,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
+			c.until(6, nil)
+			c.send(`{"jsonrpc":"2.0","id":7,"method":"session/resume","params":{"sessionId":"` + sid + `"}}`)
+			if _, resp := c.until(7, nil); resp["error"] != nil {
+				t.Errorf("resume after close answered %v", resp)
+			}
+		})
+	}
+}
+
+// Without its store (ZCB_ACPTEST_STORE=off) zeroclaw-v1 advertises none of
+// its methods and knows no earlier session; with ZCB_ACPTEST_RESTORE=load
+// it loads but cannot resume.
+func TestZeroClawStoreOffAndLoadOnly(t *testing.T) {
+	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE=off")
+	c.send(initFrame)
+	_, resp := c.until(1, nil)
+	caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != false || len(sc) != 0 {
+		t.Errorf("capabilities without a store %v", caps)
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
+	if _, resp := c.until(2, nil); rpcCode(resp) != -32000 {
+		t.Errorf("resume without a store answered %v, want -32000", resp)
+	}
+
+	c = start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load")
+	c.send(initFrame)
+	_, resp = c.until(1, nil)
+	caps, _ = result(t, resp)["agentCapabilities"].(map[string]any)
+	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] != nil {
+		t.Errorf("load-only capabilities %v", caps)
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
+	if _, resp := c.until(2, nil); rpcCode(resp) != -32601 {
+		t.Errorf("resume on a load-only agent answered %v, want -32601", resp)
+	}
+}

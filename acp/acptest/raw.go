@@ -140,21 +140,40 @@ type zeroclaw struct {
 	alias   string // required agentAlias, if any
 	may     bool   // ZeroClaw 0.8.0-beta-1 (ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1)
 	gate    string // a tool runs until this file exists
+	// store is the session store, nil when it is off (ZeroClaw then
+	// advertises neither loadSession nor any session capability);
+	// loadOnly leaves sessionCapabilities.resume out (ZCB_ACPTEST_RESTORE=load).
+	store    *zcStore
+	loadOnly bool
 
 	mu       sync.Mutex
 	prompts  int
-	sessions map[string]*zcSession
+	sessions map[string]*zcSession // live sessions of this process
 }
 
-// zcSession is a session; cancel is non-nil while a turn runs.
+// zcSession is a live session; cancel is non-nil while a turn runs.
+// history is its conversation, as the agent keeps it in memory (and the
+// store on disk).
 type zcSession struct {
-	cancel chan struct{}
+	cancel  chan struct{}
+	history []zcMessage
 }
+
+// zcMaxSessions is ZeroClaw's default [acp].max_sessions.
+const zcMaxSessions = 10
 
 func runZeroClaw(mode string) int {
 	z := &zeroclaw{c: newRawConn(), mode: mode, content: os.Getenv("ZCB_ACPTEST_CONTENT"),
 		alias: os.Getenv("ZCB_ACPTEST_REQUIRE_ALIAS"), sessions: map[string]*zcSession{},
-		may: os.Getenv("ZCB_ACPTEST_ZEROCLAW") == zeroclawMay, gate: os.Getenv("ZCB_ACPTEST_GATE")}
+		may: os.Getenv("ZCB_ACPTEST_ZEROCLAW") == zeroclawMay, gate: os.Getenv("ZCB_ACPTEST_GATE"),
+		loadOnly: os.Getenv("ZCB_ACPTEST_RESTORE") == "load"}
+	if dir := os.Getenv("ZCB_ACPTEST_STORE"); mode == "zeroclaw-v1" && dir != "off" {
+		st, err := openStore(dir)
+		if err != nil { // as ZeroClaw: one warning, then on without a store
+			fmt.Fprintln(os.Stderr, "acptest: Failed to open ACP session store:", err)
+		}
+		z.store = st
+	}
 	if os.Getenv("ZCB_ACPTEST_OTP") != "" {
 		// ZeroClaw's first start with [security.otp] enabled prints its
 		// enrollment URI on stdout (src/main.rs, cli-otp-enrollment-uri),
@@ -180,13 +199,21 @@ func (z *zeroclaw) initResult() map[string]any {
 	if z.may {
 		version = zeroclawMay
 	}
+	// ZeroClaw advertises its store's methods only when the store opened.
+	sessionCaps := map[string]any{}
+	if z.store != nil {
+		sessionCaps["close"] = map[string]any{}
+		if !z.loadOnly {
+			sessionCaps["resume"] = map[string]any{}
+		}
+	}
 	return map[string]any{
 		"protocolVersion": 1,
 		"agentCapabilities": map[string]any{
-			"loadSession":         true,
+			"loadSession":         z.store != nil,
 			"promptCapabilities":  map[string]bool{"image": false, "audio": false, "embeddedContext": true},
 			"mcpCapabilities":     map[string]bool{"http": false, "sse": false},
-			"sessionCapabilities": map[string]any{"resume": map[string]any{}, "close": map[string]any{}},
+			"sessionCapabilities": sessionCaps,
 		},
 		"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": version},
 		"authMethods": []any{},
@@ -212,10 +239,23 @@ func (z *zeroclaw) handle(f frame) {
 			return
 		}
 		sid := newSessionID()
+		if z.store != nil {
+			// Persisted before it is published, as ZeroClaw does.
+			if err := z.store.create(sid); err != nil {
+				z.c.fail(f.ID, -32603, "Failed to persist session: "+err.Error())
+				return
+			}
+		}
 		z.mu.Lock()
 		z.sessions[sid] = &zcSession{}
 		z.mu.Unlock()
 		z.c.result(f.ID, map[string]any{"sessionId": sid, "workspaceDir": "/tmp"})
+	case "session/load", "session/resume":
+		if f.Method == "session/resume" && z.loadOnly {
+			z.c.fail(f.ID, -32601, "Method not found: "+f.Method)
+			return
+		}
+		z.reopen(f)
 	case "session/prompt":
 		z.startPrompt(f)
 	case "session/cancel":
@@ -245,6 +285,67 @@ func (z *zeroclaw) handle(f frame) {
 		if f.ID != nil {
 			z.c.fail(f.ID, -32601, "Method not found: "+f.Method)
 		}
+	}
+}
+
+// reopen answers session/load and session/resume as ZeroClaw does: the
+// session comes back from the store with its conversation, -32000 when the
+// store does not have it (or is off), -32001 at the session limit, -32602
+// when it is live already. session/load first replays the conversation as
+// session/update notifications; session/resume replays nothing. Both are
+// reported on stderr as "acptest: <method> <id>".
+func (z *zeroclaw) reopen(f frame) {
+	sid := sessionParam(f.Params)
+	fmt.Fprintf(os.Stderr, "acptest: %s %s\n", f.Method, sid)
+	if sid == "" {
+		z.c.fail(f.ID, -32602, "Missing required parameter: sessionId")
+		return
+	}
+	var history []zcMessage
+	ok := false
+	if z.store != nil {
+		history, ok = z.store.history(sid)
+	}
+	z.mu.Lock()
+	_, live := z.sessions[sid]
+	switch {
+	case z.store != nil && len(z.sessions) >= zcMaxSessions:
+		z.mu.Unlock()
+		z.c.fail(f.ID, -32001, fmt.Sprintf("Maximum session limit reached (%d)", zcMaxSessions))
+		return
+	case z.store != nil && live:
+		z.mu.Unlock()
+		z.c.fail(f.ID, -32602, "Session already active: "+sid+". Call session/close first.")
+		return
+	case !ok:
+		z.mu.Unlock()
+		z.c.fail(f.ID, -32000, "Session not found: "+sid)
+		return
+	}
+	z.sessions[sid] = &zcSession{history: history}
+	z.mu.Unlock()
+	if f.Method == "session/load" {
+		for _, m := range history {
+			z.replay(sid, m)
+		}
+	}
+	z.c.result(f.ID, map[string]any{})
+}
+
+// replay sends one stored message the way ZeroClaw's session/load does.
+func (z *zeroclaw) replay(sid string, m zcMessage) {
+	text := map[string]string{"type": "text", "text": m.Text}
+	switch m.Role {
+	case "user":
+		z.update(sid, map[string]any{"sessionUpdate": "user_message_chunk", "content": text})
+	case "assistant":
+		z.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": text})
+	case "tool_call":
+		z.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": m.ToolCallID, "name": m.Tool, "title": m.Tool,
+			"kind": "execute", "rawInput": json.RawMessage(m.Text), "status": "completed"})
+	case "tool_result":
+		z.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": m.ToolCallID, "status": "completed",
+			"rawOutput": m.Text, "body": m.Text, "content": []any{map[string]any{"type": "content", "content": text}}})
 	}
 }
 
@@ -294,15 +395,18 @@ func (z *zeroclaw) startPrompt(f frame) {
 		s.cancel = nil
 		z.mu.Unlock()
 	}
-	go z.turn(f.ID, sid, text, trim, cancel, idle)
+	go z.turn(f.ID, s, sid, text, trim, cancel, idle)
 }
 
 func (z *zeroclaw) update(sid string, u map[string]any) {
 	z.c.notify("session/update", map[string]any{"sessionId": sid, "update": u})
 }
 
-// turn streams a prompt's reply; it calls idle just before its result.
-func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel <-chan struct{}, idle func()) {
+// turn streams a prompt's reply; it calls idle just before its result. A
+// turn that ends well adds its messages to the session's history (and to
+// the store) before its result, as ZeroClaw does; a cancelled one adds
+// nothing.
+func (z *zeroclaw) turn(id json.RawMessage, s *zcSession, sid, text string, trim bool, cancel <-chan struct{}, idle func()) {
 	if z.mode == "bigresult" {
 		idle()
 		// Assembled by hand: encoding/json takes seconds on 12 MiB under -race.
@@ -334,9 +438,20 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 		z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "cancelled",
 			"content": partial.String() + "\n\n[turn cancelled via client]"})
 	}
+	// The reply: an echo, or for "recall" what the conversation held
+	// before this turn.
+	reply, recall := Echo(text), strings.Contains(text, "recall")
+	if recall {
+		z.mu.Lock()
+		reply = Recall(userTurns(s.history))
+		z.mu.Unlock()
+	}
+	msgs := []zcMessage{{Role: "user", Text: text}}
 	if strings.Contains(text, "tool") {
 		chunk("😊 let me look. ")
 		callID := "call-" + newSessionID()
+		msgs = append(msgs, zcMessage{Role: "tool_call", Tool: "shell", ToolCallID: callID, Text: `{"command":"sleep"}`},
+			zcMessage{Role: "tool_result", ToolCallID: callID, Text: "done"})
 		z.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": callID, "name": "shell", "title": "shell",
 			"kind": "execute", "rawInput": map[string]any{"command": "sleep"}, "status": "pending"})
 		if !z.runTool(cancel) {
@@ -370,7 +485,11 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 			}
 		}
 	} else {
-		for _, t := range []string{"😊 ec", "ho: ", text} {
+		parts := []string{"😊 ec", "ho: ", text}
+		if recall {
+			parts = Thirds(reply)
+		}
+		for _, t := range parts {
 			select {
 			case <-cancel:
 				cancelled()
@@ -380,9 +499,18 @@ func (z *zeroclaw) turn(id json.RawMessage, sid, text string, trim bool, cancel 
 			chunk(t)
 		}
 	}
-	content := Echo(text)
+	content := reply
 	if z.content == "override" {
 		content = "😊 from content"
+	}
+	msgs = append(msgs, zcMessage{Role: "assistant", Text: content})
+	z.mu.Lock()
+	s.history = append(s.history, msgs...)
+	z.mu.Unlock()
+	if z.store != nil {
+		if err := z.store.appendTurn(sid, msgs...); err != nil {
+			fmt.Fprintln(os.Stderr, "acptest: Failed to persist turn; session continues in memory:", err)
+		}
 	}
 	idle()
 	z.c.result(id, map[string]any{"sessionId": sid, "stopReason": "end_turn", "content": content})

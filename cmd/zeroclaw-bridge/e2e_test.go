@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -34,6 +35,7 @@ var (
 
 func TestMain(m *testing.M) {
 	steerabletest.MaybeRunHelper() // STEERABLE_CMD may be this test binary
+	acptest.MaybeRunHelper()       // and so may ZEROCLAW_BIN
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
