@@ -75,7 +75,8 @@ const logBufferMax = 256 << 10
 // an operator needs. Close writes what is left (call it before the
 // process exits).
 type logWriter struct {
-	w io.Writer
+	w     io.Writer
+	delay time.Duration // logFlushDelay; tests that count writes make it long
 
 	mu     sync.Mutex
 	buf    []byte
@@ -85,7 +86,7 @@ type logWriter struct {
 }
 
 func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{w: w}
+	lw := &logWriter{w: w, delay: logFlushDelay}
 	lw.timer = time.AfterFunc(time.Hour, lw.flush)
 	lw.timer.Stop()
 	return lw
@@ -108,7 +109,7 @@ func (lw *logWriter) Write(p []byte) (int, error) {
 	}
 	if !lw.armed {
 		lw.armed = true
-		lw.timer.Reset(logFlushDelay)
+		lw.timer.Reset(lw.delay)
 	}
 	return len(p), nil
 }

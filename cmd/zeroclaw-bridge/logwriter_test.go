@@ -37,6 +37,7 @@ func (l *lockedBuffer) snapshot() (string, int) {
 func TestLogWriterBatchesAndKeepsEveryLine(t *testing.T) {
 	var out lockedBuffer
 	lw := newLogWriter(&out)
+	lw.delay = time.Hour // the writes are counted: no timer flush may split them
 	const writers, each = 8, 200
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -117,6 +118,7 @@ func TestLogWriterWritesWarningsAtOnce(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		var out lockedBuffer
 		lw := newLogWriter(&out)
+		lw.delay = time.Hour // only the warning may write the buffered line
 		log := newLogger(config{LogLevel: hclog.Info, LogFormat: format}, lw)
 		log.Info("before")
 		log.Warn("trouble")
