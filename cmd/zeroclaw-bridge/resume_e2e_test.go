@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,17 +25,7 @@ func TestACPConversationSurvivesRestart(t *testing.T) {
 	if a := agentOf(h); a["dialect"] != "v1" || a["agent_name"] != "zeroclaw-acp" {
 		t.Fatalf("/health agent %v, want the ZeroClaw stand-in", a)
 	}
-	turn := func(content string) string {
-		t.Helper()
-		code, body := p.post("/api/message", fmt.Sprintf(`{"content":%q,"session_id":"kitchen"}`, content))
-		var out struct {
-			Response string `json:"response"`
-		}
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
-			t.Fatalf("turn %q: %d %s", content, code, body)
-		}
-		return out.Response
-	}
+	turn := func(content string) string { t.Helper(); return realTurn(t, p, "kitchen", content) }
 	replaced := func(what string, pid any) {
 		t.Helper()
 		p.health(what, func(h map[string]any) bool { return agentOf(h)["state"] == "ready" && agentOf(h)["pid"] != pid })

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -28,17 +27,7 @@ func TestSteerableConversationSurvivesKill(t *testing.T) {
 	if a := agentOf(h); a["dialect"] != "steerable" || a["agent_version"] != "0.1.0-test" {
 		t.Fatalf("/health agent %v, want the fake sidecar", a)
 	}
-	turn := func(content string) string {
-		t.Helper()
-		code, body := p.post("/api/message", fmt.Sprintf(`{"content":%q,"session_id":"kitchen"}`, content))
-		var out struct {
-			Response string `json:"response"`
-		}
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
-			t.Fatalf("turn %q: %d %s", content, code, body)
-		}
-		return out.Response
-	}
+	turn := func(content string) string { t.Helper(); return realTurn(t, p, "kitchen", content) }
 	pid := func() float64 {
 		_, h := p.health("a sidecar", func(h map[string]any) bool { return agentOf(h)["pid"] != 0.0 })
 		return agentOf(h)["pid"].(float64)
