@@ -373,26 +373,7 @@ func TestPoolCancelDuringToolKeepsSession(t *testing.T) {
 	runPool(t, p)
 	warm := turnText(t, p, "k", "hello", nil)
 
-	bargeIn := func() {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		started := make(chan struct{}, 1)
-		errc := make(chan error, 1)
-		go func() {
-			_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "look it up" },
-				OnChunk: func(string) { started <- struct{}{} }})
-			errc <- err
-		}()
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the turn never started")
-		}
-		cancel() // barge-in while the tool runs
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled turn: %v", err)
-		}
-	}
+	bargeIn := func() { t.Helper(); bargeInAfterChunk(t, p, "k", "look it up") }
 
 	// The tool ends while the next turn waits for it: same session.
 	bargeIn()
@@ -457,23 +438,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // before the connection's cleanup
 	runPool(t, p)
 	warm := turnText(t, p, "k", "hello", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{}, 1)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "never ends" },
-			OnChunk: func(string) { started <- struct{}{} }})
-		errc <- err
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the turn never started")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v", err)
-	}
+	bargeInAfterChunk(t, p, "k", "never ends")
 	idle := 300 * time.Second // the default SessionIdle
 	testkit.WaitFor(t, 5*time.Second, "the settlement's timers", func() bool { return slices.Contains(clk.Requested(), idle) })
 	clk.Advance(time.Second) // past the grace
@@ -487,6 +452,35 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 	})
 	if next := turnText(t, p, "k", "hello after", nil); next.SessionID == warm.SessionID || next.TurnIndex != 0 {
 		t.Errorf("next turn %+v: want a new session at index 0", next)
+	}
+}
+
+// bargeInAfterChunk starts a turn of text on key and cancels it, as a
+// caller hanging up does, once its first chunk has come; the turn must end
+// with the cancel.
+func bargeInAfterChunk(t *testing.T, p *Pool, key, text string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return text },
+			OnChunk: func(string) {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}})
+		errc <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn never started")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled turn: %v", err)
 	}
 }
 
