@@ -330,7 +330,9 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 		case <-ctx.Done():
 			p.mu.Lock()
 			e.waiting--
-			if e.settling {
+			// Only a deadline says the agent outlasted the caller: a
+			// caller that hung up (another barge-in) says nothing of it.
+			if e.settling && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				select {
 				case e.gaveUp <- struct{}{}:
 				default:
