@@ -480,7 +480,14 @@ func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale
 		return "", 0, false, 0, err // still bound to stale: the next turn tries again
 	}
 	sid, err := p.openSession(ctx, ls, e, c, stale, func() (string, error) {
-		return c.ResumeSession(WithSessionKey(context.Background(), e.key), staleSid)
+		keyed := WithSessionKey(context.Background(), e.key)
+		sid, err := c.ResumeSession(keyed, staleSid)
+		if errors.Is(err, ErrSessionLimit) {
+			p.log.Warn("agent session limit reached while resuming; closing idle sessions and retrying", "error", err)
+			p.evictIdle(c, e, 1)
+			sid, err = c.ResumeSession(keyed, staleSid)
+		}
+		return sid, err
 	})
 	if err != nil {
 		return "", 0, false, 0, err
@@ -576,6 +583,9 @@ func (p *Pool) recordSession(e *entry, c, resumedFrom Conn, sid string, err erro
 		e.client, e.sid = c, sid
 	case err == nil:
 		e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, now, now, 0, p.rotation
+	case resumedFrom != nil && e.client == resumedFrom && (c.Err() != nil || errors.Is(err, ErrAgentGone)):
+		// The new process died too: nothing said the session is gone, so
+		// the key stays bound to it and the next process is asked again.
 	case resumedFrom != nil && e.client == resumedFrom:
 		p.lostLocked(LossResumeFailed)
 		forget, e.sid = e.sid, ""

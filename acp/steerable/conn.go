@@ -534,14 +534,15 @@ func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
 		c.proto.hist.rename(sid, id)
 		return id, nil
 	}
+	// On failure the history stays: the pool forgets it (ForgetSession)
+	// when it gives the session up, and keeps it when this process died
+	// too, so the next one is asked again.
 	if c.Err() != nil || ctx.Err() != nil {
-		c.proto.hist.forget(sid)
 		return "", err
 	}
 	c.log.Info("sidecar cannot resume the session; creating a new one for the conversation", "session", sid, "error", err)
 	id, err := c.create(ctx)
 	if err != nil {
-		c.proto.hist.forget(sid)
 		return "", err
 	}
 	c.proto.hist.rename(sid, id)
