@@ -3,6 +3,9 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,6 +120,49 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A process that dies while it reopens the session says nothing of the
+// session: it is not counted lost, the key stays bound to it, and the next
+// process resumes it — within the same turn, which waits for that process
+// once.
+func TestResumeSurvivesDeathWhileReopening(t *testing.T) {
+	die := filepath.Join(t.TempDir(), "die-on-reopen")
+	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_DIE_ON_REOPEN="+die), PoolConfig{})
+	first, _ := h.mustTurn("k", "my name is Ada")
+	if err := os.WriteFile(die, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.killAgent()
+	res, _ := h.mustTurn("k", "recall")
+	if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Text != acptest.Recall(1, "my name is Ada") {
+		t.Errorf("turn after a death while reopening %+v, want session %s resumed at turn 1", res, first.SessionID)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "acptest: dying on session/resume") {
+		t.Fatal("no process died while reopening")
+	}
+	h.restores(1, 0, 0)
+}
+
+// A restarted agent at a session limit it did not announce refuses a
+// resume with -32001:
+// the pool closes an idle session and asks again, so the conversation is
+// resumed rather than started afresh.
+func TestResumeAtSessionLimitEvictsAndRetries(t *testing.T) {
+	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_HIDE_LIMITS=1"), PoolConfig{MaxSessions: 20})
+	first, _ := h.mustTurn("k", "my name is Ada")
+	h.killAgent()
+	for i := range 10 { // ZeroClaw's default max_sessions: the new process is full
+		h.mustTurn(fmt.Sprint("other-", i), "hello")
+	}
+	res, _ := h.mustTurn("k", "recall")
+	if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Text != acptest.Recall(1, "my name is Ada") {
+		t.Errorf("turn after a full restart %+v, want session %s resumed at turn 1", res, first.SessionID)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "session limit reached while resuming") {
+		t.Error("the resume never met the session limit")
+	}
+	h.restores(1, 0, 0)
 }
 
 // An agent that advertises resume but no longer has the session (its

@@ -150,6 +150,10 @@
 //	                           unset, a store in memory (a fresh one at each start); "off", no store
 //	ZCB_ACPTEST_RESTORE        zeroclaw-v1: "load" leaves sessionCapabilities.resume out (and answers
 //	                           session/resume -32601): an agent that can load but not resume
+//	ZCB_ACPTEST_HIDE_LIMITS    zeroclaw-v1: leave _meta.zeroclaw (maxSessions …) out of initialize: an
+//	                           agent whose session limit the bridge meets only as -32001
+//	ZCB_ACPTEST_DIE_ON_REOPEN  zeroclaw-v1: a file; while it exists, session/resume or session/load
+//	                           removes it and exits 7 (a process that dies while reopening)
 package acptest
 
 import (

@@ -207,7 +207,7 @@ func (z *zeroclaw) initResult() map[string]any {
 			sessionCaps["resume"] = map[string]any{}
 		}
 	}
-	return map[string]any{
+	init := map[string]any{
 		"protocolVersion": 1,
 		"agentCapabilities": map[string]any{
 			"loadSession":         z.store != nil,
@@ -218,8 +218,12 @@ func (z *zeroclaw) initResult() map[string]any {
 		"agentInfo":   map[string]string{"name": "zeroclaw-acp", "title": "ZeroClaw ACP", "version": version},
 		"authMethods": []any{},
 		"_meta": map[string]any{"zeroclaw": map[string]any{
-			"maxSessions": 10, "sessionTimeoutSecs": 3600, "defaultModel": "demo-model"}},
+			"maxSessions": zcMaxSessions, "sessionTimeoutSecs": 3600, "defaultModel": "demo-model"}},
 	}
+	if os.Getenv("ZCB_ACPTEST_HIDE_LIMITS") != "" {
+		delete(init, "_meta") // the limits stay, unannounced
+	}
+	return init
 }
 
 // handle runs on the reader goroutine; prompts get a goroutine each.
@@ -297,6 +301,12 @@ func (z *zeroclaw) handle(f frame) {
 func (z *zeroclaw) reopen(f frame) {
 	sid := sessionParam(f.Params)
 	fmt.Fprintf(os.Stderr, "acptest: %s %s\n", f.Method, sid)
+	if die := os.Getenv("ZCB_ACPTEST_DIE_ON_REOPEN"); die != "" {
+		if err := os.Remove(die); err == nil { // once: the file is the switch
+			fmt.Fprintln(os.Stderr, "acptest: dying on", f.Method)
+			os.Exit(7)
+		}
+	}
 	if sid == "" {
 		z.c.fail(f.ID, -32602, "Missing required parameter: sessionId")
 		return
