@@ -527,7 +527,8 @@ func (c *Client) route(sid string, ev event) {
 			c.dropped(reason)
 		}
 	case evToolStart:
-		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "title", ev.title, "id", ev.toolID)
+		// A title may be a command line, credentials and all.
+		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "title", redactSecrets(ev.title), "id", ev.toolID)
 		c.noteToolCall(sid, ev)
 	case evToolEnd:
 		c.log.Debug("agent tool update", "session", sid, "tool", ev.tool, "id", ev.toolID, "status", ev.status)
@@ -630,7 +631,7 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 		return c.calls.lookup(sid, id)
 	})
 	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title,
-		Kind: p.ToolCall.Kind, Tool: normaliseTool(tool)}
+		Kind: p.ToolCall.Kind, Tool: normaliseTool(tool), Guessed: source == fromDisplay}
 	question := strings.HasPrefix(req.ToolCallID, "ask-user-")
 
 	decision := c.decide(ctx, req)
@@ -686,7 +687,7 @@ func (c *Client) unidentified(sid string, tc permissionToolCall, d Decision) {
 		lvl = hclog.Warn
 	}
 	c.log.Log(lvl, "permission request does not identify its tool; kid mode refuses it, else ZEROCLAW_PERMISSION_UNIDENTIFIED decides",
-		"session", sid, "cause", cause, "decision", d, "tool_call", string(truncateBytes(raw, 512)))
+		"session", sid, "cause", cause, "decision", d, "tool_call", redactedSnippet(string(raw)))
 }
 
 // decide runs the policy; a cancelled turn (or an ended request) answers

@@ -48,6 +48,11 @@ type PermissionRequest struct {
 	Title string
 	// Kind is the agent's tool kind (execute, edit, read, …), "" if none.
 	Kind string
+	// Guessed is set when Tool was read from codex-acp's "Approve <title>",
+	// which gives an MCP tool's display title when it has one: a name that
+	// may not be the tool's. It still matches the lists, but kid mode
+	// treats a guessed tool that is not on the allow list as unidentified.
+	Guessed bool
 }
 
 // Permissioner decides permission requests. Decide may block, but must
@@ -101,15 +106,16 @@ func (p *Policy) Decide(_ context.Context, req PermissionRequest) Decision {
 	if matches(p.Deny, tool, req.Kind) || (kid && matches(kidDeny, tool, req.Kind)) {
 		return Deny
 	}
-	if tool == "" {
-		// Nothing says which tool this is: it may be one a list refuses.
+	allowed := matches(p.Allow, tool, req.Kind) || (p.AllowLive != nil && contains(p.AllowLive(), tool))
+	if tool == "" || (kid && req.Guessed && !allowed) {
+		// Nothing says which tool this is (or only a display title): it
+		// may be one a list refuses.
 		if kid || p.DenyUnidentified {
 			return Deny
 		}
 		return Allow
 	}
-	listed := matches(p.Allow, tool, req.Kind) || (p.AllowLive != nil && contains(p.AllowLive(), tool))
-	if !listed && p.Logger != nil {
+	if !allowed && p.Logger != nil {
 		p.Logger.Info("allowing tool not on the allow list", "tool", tool, "session", req.SessionID)
 	}
 	return Allow
@@ -161,6 +167,9 @@ const (
 	fromToolCall toolSource = "tool_call" // the tool_call update with the request's toolCallId
 	fromRawInput toolSource = "raw_input" // ZeroClaw's rawInput {"tool": name}
 	fromTitle    toolSource = "title"     // an approval title of a known agent
+	// fromDisplay is codex-acp's "Approve <title>" of an MCP tool, which
+	// gives the tool's display title when it has one, not its name.
+	fromDisplay toolSource = "display_title"
 )
 
 // permissionToolCall is the toolCall of a session/request_permission.
@@ -195,6 +204,9 @@ func identifyTool(toolName string, tc permissionToolCall, earlier func(id string
 		return n, fromRawInput
 	}
 	if n := titleTool(tc.Title); n != "" {
+		if displayTitle(tc.Title) {
+			return n, fromDisplay
+		}
 		return n, fromTitle
 	}
 	return "", ""
@@ -279,6 +291,14 @@ func titleTool(title string) string {
 		}
 	}
 	return ""
+}
+
+// displayTitle reports codex-acp's approval title, "Approve <title>"
+// without ZeroClaw's question mark.
+func displayTitle(title string) bool {
+	t := strings.TrimSpace(title)
+	return len(t) > len("Approve ") && strings.EqualFold(t[:len("Approve ")], "Approve ") &&
+		!strings.HasSuffix(t, "?") && !strings.HasSuffix(t, "？")
 }
 
 // toolName reports whether s looks like a tool's name rather than prose:

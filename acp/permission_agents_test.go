@@ -87,7 +87,12 @@ func TestPermissionDecidedPerRequest(t *testing.T) {
 	})
 	t.Run("codex-acp: requests before tool_calls", func(t *testing.T) {
 		r := acptest.Reply{Shape: acptest.Codex, Tools: []acptest.Tool{{Name: "weather"}, {Name: "camera.take_photo"}, {Name: "shell", Title: "ls -la /tmp"}}}
-		wantDecisions(t, decisions(t, kidPolicy(true), r), "weather=approved", "camera.take_photo=cancel", "shell=abort")
+		// Its MCP tools' names come from their display titles: kid mode
+		// allows one only when the allow list names it.
+		wantDecisions(t, decisions(t, kidPolicy(true), r), "weather=cancel", "camera.take_photo=cancel", "shell=abort")
+		allowWeather := kidPolicy(true)
+		allowWeather.Allow = []string{"weather"}
+		wantDecisions(t, decisions(t, allowWeather, r), "weather=approved", "camera.take_photo=cancel", "shell=abort")
 		wantDecisions(t, decisions(t, kidPolicy(false), r), "weather=approved", "camera.take_photo=approved", "shell=approved")
 	})
 }

@@ -63,6 +63,33 @@ func TestPolicyKindEntries(t *testing.T) {
 	}
 }
 
+// A tool name read from codex-acp's title may be a display name
+// ("Approve Camera"): it matches the lists, but kid mode refuses it unless
+// the allow list names it, as it refuses an unidentified tool.
+func TestPolicyGuessedTool(t *testing.T) {
+	kid := false
+	p := &Policy{Deny: []string{"weather"}, Allow: []string{"forecast"}, KidMode: func() bool { return kid }}
+	for _, tt := range []struct {
+		name string
+		kid  bool
+		req  PermissionRequest
+		want Decision
+	}{
+		{"guessed, kid mode off: allowed", false, PermissionRequest{Tool: "Camera", Guessed: true}, Allow},
+		{"guessed, kid mode on: refused", true, PermissionRequest{Tool: "Camera", Guessed: true}, Deny},
+		{"guessed name on the deny list", false, PermissionRequest{Tool: "weather", Guessed: true}, Deny},
+		{"guessed name on the allow list, kid mode on", true, PermissionRequest{Tool: "forecast", Guessed: true}, Allow},
+		{"ZeroClaw's title names the tool: kid mode allows what no list names", true, PermissionRequest{Tool: "weather_now"}, Allow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kid = tt.kid
+			if got := p.Decide(context.Background(), tt.req); got != tt.want {
+				t.Errorf("Decide = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPolicyUnidentifiedTool(t *testing.T) {
 	for _, tt := range []struct {
 		name     string

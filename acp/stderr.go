@@ -235,6 +235,10 @@ func cleanLine(s string) string {
 // redacted replaces a secret in a child's logged output.
 const redacted = "[redacted]"
 
+// secretKeys are the names (a regular expression) of settings, fields and
+// headers whose value is a secret.
+const secretKeys = `api[_-]?key|(?:secret|client|signing|master|private|access|encryption)[_-]?key|[a-z0-9_-]*_token|token|[a-z0-9_-]*secret|password|passwd|authorization`
+
 // secretPatterns find secrets in a line of a child's output; each match
 // is replaced by its template (${1} keeps what introduces the secret).
 var secretPatterns = []struct {
@@ -249,8 +253,13 @@ var secretPatterns = []struct {
 	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@`), "${1}" + redacted + "@"},
 	// Authorization header values.
 	{regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}" + redacted},
-	// key=value, key: value, "key":"value" for keys naming a secret.
-	{regexp.MustCompile(`(?i)((?:api[_-]?key|[a-z0-9_-]*_token|token|[a-z0-9_-]*secret|password|passwd|authorization|private[_-]?key|access[_-]?key)["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&]+`), "${1}" + redacted},
+	// "key": "value with spaces" and 'key': '…' for keys naming a secret:
+	// the whole quoted value.
+	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*")[^"]*"`), "${1}" + redacted + `"`},
+	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*')[^']*'`), "${1}" + redacted + `'`},
+	// key=value, key: value for keys naming a secret (after an
+	// Authorization scheme word, the credential after it).
+	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|bot|digest|apikey)\s+)?[^\s"',;&]+`), "${1}" + redacted},
 	// Well-known key shapes: OpenAI, Anthropic and OpenRouter (sk-…),
 	// GitHub, Slack, AWS, Google, JSON Web Tokens, Telegram bots.
 	{regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|[0-9]{8,10}:[A-Za-z0-9_-]{35})`), redacted},
@@ -272,10 +281,15 @@ func redactSecrets(s string) string {
 // noiseLine is a stray line of a child's stdout as it is logged: cleaned
 // and redacted on its first 4 KiB (so a secret is found before the line is
 // cut), then cut to 512 bytes.
-func noiseLine(line string) string {
-	s := redactSecrets(cleanLine(line[:min(len(line), 4096)]))
+func noiseLine(line string) string { return "agent stdout: " + redactedSnippet(line) }
+
+// redactedSnippet is text from an agent as a log line may carry it:
+// cleaned and redacted on its first 4 KiB (so a secret is found before
+// the text is cut), then cut to 512 bytes.
+func redactedSnippet(text string) string {
+	s := redactSecrets(cleanLine(text[:min(len(text), 4096)]))
 	if len(s) > 512 {
 		s = strings.ToValidUTF8(s[:512], "")
 	}
-	return "agent stdout: " + s
+	return s
 }

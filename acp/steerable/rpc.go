@@ -217,7 +217,7 @@ func (c *conn) frame(line []byte) {
 	}
 	var f inbound
 	if line[0] != '{' || json.Unmarshal(line, &f) != nil {
-		c.noise(string(truncate(line, 512)))
+		c.noise(string(truncate(line, 4096))) // redacted on this much, then cut to 512
 		return
 	}
 	hasID := len(f.ID) > 0 && string(f.ID) != "null"
