@@ -126,8 +126,14 @@ type sidecar struct {
 	mu       sync.Mutex
 	n        int
 	sessions map[string]sidecarwire.Session
+	order    []string // session ids, oldest first: the table's eviction order
 	streams  map[string]context.CancelFunc
 }
+
+// maxDemoSessions bounds the demo sidecar's sessions: the protocol has no
+// close, so the oldest is forgotten past it (a resume of it is then
+// refused, and the bridge creates the conversation again).
+const maxDemoSessions = 256
 
 type sidecarRequest struct {
 	ID     json.RawMessage `json:"id"`
@@ -207,7 +213,14 @@ func (s *sidecar) handle(line []byte) string {
 		sess, err := sidecarwire.Create(r.Params, newSessionID, time.Now().UTC().Format(time.RFC3339Nano))
 		if err == nil {
 			s.mu.Lock()
+			if _, ok := s.sessions[sess.SessionID]; !ok {
+				s.order = append(s.order, sess.SessionID)
+			}
 			s.sessions[sess.SessionID] = sess
+			for len(s.sessions) > maxDemoSessions {
+				delete(s.sessions, s.order[0])
+				s.order = s.order[1:]
+			}
 			s.mu.Unlock()
 		}
 		s.answer(r.ID, sess, err)

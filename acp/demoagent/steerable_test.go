@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -274,5 +275,35 @@ func TestServeSteerableStopsWhenContextEnds(t *testing.T) {
 	cancel()
 	if err := c.wait(); err != nil {
 		t.Errorf("ServeSteerable = %v", err)
+	}
+}
+
+// The demo sidecar's session table is bounded: a flood of creates keeps
+// the newest maxDemoSessions, and the oldest is forgotten (its resume is
+// refused as the real sidecar refuses an unknown session).
+func TestServeSteerableSessionsBounded(t *testing.T) {
+	verifyNoLeaks(t)
+	c := startSidecar(t, context.Background(), Options{QuietReady: true})
+	c.next() // lifecycle.ready
+	var first, last string
+	for i := range 4 * maxDemoSessions {
+		r, _ := c.call("agent.session.create", map[string]any{"chatId": fmt.Sprint("chat-", i)})
+		id, _ := result(t, r)["sessionId"].(string)
+		if id == "" {
+			t.Fatalf("create %d: %v", i, r)
+		}
+		if i == 0 {
+			first = id
+		}
+		last = id
+	}
+	if r, _ := c.call("agent.session.list", nil); len(r["result"].([]any)) != maxDemoSessions {
+		t.Errorf("%d sessions listed, want %d", len(r["result"].([]any)), maxDemoSessions)
+	}
+	if r, _ := c.call("agent.session.resume", map[string]string{"sessionId": last}); r["error"] != nil {
+		t.Errorf("the newest session: %v", r)
+	}
+	if r, _ := c.call("agent.session.resume", map[string]string{"sessionId": first}); r["error"] == nil {
+		t.Errorf("the oldest session was kept: %v", r)
 	}
 }
