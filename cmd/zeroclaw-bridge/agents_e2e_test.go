@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,6 +193,10 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 	model := llmtest.New(t, "")
 	home, work := t.TempDir(), t.TempDir()
 	tag := randomTag(t)
+	// A subtest that fails before stopAndCheckProcesses leaves the bridge
+	// to its cleanup (SIGKILL), which takes only its direct child along:
+	// everything the agent started goes too.
+	t.Cleanup(func() { killTagged(tag) })
 	bin, args, env := a.setup(t, dir, home, model.URL)
 	env = append([]string{
 		"PATH=" + nodeDir + ":/usr/local/bin:/usr/bin:/bin",
@@ -205,8 +210,10 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 		"ZEROCLAW_TEST_AGENT_TAG=" + tag,
 	}, env...)
 
-	// Kid mode refuses the same tool (and, besides, any tool it cannot
-	// identify).
+	// Kid mode refuses the same tool: claude-agent-acp's Bash by name from
+	// the kid list; the others' tools, which their requests do not
+	// identify, by the unidentified-tool rule before the list's kind entry
+	// is consulted (acp's TestPolicyKindEntries covers kind entries).
 	p := startBridge(t, append(env, "ZEROCLAW_PERMISSION_KID_DENY=camera.take_photo,"+a.deny)...)
 	kidMode := filepath.Join(p.stateDir, "kid-mode")
 	writeFile(t, kidMode, "false")
@@ -284,6 +291,7 @@ func checkTool(t *testing.T, p *bridgeProc, model *llmtest.Server, a npmAgent, w
 	call := a.tool("call_"+name, file)
 	model.SetFor("w-"+name, llmtest.Reply{Text: "Finished with the file.", Tool: call})
 	from := model.Count()
+	logFrom := len(p.log())
 	reply := realTurn(t, p, name, "please make "+file+" w-"+name)
 	_, statErr := os.Stat(filepath.Join(work, file))
 	ran := statErr == nil
@@ -295,7 +303,17 @@ func checkTool(t *testing.T, p *bridgeProc, model *llmtest.Server, a npmAgent, w
 			}
 		}
 	}
-	what := fmt.Sprintf("reply %q, file made %v, results the model got %+v", reply, ran, results)
+	decided := regexp.MustCompile(`permission decided: .*decision=(allow|deny)`).FindAllStringSubmatch(p.log()[logFrom:], -1)
+	what := fmt.Sprintf("reply %q, file made %v, results the model got %+v, decisions %v", reply, ran, results, decided)
+	// The bridge was asked, and decided as the case wants: not a tool that
+	// ran (or did not) without a permission request.
+	want := "deny"
+	if allow {
+		want = "allow"
+	}
+	if len(decided) == 0 || decided[len(decided)-1][1] != want {
+		t.Errorf("the bridge did not decide %s: %s", want, what)
+	}
 	t.Logf("%s: %s", name, what)
 	if allow {
 		if !ran || len(results) == 0 || results[0].Error || !strings.Contains(reply, "Finished with the file.") {
@@ -433,6 +451,15 @@ func stopAndCheckProcesses(t *testing.T, p *bridgeProc, tag string) {
 		left = taggedProcesses(tag)
 		return len(left) == 0
 	})
+}
+
+// killTagged sends SIGKILL to every process taggedProcesses finds.
+func killTagged(tag string) {
+	for _, p := range taggedProcesses(tag) {
+		if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // taggedProcesses lists the live processes (pid and command line) whose
