@@ -210,10 +210,10 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 		"ZEROCLAW_TEST_AGENT_TAG=" + tag,
 	}, env...)
 
-	// Kid mode refuses the same tool: claude-agent-acp's Bash by name from
-	// the kid list; the others' tools, which their requests do not
-	// identify, by the unidentified-tool rule before the list's kind entry
-	// is consulted (acp's TestPolicyKindEntries covers kind entries).
+	// Kid mode refuses the same tool: claude-agent-acp's Bash by name on
+	// the kid list, the others' by its kind entry (their requests identify
+	// no tool, which kid mode would refuse anyway; acp's
+	// TestPolicyKindEntries tells the two rules apart).
 	p := startBridge(t, append(env, "ZEROCLAW_PERMISSION_KID_DENY=camera.take_photo,"+a.deny)...)
 	kidMode := filepath.Join(p.stateDir, "kid-mode")
 	writeFile(t, kidMode, "false")
