@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -1049,15 +1049,22 @@ func parseHost(dst *string, v string) error {
 	v = strings.TrimSpace(v)
 	if in, ok := strings.CutPrefix(v, "["); ok {
 		v, ok = strings.CutSuffix(in, "]")
-		if !ok || net.ParseIP(v) == nil {
+		if !ok || !isIP(v) {
 			return errors.New(wantHost)
 		}
 	}
-	if net.ParseIP(v) == nil && (len(v) > 253 || !hostName.MatchString(v)) {
+	if !isIP(v) && (len(v) > 253 || !hostName.MatchString(v)) {
 		return errors.New(wantHost)
 	}
 	*dst = v
 	return nil
+}
+
+// isIP reports an IP address, an IPv6 one with its zone too
+// ("fe80::1%eth0", which listening accepts).
+func isIP(v string) bool {
+	_, err := netip.ParseAddr(v)
+	return err == nil
 }
 
 // hostName is a DNS name: dot-separated labels of letters, digits and

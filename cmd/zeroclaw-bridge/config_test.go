@@ -160,6 +160,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"host name", []string{"BRIDGE_HOST", " localhost "}, func(c *config) { c.HTTP.Host = "localhost" }},
 		{"container name", []string{"BRIDGE_HOST", "zeroclaw_bridge.lan."}, func(c *config) { c.HTTP.Host = "zeroclaw_bridge.lan." }},
 		{"IPv6 host, brackets allowed", []string{"BRIDGE_HOST", "[::1]"}, func(c *config) { c.HTTP.Host = "::1" }},
+		{"IPv6 link-local host with its zone", []string{"BRIDGE_HOST", "fe80::1%eth0"}, func(c *config) { c.HTTP.Host = "fe80::1%eth0" }},
 		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.Agent.Bin = "/opt/zc" }},
 		{"agent args are shell words", []string{"ZEROCLAW_ARGS", `--max-sessions 4 --note "two words" 'x y'`},
 			func(c *config) { c.Agent.Args = []string{"--max-sessions", "4", "--note", "two words", "x y"} }},
