@@ -27,11 +27,19 @@
 # Everything it changes is kept under /var/lib/zeroclaw-bridge/backup/ first
 # (the last 5 installs), with the checksum of each file as the install
 # leaves it. --rollback puts back what the last install changed, and a
-# second --rollback what the one before it changed; a file changed since
-# that install (an edit of /etc/zeroclaw-bridge/env) is kept, and the
-# version from before the install is written beside it, as
-# FILE.before-install (0600). It prints what it does with each file.
-# Then: systemctl daemon-reload, enable, restart, and a wait for /health.
+# second --rollback what the one before it changed. The binary, the unit,
+# the drop-in, env.example and the docs belong to the install and are put
+# back even when changed since; a unit or drop-in edited since (systemctl
+# edit --full) is saved beside it first, as FILE.after-install (0600). The
+# env file holds the operator's settings: edited since the install, it is
+# kept, and the version from before the install is written beside it, as
+# FILE.before-install (0600). It prints what it does with each file, then
+# restarts what ran before; the snapshot is deleted only once that worked
+# (else it is kept, and --rollback again finishes the job). Each file is
+# copied beside its place and renamed over it, so a failed copy (a full
+# disk) leaves the file as it was.
+# An install ends with systemctl daemon-reload, enable, restart, and a wait
+# for /health.
 #
 # Options:
 #   --rollback   undo the last install (see above) and restart what was there
@@ -126,7 +134,19 @@ managed_files=("$bin_path" "$unit_path" "$old_dropin" "$env_path" "$example_path
 managed_trees=("$doc_dir")
 
 tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+# rollback_snap is the snapshot a rollback in progress applies; the exit
+# trap says how to finish the rollback when it stops half-way.
+rollback_snap=""
+
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$rollback_snap" ] && ! $dry; then
+    echo "install.sh: error: the rollback did not finish; the snapshot /$backup_dir/$(basename "$rollback_snap") is kept." >&2
+    echo "  Fix the cause above, then run $0 --rollback${R:+ --root $root} again to finish it." >&2
+  fi
+  rm -rf "$tmp"
+}
+trap on_exit EXIT
 
 # act runs a command that changes the system, printing it first; with
 # --dry-run it only prints.
@@ -658,21 +678,55 @@ do_install() {
 
 # ── rollback ──────────────────────────────────────────────────────────────
 
-# beside PATH: a free name beside PATH for the version from before the
-# install: PATH.before-install, else PATH.before-install.2, .3, ...
+# beside PATH SUFFIX: a free name beside PATH: PATH.SUFFIX, else
+# PATH.SUFFIX.2, .3, ...
 beside() {
-  local b="$1.before-install" i=2
+  local b="$1.$2" i=2
   while [ -e "$b" ] || [ -L "$b" ]; do
-    b="$1.before-install.$i"
+    b="$1.$2.$i"
     i=$((i + 1))
   done
   printf '%s' "$b"
 }
 
+# saved_beside PATH SUFFIX SUM: the copy beside PATH (PATH.SUFFIX*) whose
+# checksum is SUM, if there is one: a rollback run again after a failure
+# writes no second copy.
+saved_beside() {
+  local f
+  for f in "$1.$2" "$1.$2".*; do
+    if [ -e "$f" ] && [ "$(state_sum "$f")" = "$3" ]; then
+      printf '%s' "$f"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# put_back SRC DST: SRC's copy into DST's place by way of DST.new in the
+# same directory, so a copy that fails (a full disk) leaves DST as it was.
+put_back() {
+  local src="$1" dst="$2"
+  act mkdir -p "$(dirname "$dst")"
+  act rm -rf "$dst.new"
+  if ! act cp -a "$src" "$dst.new"; then
+    act rm -rf "$dst.new" || true
+    echo "install.sh: error: cannot copy $src to ${dst#"$R"}.new; ${dst#"$R"} is left as it is" >&2
+    return 1
+  fi
+  # mv cannot put a directory over a directory.
+  if [ -d "$src" ]; then act rm -rf "$dst"; fi
+  act mv -fT "$dst.new" "$dst"
+}
+
 # roll_back_path SNAP MANIFEST WHAT REL: puts REL back as it was before the
-# install (WHAT: keep, from SNAP's copy, or absent) when it is still as the
-# install left it; else keeps it, and writes the copy beside it (0600: an
-# env file or unit may hold keys). Prints what it does.
+# install (WHAT: keep, from SNAP's copy, or absent). Most paths belong to
+# the install and are put back whatever happened to them since; a unit or
+# drop-in edited since (systemctl edit --full) is saved beside it first, as
+# FILE.after-install. The env file holds the operator's settings: edited
+# since the install, it is kept, and the copy from before the install is
+# written beside it as FILE.before-install. Copies beside are 0600 (they
+# may hold keys). Prints what it does.
 roll_back_path() {
   local snap="$1" manifest="$2" what="$3" p="$4" now want before dst
   now="$(state_sum "$R/$p")"
@@ -689,31 +743,51 @@ roll_back_path() {
   [ "$what" = absent ] || before="$(state_sum "$snap/files/$p")"
   if [ "$now" = "$before" ] && [ "$what" = absent ]; then
     return 0 # gone already
-  elif [ "$now" = "$want" ] || [ "$now" = "$before" ] || [ "$now" = absent ]; then
-    if [ "$what" = keep ]; then
-      say "restoring /$p (as it was before the install)"
-      act rm -rf "$R/$p"
-      act mkdir -p "$(dirname "$R/$p")"
-      act cp -a "$snap/files/$p" "$R/$p"
-    else
-      say "removing /$p (the install created it)"
-      act rm -rf "$R/$p"
-    fi
-    restored=$((restored + 1))
-  elif [ "$what" = keep ]; then
-    dst="$(beside "$R/$p")"
-    say "keeping /$p: it has changed since the install; the version from before the install goes to ${dst#"$R"}"
-    act cp -a "$snap/files/$p" "$dst"
-    if [ -d "$snap/files/$p" ]; then act chmod -R go-rwx "$dst"; else act chmod 0600 "$dst"; fi
-    kept=$((kept + 1))
-  else
-    say "keeping /$p: it has changed since the install (it did not exist before it)"
-    kept=$((kept + 1))
   fi
+  local edited=false
+  if [ "$now" != "$want" ] && [ "$now" != "$before" ] && [ "$now" != absent ]; then edited=true; fi
+  if $edited && [ "$p" = "$env_path" ]; then
+    if [ "$what" = absent ]; then
+      say "keeping /$p: it has changed since the install (it did not exist before it)"
+    elif dst="$(saved_beside "$R/$p" before-install "$before")"; then
+      say "keeping /$p: it has changed since the install; the version from before the install is at ${dst#"$R"} already"
+    else
+      dst="$(beside "$R/$p" before-install)"
+      say "keeping /$p: it has changed since the install; the version from before the install goes to ${dst#"$R"}"
+      act cp -a "$snap/files/$p" "$dst"
+      act chmod 0600 "$dst"
+    fi
+    kept=$((kept + 1))
+    return 0
+  fi
+  if $edited; then
+    case "$p" in
+      "$unit_path" | "$old_dropin")
+        if dst="$(saved_beside "$R/$p" after-install "$now")"; then
+          say "/$p has changed since the install: the install owns it, so it is put back; the edited version is at ${dst#"$R"} already"
+        else
+          dst="$(beside "$R/$p" after-install)"
+          say "/$p has changed since the install: the install owns it, so it is put back; the edited version goes to ${dst#"$R"}"
+          act cp -a "$R/$p" "$dst"
+          act chmod 0600 "$dst"
+        fi
+        saved=$((saved + 1))
+        ;;
+      *) say "/$p has changed since the install: the install owns it, so it is put back all the same" ;;
+    esac
+  fi
+  if [ "$what" = keep ]; then
+    say "restoring /$p (as it was before the install)"
+    put_back "$snap/files/$p" "$R/$p"
+  else
+    say "removing /$p (the install created it)"
+    act rm -rf "$R/$p"
+  fi
+  restored=$((restored + 1))
 }
 
 do_rollback() {
-  local snap manifest d restored=0 kept=0
+  local snap manifest d restored=0 kept=0 saved=0
   snap="$(snapshots | tail -n 1)"
   if [ -z "$snap" ] || [ ! -f "$snap/manifest" ]; then
     die 5 "nothing to roll back: no snapshot under /$backup_dir"
@@ -722,6 +796,7 @@ do_rollback() {
   cp "$snap/manifest" "$manifest"
   say "rolling back $(sed -n 's/^to //p' "$manifest") to $(sed -n 's/^from //p' "$manifest") (/$backup_dir/$(basename "$snap"))"
   $dry && say "dry run: nothing is changed"
+  rollback_snap="$snap"
   local was_enabled was_active
   was_enabled="$(sed -n 's/^enabled //p' "$manifest")"
   was_active="$(sed -n 's/^active //p' "$manifest")"
@@ -735,24 +810,28 @@ do_rollback() {
   for line in "${paths[@]+"${paths[@]}"}"; do
     roll_back_path "$snap" "$manifest" "${line%% *}" "${line#* }"
   done
-  act rm -rf "$snap"
-  # Directories the install created, deepest first, when empty.
-  while read -r d; do
-    if [ -d "$R/$d" ] && [ -z "$(ls -A "$R/$d")" ]; then act rmdir "$R/$d"; fi
-  done < <(sed -n 's/^newdir //p' "$manifest" | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
+  sysctl daemon-reload
   if ! grep -qx "absent $unit_path" "$manifest"; then
-    sysctl daemon-reload
     case "$was_enabled" in
       enabled) sysctl enable "$unit_name" ;;
       disabled) sysctl disable "$unit_name" ;;
     esac
     if [ "$was_active" = active ] || { [ "$was_active" = unknown ] && $start; }; then
-      sysctl start "$unit_name"
+      if ! sysctl start "$unit_name"; then
+        echo "install.sh: error: the files are rolled back, but $unit_name did not start." >&2
+        echo "  See: systemctl status $unit_name; journalctl -u zeroclaw-bridge -n 50 --no-pager" >&2
+        exit 1
+      fi
     fi
-  else
-    sysctl daemon-reload
   fi
-  say "rolled back: $restored path(s) restored or removed, $kept kept because they changed since the install$($dry && echo ' (dry run: nothing was changed)')"
+  # Only now that the service is back is the snapshot let go.
+  rollback_snap=""
+  act rm -rf "$snap"
+  # Directories the install created, deepest first, when empty.
+  while read -r d; do
+    if [ -d "$R/$d" ] && [ -z "$(ls -A "$R/$d")" ]; then act rmdir "$R/$d"; fi
+  done < <(sed -n 's/^newdir //p' "$manifest" | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
+  say "rolled back: $restored path(s) restored or removed ($saved edited one(s) saved beside as .after-install), $kept kept because they changed since the install$($dry && echo ' (dry run: nothing was changed)')"
 }
 
 if [ "$mode" = rollback ]; then do_rollback; else do_install; fi

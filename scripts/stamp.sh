@@ -11,6 +11,10 @@
 #                      packaging/VERSION holds the version being prepared (X.Y.Z);
 #                      once it is tagged on an ancestor, dev builds say the next
 #                      patch version (with a warning) until the file is bumped.
+#                      After a pre-release tag of that version (or a later one),
+#                      e.g. v0.9.0-rc.1, dev builds extend the tag's pre-release:
+#                      v0.9.0-rc.1.dev.<commit time>-<sha12>, after v0.9.0-rc.1
+#                      and before v0.9.0-rc.2 and v0.9.0.
 #   COMMIT             the full commit hash (or $COMMIT)
 #   SOURCE_DATE_EPOCH  the commit's time in seconds (or $SOURCE_DATE_EPOCH):
 #                      every timestamp of a release is this one, so two builds
@@ -23,11 +27,13 @@ cd "$(dirname "$0")/.."
 
 die() { echo "stamp: $*" >&2; exit 1; }
 
-# next_version: the version being prepared, X.Y.Z, from packaging/VERSION;
-# when that version (or a later one) is tagged on an ancestor already, the
-# patch version after that tag.
-next_version() {
-  local file=packaging/VERSION want last core
+# dev_prefix: what a dev build's version starts with, before
+# ".<commit time>-<sha12>": v<X.Y.Z>-dev for packaging/VERSION's X.Y.Z; when
+# that version (or a later one) is tagged on an ancestor already, the patch
+# version after that tag; when the nearest tag is a pre-release of that
+# version or a later one (v0.9.0-rc.1), <tag>.dev, which sorts after it.
+dev_prefix() {
+  local file=packaging/VERSION want last core pre=""
   [ -f "$file" ] || die "$file is missing: it holds the version being prepared (X.Y.Z)"
   want="$(tr -d ' \t\r\n' <"$file")"
   [[ "$want" =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$ ]] ||
@@ -35,16 +41,29 @@ next_version() {
   if last="$(git describe --tags --abbrev=0 --match 'v[0-9]*' HEAD 2>/dev/null)"; then
     core="${last#v}"
     core="${core%%[-+]*}"
+    # The pre-release: after "-", without any build metadata ("+...").
+    case "${last#"v$core"}" in -*)
+      pre="${last#"v$core"-}"
+      pre="${pre%%+*}"
+      ;;
+    esac
     if [[ "$core" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] &&
-      [ "$(printf '%s\n%s\n' "$core" "$want" | sort -V | tail -n 1)" = "$core" ] &&
-      { [ "$core" != "$want" ] || [ "$last" = "v$core" ]; }; then
-      local x y z
-      IFS=. read -r x y z <<<"$core"
-      echo "stamp: warning: $last is tagged already but $file says $want: bump it; building v$x.$y.$((z + 1))-dev meanwhile" >&2
-      want="$x.$y.$((z + 1))"
+      [ "$(printf '%s\n%s\n' "$core" "$want" | sort -V | tail -n 1)" = "$core" ]; then
+      if [ -n "$pre" ] && [[ "$pre" =~ ^[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*$ ]]; then
+        [ "$core" = "$want" ] ||
+          echo "stamp: warning: $last is tagged already but $file says $want: bump it; building v$core-$pre.dev meanwhile" >&2
+        printf 'v%s-%s.dev' "$core" "$pre"
+        return
+      fi
+      if [ "$core" != "$want" ] || [ -z "$pre" ]; then
+        local x y z
+        IFS=. read -r x y z <<<"$core"
+        echo "stamp: warning: $last is tagged already but $file says $want: bump it; building v$x.$y.$((z + 1))-dev meanwhile" >&2
+        want="$x.$y.$((z + 1))"
+      fi
     fi
   fi
-  printf '%s' "$want"
+  printf 'v%s-dev' "$want"
 }
 
 have_git=false
@@ -66,9 +85,9 @@ if $have_git; then
     if tag="$(git describe --tags --exact-match --match 'v[0-9]*' HEAD 2>/dev/null)"; then
       version="$tag$dirty"
     else
-      next="$(next_version)"
+      prefix="$(dev_prefix)"
       stamp="$(TZ=UTC0 git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd HEAD)"
-      version="v$next-dev.$stamp-$(git rev-parse --short=12 HEAD)$dirty"
+      version="$prefix.$stamp-$(git rev-parse --short=12 HEAD)$dirty"
     fi
   fi
 fi

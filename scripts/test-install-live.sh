@@ -11,8 +11,11 @@
 # Checked: an install over a running bridge.py unit stops it, starts the Go
 # bridge and waits for its /health; the bridge answers on the carried-over
 # PORT; --rollback stops it, restores bridge.py's unit and starts that
-# again (it was enabled and active); a bridge that never becomes healthy
-# makes install.sh exit 6.
+# again (it was enabled and active); after `systemctl edit --full` of the
+# Go unit, --rollback still brings bridge.py's unit back and starts it (the
+# edited unit saved as .after-install); a start that fails after a rollback
+# keeps the snapshot (exit 1), and --rollback again finishes; a bridge that
+# never becomes healthy makes install.sh exit 6.
 set -euo pipefail
 if [ "${1:-}" != --inside ]; then
   [ $# -eq 1 ] || { echo "usage: $0 TARBALL" >&2; exit 2; }
@@ -42,7 +45,8 @@ fail() { echo "test-install-live: FAIL: $*" >&2; [ -f "$tmp/out" ] && sed 's/^/ 
 pass() { echo "test-install-live: ok: $*"; }
 
 # The stand-in systemctl: enabled/active state in $state, the unit's
-# process started from its ExecStart with its first env file.
+# process started from its ExecStart with its first env file; while
+# $state/fail-start exists, start fails as a unit that cannot start does.
 mkdir -p "$tmp/bin"
 cat >"$tmp/bin/systemctl" <<EOF
 #!/usr/bin/env bash
@@ -61,6 +65,10 @@ stop() {
 }
 start() {
   running && return 0
+  if [ -f "$state/fail-start" ]; then
+    echo "Job for zeroclaw-bridge.service failed because the control process exited with error code." >&2
+    exit 1
+  fi
   exec_start="$(sed -n 's/^ExecStart=\(.\+\)$/\1/p' "$unit" | tail -n 1)"
   case "$exec_start" in
     */zeroclaw-bridge)
@@ -141,6 +149,42 @@ cmp -s "$tmp/bridgepy.service" /etc/systemd/system/zeroclaw-bridge.service || fa
 systemctl is-active --quiet zeroclaw-bridge.service || fail "bridge.py not started again"
 [ ! -e /usr/local/bin/zeroclaw-bridge ] || fail "the binary is still there"
 pass "--rollback: Go bridge stopped, bridge.py's unit back, enabled and started"
+
+# The Go unit edited (systemctl edit --full) after the install: --rollback
+# puts bridge.py's unit back all the same (the Go unit without its binary
+# could not start), saves the edited one beside it, and starts bridge.py.
+unit=/etc/systemd/system/zeroclaw-bridge.service
+"$here/install.sh" "$tarball" >"$tmp/out" 2>&1 || fail "install.sh exited $?"
+sed -i 's/^Restart=.*/Restart=always/' "$unit"
+cp "$unit" "$tmp/edited.service"
+"$here/install.sh" --rollback >"$tmp/out" 2>&1 || fail "--rollback after an edit of the unit exited $?"
+cmp -s "$tmp/bridgepy.service" "$unit" || fail "bridge.py's unit is not back after an edit of the Go unit"
+cmp -s "$tmp/edited.service" "$unit.after-install" || fail "the edited unit is not at $unit.after-install"
+systemctl is-active --quiet zeroclaw-bridge.service || fail "bridge.py not started again"
+[ -z "$(ls -A /var/lib/zeroclaw-bridge/backup 2>/dev/null)" ] || fail "the snapshot is left: $(ls /var/lib/zeroclaw-bridge/backup)"
+rm "$unit.after-install"
+pass "--rollback after systemctl edit --full: bridge.py's unit back and started, the edited unit saved as .after-install"
+
+# A start that fails after the files are rolled back: exit 1, the snapshot
+# kept with how to finish; once the cause is gone, --rollback again starts
+# bridge.py and lets the snapshot go.
+"$here/install.sh" "$tarball" >"$tmp/out" 2>&1 || fail "install.sh exited $?"
+touch "$state/fail-start"
+rc=0
+"$here/install.sh" --rollback >"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "--rollback with a failing start exited $rc, want 1"
+grep -q 'did not start' "$tmp/out" || fail "no word of the failed start"
+grep -q 'the snapshot /var/lib/zeroclaw-bridge/backup/[0-9]* is kept' "$tmp/out" || fail "no word of the kept snapshot"
+grep -q -- '--rollback again to finish it' "$tmp/out" || fail "no word of how to finish"
+snaps="$(ls /var/lib/zeroclaw-bridge/backup)"
+[ -n "$snaps" ] || fail "the snapshot was deleted although the start failed"
+cmp -s "$tmp/bridgepy.service" "$unit" || fail "bridge.py's unit is not back"
+rm "$state/fail-start"
+"$here/install.sh" --rollback >"$tmp/out" 2>&1 || fail "--rollback again exited $?"
+systemctl is-active --quiet zeroclaw-bridge.service || fail "bridge.py not started by --rollback again"
+[ -z "$(ls -A /var/lib/zeroclaw-bridge/backup 2>/dev/null)" ] || fail "the snapshot is left after --rollback again"
+[ -z "$(find /etc/systemd/system -name 'zeroclaw-bridge.service.*-install*')" ] || fail "copies beside the unit: $(find /etc/systemd/system -name 'zeroclaw-bridge.service.*')"
+pass "--rollback whose start fails: exit 1, the snapshot ($snaps) kept; --rollback again starts bridge.py and deletes it"
 
 # A bridge that cannot become healthy: an env file with a bad PORT (it
 # exits with a configuration error), kept by the install.

@@ -27,6 +27,12 @@
 #     action printed (--dry-run too); an env file the install did not change
 #     is not touched; a snapshot of an older install.sh (no checksums) keeps
 #     an edited env file too;
+#   - the unit belongs to the install: edited since (systemctl edit --full),
+#     rollback puts bridge.py's back all the same and saves the edited one
+#     as zeroclaw-bridge.service.after-install (0600);
+#   - a restore that fails (a cp that fails writing, as on a full disk)
+#     leaves the file in place, no half-written copy, and the snapshot; the
+#     rollback exits 1 saying how to finish, and --rollback again does;
 #   - --dry-run changes nothing (install and rollback);
 #   - exit codes: 2 usage, 3 another architecture, 4 checksum mismatch,
 #     5 nothing to roll back;
@@ -205,6 +211,7 @@ EOF
 cp "$here/../docs/systemd/zeroclaw-bridge.service.d/10-go-bridge.conf" "$r/etc/systemd/system/zeroclaw-bridge.service.d/"
 printf '[Service]\nLimitNOFILE=4096\n' >"$r/etc/systemd/system/zeroclaw-bridge.service.d/50-local.conf"
 tree "$r" >"$tmp/py.0"
+cp -a "$r" "$tmp/bridgepy.orig" # for the cases below that start from bridge.py
 
 run 0 --root "$r" --dry-run "$tarball"
 grep -q 'found bridge.py' "$tmp/out" || fail "bridge.py's unit not recognised: $(cat "$tmp/out")"
@@ -358,7 +365,10 @@ for round in 1 2; do
   grep -v ' \./etc/zeroclaw-bridge/env' "$tmp/op.0" | cmp -s - "$tmp/op.r" ||
     fail "round $round: rollback did not restore the rest: $(grep -v ' \./etc/zeroclaw-bridge/env' "$tmp/op.0" | diff - "$tmp/op.r")"
   if [ "$round" = 1 ]; then
-    cp -a "$tmp/env.orig" "$env_file"
+    # Another env file before the second install: a copy the same as one
+    # beside it already is not written twice.
+    printf 'PORT=8090\nDOTTY_ADMIN_TOKEN=round-2-token\n' >"$tmp/env.orig"
+    cp "$tmp/env.orig" "$env_file"
     run 0 --root "$r" "$tarball"
   fi
 done
@@ -397,5 +407,69 @@ run 0 --root "$r" --rollback
 grep -qx 'DOTTY_DASHBOARD_PASS=old-format' "$env_file" || fail "old-format rollback discarded the env edit"
 [ ! -e "$r/usr/local/bin/zeroclaw-bridge" ] || fail "old-format rollback left the binary"
 pass "old-format snapshot: rollback keeps the edited env file and removes the rest"
+
+# ── install-owned files edited since the install ────────────────────────────
+# bridge.py, the Go install, then `systemctl edit --full zeroclaw-bridge`:
+# rollback must not leave the Go unit without its binary. bridge.py's unit
+# comes back, the edited one is saved beside it.
+r="$tmp/unitedit"
+cp -a "$tmp/bridgepy.orig" "$r"
+unit="$r/etc/systemd/system/zeroclaw-bridge.service"
+run 0 --root "$r" "$tarball"
+sed -i 's/^RestartSec=.*/RestartSec=2/' "$unit"
+printf '# edited with systemctl edit --full\n' >>"$unit"
+cp -a "$unit" "$tmp/unit.edited"
+run 0 --root "$r" --rollback --dry-run
+grep -qxF 'install.sh: /etc/systemd/system/zeroclaw-bridge.service has changed since the install: the install owns it, so it is put back; the edited version goes to /etc/systemd/system/zeroclaw-bridge.service.after-install' "$tmp/out" ||
+  fail "rollback --dry-run does not say it saves the edited unit: $(cat "$tmp/out")"
+[ ! -e "$unit.after-install" ] || fail "rollback --dry-run wrote the .after-install copy"
+run 0 --root "$r" --rollback
+grep -q '^install.sh: restoring /etc/systemd/system/zeroclaw-bridge.service (as it was before the install)$' "$tmp/out" ||
+  fail "rollback does not say it restores the unit: $(cat "$tmp/out")"
+grep -q '^install.sh: keeping ' "$tmp/out" && fail "rollback kept something: $(cat "$tmp/out")"
+cmp -s "$tmp/unit.edited" "$unit.after-install" || fail "the .after-install copy is not the edited unit"
+[ "$(stat -c %a "$unit.after-install")" = 600 ] || fail ".after-install mode $(stat -c %a "$unit.after-install"), want 600"
+grep -q python "$unit" || fail "bridge.py's unit is not back: $(cat "$unit")"
+rm "$unit.after-install"
+tree "$r" >"$tmp/ue.1"
+cmp -s "$tmp/py.0" "$tmp/ue.1" || fail "rollback did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/ue.1")"
+pass "edited unit: rollback puts bridge.py's unit back (and removes the binary), the edited one saved as .after-install (0600), the snapshot gone"
+
+# A copy that fails (the disk full) while putting the unit back: the unit
+# stays as it is (no half-written .new), the snapshot is kept, the exit is
+# 1 with how to finish; --rollback again finishes it.
+r="$tmp/restorefail"
+cp -a "$tmp/bridgepy.orig" "$r"
+unit="$r/etc/systemd/system/zeroclaw-bridge.service"
+run 0 --root "$r" "$tarball"
+cp -a "$unit" "$tmp/unit.go"
+mkdir "$tmp/fullbin"
+cat >"$tmp/fullbin/cp" <<'EOF'
+#!/bin/sh
+# cp that runs out of space writing a unit: a partial file, then an error.
+for a; do
+  case "$a" in
+    *.service.new)
+      printf '[Unit]\n' >"$a"
+      echo "cp: error writing '$a': No space left on device" >&2
+      exit 1
+      ;;
+  esac
+done
+exec /bin/cp "$@"
+EOF
+chmod +x "$tmp/fullbin/cp"
+(PATH="$tmp/fullbin:$PATH" run 1 --root "$r" --rollback)
+grep -qF "install.sh: error: the rollback did not finish; the snapshot /var/lib/zeroclaw-bridge/backup/0001 is kept." "$tmp/out" ||
+  fail "a failed restore does not say the snapshot is kept: $(cat "$tmp/out")"
+grep -qF -- "--rollback --root $r again to finish it" "$tmp/out" || fail "a failed restore does not say how to finish: $(cat "$tmp/out")"
+cmp -s "$tmp/unit.go" "$unit" || fail "a failed restore changed the unit: $(cat "$unit" 2>&1)"
+[ ! -e "$unit.new" ] || fail "a failed restore left $unit.new"
+[ -f "$r/var/lib/zeroclaw-bridge/backup/0001/manifest" ] || fail "a failed restore deleted the snapshot"
+run 0 --root "$r" --rollback
+tree "$r" >"$tmp/rf.1"
+cmp -s "$tmp/py.0" "$tmp/rf.1" || fail "--rollback again did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/rf.1")"
+run 5 --root "$r" --rollback
+pass "failed restore: the unit left in place, the snapshot kept, exit 1; --rollback again finishes exactly"
 
 echo "test-install: $n passed, 0 failed"

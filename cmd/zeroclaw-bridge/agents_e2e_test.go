@@ -34,7 +34,7 @@ import (
 )
 
 // agentsDirEnv names the directory scripts/agents/install.sh installed the
-// agents in; unset, ~/.cache/zeroclaw-bridge-agents.
+// agents in; unset, the one it chooses by default (its --print-dir).
 const agentsDirEnv = "ACP_AGENTS_DIR"
 
 // npmAgent is one agent under test and how to run it.
@@ -173,14 +173,14 @@ func agentsDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv(agentsDirEnv)
 	if dir == "" {
-		home, err := os.UserHomeDir()
+		out, err := exec.Command(filepath.Join("..", "..", "scripts", "agents", "install.sh"), "--print-dir").Output()
 		if err != nil {
-			t.Skipf("no home directory and %s unset", agentsDirEnv)
+			t.Skipf("%s unset, and scripts/agents/install.sh --print-dir failed: %v", agentsDirEnv, err)
 		}
-		dir = filepath.Join(home, ".cache", "zeroclaw-bridge-agents")
+		dir = strings.TrimSpace(string(out))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		msg := fmt.Sprintf("the npm ACP agents are not installed in %s: run scripts/agents/install.sh %s (or set %s)", dir, dir, agentsDirEnv)
+		msg := fmt.Sprintf("the npm ACP agents are not installed in %s: run scripts/agents/install.sh (or set %s to an install)", dir, agentsDirEnv)
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}

@@ -330,14 +330,15 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 // default (under /root or ~) into the user's state directory (c.demo), so
 // a quick start needs no /root and writes nothing a real deployment would
 // read; a setting given explicitly is kept. A note about a moved
-// default's "~" is dropped: the file has a place again.
+// default's "~" is dropped: the file has a place again. Without a home the
+// directory is a temporary one, checked first (demoState.tempDir).
 func (c config) withDemoState(log hclog.Logger) config {
-	dir := c.demo.Dir
-	moves := []struct {
+	type move struct {
 		env string
 		dst *string
 		to  string
-	}{
+	}
+	moves := []move{
 		{"CONVO_LOG_DIR", &c.ConvoLog.Dir, "logs"},
 		{"DOTTY_KID_MODE_STATE", &c.Modes.KidStatePath, "state/kid-mode"},
 		{"DOTTY_SMART_MODE_STATE", &c.Modes.SmartStatePath, "state/smart-mode"},
@@ -349,22 +350,27 @@ func (c config) withDemoState(log hclog.Logger) config {
 		{"GREETER_STATE_PATH", &c.Social.Settings.GreeterStatePath, "greeter_state.json"},
 		{"SIDECAR_PERSONAS_DIR", &c.Sidecar.PersonasDir, "personas"},
 	}
-	moved := 0
+	moves = slices.DeleteFunc(moves, func(m move) bool { return c.set(m.env) })
+	if len(moves) == 0 {
+		return c
+	}
+	dir := c.demo.Dir
+	if c.demo.NoHome != "" {
+		if dir = c.demo.tempDir(log); dir == "" {
+			return c
+		}
+		c.demo.Dir = dir
+	}
 	notes := slices.Clone(c.notes)
 	for _, m := range moves {
-		if !c.set(m.env) {
-			*m.dst = filepath.Join(dir, m.to)
-			moved++
-			notes = slices.DeleteFunc(notes, func(n note) bool { return n.env == m.env })
-		}
+		*m.dst = filepath.Join(dir, m.to)
+		notes = slices.DeleteFunc(notes, func(n note) bool { return n.env == m.env })
 	}
 	c.notes = notes
-	switch {
-	case moved == 0:
-	case c.demo.NoHome != "":
+	if c.demo.NoHome != "" {
 		log.Warn("demo mode: no home directory ("+c.demo.NoHome+"); files kept in a temporary directory a reboot may empty "+
 			"(set XDG_STATE_HOME or HOME, or the variables, to keep them elsewhere)", "dir", dir)
-	default:
+	} else {
 		log.Info("demo mode: files kept under the user's state directory (set the variables to keep them elsewhere)", "dir", dir)
 	}
 	return c

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // homeDirs finds home directories for "~" in path settings the way
@@ -77,7 +82,7 @@ type demoState struct {
 // absolute, as the XDG spec wants), else ~/.local/state, each with
 // zeroclaw-bridge appended. Without any home directory it is
 // $TMPDIR/zeroclaw-bridge-<uid> (/tmp when TMPDIR is unset), which a
-// reboot may empty.
+// reboot may empty; tempDir checks it before use.
 func demoStateDir(env func(string) (string, bool), homes homeDirs) demoState {
 	if v, _ := env("XDG_STATE_HOME"); filepath.IsAbs(v) {
 		return demoState{Dir: filepath.Join(v, "zeroclaw-bridge")}
@@ -91,4 +96,56 @@ func demoStateDir(env func(string) (string, bool), homes homeDirs) demoState {
 		return demoState{Dir: filepath.Join(tmp, "zeroclaw-bridge-"+strconv.Itoa(os.Getuid())), NoHome: err.Error()}
 	}
 	return demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")}
+}
+
+// tempDir is the directory for the demo mode's files when there is no home
+// (NoHome set): Dir, a predictable path in a shared directory, when
+// ownPrivateDir accepts it; else, said in a WARN, a fresh private
+// directory beside it from os.MkdirTemp (each start then gets its own).
+// "" when that cannot be made either.
+func (d demoState) tempDir(log hclog.Logger) string {
+	err := ownPrivateDir(d.Dir)
+	if err == nil {
+		return d.Dir
+	}
+	fresh, merr := os.MkdirTemp(filepath.Dir(d.Dir), filepath.Base(d.Dir)+"-")
+	if merr != nil {
+		log.Warn("demo mode: refusing the temporary directory ("+err.Error()+"), and no private one can be made either; "+
+			"the files stay at their defaults (set XDG_STATE_HOME or HOME, or the variables)", "dir", d.Dir, "error", merr)
+		return ""
+	}
+	log.Warn("demo mode: refusing the temporary directory ("+err.Error()+"); using a fresh private one instead, "+
+		"which the next start does not find again", "refused", d.Dir, "dir", fresh)
+	return fresh
+}
+
+// ownPrivateDir makes dir (0700) when it is missing, then checks that it
+// is what a predictable path in a shared directory must be to be trusted:
+// a directory, not a symbolic link, owned by the current user, with no
+// group or other permissions (another user could have made it first).
+func ownPrivateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("cannot make %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot check %s: %w", dir, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("cannot tell who owns %s", dir)
+	}
+	if int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to user id %d, not %d", dir, st.Uid, os.Getuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o: other users may write or read it", dir, perm)
+	}
+	return nil
 }

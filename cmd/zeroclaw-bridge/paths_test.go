@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -218,4 +220,169 @@ func TestNoPasswordDatabase(t *testing.T) {
 	if _, err := h.expand("~/x"); !errors.Is(err, errNoUser) {
 		t.Errorf("err %v, want it to wrap %v", err, errNoUser)
 	}
+}
+
+// TestDemoTempDir: without a home the demo mode's directory is a
+// predictable path in a shared directory; it is made 0700 and used, or
+// kept when it is the user's own private directory, and refused with a
+// WARN otherwise (another user could have made it), for a fresh private
+// directory beside it that is left as it is.
+func TestDemoTempDir(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		prepare func(t *testing.T, dir string) // what is at dir first
+		refused string                         // why it is refused; "" when used
+	}{
+		{"made", func(*testing.T, string) {}, ""},
+		{"the user's own, 0700", func(t *testing.T, dir string) { mkdirMode(t, dir, 0o700) }, ""},
+		{"group and others may write", func(t *testing.T, dir string) { mkdirMode(t, dir, 0o777) }, "has mode 0777: other users may write or read it"},
+		{"others may read", func(t *testing.T, dir string) { mkdirMode(t, dir, 0o705) }, "has mode 0705"},
+		{"a symbolic link to a private directory", func(t *testing.T, dir string) {
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			mkdirMode(t, target, 0o700)
+			if err := os.Symlink(target, dir); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symbolic link"},
+		{"a file", func(t *testing.T, dir string) {
+			if err := os.WriteFile(dir, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a directory"},
+		{"another user's", func(t *testing.T, dir string) {
+			if os.Getuid() != 0 {
+				t.Skip("needs root to make a directory another user owns")
+			}
+			mkdirMode(t, dir, 0o700)
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, "belongs to user id 65534, not 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "zeroclaw-bridge-"+strconv.Itoa(os.Getuid()))
+			tt.prepare(t, dir)
+			before := lstatLine(t, dir)
+			var logs bytes.Buffer
+			got := demoState{Dir: dir, NoHome: "no home"}.tempDir(hclog.New(&hclog.LoggerOptions{Output: &logs}))
+			if tt.refused == "" {
+				if got != dir {
+					t.Fatalf("got %q, want %q", got, dir)
+				}
+				if logs.Len() != 0 {
+					t.Errorf("logged for a directory it uses:\n%s", logs.String())
+				}
+			} else {
+				if got == dir || filepath.Dir(got) != parent || !strings.HasPrefix(filepath.Base(got), filepath.Base(dir)+"-") {
+					t.Fatalf("got %q, want a fresh directory %s-* beside the refused one", got, dir)
+				}
+				if after := lstatLine(t, dir); after != before {
+					t.Errorf("the refused path changed: %s, was %s", after, before)
+				}
+				out := logs.String()
+				if !strings.Contains(out, "[WARN]  demo mode: refusing the temporary directory ("+dir+" "+tt.refused) ||
+					!strings.Contains(out, "using a fresh private one instead") || !strings.Contains(out, "dir="+got) {
+					t.Errorf("log does not say why %s is refused (%s) and what is used instead:\n%s", dir, tt.refused, out)
+				}
+			}
+			if err := ownPrivateDir(got); err != nil {
+				t.Errorf("the directory used: %v", err)
+			}
+		})
+	}
+}
+
+// TestDemoTempDirNone: when the path is refused and no directory can be
+// made beside it either, the demo mode's files stay at their defaults,
+// said in one WARN.
+func TestDemoTempDirNone(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := env()
+	c, err := parseConfigHomes(nil, e, fakeHomes(e, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.demo = demoState{Dir: filepath.Join(file, "zeroclaw-bridge-0"), NoHome: "HOME is unset"}
+	var logs bytes.Buffer
+	got := c.withDemoState(hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	if got.ConvoLog.Dir != c.ConvoLog.Dir || got.Memory.Path != c.Memory.Path {
+		t.Errorf("files moved to %q, %q; want the defaults %q, %q", got.ConvoLog.Dir, got.Memory.Path, c.ConvoLog.Dir, c.Memory.Path)
+	}
+	out := logs.String()
+	if strings.Count(out, "[WARN]") != 1 || !strings.Contains(out, "no private one can be made either; the files stay at their defaults") {
+		t.Errorf("want one WARN saying the files stay at their defaults:\n%s", out)
+	}
+}
+
+// TestDemoStateRefusedTempDir: through the demo mode's settings, a
+// pre-made directory others may write is not used; every moved file goes
+// to the fresh one, and both WARN lines name it.
+func TestDemoStateRefusedTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	e := env("TMPDIR", tmp)
+	c, err := parseConfigHomes(nil, e, fakeHomes(e, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(tmp, "zeroclaw-bridge-"+strconv.Itoa(os.Getuid()))
+	if c.demo.Dir != planted {
+		t.Fatalf("demo dir %q, want %q", c.demo.Dir, planted)
+	}
+	mkdirMode(t, planted, 0o777)
+	var logs bytes.Buffer
+	got := c.withDemoState(hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	fresh := got.demo.Dir
+	if fresh == planted || filepath.Dir(fresh) != tmp {
+		t.Fatalf("demo dir %q; want a fresh one in %s", fresh, tmp)
+	}
+	for name, p := range map[string]string{"logs": got.ConvoLog.Dir, "brain.db": got.Memory.Path, "greeter": got.Social.Settings.GreeterStatePath} {
+		if !strings.HasPrefix(p, fresh+string(filepath.Separator)) {
+			t.Errorf("%s at %q, not under %s", name, p, fresh)
+		}
+	}
+	out := logs.String()
+	for _, want := range []string{
+		"[WARN]  demo mode: refusing the temporary directory (" + planted + " has mode 0777: other users may write or read it)",
+		"[WARN]  demo mode: no home directory (",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "dir="+fresh) != 2 {
+		t.Errorf("want both WARN lines to name %s:\n%s", fresh, out)
+	}
+}
+
+// mkdirMode makes dir with exactly mode (whatever the umask).
+func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lstatLine is what is at path: its type, mode and owner, or that it is
+// missing.
+func lstatLine(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "missing"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Fatalf("no owner for %s", path)
+	}
+	return fmt.Sprintf("%v uid %d", fi.Mode(), st.Uid)
 }
