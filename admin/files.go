@@ -69,11 +69,14 @@ func writeIn(root *os.Root, name string, data []byte, perm os.FileMode) error {
 // noteSave records the outcome of saving the state file what at path on
 // conds (GET /health): a failure marks it failing and is logged at Error
 // when the condition begins, at Debug while it lasts; a success clears it,
-// saying so once.
+// saying so once. A failure its directory causes (read-only, full, no
+// permission) is re-checked by probing the directory (health.DirCheck);
+// another (the file bind-mounted, a directory in its place) only by the
+// next save.
 func noteSave(conds *health.Conditions, log hclog.Logger, what, path string, err error) {
 	key := what + " " + path
 	if err != nil {
-		conds.Failed(log, hclog.Error, key, what, err, "cannot save the "+what, "path", path)
+		conds.Failed(log, hclog.Error, key, what, err, health.DirCheck(filepath.Dir(path), err), "cannot save the "+what, "path", path)
 		return
 	}
 	conds.Recovered(log, key, what+" saved again", "path", path)

@@ -21,7 +21,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -636,8 +636,11 @@ func TestRunRestartsQueuedUnits(t *testing.T) {
 
 // TestUnsavableStateFilesAreHealthConditions: a mode state file and the
 // tool allow list that cannot be saved are /health problems, each logged
-// once with its error once however often it is tried; a save that
-// succeeds clears it, saying so once.
+// once with its error once however often it is tried. Once their
+// directory can be made, its re-check clears them, saying so once each,
+// without a save. A cause that is not the directory's (a directory in
+// the file's place) is not re-checked: the next save that succeeds
+// clears it.
 func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "state")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
@@ -645,13 +648,13 @@ func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 	}
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
-	conds := health.New()
+	conds := healthtest.New(t, nil)
 	modes := NewModes(ModesConfig{KidStatePath: filepath.Join(blocker, "kid-mode"), SmartStatePath: filepath.Join(blocker, "smart-mode"),
-		Logger: log, Health: conds})
+		Logger: log, Health: conds.Conditions})
 	safety, _ := NewSafety(filepath.Join(blocker, "tool-allowlist")) // unreadable: the default list
 	a := &adminEnv{e: echo.New(), modes: modes}
 	a.e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-	NewHandler(Config{Modes: modes, Safety: safety, Robot: xiaozhi.New(xiaozhi.Config{}), Logger: log, Health: conds}).Routes(a.e)
+	NewHandler(Config{Modes: modes, Safety: safety, Robot: xiaozhi.New(xiaozhi.Config{}), Logger: log, Health: conds.Conditions}).Routes(a.e)
 	for range 2 {
 		if code, body := a.post("/admin/kid-mode", `{"enabled":false}`); code != 500 || !strings.Contains(body, "could not save kid mode") {
 			t.Errorf("kid mode: %d %s", code, body)
@@ -679,9 +682,24 @@ func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 			t.Errorf("error text not said once: %s", l)
 		}
 	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 2 {
+		t.Errorf("problems %q after a re-check with the blocker in place, want both kept", conds.Problems())
+	}
 
+	// The directory can be made: the re-check clears both, no save needed.
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
+	}
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the re-check %q", got)
+	}
+	for _, want := range []string{"[INFO]  kid mode state recovered: its re-check passed", "[INFO]  tool allow list recovered: its re-check passed"} {
+		if strings.Count(logs.String(), want) != 1 {
+			t.Errorf("want one %q line, got:\n%s", want, logs.String())
+		}
 	}
 	logs.Reset()
 	if code, body := a.post("/admin/kid-mode", `{"enabled":false}`); code != 200 {
@@ -690,12 +708,85 @@ func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 	if code, body := a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`); code != 200 {
 		t.Errorf("safety after the fix: %d %s", code, body)
 	}
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the fix %q", got)
+	if conds.Problems() != nil || strings.Contains(logs.String(), "saved again") {
+		t.Errorf("problems %q; the saves after the re-check have no recovery to say:\n%s", conds.Problems(), logs.String())
 	}
-	for _, want := range []string{"[INFO]  kid mode state saved again", "[INFO]  tool allow list saved again"} {
-		if strings.Count(logs.String(), want) != 1 {
-			t.Errorf("want one %q line, got:\n%s", want, logs.String())
+
+	// A directory in the kid mode file's place: the file's own cause, not
+	// re-checked; the save after its removal clears it.
+	kid := filepath.Join(blocker, "kid-mode")
+	if err := os.Remove(kid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(kid, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kid, "x"), nil, 0o600); err != nil { // a rename cannot replace it
+		t.Fatal(err)
+	}
+	if code, _ := a.post("/admin/kid-mode", `{"enabled":true}`); code != 500 {
+		t.Errorf("kid mode over a directory: %d", code)
+	}
+	conds.Recheck(t)
+	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "kid mode state: ") {
+		t.Errorf("problems %q after a re-check, want the kid mode state's kept", got)
+	}
+	if err := os.RemoveAll(kid); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if code, body := a.post("/admin/kid-mode", `{"enabled":true}`); code != 200 {
+		t.Errorf("kid mode after the fix: %d %s", code, body)
+	}
+	if conds.Problems() != nil || strings.Count(logs.String(), "[INFO]  kid mode state saved again") != 1 {
+		t.Errorf("problems %q, logs:\n%s", conds.Problems(), logs.String())
+	}
+}
+
+// TestReadOnlyStateDirectoryRechecked: a state directory on a read-only
+// file system (root cannot write it either) is the state files'
+// condition, re-checked by probing the directory: it clears once the file
+// system is writable again, without a save.
+func TestReadOnlyStateDirectoryRechecked(t *testing.T) {
+	if !testkit.InMountNamespace(t) {
+		return
+	}
+	mnt := testkit.MountTmpfs(t, 1<<20)
+	var logs testkit.LogBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	conds := healthtest.New(t, nil)
+	modes := NewModes(ModesConfig{KidStatePath: filepath.Join(mnt, "kid-mode"), SmartStatePath: filepath.Join(mnt, "smart-mode"),
+		Logger: log, Health: conds.Conditions})
+	safety, _ := NewSafety(filepath.Join(mnt, "tool-allowlist"))
+	a := &adminEnv{e: echo.New(), modes: modes}
+	a.e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
+	NewHandler(Config{Modes: modes, Safety: safety, Robot: xiaozhi.New(xiaozhi.Config{}), Logger: log, Health: conds.Conditions}).Routes(a.e)
+
+	testkit.Remount(t, mnt, true)
+	for range 2 {
+		if code, _ := a.post("/admin/smart-mode", `{"enabled":false}`); code != 500 {
+			t.Errorf("smart mode on a read-only file system: %d", code)
 		}
+		if code, _ := a.post("/admin/safety", `{"action":"add","tool":"camera.take_photo"}`); code != 500 {
+			t.Errorf("safety on a read-only file system: %d", code)
+		}
+	}
+	got := conds.Problems()
+	if len(got) != 2 || !strings.HasPrefix(got[0], "smart mode state: ") || !strings.HasPrefix(got[1], "tool allow list: ") ||
+		!strings.HasSuffix(got[0], "read-only file system") || !strings.HasSuffix(got[1], "read-only file system") {
+		t.Errorf("problems %q, want the smart mode state's and the allow list's, read-only", got)
+	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 2 {
+		t.Error("a re-check cleared a condition while read-only")
+	}
+	testkit.Remount(t, mnt, false)
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems %q after the re-check on a writable file system", got)
+	}
+	if n := strings.Count(logs.String(), "recovered: its re-check passed"); n != 2 {
+		t.Errorf("%d recovery lines, want 2:\n%s", n, logs.String())
 	}
 }

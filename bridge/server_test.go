@@ -157,8 +157,8 @@ func TestHealthDegradedWhileAConditionFails(t *testing.T) {
 	}
 	const five = `"service":"zeroclaw-bridge","acp_running":false,"cached_session":false,"session_turns":0,`
 	const rest = `"agent":{"command":"","pid":0,"dialect":"","state":"","running":false,"restarts":0,"uptime_s":0},"sessions":0,"sessions_resumed":0,"sessions_recreated":0,"sessions_lost":0}`
-	conds.Fail("convo", "conversation log: open /x/convo-2026-11-27.ndjson: permission denied")
-	conds.Fail("journal", "memory journal: open /x/brain.db.voice-journal: read-only file system")
+	conds.Fail("convo", "conversation log: open /x/convo-2026-11-27.ndjson: permission denied", nil)
+	conds.Fail("journal", "memory journal: open /x/brain.db.voice-journal: read-only file system", nil)
 	want := `{"status":"degraded",` + five + `"problems":["conversation log: open /x/convo-2026-11-27.ndjson: permission denied",` +
 		`"memory journal: open /x/brain.db.voice-journal: read-only file system"],` + rest
 	if d := cmp.Diff(get(), want); d != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -537,10 +540,16 @@ func memoryFacts() []MemoryRecord {
 
 // The memory review routes: the listing's exact body, approve and redact
 // with the exact store call, 404 with the reason for a fact that is gone,
-// 503 with the reason when the store is busy.
+// 503 with the reason when the store is busy, logged each time; 503
+// pointing at /health's problems, not logged and without the cause, when
+// the store reported it as a health condition (the dashboard polls).
 func TestMemoryRoutes(t *testing.T) {
 	mem := newFakeMemory(memoryFacts()...)
-	p := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c) })
+	var logs testkit.LogBuffer
+	p := newPanel(t, func(c *Config, _ *admin.Config) {
+		mem.wire(c)
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	})
 
 	resp, body := get(t, p.url+"/ui/api/memory", "", "")
 	want := `{"records":[` +
@@ -589,6 +598,21 @@ func TestMemoryRoutes(t *testing.T) {
 	if resp, body := get(t, p.url+"/ui/api/memory", "", ""); resp.StatusCode != 503 ||
 		body != `{"detail":"Could not read the memory store (`+errMemoryBusy.Error()+`). Try again in a moment."}` {
 		t.Errorf("listing busy: %d %s", resp.StatusCode, body)
+	}
+	if n := strings.Count(logs.String(), "[WARN]  memory review: listing failed"); n != 1 {
+		t.Errorf("%d Warn lines for the busy listing, want 1:\n%s", n, logs.String())
+	}
+	logs.Reset()
+	reported := fmt.Errorf("%w: list person memory: stat /x/brain.db: permission denied", health.ErrReported)
+	mem.set(func(m *fakeMemory) { m.busy = reported })
+	for range 3 {
+		if resp, body := get(t, p.url+"/ui/api/memory", "", ""); resp.StatusCode != 503 ||
+			body != `{"detail":"Could not read the memory store (the Agent card's problems say why). Try again once that is fixed."}` {
+			t.Errorf("listing with a reported cause: %d %s", resp.StatusCode, body)
+		}
+	}
+	if logs.String() != "" {
+		t.Errorf("a reported cause logged again:\n%s", logs.String())
 	}
 	mem.set(func(m *fakeMemory) { m.busy, m.records, m.more = nil, nil, true })
 	if _, body := get(t, p.url+"/ui/api/memory", "", ""); body != `{"records":[],"more":true}` {

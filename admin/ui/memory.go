@@ -2,12 +2,14 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -34,6 +36,9 @@ const (
 	memoryWait = 10 * time.Second
 	// noMemory is the answer when memory is not configured.
 	noMemory = "Memory not configured"
+	// memoryUnreadable is the answer while the store cannot be read for a
+	// cause /health names.
+	memoryUnreadable = "Could not read the memory store (the Agent card's problems say why). Try again once that is fixed."
 )
 
 // memoryList is GET /ui/api/memory.
@@ -53,7 +58,10 @@ type memoryResult struct {
 
 // memory is GET /ui/api/memory: the per-person facts, held-for-review
 // first, as the store gives them; 503 with the reason when memory is not
-// configured or the store fails.
+// configured or the store fails. A failure the store reports as a health
+// condition (health.ErrReported: logged once, named on /health) is not
+// logged again, nor repeated in the answer, which an open dashboard polls
+// every minute and the request's log line carries.
 func (u *UI) memory(c echo.Context) error {
 	if u.cfg.MemoryRecords == nil {
 		return httpapi.NewError(http.StatusServiceUnavailable, noMemory)
@@ -61,6 +69,9 @@ func (u *UI) memory(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), memoryWait)
 	defer cancel()
 	records, more, err := u.cfg.MemoryRecords(ctx)
+	if errors.Is(err, health.ErrReported) {
+		return httpapi.NewError(http.StatusServiceUnavailable, memoryUnreadable)
+	}
 	if err != nil {
 		u.log.Warn("memory review: listing failed", "error", err)
 		return httpapi.NewError(http.StatusServiceUnavailable, "Could not read the memory store ("+err.Error()+"). Try again in a moment.")

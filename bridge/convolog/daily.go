@@ -37,10 +37,13 @@ type DailyConfig struct {
 	// goes on without it"); its first clause, without "the", names them on
 	// /health ("security log"). Empty means "the <Prefix> log".
 	What string
-	// Health is the conditions set: the file set's key fails while its
-	// records cannot be written, and so does one key per directory while
-	// the directory cannot be created (every file set in it shares it).
-	// Nil keeps a private set, so the log still says each cause once.
+	// Health is the conditions set: one key per directory fails while the
+	// directory cannot be created or takes no file (read-only, full, no
+	// permission: every file set in it shares the key, so the cause is
+	// said once), and the file set's own key while its records cannot be
+	// written for another reason. Each carries a re-check where an honest
+	// one exists (health.DirCheck, health.Appendable). Nil keeps a private
+	// set, so the log still says each cause once.
 	Health *health.Conditions
 }
 
@@ -52,9 +55,10 @@ type DailyConfig struct {
 // second a write checks that the path still names the open file (moved
 // away or deleted by hand: a new one is created) and is still private. A
 // failure is counted, marks the set's health condition (or its
-// directory's), and is logged once per cause: at Warn when the condition
-// begins, at Debug while it lasts, and one Info line when a write succeeds
-// again. It never reaches the caller: a full SD card must not stop the
+// directory's, when the directory is the cause), and is logged once per
+// cause: at Warn when the condition begins, at Debug while it lasts, and
+// one Info line when a write succeeds again or the condition's re-check
+// passes. It never reaches the caller: a full SD card must not stop the
 // robot. Safe for concurrent use.
 type Daily struct {
 	dir, prefix, what string
@@ -140,15 +144,16 @@ func (d *Daily) appendLine(t time.Time, line []byte) {
 			if errors.Is(err, fs.ErrNotExist) {
 				d.dirOK = false // removed meanwhile: the next record creates it again
 			}
-			d.failLocked("cannot open "+d.what, err)
+			d.failLocked("cannot open "+d.what, err, health.Appendable(path))
 			return
 		}
 	}
 	if _, err := d.f.Write(line); err != nil {
 		d.closeLocked() // the next record reopens
-		d.failLocked("cannot write "+d.what, err)
+		d.failLocked("cannot write "+d.what, err, nil)
 		return
 	}
+	d.health.Recovered(d.log, d.dirKey, "log directory writable again", "dir", d.dir)
 	d.health.Recovered(d.log, d.fileKey, d.name+" written again", "path", path)
 }
 
@@ -205,27 +210,40 @@ func (d *Daily) Close() error {
 	return nil
 }
 
+// ensureDirLocked creates the directory unless it was made already. Its
+// condition is cleared by a record written in it (or its re-check), not
+// here: an existing directory may still take no file.
 func (d *Daily) ensureDirLocked() bool {
 	if d.dirOK {
 		return true
 	}
 	if err := os.MkdirAll(d.dir, 0o700); err != nil {
 		// Every file set in the directory fails alike: the first says so.
-		d.health.Failed(d.log, hclog.Warn, d.dirKey, "log directory "+d.dir, err,
+		d.health.Failed(d.log, hclog.Warn, d.dirKey, "log directory "+d.dir, err, d.dirCheck(),
 			"cannot create the log directory; the conversation log and the journals in it are not written until it can be", "dir", d.dir)
 		return false
 	}
 	d.dirOK = true
-	d.health.Recovered(d.log, d.dirKey, "log directory created", "dir", d.dir)
 	return true
 }
 
-// failLocked counts a record not written and marks the set failing; msg
-// is logged at Warn when the condition begins, at Debug while it lasts.
-// err names the path (an *os.PathError).
-func (d *Daily) failLocked(msg string, err error) {
+// dirCheck re-checks the directory's condition.
+func (d *Daily) dirCheck() health.Check { return func() error { return health.Writable(d.dir) } }
+
+// failLocked counts a record not written and marks the directory failing
+// when it is the cause (read-only, full, no permission: every file set in
+// it meets the same, and the first says so), else the set, with check
+// (nil: cleared by the next record written); msg is logged at Warn when
+// the condition begins, at Debug while it lasts. err names the path (an
+// *os.PathError).
+func (d *Daily) failLocked(msg string, err error, check health.Check) {
 	d.count()
-	d.health.Failed(d.log, hclog.Warn, d.fileKey, d.name, err, msg)
+	if dir := health.DirCheck(d.dir, err); dir != nil {
+		d.health.Failed(d.log, hclog.Warn, d.dirKey, "log directory "+d.dir, err, dir,
+			"the log directory takes no file; the conversation log and the journals in it are not written until it does", "dir", d.dir)
+		return
+	}
+	d.health.Failed(d.log, hclog.Warn, d.fileKey, d.name, err, check, msg)
 }
 
 func (d *Daily) count() {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -115,9 +115,12 @@ func TestDailyFailureCountedAndRecovers(t *testing.T) {
 }
 
 // TestDailyHealthConditions: file sets sharing a directory that cannot be
-// made say so in one Warn line and one /health problem; once it can be, a
-// file that cannot be opened is its own set's problem, said once with the
-// error text once; a write that succeeds clears it with one Info line.
+// made say so in one Warn line and one /health problem; once it can be,
+// the condition's re-check clears it with one Info line, before any record
+// is written. A file that cannot be opened is its own set's problem, said
+// once with the error text once, re-checked by opening it (without
+// creating it) and cleared once it opens; the records after that log
+// nothing more.
 func TestDailyHealthConditions(t *testing.T) {
 	root := t.TempDir()
 	blocker := filepath.Join(root, "state")
@@ -127,11 +130,11 @@ func TestDailyHealthConditions(t *testing.T) {
 	dir := filepath.Join(blocker, "logs") // under a regular file: ENOTDIR, even for root
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
-	conds := health.New()
-	convo := New(Config{Dir: dir, Logger: log, Health: conds})
+	conds := healthtest.New(t, nil)
+	convo := New(Config{Dir: dir, Logger: log, Health: conds.Conditions})
 	sets := []*Daily{convo.daily}
 	for _, prefix := range []string{"security", "scene-synthesis", "perception"} {
-		sets = append(sets, NewDaily(DailyConfig{Dir: dir, Prefix: prefix, Logger: log, Health: conds}))
+		sets = append(sets, NewDaily(DailyConfig{Dir: dir, Prefix: prefix, Logger: log, Health: conds.Conditions}))
 	}
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	for range 3 {
@@ -148,12 +151,28 @@ func TestDailyHealthConditions(t *testing.T) {
 		strings.Count(logs.String(), "not a directory") != 1 {
 		t.Errorf("want one Warn line for the directory, got:\n%s", logs.String())
 	}
+	conds.Recheck(t)
+	if got := conds.Problems(); len(got) != 1 {
+		t.Errorf("problems %q after a re-check with the blocker in place, want it kept", got)
+	}
 
-	// The directory can be made now, but the conversation log's file
-	// cannot be opened (a directory is in its place).
+	// The blocker goes: the re-check clears the directory's condition
+	// without a record.
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems %q after the re-check, want none", got)
+	}
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "[INFO]  log directory "+dir+" recovered: its re-check passed: problem=") {
+		t.Errorf("want one Info line for the re-checked directory, got:\n%s", logs.String())
+	}
+
+	// The conversation log's file cannot be opened (a directory is in its
+	// place): its own problem, the other sets write.
 	if err := os.MkdirAll(convo.Path(at), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -167,23 +186,131 @@ func TestDailyHealthConditions(t *testing.T) {
 		t.Errorf("problems %q, want [%q]", got, wantFile)
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "[INFO]  log directory created") ||
-		!strings.Contains(lines[1], "[WARN]  cannot open the conversation log; turns continue without it: error=") ||
-		strings.Count(lines[1], convo.Path(at)) != 1 {
-		t.Errorf("want the directory's recovery and one Warn naming the file once, got:\n%s", logs.String())
+	if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]  cannot open the conversation log; turns continue without it: error=") ||
+		strings.Count(lines[0], convo.Path(at)) != 1 {
+		t.Errorf("want one Warn naming the file once, got:\n%s", logs.String())
+	}
+	conds.Recheck(t)
+	if got := conds.Problems(); len(got) != 1 {
+		t.Errorf("problems %q after a re-check with the directory in the file's place, want it kept", got)
 	}
 
 	if err := os.Remove(convo.Path(at)); err != nil {
 		t.Fatal(err)
 	}
 	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the re-check %q, want none", got)
+	}
+	if _, err := os.Stat(convo.Path(at)); err == nil {
+		t.Error("the re-check created the conversation log")
+	}
 	convo.Write(Record{TS: at, ResponseText: "x"})
 	convo.Write(Record{TS: at, ResponseText: "y"})
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after recovery %q, want none", got)
-	}
-	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "[INFO]  conversation log written again") {
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "[INFO]  conversation log recovered: its re-check passed: problem=") {
 		t.Errorf("want one Info line for the recovery, got:\n%s", logs.String())
+	}
+	if b, err := os.ReadFile(convo.Path(at)); err != nil || strings.Count(string(b), "\n") != 2 {
+		t.Errorf("conversation log after the recovery: %q %v", b, err)
+	}
+}
+
+// TestDailyUnwritableDirectoryOneCause: a log directory that exists but
+// takes no file — a read-only file system, then a full one, which root
+// meets too — is one cause for every file set in it: one Warn line, one
+// /health problem, every lost record counted; once it is writable (has
+// room) again its re-check clears it with one Info line, no record
+// needed, and the next records are written.
+func TestDailyUnwritableDirectoryOneCause(t *testing.T) {
+	if !testkit.InMountNamespace(t) {
+		return
+	}
+	mnt := testkit.MountTmpfs(t, 256<<10)
+	dir := filepath.Join(mnt, "logs")
+	var logs testkit.LogBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	conds := healthtest.New(t, nil)
+	m := NewMetrics(prometheus.NewRegistry())
+	var sets []*Daily
+	for _, prefix := range Files {
+		d := NewDaily(DailyConfig{Dir: dir, Prefix: prefix, Logger: log, Health: conds.Conditions, Failures: m.Failures(prefix)})
+		t.Cleanup(func() { _ = d.Close() }) // before the unmount
+		sets = append(sets, d)
+	}
+	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	appendAll := func() {
+		for range 2 {
+			for _, d := range sets {
+				d.Append(at, map[string]string{"a": strings.Repeat("x", 5000)}) // a new page each: a full tmpfs has none
+			}
+		}
+	}
+	lost := func() (n float64) {
+		for _, f := range Files {
+			n += testutil.ToFloat64(m.WriteFailures.WithLabelValues(f))
+		}
+		return n
+	}
+
+	for _, c := range []struct {
+		name, errText string
+		block, fix    func()
+	}{
+		{"read-only", "read-only file system",
+			func() { testkit.Remount(t, mnt, true) }, func() { testkit.Remount(t, mnt, false) }},
+		{"full", "no space left on device",
+			func() {
+				if err := os.WriteFile(filepath.Join(mnt, "filler"), make([]byte, 512<<10), 0o600); err == nil {
+					t.Fatal("the filler fit in the tmpfs")
+				}
+			},
+			func() {
+				if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		for _, d := range sets {
+			_ = d.Close() // the next record opens its file in the blocked directory
+		}
+		logs.Reset()
+		before := lost()
+		c.block()
+		appendAll()
+		if n := lost() - before; n != float64(2*len(sets)) {
+			t.Errorf("%s: %v records counted lost, want %d", c.name, n, 2*len(sets))
+		}
+		got := conds.Problems()
+		if len(got) != 1 || !strings.HasPrefix(got[0], "log directory "+dir+": ") || !strings.HasSuffix(got[0], c.errText) {
+			t.Errorf("%s: problems %q, want one for the directory ending %q", c.name, got, c.errText)
+		}
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]  the log directory takes no file;") ||
+			strings.Count(lines[0], c.errText) != 1 {
+			t.Errorf("%s: want one Warn line for the directory, got:\n%s", c.name, logs.String())
+		}
+		conds.Recheck(t)
+		if got := conds.Problems(); len(got) != 1 {
+			t.Errorf("%s: problems %q after a re-check while blocked, want it kept", c.name, got)
+		}
+
+		logs.Reset()
+		c.fix()
+		conds.Recheck(t)
+		if got := conds.Problems(); got != nil {
+			t.Errorf("%s: problems %q after the re-check, want none", c.name, got)
+		}
+		if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+			!strings.Contains(lines[0], "[INFO]  log directory "+dir+" recovered: its re-check passed") {
+			t.Errorf("%s: want one Info line for the recovery, got:\n%s", c.name, logs.String())
+		}
+		before = lost()
+		appendAll()
+		if n := lost() - before; n != 0 || conds.Problems() != nil {
+			t.Errorf("%s: %v records lost after the fix, problems %q", c.name, n, conds.Problems())
+		}
 	}
 }
 

@@ -16,10 +16,10 @@ func TestConditions(t *testing.T) {
 	if c.Problems() != nil {
 		t.Fatalf("a new set has problems: %q", c.Problems())
 	}
-	if !c.Fail("b", "b: disk full") || c.Fail("b", "b: permission denied") {
+	if !c.Fail("b", "b: disk full", nil) || c.Fail("b", "b: permission denied", nil) {
 		t.Error("Fail should be news only when the key was not failing")
 	}
-	if !c.Fail("a", "a: read-only file system") {
+	if !c.Fail("a", "a: read-only file system", nil) {
 		t.Error("another key's failure is news")
 	}
 	if got, want := c.Problems(), []string{"a: read-only file system", "b: permission denied"}; !slices.Equal(got, want) {
@@ -28,7 +28,7 @@ func TestConditions(t *testing.T) {
 	if !c.Clear("b") || c.Clear("b") || c.Clear("never") {
 		t.Error("Clear should report whether the key was failing")
 	}
-	if !c.Fail("b", "b: again") {
+	if !c.Fail("b", "b: again", nil) {
 		t.Error("a failure after a clear is news again")
 	}
 	c.Clear("a")
@@ -38,7 +38,7 @@ func TestConditions(t *testing.T) {
 	}
 
 	var none *Conditions
-	if !none.Fail("x", "x") || none.Clear("x") || none.Problems() != nil {
+	if !none.Fail("x", "x", nil) || none.Clear("x") || none.Problems() != nil {
 		t.Error("a nil set holds nothing and reports every failure as news")
 	}
 }
@@ -55,7 +55,7 @@ func TestConditionsConcurrent(t *testing.T) {
 			defer wg.Done()
 			key := fmt.Sprint("k", w%4) // two writers share each key
 			for range 200 {
-				if c.Fail(key, key+": failing") {
+				if c.Fail(key, key+": failing", nil) {
 					news[w]++
 				}
 				_ = c.Problems()
@@ -80,7 +80,7 @@ func TestFailedAndRecoveredLogOncePerCause(t *testing.T) {
 	c := New()
 	err := errors.New("open /x/state: permission denied")
 	for range 3 {
-		c.Failed(log, hclog.Error, "state /x/state", "greeter state", err, "cannot save the greeter state", "path", "/x/state")
+		c.Failed(log, hclog.Error, "state /x/state", "greeter state", err, nil, "cannot save the greeter state", "path", "/x/state")
 	}
 	c.Recovered(log, "state /x/state", "greeter state saved again", "path", "/x/state")
 	c.Recovered(log, "state /x/state", "greeter state saved again", "path", "/x/state")
@@ -102,7 +102,7 @@ func TestFailedAndRecoveredLogOncePerCause(t *testing.T) {
 	if c.Problems() != nil {
 		t.Errorf("problems after the recovery: %q", c.Problems())
 	}
-	c.Failed(log, hclog.Warn, "k", "memory journal", err, "m")
+	c.Failed(log, hclog.Warn, "k", "memory journal", err, nil, "m")
 	if got := c.Problems(); len(got) != 1 || got[0] != "memory journal: open /x/state: permission denied" {
 		t.Errorf("problem text %q", got)
 	}

@@ -136,9 +136,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// Settings first: what each component needs besides its own settings
 	// (logger, metrics, the values several components share). conds is
 	// the one health conditions set: every component that must write
-	// files marks it, /health reports it.
+	// files marks it, /health reports it, its actor re-checks it.
 	c := cfg
-	conds := health.New()
+	conds := health.NewWith(health.Config{Logger: log.Named("health")})
 	c.Modes.Metrics, c.Modes.Logger, c.Modes.Health = admin.NewMetrics(reg), log.Named("admin"), conds
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
@@ -323,6 +323,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		{"pool", pool.Run},           // finish background cancel settlements
 		{"agent", sup.Run},           // retire sessions, stop the agent child
 		{"periphery", peri.Run},      // stop refreshing weather and calendar
+		{"health", conds.Run},        // stop re-checking failing conditions
 	}}, nil
 }
 

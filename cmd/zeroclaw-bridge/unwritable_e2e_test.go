@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
@@ -20,7 +21,9 @@ import (
 // turns, memory writes, perception events that greet and a kid mode
 // change, twice each. Each cause is logged once at Warn or Error with its
 // error once, /health says "degraded" and names them; once the directory
-// can be made every component writes again and /health says "ok".
+// can be made /health says "ok" again within the re-check interval
+// without any write (one Info line per condition), and every component
+// writes again.
 func TestUnwritableStateOneLinePerCause(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "state")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
@@ -115,10 +118,30 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 		}
 	}
 
-	// Once the directory can be made, each component writes again.
+	// Once the directory can be made, the conditions' re-checks clear
+	// every problem within their interval, with no write at all: one Info
+	// line each.
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
+	removed := time.Now()
+	var body string
+	testkit.WaitFor(t, health.RecheckInterval+10*time.Second, "/health ok without a write", func() bool {
+		var code int
+		code, body = p.get("/health")
+		return code == http.StatusOK && strings.HasPrefix(body, `{"status":"ok",`)
+	})
+	t.Logf("/health ok %s after the blocker's removal (re-check interval %s)", time.Since(removed).Round(time.Millisecond), health.RecheckInterval)
+	if strings.Contains(body, `"problems"`) {
+		t.Errorf("/health after recovery: %s", body)
+	}
+	for _, want := range []string{"log directory " + under("logs"), "memory journal", "memory database", "kid mode state", "greeter state"} {
+		if n := strings.Count(p.log(), " "+want+" recovered: its re-check passed: problem="); n != 1 {
+			t.Errorf("%d re-check recovery lines for %q, want 1", n, want)
+		}
+	}
+
+	// Each component writes again, with no recovery left to say.
 	if code, body := p.post("/api/message", `{"content":"hello again","session_id":"s1"}`); code != http.StatusOK {
 		t.Fatalf("voice turn: %d %s", code, body)
 	}
@@ -131,18 +154,21 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 	if code, body := p.post("/api/perception/event", `{"device_id":"d3","name":"face_recognized","data":{"identity":"kim"}}`); code != http.StatusNoContent {
 		t.Fatalf("event: %d %s", code, body)
 	}
-	body, h := p.health("every problem cleared", func(h map[string]any) bool { return h["status"] == "ok" })
-	if strings.Contains(body, `"problems"`) || h["problems"] != nil {
-		t.Errorf("/health after recovery: %s", body)
-	}
 	testkit.WaitFor(t, 10*time.Second, "the memory written after the fix", func() bool {
 		rows, err := memstoretest.TryRows(under("memory/brain.db"))
 		return err == nil && len(rows) == 1 && rows[0].Content == "the dog is called Byte"
 	})
-	for _, want := range []string{"log directory created", "voice memory journal writable again", "voice memory database written again",
-		"kid mode state saved again", "greeter state saved again"} {
-		if n := strings.Count(p.log(), want); n != 1 {
-			t.Errorf("%d %q lines, want 1", n, want)
+	testkit.WaitFor(t, 10*time.Second, "the conversation log and the greeter state written", func() bool {
+		logs, _ := filepath.Glob(filepath.Join(under("logs"), "convo-*.ndjson"))
+		state, _ := os.ReadFile(under("greeter_state.json"))
+		return len(logs) == 1 && strings.Contains(string(state), `"kim"`)
+	})
+	if _, h := p.health("still ok", func(map[string]any) bool { return true }); h["status"] != "ok" {
+		t.Errorf("/health after the writes: %v", h)
+	}
+	for _, again := range []string{"written again", "writable again", "saved again"} {
+		if strings.Contains(p.log(), again) {
+			t.Errorf("a %q line after the re-checks cleared every condition:\n%s", again, p.log())
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -331,16 +332,18 @@ func TestGreeterStateFileReplaced(t *testing.T) {
 
 // TestGreeterStateUnsavable: a state file that cannot be saved is a
 // /health problem logged once (the error text once) however many
-// greetings try; the next save that succeeds clears it, saying so once.
+// greetings try; once its directory can be made the condition's re-check
+// clears it, saying so once, before any greeting; the next save has
+// nothing more to say.
 func TestGreeterStateUnsavable(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "state")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	conds := health.New()
+	conds := healthtest.New(t, nil)
 	e := newEnv(t, func(c *Config) {
 		c.Settings.GreeterStatePath = filepath.Join(blocker, "greeter_state.json")
-		c.Health = conds
+		c.Health = conds.Conditions
 	})
 	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
 	e.waitSays(1)
@@ -361,16 +364,61 @@ func TestGreeterStateUnsavable(t *testing.T) {
 		strings.Count(warns[0], "not a directory") != 1 || strings.Count(e.logs.String(), "[DEBUG] proactive_greeter: cannot save the greeter state") != 2 {
 		t.Errorf("want one Warn line with the error once, then Debug, got:\n%s", e.logs.String())
 	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 1 {
+		t.Error("the re-check cleared the condition with the blocker in place")
+	}
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
+	}
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the re-check %q", got)
+	}
+	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
 	e.clock.Advance(6 * time.Hour) // past brett's cooldown
 	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
 	e.waitSays(3)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after a save %q", got)
+	testkit.WaitFor(t, 10*time.Second, "the state saved", func() bool {
+		b, _ := os.ReadFile(filepath.Join(blocker, "greeter_state.json"))
+		return strings.Contains(string(b), `"brett":{"count":2`)
+	})
+	if got := conds.Problems(); got != nil || strings.Contains(e.logs.String(), "greeter state saved again") {
+		t.Errorf("problems after a save %q; want no second recovery line:\n%s", got, e.logs.String())
 	}
-	if n := strings.Count(e.logs.String(), "greeter state saved again"); n != 1 {
+}
+
+// TestGreeterStateUnreadableRechecked: a state file the file system
+// cannot read at start (a directory in its place) is a condition whose
+// re-check reads the file: it stays while the file cannot be read and
+// clears, without a greeting, once it can (or is gone).
+func TestGreeterStateUnreadableRechecked(t *testing.T) {
+	conds := healthtest.New(t, nil)
+	state := filepath.Join(t.TempDir(), "greeter_state.json")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) {
+		c.Settings.GreeterStatePath = state
+		c.Health = conds.Conditions
+	})
+	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "greeter state: ") || !strings.HasSuffix(got[0], "is a directory") {
+		t.Errorf("problems %q, want the greeter state's, a directory", got)
+	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 1 {
+		t.Error("the re-check cleared the condition while the file cannot be read")
+	}
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the re-check %q", got)
+	}
+	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
 }

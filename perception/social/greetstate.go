@@ -58,7 +58,7 @@ func newGreetState(path string, max int, log hclog.Logger, conds *health.Conditi
 // load reads today's counts. A missing file is a fresh start; a corrupt
 // one is logged and replaced with an empty state; one the file system
 // cannot open is the file's health condition (logged once) until a save
-// succeeds.
+// succeeds or its re-check reads the file again (or finds it gone).
 func (g *greetState) load(today string) {
 	if g.path == "" {
 		return
@@ -69,7 +69,7 @@ func (g *greetState) load(today string) {
 	}
 	var pathErr *fs.PathError
 	if errors.As(err, &pathErr) { // the file system's trouble, not the content: nothing to replace
-		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, "greeter state unreadable; starting fresh", "path", g.path)
+		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, health.Readable(g.path), "greeter state unreadable; starting fresh", "path", g.path)
 		return
 	}
 	if err != nil {
@@ -227,7 +227,8 @@ func (g *greetState) snapshot() []byte {
 // file beside it, then renamed over it, so a crash leaves the old or the
 // new file, never half of one. A failure marks the file's health
 // condition and is logged once (Debug while it lasts), never fatal; the
-// next save that succeeds clears it.
+// next save that succeeds clears it, and so does the re-check of a
+// directory that was the cause (health.DirCheck) once it takes files.
 func (g *greetState) save() {
 	if g.path == "" {
 		return
@@ -236,14 +237,15 @@ func (g *greetState) save() {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	if err := writeAtomic(g.path, data); err != nil {
-		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, "cannot save the greeter state; a restart may greet again", "path", g.path)
+		g.health.Failed(g.log, hclog.Warn, g.key(), "greeter state", err, health.DirCheck(filepath.Dir(g.path), err),
+			"cannot save the greeter state; a restart may greet again", "path", g.path)
 		return
 	}
 	g.health.Recovered(g.log, g.key(), "greeter state saved again", "path", g.path)
 }
 
 // key is the file's health condition: failing while it cannot be read or
-// saved, until a save succeeds.
+// saved, until a save succeeds or its re-check passes.
 func (g *greetState) key() string { return "greeter state " + g.path }
 
 // writeAtomic replaces path with data. Its errors are the file system's,

@@ -94,9 +94,13 @@ type Config struct {
 	PersonMaxFacts int
 	// Health is the conditions set: the journal's key fails while an
 	// accepted write cannot be journaled (writes are refused), the
-	// database's while rows cannot be written to it (created, opened or
-	// inserted). Each cause is logged once, when its condition begins.
-	// Nil keeps a private set.
+	// compaction's while the journal cannot be emptied, the database's
+	// while rows cannot be written to it (created, opened or inserted),
+	// the review's while the memory review cannot read it. Each cause is
+	// logged once, when its condition begins; a cause with an honest
+	// re-check (a directory that takes files again, a database file that
+	// opens for writing again) carries it (see databaseCheck). Nil keeps
+	// a private set.
 	Health *health.Conditions
 }
 
@@ -134,19 +138,50 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// journalKey and databaseKey are the store's health conditions.
-func (c Config) journalKey() string  { return "memory journal " + c.Journal }
-func (c Config) databaseKey() string { return "memory database " + c.Path }
+// The store's health conditions: the journal (appends), its compaction,
+// the database (writes) and the review's reads of it.
+func (c Config) journalKey() string    { return "memory journal " + c.Journal }
+func (c Config) compactionKey() string { return "memory journal compaction " + c.Journal }
+func (c Config) databaseKey() string   { return "memory database " + c.Path }
+func (c Config) reviewKey() string     { return "memory review " + c.Path }
 
 // databaseFailed marks the database failing with err and logs msg at
 // level the first time, at Debug while the condition lasts.
 func (c Config) databaseFailed(level hclog.Level, msg string, err error, args ...any) {
-	c.Health.Failed(c.Logger, level, c.databaseKey(), "memory database", err, msg, args...)
+	c.Health.Failed(c.Logger, level, c.databaseKey(), "memory database", err, c.databaseCheck(err), msg, args...)
 }
 
-// journalFailed is databaseFailed for the journal.
-func (c Config) journalFailed(level hclog.Level, msg string, err error) {
-	c.Health.Failed(c.Logger, level, c.journalKey(), "memory journal", err, msg, "path", c.Journal)
+// databaseCheck picks the re-check of a database failure. Its directory's
+// trouble (health.DirCheck: creating brain.db in a read-only or full
+// directory) and SQLite's read-only, cannot-open and full errors are
+// re-checked by opening the file for writing (when it exists) and probing
+// its directory (for the rollback journal or WAL SQLite writes beside it).
+// Anything else — a corrupt file, a schema ZeroClaw changed — has no
+// cheap honest re-check and is cleared by the next row written.
+func (c Config) databaseCheck(err error) health.Check {
+	dir := filepath.Dir(c.Path)
+	if check := health.DirCheck(dir, err); check != nil {
+		return check
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL:
+		return func() error {
+			f, err := os.OpenFile(c.Path, os.O_RDWR, 0) // #nosec G304 -- VOICE_MEMORY_DB
+			switch {
+			case errors.Is(err, fs.ErrNotExist): // the next write creates it
+			case err != nil:
+				return err
+			default:
+				_ = f.Close()
+			}
+			return health.Writable(dir)
+		}
+	}
+	return nil
 }
 
 // Validate reports an unusable configuration.
@@ -236,7 +271,12 @@ func (s *Store) Enqueue(w Write) error {
 		return ErrQueueFull
 	}
 	if err := s.appendLocked(append(line, '\n')); err != nil {
-		s.cfg.journalFailed(hclog.Error, "voice memory journal not writable; memory writes are refused until it is", err)
+		check := health.DirCheck(filepath.Dir(s.cfg.Journal), err)
+		if check == nil && s.journal == nil { // it could not be opened
+			check = health.Appendable(s.cfg.Journal)
+		}
+		s.cfg.Health.Failed(s.log, hclog.Error, s.cfg.journalKey(), "memory journal", err, check,
+			"voice memory journal not writable; memory writes are refused until it is", "path", s.cfg.Journal)
 		return fmt.Errorf("%w: %w", ErrJournal, err)
 	}
 	s.cfg.Health.Recovered(s.log, s.cfg.journalKey(), "voice memory journal writable again; memory writes are accepted", "path", s.cfg.Journal)
@@ -282,9 +322,14 @@ func (s *Store) compact() {
 		_ = s.journal.Sync()
 	}
 	if err == nil {
+		s.cfg.Health.Recovered(s.log, s.cfg.compactionKey(), "voice memory journal emptied again", "path", s.cfg.Journal)
 		return
 	}
-	s.cfg.journalFailed(hclog.Warn, "voice memory journal not emptied", err) // said once, with a refused write's
+	// Its own condition: appends that work must not clear it (nor it
+	// them). No re-check: only emptying it, after the next write, proves
+	// the journal holds no row already written (a redacted one included).
+	s.cfg.Health.Failed(s.log, hclog.Warn, s.cfg.compactionKey(), "memory journal compaction", err, nil,
+		"voice memory journal not emptied", "path", s.cfg.Journal)
 }
 
 // replay writes what a crash left in the journal.
@@ -671,11 +716,10 @@ func (w *writer) retry(ctx context.Context, missingToo bool, fn func(context.Con
 			return err
 		}
 		switch {
-		case missing: // a problem until it appears (said once); busy is ZeroClaw at work
-			if attempt == 1 {
-				w.cfg.databaseFailed(hclog.Warn, "voice memory database missing; retrying", err)
+		case missing: // created again, or a problem while it cannot be (said once); busy is ZeroClaw at work
+			if cerr := w.cfg.ensure(); cerr != nil {
+				w.cfg.databaseFailed(hclog.Warn, "voice memory database missing and cannot be created; retrying", cerr)
 			}
-			_ = w.cfg.ensure() // its failure is the condition's, said at start
 		case attempt == 1 || attempt%10 == 0:
 			w.log.Warn("voice memory database busy; retrying", "attempt", attempt, "error", err)
 		}

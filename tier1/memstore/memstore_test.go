@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +18,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
@@ -296,8 +297,9 @@ func TestDatabaseAppearsLater(t *testing.T) {
 // TestUnwritableStoreIsAHealthCondition: a database and journal under a
 // path that cannot be created are two /health problems, each logged once
 // with the error once, however many writes are refused; once the
-// directory can be made the journal accepts writes again, the writer
-// creates the database, the row reaches it and /health is clear.
+// directory can be made their re-checks clear both, with one Info line
+// each and no write; then the journal accepts writes, the writer creates
+// the database and the row reaches it, with nothing more to say.
 func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	root := t.TempDir()
 	blocker := filepath.Join(root, "memory")
@@ -306,8 +308,8 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	}
 	path := filepath.Join(blocker, "brain.db")
 	var logs testkit.LogBuffer
-	conds := health.New()
-	s := memstore.New(memstore.Config{Path: path, Health: conds,
+	conds := healthtest.New(t, nil)
+	s := memstore.New(memstore.Config{Path: path, Health: conds.Conditions,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
 	run(t, s)
 	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
@@ -330,12 +332,28 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 			t.Errorf("error text not said exactly once: %s", l)
 		}
 	}
+	conds.Recheck(t)
+	if d := cmp.Diff(conds.Problems(), want); d != "" {
+		t.Errorf("problems after a re-check with the blocker in place (-got +want):\n%s", d)
+	}
 
-	// The directory can be made: writes are accepted again, and the
-	// writer creates the database.
+	// The directory can be made: the re-checks clear both conditions
+	// before any write.
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the re-check %q, want none", got)
+	}
+	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") ||
+		!strings.Contains(lines[1], "[INFO]  memory journal recovered: its re-check passed") {
+		t.Errorf("want one Info line per re-checked condition, got:\n%s", logs.String())
+	}
+
+	// Writes are accepted again, and the writer creates the database.
 	logs.Reset()
 	if err := s.Enqueue(memstore.Write{Content: "kept", Category: "core"}); err != nil {
 		t.Fatalf("Enqueue after the fix: %v", err)
@@ -343,11 +361,156 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	if rows := waitRows(t, path, 1); rows[0].Content != "kept" {
 		t.Errorf("rows %+v", rows)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the database's condition to clear", func() bool { return conds.Problems() == nil })
-	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "[INFO]  voice memory journal writable again") ||
-		!strings.Contains(lines[1], "[INFO]  created the voice memory database") ||
-		!strings.Contains(lines[2], "[INFO]  voice memory database written again") {
-		t.Errorf("want one Info line per recovery, got:\n%s", logs.String())
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems after the write %q", got)
+	}
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "[INFO]  created the voice memory database") {
+		t.Errorf("want only the creation's line, got:\n%s", logs.String())
+	}
+}
+
+// TestDatabaseConditionRecheckedOnlyWhenHonest: brain.db on a read-only
+// file system (root cannot write it either) refuses the writer's row: a
+// condition re-checked by opening the file for writing, which clears it
+// once the file system is writable, without a write. A corrupt brain.db
+// is a condition no writable directory fixes: its re-check does not
+// exist, and only a row written clears it.
+func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
+	if !testkit.InMountNamespace(t) {
+		return
+	}
+	mnt := testkit.MountTmpfs(t, 4<<20)
+	path := filepath.Join(mnt, "brain.db")
+	src, err := os.ReadFile(memstoretest.V1(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testkit.LogBuffer
+	conds := healthtest.New(t, nil)
+	s := memstore.New(memstore.Config{Path: path, Journal: filepath.Join(t.TempDir(), "journal"), Health: conds.Conditions,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	stop := run(t, s)
+	t.Cleanup(func() { _ = stop() }) // closes brain.db before the unmount
+
+	testkit.Remount(t, mnt, true)
+	if err := s.Enqueue(memstore.Write{Content: "dropped", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
+	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory database: ") || !strings.Contains(got[0], "readonly") {
+		t.Errorf("problems %q, want the database read-only", got)
+	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 1 {
+		t.Error("the re-check cleared the condition while the file system is read-only")
+	}
+	testkit.Remount(t, mnt, false)
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems %q after the re-check on a writable file system", got)
+	}
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") {
+		t.Errorf("want one Info line for the recovery, got:\n%s", logs.String())
+	}
+
+	// Not a database any more: the directory takes files, the condition
+	// stays until a row is written.
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enqueue(memstore.Write{Content: "dropped too", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the corrupt database's condition", func() bool { return len(conds.Problems()) == 1 })
+	conds.Recheck(t)
+	conds.Recheck(t)
+	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "memory database: ") {
+		t.Errorf("problems %q after re-checks of a corrupt database, want it kept", got)
+	}
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enqueue(memstore.Write{Content: "kept", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "a row written to clear it", func() bool { return conds.Problems() == nil })
+	if rows := memstoretest.Rows(t, path); len(rows) != 1 || rows[0].Content != "kept" {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// TestCompactionHasItsOwnCondition: a journal that takes appends but
+// cannot be emptied (append-only, which root meets too) is one condition
+// of its own, said once however many writes follow, none of them saying
+// the journal is "writable again"; it has no re-check (only emptying it
+// proves the journal holds no row written already) and clears at the
+// first compaction that works.
+func TestCompactionHasItsOwnCondition(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to set the append-only attribute (chattr +a)")
+	}
+	chattr, err := exec.LookPath("chattr")
+	if err != nil {
+		t.Skip("needs chattr (e2fsprogs) to make the journal append-only")
+	}
+	path := memstoretest.V1(t)
+	journal := filepath.Join(t.TempDir(), "journal")
+	if err := os.WriteFile(journal, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(chattr, "+a", journal).CombinedOutput(); err != nil {
+		t.Skipf("this file system takes no append-only attribute: %v %s", err, out)
+	}
+	appendOnly := true
+	clearAttr := func() {
+		if appendOnly {
+			if out, err := exec.Command(chattr, "-a", journal).CombinedOutput(); err != nil {
+				t.Fatalf("chattr -a: %v %s", err, out)
+			}
+			appendOnly = false
+		}
+	}
+	t.Cleanup(clearAttr) // before the directory is removed
+	var logs testkit.LogBuffer
+	conds := healthtest.New(t, nil)
+	s := memstore.New(memstore.Config{Path: path, Journal: journal, Health: conds.Conditions,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	run(t, s)
+	for i := range 3 {
+		if err := s.Enqueue(memstore.Write{Content: fmt.Sprint("fact ", i), Category: "core"}); err != nil {
+			t.Fatal(err)
+		}
+		waitRows(t, path, i+1)
+		testkit.WaitFor(t, 10*time.Second, "the compaction's failure", func() bool { return len(conds.Problems()) == 1 })
+	}
+	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory journal compaction: ") || !strings.HasSuffix(got[0], "operation not permitted") {
+		t.Errorf("problems %q, want the compaction's", got)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]  voice memory journal not emptied") {
+		t.Errorf("want one Warn line for the compaction, got:\n%s", logs.String())
+	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 1 {
+		t.Error("a re-check cleared the compaction's condition")
+	}
+
+	clearAttr()
+	logs.Reset()
+	if err := s.Enqueue(memstore.Write{Content: "fact 3", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the compaction to work", func() bool { return conds.Problems() == nil })
+	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "[INFO]  voice memory journal emptied again") {
+		t.Errorf("want one Info line for the compaction, got:\n%s", logs.String())
+	}
+	if st, err := os.Stat(journal); err != nil || st.Size() != 0 {
+		t.Errorf("journal after the compaction: %v %v", st.Size(), err)
 	}
 }

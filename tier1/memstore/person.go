@@ -12,6 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -225,8 +228,35 @@ func (s *Store) PersonBlock(ctx context.Context, personID string) string {
 // PersonRecords lists per-person rows for review, read from brain.db:
 // the held ones first, then by person, importance and recency. At most
 // MaxPersonRecords are returned; more reports that some were left off. A
-// missing database has no records; other failures are errors.
+// missing database has no records; other failures are errors. One that
+// is not a lock or the caller giving up (a path that cannot be read, a
+// file that is not a database) is the review's health condition, logged
+// once, and wraps health.ErrReported; a listing that succeeds clears it,
+// as does its re-check (the file reads again) for a file system cause.
 func (s *Store) PersonRecords(ctx context.Context) (records []PersonRecord, more bool, err error) {
+	records, more, err = s.personRecords(ctx)
+	switch {
+	case err == nil:
+		s.cfg.Health.Recovered(s.log, s.cfg.reviewKey(), "voice memory database readable again by the memory review", "path", s.cfg.Path)
+		return records, more, nil
+	case ctx.Err() != nil:
+		return nil, false, err
+	}
+	s.resetReader() // the file may have been replaced
+	if isBusy(err) {
+		return nil, false, err
+	}
+	var check health.Check
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		check = health.Readable(s.cfg.Path)
+	}
+	s.cfg.Health.Failed(s.log, hclog.Warn, s.cfg.reviewKey(), "memory review", err, check,
+		"the memory review cannot read the voice memory database", "path", s.cfg.Path)
+	return nil, false, fmt.Errorf("%w: %w", health.ErrReported, err)
+}
+
+func (s *Store) personRecords(ctx context.Context) (records []PersonRecord, more bool, err error) {
 	if _, err := os.Stat(s.cfg.Path); errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -243,7 +273,6 @@ func (s *Store) PersonRecords(ctx context.Context) (records []PersonRecord, more
 		LIMIT ?`,
 		personPrefix, "person;", pendingPrefix, "person_pending;", len(pendingPrefix), pendingPrefix, MaxPersonRecords+1)
 	if err != nil {
-		s.readFailed(ctx, "person memory listing failed", err)
 		return nil, false, fmt.Errorf("list person memory: %w", err)
 	}
 	records, err = scanPersonRecords(rows)

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
@@ -274,6 +276,87 @@ func TestPersonRecords(t *testing.T) {
 	recs, more, err = s.PersonRecords(ctx)
 	if err != nil || !more || len(recs) != memstore.MaxPersonRecords || !recs[0].Pending || !recs[1].Pending {
 		t.Errorf("capped listing: %d rows, more %v, %v", len(recs), more, err)
+	}
+}
+
+// TestPersonRecordsUnreadableIsOneCondition: the review's listing of a
+// brain.db whose path cannot be read (a regular file where its directory
+// should be: ENOTDIR, even for root) is one /health problem, logged once
+// however often the dashboard polls, and its error wraps
+// health.ErrReported so the dashboard does not log it again; the
+// condition's re-check clears it once the path reads, without a listing.
+// A file that is not a database has no such re-check: the next listing
+// that works clears it.
+func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
+	root := t.TempDir()
+	blocker := filepath.Join(root, "memory")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(blocker, "brain.db")
+	var logs testkit.LogBuffer
+	conds := healthtest.New(t, nil)
+	s := memstore.New(memstore.Config{Path: path, Journal: filepath.Join(root, "journal"), Health: conds.Conditions,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	ctx := context.Background()
+	for range 3 {
+		if recs, _, err := s.PersonRecords(ctx); recs != nil || !errors.Is(err, health.ErrReported) {
+			t.Fatalf("listing under a file: %v %v, want an error wrapping ErrReported", recs, err)
+		}
+	}
+	want := "memory review: list person memory: memory database: stat " + path + ": not a directory"
+	if got := conds.Problems(); len(got) != 1 || got[0] != want {
+		t.Errorf("problems %q, want [%q]", got, want)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]  the memory review cannot read the voice memory database") ||
+		strings.Count(lines[0], "not a directory") != 1 {
+		t.Errorf("want one Warn line, got:\n%s", logs.String())
+	}
+	conds.Recheck(t)
+	if len(conds.Problems()) != 1 {
+		t.Error("the re-check cleared the review's condition with the blocker in place")
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	conds.Recheck(t)
+	if got := conds.Problems(); got != nil {
+		t.Errorf("problems %q after the re-check", got)
+	}
+	if !strings.Contains(logs.String(), "[INFO]  memory review recovered: its re-check passed") {
+		t.Errorf("want the recovery's Info line, got:\n%s", logs.String())
+	}
+
+	// Not a database: no re-check clears it, a listing that works does.
+	if err := os.Mkdir(blocker, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, s) // the store's read handle is closed when it stops
+	if _, _, err := s.PersonRecords(ctx); !errors.Is(err, health.ErrReported) {
+		t.Fatalf("listing a file that is no database: %v", err)
+	}
+	conds.Recheck(t)
+	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "memory review: ") {
+		t.Errorf("problems %q after a re-check of a corrupt database, want it kept", got)
+	}
+	src, err := os.ReadFile(memstoretest.V1(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if recs, _, err := s.PersonRecords(ctx); err != nil || recs != nil {
+		t.Fatalf("listing after the repair: %v %v", recs, err)
+	}
+	if conds.Problems() != nil || !strings.Contains(logs.String(), "[INFO]  voice memory database readable again by the memory review") {
+		t.Errorf("problems %q, logs:\n%s", conds.Problems(), logs.String())
 	}
 }
 
