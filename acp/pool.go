@@ -853,7 +853,8 @@ func (p *Pool) metricAdd(f func(*Metrics)) {
 }
 
 // evictIdle closes up to n sessions on c whose entries are not in a turn,
-// least recently used first, and returns how many it closed.
+// least recently used first, and returns how many it closed; each close
+// has reached the agent when it returns.
 func (p *Pool) evictIdle(c Conn, self *entry, n int) int {
 	freed := 0
 	for freed < n {
@@ -870,7 +871,9 @@ func (p *Pool) evictIdle(c Conn, self *entry, n int) int {
 		}
 		<-victim.lease
 		p.log.Info("closing least recently used agent session to make room", "key", victim.key, "session", sid)
-		p.retireCounted(c, sid)
+		// In line, not in the background: the caller asks the agent again
+		// at once, and the agent must have closed the session by then.
+		p.closeCounted(c, sid)
 		freed++
 	}
 	return freed
@@ -911,15 +914,19 @@ func (p *Pool) detachSession(e *entry, c Conn, sid string) {
 // counted in p.retiring (under the same lock that unbound the session from
 // its key), is given back when the close ends.
 func (p *Pool) retireCounted(c Conn, sid string) {
-	p.goBackground(func() {
-		c.CloseSession(context.Background(), sid)
-		p.mu.Lock()
-		if p.retiring[c]--; p.retiring[c] <= 0 {
-			delete(p.retiring, c)
-		}
-		p.mu.Unlock()
-		p.kick()
-	})
+	p.goBackground(func() { p.closeCounted(c, sid) })
+}
+
+// closeCounted closes sid on c (bounded by retireTimeout), then frees the
+// slot counted in p.retiring and wakes queued turns.
+func (p *Pool) closeCounted(c Conn, sid string) {
+	c.CloseSession(context.Background(), sid)
+	p.mu.Lock()
+	if p.retiring[c]--; p.retiring[c] <= 0 {
+		delete(p.retiring, c)
+	}
+	p.mu.Unlock()
+	p.kick()
 }
 
 // reap closes sessions idle longer than SessionIdle and forgets unused keys.
