@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/pyjson"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
@@ -109,7 +110,7 @@ func (h *Handler) rememberPersonTool(args map[string]json.RawMessage, session st
 func pyStrArg(args map[string]json.RawMessage, names ...string) (string, error) {
 	for _, name := range names {
 		raw, ok := args[name]
-		if !ok || falsy(raw) {
+		if !ok || pyjson.Falsy(raw) {
 			continue
 		}
 		s, ok := httpapi.StringValue(raw)
@@ -119,29 +120,6 @@ func pyStrArg(args map[string]json.RawMessage, names ...string) (string, error) 
 		return s, nil
 	}
 	return "", nil
-}
-
-// falsy reports a JSON value Python treats as false.
-func falsy(raw json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case string:
-		return v == ""
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
-	}
-	return false
 }
 
 // personReply is the body of POST /api/voice/remember_person.

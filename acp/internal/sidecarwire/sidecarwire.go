@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/pyjson"
 )
 
 // Error codes the sidecar answers with.
@@ -100,32 +102,6 @@ func params(raw json.RawMessage) (map[string]json.RawMessage, *Error) {
 		return nil, invalid("params must be an object")
 	}
 	return p, nil
-}
-
-// falsy reports Python's falsiness of a JSON value (absent counts too).
-func falsy(raw json.RawMessage) bool {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return true
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case string:
-		return v == ""
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
-	}
-	return false
 }
 
 // str reads a JSON string (not null).
@@ -216,7 +192,7 @@ func Create(raw json.RawMessage, newID func() string, now string) (Session, *Err
 		return nil
 	}
 	orDefault := func(v json.RawMessage) json.RawMessage {
-		if falsy(v) {
+		if pyjson.Falsy(v) {
 			return nil
 		}
 		return v
@@ -259,7 +235,7 @@ func Resume(raw json.RawMessage) (string, *Error) {
 	if err != nil {
 		return "", err
 	}
-	if falsy(p["sessionId"]) {
+	if pyjson.Falsy(p["sessionId"]) {
 		return "", invalid("sessionId required")
 	}
 	return pyText(p["sessionId"]), nil
@@ -280,7 +256,7 @@ func Cancel(raw json.RawMessage) (string, *Error) {
 	if err != nil {
 		return "", err
 	}
-	if falsy(p["streamId"]) {
+	if pyjson.Falsy(p["streamId"]) {
 		return "", invalid("streamId required")
 	}
 	return pyText(p["streamId"]), nil
@@ -326,10 +302,10 @@ func ChatParams(raw json.RawMessage, provider bool) (Chat, *Error) {
 	}
 	if provider {
 		construct := func(msg string) *Error { return invalid("failed to construct LLM provider: " + msg) }
-		if falsy(p["model"]) {
+		if pyjson.Falsy(p["model"]) {
 			return Chat{}, construct("model is required")
 		}
-		if pv := p["provider"]; !falsy(pv) {
+		if pv := p["provider"]; !pyjson.Falsy(pv) {
 			if _, ok := str(pv); !ok {
 				return Chat{}, construct("'" + pyType(pv) + "' object has no attribute 'strip'")
 			}
@@ -342,7 +318,7 @@ func ChatParams(raw json.RawMessage, provider bool) (Chat, *Error) {
 			return Chat{}, construct("unknown provider: '" + c.Provider + "'")
 		}
 	}
-	if !falsy(p["model"]) {
+	if !pyjson.Falsy(p["model"]) {
 		c.Model = pyText(p["model"])
 	}
 	if v := cmpRaw(p["baseUrl"], p["base_url"]); v != nil {
@@ -354,7 +330,7 @@ func ChatParams(raw json.RawMessage, provider bool) (Chat, *Error) {
 	if s, ok := str(p["streamId"]); ok {
 		c.StreamID = s
 	}
-	if m := p["messages"]; !falsy(m) {
+	if m := p["messages"]; !pyjson.Falsy(m) {
 		var items []json.RawMessage
 		if json.Unmarshal(m, &items) != nil {
 			return Chat{}, invalid("messages must be a list")
@@ -422,10 +398,10 @@ func pyType(raw json.RawMessage) string {
 
 // cmpRaw is Python's `a or b` on JSON values.
 func cmpRaw(a, b json.RawMessage) json.RawMessage {
-	if !falsy(a) {
+	if !pyjson.Falsy(a) {
 		return a
 	}
-	if !falsy(b) {
+	if !pyjson.Falsy(b) {
 		return b
 	}
 	return nil
