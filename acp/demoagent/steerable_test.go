@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire/wiretest"
 )
 
 // sidecarClient is a raw steerable client over pipes to ServeSteerable.
@@ -159,29 +161,10 @@ func TestServeSteerable(t *testing.T) {
 		t.Errorf("ping %v", h)
 	}
 	// What the real sidecar refuses, the demo refuses with its errors.
-	for _, tt := range []struct {
-		method string
-		params any
-		code   float64
-		kind   string
-		msg    string
-	}{
-		{"agent.session.create", map[string]any{}, -32603, "internal", "'chatId'"},
-		{"agent.session.create", nil, -32602, "invalid_params", "params must be an object"},
-		{"agent.session.create", map[string]any{"chatId": 7}, -32603, "internal", "1 validation error for AgentSession\nchatId\n"},
-		{"agent.session.resume", map[string]any{}, -32602, "invalid_params", "sessionId required"},
-		{"agent.session.resume", map[string]any{"sessionId": "nope"}, -32004, "invalid_request", "session not found: nope"},
-		{"agent.chat.cancel", map[string]any{}, -32602, "invalid_params", "streamId required"},
-		{"agent.chat.stream", map[string]any{"messages": "hi"}, -32602, "invalid_params", "messages must be a list"},
-		{"agent.chat.stream", map[string]any{"messages": []any{map[string]string{"role": "robot"}}}, -32602, "invalid_params", "invalid role: 'robot'"},
-		{"tool.list", nil, -32601, "method_not_found", "unknown method 'tool.list'"},
-	} {
-		r, _ := c.call(tt.method, tt.params)
-		e, _ := r["error"].(map[string]any)
-		if msg, _ := e["message"].(string); e["code"] != tt.code || e["kind"] != tt.kind || !strings.HasPrefix(msg, tt.msg) {
-			t.Errorf("%s %v: %v, want %v %s %q", tt.method, tt.params, r, tt.code, tt.kind, tt.msg)
-		}
-	}
+	wiretest.Check(t, wiretest.Refusals, func(method string, params any) map[string]any {
+		r, _ := c.call(method, params)
+		return r
+	})
 	created, _ := c.call("agent.session.create", map[string]any{"chatId": "dotty-k-0123"})
 	sess := result(t, created)
 	sid, _ := sess["sessionId"].(string)

@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire/wiretest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 )
@@ -133,45 +135,11 @@ func TestFakeRefusesWhatTheSidecarRefuses(t *testing.T) {
 	if f := s.next(); f["method"] != "lifecycle.ready" {
 		t.Fatalf("first frame %v", f)
 	}
-	chat := func(extra map[string]any) map[string]any {
-		p := map[string]any{"provider": "openai_compat", "model": "m", "messages": []any{map[string]string{"role": "user", "content": "hi"}}}
-		for k, v := range extra {
-			p[k] = v
-		}
-		return p
-	}
-	for _, tt := range []struct {
-		method string
-		params any
-		code   float64
-		kind   string
-		msg    string
-	}{
-		{"agent.session.create", map[string]any{}, -32603, "internal", "'chatId'"},
-		{"agent.session.create", nil, -32602, "invalid_params", "params must be an object"},
-		{"agent.session.create", []any{}, -32602, "invalid_params", "params must be an object"},
-		{"agent.session.create", map[string]any{"chatId": 7}, -32603, "internal", "1 validation error for AgentSession\nchatId\n"},
-		{"agent.session.create", map[string]any{"chatId": nil}, -32603, "internal", "1 validation error for AgentSession\nchatId\n"},
-		{"agent.session.create", map[string]any{"chatId": "c", "currentStage": nil}, -32603, "internal", "1 validation error for AgentSession\ncurrentStage\n"},
-		{"agent.session.resume", map[string]any{}, -32602, "invalid_params", "sessionId required"},
-		{"agent.session.resume", map[string]any{"sessionId": "nope"}, -32004, "invalid_request", "session not found: nope"},
-		{"agent.chat.stream", chat(map[string]any{"model": nil}), -32602, "invalid_params", "failed to construct LLM provider: model is required"},
-		{"agent.chat.stream", chat(map[string]any{"provider": "gpt"}), -32602, "invalid_params", "failed to construct LLM provider: unknown provider: 'gpt'"},
-		{"agent.chat.stream", chat(map[string]any{"provider": nil}), -32602, "invalid_params", "failed to construct LLM provider: unknown provider: ''"},
-		{"agent.chat.stream", chat(map[string]any{"messages": "hi"}), -32602, "invalid_params", "messages must be a list"},
-		{"agent.chat.stream", chat(map[string]any{"messages": []any{"hi"}}), -32602, "invalid_params", "each message must be an object"},
-		{"agent.chat.stream", chat(map[string]any{"messages": []any{map[string]any{"role": "robot"}}}), -32602, "invalid_params", "invalid role: 'robot'"},
-		{"agent.chat.stream", chat(map[string]any{"temperature": "hot"}), -32603, "internal", "could not convert string to float: 'hot'"},
-		{"agent.chat.cancel", map[string]any{}, -32602, "invalid_params", "streamId required"},
-		{"agent.chat.cancel", nil, -32602, "invalid_params", "params must be an object"},
-		{"tool.list", nil, -32601, "method_not_found", "unknown method 'tool.list'"},
-	} {
-		r, _ := s.call(tt.method, tt.params)
-		e, _ := r["error"].(map[string]any)
-		if msg, _ := e["message"].(string); e["code"] != tt.code || e["kind"] != tt.kind || !strings.HasPrefix(msg, tt.msg) {
-			t.Errorf("%s %v: answered %v, want %v %s %q", tt.method, tt.params, r, tt.code, tt.kind, tt.msg)
-		}
-	}
+	chat := wiretest.Chat
+	wiretest.Check(t, slices.Concat(wiretest.Refusals, wiretest.ProviderRefusals), func(method string, params any) map[string]any {
+		r, _ := s.call(method, params)
+		return r
+	})
 
 	// What it accepts, and how it answers: the AgentSession carries
 	// sessionId and no id.
