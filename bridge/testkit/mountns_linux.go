@@ -43,7 +43,7 @@ func InMountNamespace(t *testing.T) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1")
+	cmd := exec.CommandContext(ctx, exe, "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1") // #nosec G204 -- re-runs this test binary on one of its own tests
 	cmd.Env = append(os.Environ(), mountNSEnv+"="+t.Name())
 	// Go makes the new namespace's mounts private (MS_REC|MS_PRIVATE on
 	// /) before it executes the child: nothing it mounts reaches the host.
