@@ -436,7 +436,7 @@ func TestStopTermReachesAgentGroup(t *testing.T) {
 		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")
 	})
 	h.stop()
-	if !strings.Contains(h.logs.String(), "acptest: SIGTERM ") {
+	if !h.logged("acptest: SIGTERM ") {
 		t.Error("the agent's helper never got SIGTERM")
 	}
 	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {

@@ -110,12 +110,11 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 			if res.Text != want || strings.Join(chunks, "") != want {
 				t.Errorf("text %q chunks %q, want %q", res.Text, chunks, want)
 			}
-			logs := h.logs.String()
-			if !strings.Contains(logs, "acptest: session/resume "+first.SessionID) || strings.Contains(logs, "acptest: session/load") {
+			if !h.logged("acptest: session/resume "+first.SessionID) || strings.Contains(h.logs.String(), "acptest: session/load") {
 				t.Error("the session was not reopened with session/resume")
 			}
 			h.restores(1, 0, 0)
-			if n := strings.Count(logs, "agent session resumed after a restart"); n != 1 {
+			if n := strings.Count(h.logs.String(), "agent session resumed after a restart"); n != 1 {
 				t.Errorf("%d resumes logged", n)
 			}
 		})
@@ -138,7 +137,7 @@ func TestResumeSurvivesDeathWhileReopening(t *testing.T) {
 	if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Text != acptest.Recall(1, "my name is Ada") {
 		t.Errorf("turn after a death while reopening %+v, want session %s resumed at turn 1", res, first.SessionID)
 	}
-	if logs := h.logs.String(); !strings.Contains(logs, "acptest: dying on session/resume") {
+	if !h.logged("acptest: dying on session/resume") {
 		t.Fatal("no process died while reopening")
 	}
 	h.restores(1, 0, 0)
@@ -177,7 +176,7 @@ func TestResumeRefusedStartsAfresh(t *testing.T) {
 	if res.SessionID == first.SessionID || res.TurnIndex != 0 || res.Text != acptest.Recall(0, "") {
 		t.Errorf("turn after the refused resume %+v, want a new session at turn 0", res)
 	}
-	if !strings.Contains(h.logs.String(), "acptest: session/resume "+first.SessionID) {
+	if !h.logged("acptest: session/resume " + first.SessionID) {
 		t.Error("no resume was tried")
 	}
 	h.restores(0, 0, 1)
@@ -220,7 +219,7 @@ func TestLoadReplayNeverReachesTurn(t *testing.T) {
 	if res.Text != want || strings.Join(chunks, "") != want {
 		t.Errorf("text %q chunks %q, want only %q", res.Text, chunks, want)
 	}
-	if !strings.Contains(h.logs.String(), "acptest: session/load "+first.SessionID) {
+	if !h.logged("acptest: session/load " + first.SessionID) {
 		t.Error("the session was not loaded")
 	}
 	// Two user messages, two replies, a tool call and its result.

@@ -116,6 +116,13 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	return h
 }
 
+// logged reports whether the agent logged line within 10 s: the child's
+// stderr is read apart from its answers, so a line it wrote before it
+// answered can reach the log after the answer.
+func (h *harness) logged(line string) bool {
+	return testkit.Within(10*time.Second, func() bool { return strings.Contains(h.logs.String(), line) })
+}
+
 func (h *harness) waitReady() AgentHealth {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -169,7 +176,7 @@ func TestSupervisorRunsEchoAgent(t *testing.T) {
 	if hh := h.sup.Health(); hh.Running || hh.State != StateStopped {
 		t.Errorf("health after stop %+v", hh)
 	}
-	if !strings.Contains(h.logs.String(), "acptest: session/close "+res.SessionID) {
+	if !h.logged("acptest: session/close " + res.SessionID) {
 		t.Error("the session was not closed before the agent was stopped")
 	}
 }

@@ -49,13 +49,22 @@ func (l *LogBuffer) Reset() {
 // test when d passes first.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(d, cond) {
+		t.Fatalf("timed out after %s waiting for %s", d, what)
+	}
+}
+
+// Within polls cond every few milliseconds until it holds or d passes,
+// and reports whether it held.
+func Within(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }
 
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:
