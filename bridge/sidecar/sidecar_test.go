@@ -155,7 +155,12 @@ func (e *env) post(t *testing.T, body []byte, headers ...string) []byte {
 		}
 	}
 	fmt.Fprintf(&req, "Content-Length: %d\r\nConnection: close\r\n\r\n", len(body))
-	req.Write(body)
+	// A body over MaxBody is refused on its declared length, unread: sent,
+	// it would still be arriving when the server closes, and the reset that
+	// unread data causes can discard the answer before it is read.
+	if len(body) <= MaxBody {
+		req.Write(body)
+	}
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		t.Fatal(err)

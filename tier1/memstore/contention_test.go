@@ -135,8 +135,15 @@ func contend(t *testing.T, path string) {
 				after = true
 			default:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// Each call gets its own bound, long enough that only a hang
+			// reaches it: on a busy machine one pass of approvals can take
+			// many seconds of waiting for the writer.
+			opCtx := func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 60*time.Second)
+			}
+			ctx, cancel := opCtx()
 			recs, _, err := s.PersonRecords(ctx)
+			cancel()
 			if err != nil {
 				fail("list: %v", err)
 			}
@@ -146,7 +153,9 @@ func contend(t *testing.T, path string) {
 					mu.Lock()
 					attempted[r.Content] = true
 					mu.Unlock()
+					ctx, cancel := opCtx()
 					ok, err := s.Approve(ctx, r.ID)
+					cancel()
 					if err != nil || !ok {
 						fail("approve %s: %v %v", r.Content, ok, err)
 						continue
@@ -155,7 +164,9 @@ func contend(t *testing.T, path string) {
 					approved[r.Content] = true
 					mu.Unlock()
 				case strings.HasPrefix(r.Content, "adult") && seq(r.Content)%4 == 1:
+					ctx, cancel := opCtx()
 					ok, err := s.Redact(ctx, r.ID)
+					cancel()
 					if err != nil || !ok {
 						fail("redact %s: %v %v", r.Content, ok, err)
 						continue
@@ -168,7 +179,6 @@ func contend(t *testing.T, path string) {
 					}
 				}
 			}
-			cancel()
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
@@ -176,7 +186,7 @@ func contend(t *testing.T, path string) {
 	writing.Wait()
 	// The writer lags behind the locks; the last review pass starts once
 	// every acknowledged write is in brain.db.
-	testkit.WaitFor(t, 30*time.Second, "every acknowledged write in brain.db", func() bool {
+	testkit.WaitFor(t, 120*time.Second, "every acknowledged write in brain.db", func() bool {
 		rows, err := memstoretest.TryRows(path)
 		mu.Lock()
 		defer mu.Unlock()
@@ -185,7 +195,7 @@ func contend(t *testing.T, path string) {
 	close(writersDone)
 	select {
 	case <-reviewed:
-	case <-time.After(60 * time.Second):
+	case <-time.After(5 * time.Minute):
 		t.Error("the reviewer never finished a pass")
 	}
 	close(quit)

@@ -400,6 +400,10 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
+	// The writer logs the failure after it sets the condition.
+	testkit.WaitFor(t, 10*time.Second, "the failed write's log line", func() bool {
+		return strings.Contains(logs.String(), "voice memory write failed")
+	})
 	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory database: ") || !strings.Contains(got[0], "readonly") {
 		t.Errorf("problems %q, want the database read-only", got)
 	}
