@@ -45,10 +45,18 @@ func (l *LogBuffer) Reset() {
 	l.b.Reset()
 }
 
+// MinWait is the least WaitFor waits before it fails a test. Its bounds
+// are against hangs, never timing assertions: on a machine loaded many
+// times over its cores, a child process can take seconds to start, so a
+// bound a test states that is shorter is stretched to this.
+const MinWait = time.Minute
+
 // WaitFor polls cond every few milliseconds until it holds, failing the
-// test when d passes first.
+// test when d (at least MinWait) passes first. A test that holds waits no
+// longer for the stretch.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, MinWait)
 	if !Within(d, cond) {
 		t.Fatalf("timed out after %s waiting for %s", d, what)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -74,7 +73,7 @@ func TestACPConversationSurvivesRestart(t *testing.T) {
 	}
 	// The agent's stderr is read apart from its answers: its line may come
 	// after the turn's answer.
-	testkit.Within(10*time.Second, func() bool { return strings.Count(p.log(), "acptest: session/resume ") >= 2 })
+	testkit.Within(testkit.MinWait, func() bool { return strings.Count(p.log(), "acptest: session/resume ") >= 2 })
 	if n := strings.Count(p.log(), "acptest: session/resume "); n != 2 {
 		t.Errorf("%d session/resume logged by the agent, want 2", n)
 	}
