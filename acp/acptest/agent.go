@@ -89,8 +89,7 @@ type Agent struct {
 // the connection, which closes when r does.
 func (a *Agent) Serve(impl acpsdk.Agent, w io.Writer, r io.Reader) *acpsdk.AgentSideConnection {
 	out := &lockedWriter{w: w} // scripted tools write raw frames beside the SDK's
-	conn := acpsdk.NewAgentSideConnection(impl, out, r)
-	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	conn := newAgentConn(impl, out, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.mu.Lock()
 	a.conn, a.out = conn, out
 	a.mu.Unlock()
@@ -325,4 +324,26 @@ func (a *Agent) play(ctx context.Context, sid string, r Reply) (acpsdk.PromptRes
 func Thirds(s string) []string {
 	r := []rune(s)
 	return []string{string(r[:len(r)/3]), string(r[len(r)/3 : 2*len(r)/3]), string(r[2*len(r)/3:])}
+}
+
+// newAgentConn is acpsdk.NewAgentSideConnection with log as its logger.
+// The SDK starts reading r at once and SetLogger is a plain write, so r is
+// held until the logger is set: the SDK reads the logger only after a read.
+func newAgentConn(impl acpsdk.Agent, w io.Writer, r io.Reader, log *slog.Logger) *acpsdk.AgentSideConnection {
+	held := &heldReader{r: r, opened: make(chan struct{})}
+	conn := acpsdk.NewAgentSideConnection(impl, w, held)
+	conn.SetLogger(log)
+	close(held.opened)
+	return conn
+}
+
+// heldReader holds every Read until opened is closed.
+type heldReader struct {
+	r      io.Reader
+	opened chan struct{}
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	<-h.opened
+	return h.r.Read(p)
 }

@@ -104,8 +104,7 @@ func runSDK(mode string) int {
 		// and a tab, as real agents print them to a non-terminal.
 		_, _ = os.Stderr.WriteString("\x1b[2m2026-05-22T10:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m zeroclaw::acp:\tready\a\r\n")
 	}
-	conn := acpsdk.NewAgentSideConnection(a, a.out, os.Stdin)
-	conn.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	conn := newAgentConn(a, a.out, os.Stdin, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()
