@@ -66,9 +66,9 @@ VOLUME ["/data"]
 USER 10001:10001
 WORKDIR /data
 EXPOSE 8080
-# The bridge's graceful stop: drain requests (5 s), write queued memories
-# (up to 30 s), stop the agent; give it 45 s (docker stop -t 45, compose
-# stop_grace_period: 45s).
+# The bridge's graceful stop: let voice turns in flight finish
+# (BRIDGE_SHUTDOWN_GRACE, 10 s), write queued memories (up to 30 s), stop the
+# agent; give it 60 s (docker stop -t 60, compose stop_grace_period: 60s).
 STOPSIGNAL SIGTERM
 # No curl or wget in the image: bash's /dev/tcp asks /health.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \

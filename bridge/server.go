@@ -13,10 +13,15 @@
 //
 // # Lifecycle
 //
-// New builds the server; Run listens, serves until its ctx ends, then closes
-// the Stopping channel (streaming handlers must return when it closes,
-// because a graceful shutdown waits for them), drains in-flight requests for
-// at most Config.ShutdownTimeout and closes whatever is left.
+// New builds the server; Run listens and serves until its ctx ends. Then it
+// closes the Stopping channel and keeps serving for at most
+// Config.ShutdownGrace while requests in flight finish: routes that start
+// voice turns answer 503 from then on, /health says "stopping", and feeds
+// (SSE) end, as they select on Stopping. Requests still running when the
+// grace is over have their context ended with httpapi.ErrShuttingDown as
+// its cause, so a turn is cancelled and its handler writes the route's
+// failure reply (the NDJSON error frame, the fallback); they get a short
+// while more to write it, then the connections left are closed.
 //
 // # Concurrency
 //
@@ -57,8 +62,14 @@ import (
 // ServiceName is the "service" value of /health, kept from bridge.py.
 const ServiceName = "zeroclaw-bridge"
 
-// DefaultShutdownTimeout bounds the drain of in-flight requests on stop.
-const DefaultShutdownTimeout = 5 * time.Second
+// DefaultShutdownGrace is how long requests in flight may run on once the
+// server is stopping.
+const DefaultShutdownGrace = 10 * time.Second
+
+// lastWordTimeout is how long, once the grace is over and the requests
+// left have had their context ended, their handlers have to write their
+// last frame before the connections still open are closed.
+const lastWordTimeout = 3 * time.Second
 
 // Connection and body defaults: a LAN client must not be able to hold
 // connections, buffers or goroutines for ever.
@@ -114,8 +125,10 @@ type Config struct {
 	// (the same set is in their configs): while any is failing, /health
 	// says "degraded" and lists the problems. Nil reports none.
 	Health *health.Conditions
-	// ShutdownTimeout bounds the graceful drain on stop (default 5 s).
-	ShutdownTimeout time.Duration
+	// ShutdownGrace is how long requests in flight, voice turns above all,
+	// may run on once the server is stopping (BRIDGE_SHUTDOWN_GRACE,
+	// default 10 s); Run returns as soon as none is left.
+	ShutdownGrace time.Duration
 	// IdleTimeout closes a kept-alive connection with no request for this
 	// long (BRIDGE_IDLE_TIMEOUT, default 90 s).
 	IdleTimeout time.Duration
@@ -162,8 +175,8 @@ func (c Config) withDefaults() Config {
 	if c.Sessions == nil {
 		c.Sessions = zeroPool{}
 	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
@@ -186,10 +199,10 @@ func (c Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d is outside 0-65535", c.Port))
 	}
-	for name, d := range map[string]time.Duration{"shutdown": c.ShutdownTimeout, "idle": c.IdleTimeout,
-		"body": c.BodyTimeout, "upload": c.UploadTimeout} {
+	for name, d := range map[string]time.Duration{"shutdown grace": c.ShutdownGrace, "idle timeout": c.IdleTimeout,
+		"body timeout": c.BodyTimeout, "upload timeout": c.UploadTimeout} {
 		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s timeout %s is negative", name, d))
+			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
 		}
 	}
 	if c.MaxConns < 0 {
@@ -218,6 +231,7 @@ type Server struct {
 
 	stopping     chan struct{}
 	stoppingOnce sync.Once
+	inFlight     inFlight // requests being served, for the shutdown grace
 
 	mu   sync.Mutex
 	addr string
@@ -261,8 +275,10 @@ func New(cfg Config) *Server {
 	for _, p := range slices.Concat(uploadPaths, cfg.UploadPaths) {
 		s.uploads[p] = true
 	}
-	// Logging is outermost so it sees the final status, panics included.
-	e.Use(s.logRequests, s.recoverPanics, s.bodyDeadline)
+	// Counting comes first, so the shutdown grace waits for the error
+	// writer too; logging is next so it sees the final status, panics
+	// included.
+	e.Use(s.inFlight.track, s.logRequests, s.recoverPanics, s.bodyDeadline)
 
 	e.GET("/health", s.health)
 	metrics := echo.WrapHandler(pythonBuckets(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
@@ -279,10 +295,22 @@ func New(cfg Config) *Server {
 // Echo returns the echo instance, for feature packages' Routes(e).
 func (s *Server) Echo() *echo.Echo { return s.e }
 
-// Stopping is closed when Run begins shutting down. NDJSON and SSE handlers
-// select on it as well as on their request ctx, because a graceful
-// shutdown waits for them instead of interrupting them.
+// Stopping is closed when Run begins shutting down. Feeds (SSE) select on
+// it as well as on their request ctx, because a graceful shutdown waits for
+// them instead of interrupting them; routes that start voice turns refuse
+// new ones once it is closed (httpapi.RefuseWhileStopping). A turn in
+// flight runs on: its request ctx ends, with httpapi.ErrShuttingDown as
+// the cause, if it is still running when the grace is over.
 func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+func (s *Server) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
 
 // Addr is the bound listen address (host:port) once Run is listening,
 // "" before.
@@ -293,12 +321,18 @@ func (s *Server) Addr() string {
 }
 
 // Run listens on Host:Port, logs "http server listening" with the bound
-// address, and serves until ctx ends. It then closes Stopping, shuts down
-// gracefully within ShutdownTimeout and closes any connection left. It
-// returns nil after a shutdown and an error when it cannot listen or
-// serving fails. Call it once.
+// address, and serves until ctx ends. It then closes Stopping and stops
+// keeping connections alive, serves on while requests are in flight, at
+// most ShutdownGrace, ends the requests still running then (their ctx's
+// cause is httpapi.ErrShuttingDown), gives them lastWordTimeout to write
+// their last frame, and closes any connection left. It returns nil after a
+// shutdown and an error when it cannot listen or serving fails. Call it
+// once.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.stoppingOnce.Do(func() { close(s.stopping) })
+	// Every request's ctx descends from base, so ending it ends them all.
+	base, endRequests := context.WithCancelCause(context.Background())
+	defer endRequests(nil)
 
 	s.mu.Lock()
 	ln := s.ln
@@ -322,6 +356,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.e.Server.ReadHeaderTimeout = readHeaderTimeout
 	s.e.Server.IdleTimeout = s.cfg.IdleTimeout
 	s.e.Server.MaxHeaderBytes = maxHeaderBytes
+	s.e.Server.BaseContext = func(net.Listener) context.Context { return base }
 	served := make(chan error, 1)
 	go func() { served <- s.e.StartServer(s.e.Server) }()
 	s.log.Info("http server listening", "addr", bound)
@@ -332,13 +367,16 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 
-	s.stoppingOnce.Do(func() { close(s.stopping) })
 	start := time.Now()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
+	// Each response from now on closes its connection.
+	s.e.Server.SetKeepAlivesEnabled(false)
+	s.awaitInFlight(endRequests)
+	sctx, cancel := context.WithTimeout(context.Background(), lastWordTimeout)
 	defer cancel()
 	if err := s.e.Shutdown(sctx); err != nil {
 		s.log.Warn("http shutdown did not finish in time; closing open connections",
-			"timeout", s.cfg.ShutdownTimeout, "error", err)
+			"timeout", lastWordTimeout, "error", err)
 	}
 	if err := s.e.Close(); err != nil {
 		s.log.Debug("closing http server", "error", err)
@@ -348,6 +386,78 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("http server stopped", "elapsed", time.Since(start))
 	return nil
+}
+
+// awaitInFlight waits, at most ShutdownGrace, until no request is in
+// flight; past the grace it ends the requests left with
+// httpapi.ErrShuttingDown as their ctx's cause.
+func (s *Server) awaitInFlight(endRequests context.CancelCauseFunc) {
+	idle, n := s.inFlight.idle()
+	if n == 0 {
+		return
+	}
+	s.log.Info("stopping: new voice turns refused; waiting for the requests in flight",
+		"in_flight", n, "grace", s.cfg.ShutdownGrace)
+	t := time.NewTimer(s.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-idle:
+		s.log.Info("the requests in flight finished within the shutdown grace")
+	case <-t.C:
+		s.log.Warn("shutdown grace over; ending the requests still in flight with their failure reply",
+			"in_flight", s.inFlight.count(), "grace", s.cfg.ShutdownGrace)
+		endRequests(httpapi.ErrShuttingDown)
+	}
+}
+
+// inFlight counts the requests being served.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n next drops to 0; nil when nobody waits
+}
+
+// track is the middleware that counts a request while it is served.
+func (f *inFlight) track(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		f.mu.Lock()
+		f.n++
+		f.mu.Unlock()
+		defer f.done()
+		return next(c)
+	}
+}
+
+func (f *inFlight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+}
+
+// idle returns a channel closed once no request is in flight, and how many
+// are now.
+func (f *inFlight) idle() (<-chan struct{}, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch, 0
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	return f.zero, f.n
+}
+
+func (f *inFlight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
 }
 
 // healthBody is GET /health: bridge.py's five keys first and in its order,
@@ -369,18 +479,23 @@ type healthBody struct {
 }
 
 // Status values of /health: "degraded" while a condition is failing (a
-// log, the voice memory or a state file cannot be written); the answer is
-// 200 either way, as callers check only for a 2xx JSON body.
+// log, the voice memory or a state file cannot be written), "stopping"
+// once shutdown has begun (new voice turns are refused); the answer is 200
+// whatever the status, as callers check only for a 2xx JSON body.
 const (
 	StatusOK       = "ok"
 	StatusDegraded = "degraded"
+	StatusStopping = "stopping"
 )
 
 func (s *Server) health(c echo.Context) error {
 	a, p := s.cfg.Agent.Health(), s.cfg.Sessions.Health()
 	problems := s.cfg.Health.Problems()
 	status := StatusOK
-	if len(problems) > 0 {
+	switch {
+	case s.isStopping():
+		status = StatusStopping
+	case len(problems) > 0:
 		status = StatusDegraded
 	}
 	return httpapi.WriteJSON(c, http.StatusOK, healthBody{

@@ -465,15 +465,15 @@ func TestConfigValidate(t *testing.T) {
 		want []string // substrings of the error; nil means valid
 	}{
 		{name: "zero value", cfg: Config{}},
-		{name: "typical", cfg: Config{Host: "0.0.0.0", Port: 8080, Agent: agentStub{}, Sessions: poolStub{}, ShutdownTimeout: time.Second}},
+		{name: "typical", cfg: Config{Host: "0.0.0.0", Port: 8080, Agent: agentStub{}, Sessions: poolStub{}, ShutdownGrace: time.Second}},
 		{name: "highest port", cfg: Config{Port: 65535}},
 		{name: "port too big", cfg: Config{Port: 70000}, want: []string{"port 70000 is outside 0-65535"}},
 		{name: "negative port", cfg: Config{Port: -1}, want: []string{"port -1"}},
-		{name: "negative shutdown timeout", cfg: Config{ShutdownTimeout: -time.Second}, want: []string{"shutdown timeout -1s is negative"}},
+		{name: "negative shutdown grace", cfg: Config{ShutdownGrace: -time.Second}, want: []string{"shutdown grace -1s is negative"}},
 		{name: "bad host", cfg: Config{Host: "http://x"}, want: []string{`host "http://x"`}},
 		{name: "upload path", cfg: Config{UploadPaths: []string{"/v2/listen"}}},
 		{name: "relative upload path", cfg: Config{UploadPaths: []string{"v2/listen"}}, want: []string{`upload path "v2/listen"`}},
-		{name: "every problem reported", cfg: Config{Port: -5, ShutdownTimeout: -1}, want: []string{"port -5", "shutdown timeout"}},
+		{name: "every problem reported", cfg: Config{Port: -5, ShutdownGrace: -1}, want: []string{"port -5", "shutdown grace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -498,11 +498,11 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.ShutdownTimeout != 5*time.Second || c.Logger == nil || c.Gatherer == nil || c.Agent == nil || c.Sessions == nil {
+	if c.ShutdownGrace != 10*time.Second || c.Logger == nil || c.Gatherer == nil || c.Agent == nil || c.Sessions == nil {
 		t.Errorf("withDefaults() = %+v", c)
 	}
-	if c := (Config{ShutdownTimeout: time.Second}).withDefaults(); c.ShutdownTimeout != time.Second {
-		t.Errorf("explicit shutdown timeout replaced: %s", c.ShutdownTimeout)
+	if c := (Config{ShutdownGrace: time.Second}).withDefaults(); c.ShutdownGrace != time.Second {
+		t.Errorf("explicit shutdown grace replaced: %s", c.ShutdownGrace)
 	}
 }
 
@@ -540,12 +540,12 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 }
 
-// TestStreamingHandlerEndsOnStopping pins the contract for NDJSON and SSE
-// handlers: they return when Stopping closes, so shutdown is not held up
-// for ShutdownTimeout.
+// TestStreamingHandlerEndsOnStopping pins the contract for feeds (SSE):
+// they return when Stopping closes, so shutdown is not held up for
+// ShutdownGrace.
 func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, _ := newTestServer(t, Config{ShutdownTimeout: 30 * time.Second})
+	s, _ := newTestServer(t, Config{ShutdownGrace: 30 * time.Second})
 	entered := make(chan struct{})
 	s.Echo().GET("/stream", func(c echo.Context) error {
 		c.Response().WriteHeader(http.StatusOK)
@@ -569,7 +569,7 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream handler never ran")
 	}
-	// stop fails after 10 s, ShutdownTimeout is 30 s: stop succeeding
+	// stop fails after 10 s, ShutdownGrace is 30 s: stop succeeding
 	// shows Stopping ended the stream; how soon is printed.
 	start := time.Now()
 	if err := stop(); err != nil {
@@ -581,13 +581,13 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 	}
 }
 
-// TestShutdownTimeoutClosesStuckRequests checks the bound: a handler that
-// ignores Stopping delays Run by ShutdownTimeout, then its connection is
-// closed.
-func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
+// TestShutdownGraceClosesStuckRequests checks the bound: a handler that
+// ignores both Stopping and its ctx delays Run by ShutdownGrace plus
+// lastWordTimeout, then its connection is closed.
+func TestShutdownGraceClosesStuckRequests(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var logs testkit.LogBuffer
-	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownTimeout: 100 * time.Millisecond})
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownGrace: 100 * time.Millisecond})
 	entered, release := make(chan struct{}), make(chan struct{})
 	handlerDone := make(chan struct{})
 	s.Echo().GET("/stuck", func(c echo.Context) error {
@@ -616,11 +616,12 @@ func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	// The handler never returns by itself (stop fails after 10 s), and a
-	// timer cannot fire early: Run waited the timeout, then gave up.
-	if took := time.Since(start); took < 100*time.Millisecond {
-		t.Errorf("Run returned %s after cancel, before the 100ms timeout", took)
+	// timer cannot fire early: Run waited the grace and the last word,
+	// then gave up.
+	if took := time.Since(start); took < 100*time.Millisecond+lastWordTimeout {
+		t.Errorf("Run returned %s after cancel, before the 100ms grace and the %s last word", took, lastWordTimeout)
 	}
-	t.Logf("Run returned %s after cancel (ShutdownTimeout 100ms)", time.Since(start).Round(time.Millisecond))
+	t.Logf("Run returned %s after cancel (ShutdownGrace 100ms)", time.Since(start).Round(time.Millisecond))
 	select {
 	case err := <-clientDone:
 		if err == nil {
@@ -629,14 +630,123 @@ func TestShutdownTimeoutClosesStuckRequests(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("client connection not closed after the shutdown timeout")
 	}
-	if !strings.Contains(logs.String(), "http shutdown did not finish in time") {
-		t.Errorf("no Warn about the forced close:\n%s", logs.String())
+	for _, want := range []string{"shutdown grace over", "http shutdown did not finish in time"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no Warn %q:\n%s", want, logs.String())
+		}
 	}
 	close(release)
 	select {
 	case <-handlerDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler did not return after release")
+	}
+}
+
+// TestShutdownGraceLetsRequestsFinish: once Run is stopping it keeps
+// serving while a request is in flight: /health says "stopping" on a new
+// connection, and the request finishes normally, its ctx untouched; Run
+// returns once it is done, long before the grace, and says so.
+func TestShutdownGraceLetsRequestsFinish(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var logs testkit.LogBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownGrace: time.Minute})
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.Echo().GET("/turn", func(c echo.Context) error {
+		close(entered)
+		select {
+		case <-release:
+			return c.String(http.StatusOK, "done")
+		case <-c.Request().Context().Done():
+			return c.String(http.StatusOK, "cut")
+		}
+	})
+	stop := startRun(t, s)
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := noKeepAlive().Get("http://" + s.Addr() + "/turn")
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answer <- string(b)
+	}()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler never ran")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case <-s.Stopping():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stopping not closed after cancel")
+	}
+	if body, _ := scrape(t, "http://"+s.Addr()+"/health"); !strings.Contains(body, `"status":"stopping"`) {
+		t.Errorf("/health while stopping: %s", body)
+	}
+	close(release)
+	select {
+	case got := <-answer:
+		if got != "done" {
+			t.Errorf("request in flight answered %q, want it to finish normally", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("request in flight not answered")
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(logs.String(), "the requests in flight finished within the shutdown grace") ||
+		strings.Contains(logs.String(), "shutdown grace over") {
+		t.Errorf("log does not say the request finished within the grace:\n%s", logs.String())
+	}
+}
+
+// TestShutdownGraceEndsRequestsLeft: a request still running when the
+// grace is over has its ctx ended with httpapi.ErrShuttingDown as the
+// cause, and its answer still reaches the client in full.
+func TestShutdownGraceEndsRequestsLeft(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var logs testkit.LogBuffer
+	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), ShutdownGrace: 100 * time.Millisecond})
+	entered := make(chan struct{})
+	s.Echo().GET("/turn", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		c.Response().WriteHeader(http.StatusOK)
+		_, _ = c.Response().Write([]byte("{\"type\":\"chunk\"}\n"))
+		c.Response().Flush()
+		close(entered)
+		<-c.Request().Context().Done()
+		_, err := fmt.Fprintf(c.Response(), "{\"shutting_down\":%t}\n", httpapi.ShuttingDown(c.Request().Context()))
+		return err
+	})
+	stop := startRun(t, s)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + s.Addr() + "/turn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler never ran")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("body not terminated: %v", err)
+	}
+	if want := "{\"type\":\"chunk\"}\n{\"shutting_down\":true}\n"; string(b) != want {
+		t.Errorf("body %q, want %q", b, want)
+	}
+	if !strings.Contains(logs.String(), "shutdown grace over") || strings.Contains(logs.String(), "did not finish in time") {
+		t.Errorf("log:\n%s", logs.String())
 	}
 }
 

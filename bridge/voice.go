@@ -45,11 +45,14 @@ const (
 	KindToolDispatch    = acp.KindToolDispatch
 	KindStorage         = acp.KindStorage
 	KindTransport       = acp.KindTransport
+	// KindShutdown: the bridge stopped and the turn had not finished
+	// within the shutdown grace.
+	KindShutdown = "shutdown"
 )
 
 // errorKinds are the kind labels created at zero for each voice endpoint.
 var errorKinds = []string{KindTimeout, KindBinaryMissing, KindException, KindAgentUnavailable,
-	KindBudgetExhausted, KindPolicyDenied, KindToolDispatch, KindStorage, KindTransport}
+	KindBudgetExhausted, KindPolicyDenied, KindToolDispatch, KindStorage, KindTransport, KindShutdown}
 
 // Endpoint labels of the voice routes.
 const (
@@ -143,6 +146,10 @@ type VoiceConfig struct {
 	// everything longer is sent to the model, logged and shown on the
 	// dashboard.
 	MaxContentRunes int
+
+	// Stopping is the server's Stopping channel: once it is closed both
+	// routes answer 503 instead of starting a turn. Nil never refuses.
+	Stopping <-chan struct{}
 
 	// Clock dates the prompt and the turn records and times the stream's
 	// heartbeat; nil is the real clock. Latencies are measured on the
@@ -362,11 +369,14 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 	return r, nil
 }
 
-// classify maps a failed turn to its kind and spoken fallback. Timeouts
-// are decided by the turn's own ctx, never by the error's text.
+// classify maps a failed turn to its kind and spoken fallback. Timeouts,
+// and turns the shutdown grace ended (the bridge is going offline), are
+// decided by the turn's own ctx, never by the error's text.
 func classify(ctx context.Context, err error) (kind, text string) {
 	var agentErr *acp.AgentError
 	switch {
+	case httpapi.ShuttingDown(ctx):
+		return KindShutdown, FallbackOffline
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return KindTimeout, FallbackTimeout
 	case errors.Is(err, acp.ErrBinaryMissing):
@@ -448,8 +458,18 @@ type messageReply struct {
 	Emotion   string `json:"emotion"`
 }
 
+// callerLeft reports whether a failed turn ended because its caller hung
+// up (a barge-in), rather than because the shutdown grace ran out.
+func callerLeft(c echo.Context) bool {
+	ctx := c.Request().Context()
+	return ctx.Err() != nil && !httpapi.ShuttingDown(ctx)
+}
+
 // message is POST /api/message: one buffered reply.
 func (v *Voice) message(c echo.Context) error {
+	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
+		return err
+	}
 	req, err := v.bind(c)
 	if err != nil {
 		return err
@@ -465,7 +485,7 @@ func (v *Voice) message(c echo.Context) error {
 	elapsed := time.Since(t0)
 	o := turnOutcome{endpoint: endpointMessage, req: req, elapsed: elapsed}
 	if err != nil {
-		if c.Request().Context().Err() != nil {
+		if callerLeft(c) {
 			v.log.Debug("caller left; turn cancelled", "session", req.sessionID)
 			return nil
 		}
@@ -504,8 +524,13 @@ type errorFrame struct {
 	SessionID string `json:"session_id"`
 }
 
-// stream is POST /api/message/stream: NDJSON chunks, then one final or error.
+// stream is POST /api/message/stream: NDJSON chunks, then one final or
+// error. A turn the shutdown grace ends gets the error frame like any
+// failed turn; only a caller hanging up gets none.
 func (v *Voice) stream(c echo.Context) error {
+	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
+		return err
+	}
 	req, err := v.bind(c)
 	if err != nil {
 		return err
@@ -540,7 +565,7 @@ func (v *Voice) stream(c echo.Context) error {
 	})
 	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
-		if c.Request().Context().Err() != nil {
+		if callerLeft(c) {
 			v.log.Debug("barge-in: caller left; turn cancelled", "session", req.sessionID)
 			return nil
 		}

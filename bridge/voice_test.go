@@ -57,6 +57,9 @@ type voiceEnv struct {
 	kid     *kidSwitch
 	turns   *turnbus.Bus
 	voice   *Voice
+	// endRequests ends every request's ctx with a cause, as Server.Run
+	// does when the shutdown grace runs out.
+	endRequests context.CancelCauseFunc
 }
 
 // newVoiceEnv serves the voice routes on a real HTTP server over a pool
@@ -81,8 +84,13 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.Pool
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	env.voice = NewVoice(vcfg)
 	env.voice.Routes(e)
-	ts := httptest.NewServer(e)
+	ts := httptest.NewUnstartedServer(e)
+	base, end := context.WithCancelCause(context.Background())
+	env.endRequests = end
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { end(nil) })
 	env.url = ts.URL
 	return env
 }
@@ -683,6 +691,100 @@ func TestBargeIn(t *testing.T) {
 	}
 }
 
+// A turn still running when the shutdown grace runs out (its request ctx
+// ends with httpapi.ErrShuttingDown) is cancelled at the agent and ends
+// like a failed turn: the stream with the offline error frame after the
+// chunks already sent and a terminated body, the buffered route with the
+// offline fallback; both are recorded under the kind "shutdown".
+func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		return acptest.Reply{Chunks: []string{"😊 Once upon"}, Hang: true}
+	}}
+	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+
+	client := &http.Client{Timeout: 10 * time.Second} // bounds every read of the body
+	resp, err := client.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "a long story", "session_id": "s1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, "Once upon") {
+		t.Fatalf("first frame %q %v", first, err)
+	}
+	buffered := make(chan map[string]any, 1)
+	go func() {
+		code, out := env.message(t, map[string]any{"content": "another", "session_id": "s2"})
+		out["status"] = code
+		buffered <- out
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(a.Prompts()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := len(a.Prompts()); n != 2 {
+		t.Fatalf("%d turns reached the agent, want both", n)
+	}
+
+	env.endRequests(httpapi.ErrShuttingDown)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Errorf("stream body not terminated: %v", err)
+	}
+	want := `{"type":"error","message":"` + FallbackOffline + `","session_id":"s1"}` + "\n"
+	if string(rest) != want {
+		t.Errorf("after the grace the stream sent %q, want the one line %s", rest, want)
+	}
+	select {
+	case out := <-buffered:
+		if out["status"] != 200 || out["response"] != FallbackOffline || out["session_id"] != "s2" {
+			t.Errorf("buffered turn answered %v, want 200 with the offline fallback", out)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("buffered turn not answered after the grace")
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(a.Cancels()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := len(a.Cancels()); n != 2 {
+		t.Errorf("agent saw %d cancels, want 2", n)
+	}
+	recs := env.waitRecords(t, 2)
+	if len(recs) != 2 || recs[0]["error"] != KindShutdown || recs[1]["error"] != KindShutdown {
+		t.Errorf("records %v, want two with error %q", recs, KindShutdown)
+	}
+	for _, ep := range []string{endpointMessage, endpointStream} {
+		if v := testutil.ToFloat64(env.metrics.RequestErrors.WithLabelValues(ep, KindShutdown)); v != 1 {
+			t.Errorf("errors{%s,shutdown} = %v, want 1", ep, v)
+		}
+	}
+}
+
+// Once the server is stopping both routes refuse a new turn with the 503
+// in the documented error shape, before the agent is asked anything.
+func TestStoppingRefusesNewTurns(t *testing.T) {
+	a := &acptest.Agent{}
+	stopping := make(chan struct{})
+	close(stopping)
+	env := newVoiceEnv(t, a, VoiceConfig{Stopping: stopping}, acp.PoolConfig{})
+	for _, path := range []string{"/api/message", "/api/message/stream"} {
+		resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": "hi"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := `{"detail":"` + httpapi.ShuttingDownDetail + `"}`
+		if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s while stopping: %d %s %q, want 503 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b, want)
+		}
+	}
+	if n := len(a.Prompts()); n != 0 {
+		t.Errorf("%d prompts reached the agent while stopping", n)
+	}
+}
+
 func histogramCount(t *testing.T, m *Metrics, endpoint string) uint64 {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -1026,6 +1128,10 @@ func TestClassify(t *testing.T) {
 	defer cancel()
 	<-expired.Done()
 	live := context.Background()
+	shutDown, end := context.WithCancelCause(context.Background())
+	end(httpapi.ErrShuttingDown)
+	shutDownChild, cancelChild := context.WithTimeout(shutDown, time.Minute)
+	defer cancelChild()
 	tests := []struct {
 		ctx        context.Context
 		err        error
@@ -1045,6 +1151,8 @@ func TestClassify(t *testing.T) {
 		{live, &acp.AgentError{Class: "ProviderError"}, KindException, FallbackError}, // a class the bridge does not know
 		{live, &acp.AgentError{Kind: "made_up"}, KindException, FallbackError},        // the label set stays fixed
 		{expired, &acp.AgentError{Kind: acp.KindTransport}, KindTimeout, FallbackTimeout},
+		{shutDown, context.Canceled, KindShutdown, FallbackOffline},
+		{shutDownChild, fmt.Errorf("turn cancelled: %w", context.Canceled), KindShutdown, FallbackOffline}, // the turn's ctx, under the request's
 	}
 	for _, tt := range tests {
 		if k, s := classify(tt.ctx, tt.err); k != tt.kind || s != tt.text {

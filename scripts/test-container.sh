@@ -172,7 +172,7 @@ round_trip "$p" "hello image"
 podman exec zbct-image test -f /data/zeroclaw/brain.db || fail "no brain.db under /data"
 podman healthcheck run zbct-image 2>/dev/null || fail "HEALTHCHECK failed"
 t1=$SECONDS
-podman stop -t 45 zbct-image >/dev/null 2>&1
+podman stop -t 60 zbct-image >/dev/null 2>&1
 code="$(podman inspect zbct-image --format '{{.State.ExitCode}}')"
 [ "$code" = 0 ] || { podman logs zbct-image 2>&1 | tail -n 20 >&2; fail "exit status $code after SIGTERM"; }
 podman logs zbct-image 2>&1 | grep -q 'stopped' || fail "no 'stopped' log line"
@@ -204,7 +204,7 @@ health="$(wait_ready "$p")" || { podman logs "$project-bridge" 2>&1 | tail -n 20
 round_trip "$p" "hello compose"
 [ "$(podman exec "$project-bridge" id -u)" = 0 ] || fail "compose: not root"
 [ -f "$tmp/host/.zeroclaw/workspace/memory/brain.db" ] || fail "compose: brain.db not written in the mounted ZeroClaw directory"
-podman stop -t 45 "$project-bridge" >/dev/null 2>&1
+podman stop -t 60 "$project-bridge" >/dev/null 2>&1
 code="$(podman inspect "$project-bridge" --format '{{.State.ExitCode}}')"
 [ "$code" = 0 ] || fail "compose: exit status $code after SIGTERM"
 say "compose: root, mounted zeroclaw as the agent, brain.db written read-write, SIGTERM -> exit 0"

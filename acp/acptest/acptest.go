@@ -28,7 +28,10 @@
 // "acptest: session/close <id>".
 //
 //	echo              the common behaviour; exits 0 at stdin EOF
-//	slow-chunks       ZCB_ACPTEST_CHUNKS (20) chunks "c<i> ", ZCB_ACPTEST_DELAY (50ms) apart; cancellable
+//	slow-chunks       ZCB_ACPTEST_CHUNKS (20) chunks "c<i> ", ZCB_ACPTEST_DELAY (50ms) apart; cancellable;
+//	                  with ZCB_ACPTEST_GATE set, a turn sends its first chunk, then waits
+//	                  (cancellable) until that file exists before the rest; each
+//	                  session/cancel is reported on stderr as "acptest: session/cancel <id>"
 //	crash-after-init  answers initialize, exits 3 when the next request (session/new) arrives
 //	crash-mid-turn    sends one chunk of a prompt, then exits 4
 //	hang              prompts never end and ignore session/cancel
@@ -135,7 +138,8 @@
 //
 //	ZCB_ACPTEST_CHUNKS         slow-chunks: number of chunks (20)
 //	ZCB_ACPTEST_DELAY          slow-new (300ms), slow-chunks (50ms) and legacy "slow" prompts (1s): delay between chunks, a Go duration
-//	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists; zeroclaw-v1: a tool runs until it exists
+//	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists; slow-chunks: a turn's chunks after
+//	                           the first wait for it; zeroclaw-v1: a tool runs until it exists
 //	ZCB_ACPTEST_INIT_GATE      v1 SDK modes: initialize answers once this file exists
 //	ZCB_ACPTEST_ZEROCLAW       zeroclaw-v1: "0.8.0-beta-1" plays ZeroClaw of May 2026
 //	ZCB_ACPTEST_OTP            zeroclaw-v1: print ZeroClaw's OTP enrollment URI and a key at start

@@ -245,6 +245,40 @@ func TestSlowChunksCancel(t *testing.T) {
 	}
 }
 
+// TestSlowChunksGate: with ZCB_ACPTEST_GATE a turn holds after its first
+// chunk until the file exists, then ends normally; a held turn is
+// cancellable, and each session/cancel is reported on stderr.
+func TestSlowChunksGate(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	c, sid := ready(t, "slow-chunks", "ZCB_ACPTEST_CHUNKS=3", "ZCB_ACPTEST_DELAY=1ms", "ZCB_ACPTEST_GATE="+gate)
+	c.send(prompt(3, sid, "held"))
+	if first := chunkTexts([]map[string]any{c.next(nil)}); first != "c0 " {
+		t.Fatalf("first frame %q, want the chunk c0", first)
+	}
+	c.send(cancelFrame(sid))
+	if notes, resp := c.until(3, nil); result(t, resp)["stopReason"] != "cancelled" || len(notes) != 0 {
+		t.Errorf("held turn cancelled: result %v after %d more frames, want cancelled after none", resp, len(notes))
+	}
+
+	c.send(prompt(4, sid, "released"))
+	c.next(nil) // c0: the turn waits for the gate
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notes, resp := c.until(4, nil)
+	if r := result(t, resp); r["stopReason"] != "end_turn" || chunkTexts(notes) != "c1 c2 " {
+		t.Errorf("released turn: result %v, chunks %q after c0, want end_turn after c1 c2", r, chunkTexts(notes))
+	}
+	_ = c.stdin.Close()
+	if code := c.exitCode(); code != 0 {
+		t.Errorf("exit status %d at stdin EOF", code)
+	}
+	// stderr is complete once the process has exited.
+	if n := strings.Count(c.stderr.String(), "acptest: session/cancel "+sid); n != 1 {
+		t.Errorf("stderr reports %d cancels of %s, want 1:\n%s", n, sid, c.stderr.String())
+	}
+}
+
 func TestLostSessionAndBusy(t *testing.T) {
 	for _, tt := range []struct {
 		mode string

@@ -179,7 +179,24 @@ func (a *sdkAgent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest)
 }
 
 // Cancel needs no work: the SDK cancels the session's prompt ctx.
-func (a *sdkAgent) Cancel(context.Context, acpsdk.CancelNotification) error { return nil }
+// slow-chunks reports it on stderr, so a test of the bridge can see its
+// turns cancelled in protocol.
+func (a *sdkAgent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
+	if a.mode == "slow-chunks" {
+		fmt.Fprintf(os.Stderr, "acptest: session/cancel %s\n", p.SessionId)
+	}
+	return nil
+}
+
+// awaitFile waits until the file exists (true) or ctx ends (false).
+func awaitFile(ctx context.Context, name string) bool {
+	for !fileExists(name) {
+		if !demoagent.Pause(ctx, 5*time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
 
 func (a *sdkAgent) c() *acpsdk.AgentSideConnection {
 	a.mu.Lock()
@@ -228,8 +245,12 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 	switch a.mode {
 	case "slow-chunks":
 		n, d := envInt("ZCB_ACPTEST_CHUNKS", 20), envDuration("ZCB_ACPTEST_DELAY", 50*time.Millisecond)
+		gate := os.Getenv("ZCB_ACPTEST_GATE")
 		for i := 0; i < n; i++ {
 			if err := a.chunk(ctx, sid, fmt.Sprintf("c%d ", i)); err != nil || !demoagent.Pause(ctx, d) {
+				return cancelled, nil
+			}
+			if i == 0 && gate != "" && !awaitFile(ctx, gate) {
 				return cancelled, nil
 			}
 		}

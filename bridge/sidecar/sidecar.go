@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
@@ -68,6 +69,10 @@ type Config struct {
 	STT STT
 	// Voice runs the turn.
 	Voice Voice
+	// Stopping is the server's Stopping channel: once it is closed a new
+	// request gets the graceful "restarting" reply instead of a turn. Nil
+	// never refuses.
+	Stopping <-chan struct{}
 	// Metrics; nil ones are not recorded.
 	STTDuration prometheus.Observer
 	Metrics     *Metrics // nil records nothing
@@ -156,6 +161,9 @@ var (
 	failLLMTimeout  = failure{200, "llm_timeout", "llm", "thinking too hard, try again", "sad"}
 	failLLM         = failure{200, "llm_failed", "llm", "brain hiccup, try again", "sad"}
 	failUnauth      = failure{401, "unauthorized", "system", "unauthorized", "neutral"}
+	// failStopping: the bridge is shutting down; a 200, as only a 2xx
+	// reply reaches the user (the firmware shows "post failed" otherwise).
+	failStopping = failure{200, "shutting_down", "system", "restarting, try again", "sad"}
 )
 
 // listen is POST /v1/listen.
@@ -168,6 +176,9 @@ func (h *Handler) listen(c echo.Context) error {
 	if !h.authorised(req) {
 		c.Response().Header().Set("WWW-Authenticate", "Bearer")
 		return h.fail(c, rid, failUnauth, start)
+	}
+	if httpapi.RefuseWhileStopping(h.cfg.Stopping) != nil {
+		return h.fail(c, rid, failStopping, start)
 	}
 	if f, ok := checkContentType(req.Header.Get("Content-Type")); !ok {
 		return h.fail(c, rid, f, start)
@@ -208,6 +219,9 @@ func (h *Handler) listen(c echo.Context) error {
 		h.cfg.STTDuration.Observe(time.Since(sttStart).Seconds())
 	}
 	if !ok {
+		if httpapi.ShuttingDown(ctx) {
+			f = failStopping
+		}
 		return h.fail(c, rid, f, start)
 	}
 	content := transcript
@@ -227,7 +241,10 @@ func (h *Handler) listen(c echo.Context) error {
 	}
 	reply, err := h.cfg.Voice.Reply(tctx, bridge.ReplyRequest{Endpoint: endpoint, Key: key, SessionID: session, Channel: Channel, Content: content})
 	if err != nil {
-		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		switch {
+		case httpapi.ShuttingDown(tctx):
+			return h.fail(c, rid, failStopping, start)
+		case errors.Is(tctx.Err(), context.DeadlineExceeded):
 			return h.fail(c, rid, failLLMTimeout, start)
 		}
 		return h.fail(c, rid, failLLM, start)

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
 // sttFake is an OpenAI-compatible transcription server that checks and
@@ -113,6 +114,9 @@ type env struct {
 	voice *voiceFake
 	url   string
 	dir   string
+	// endRequests ends every request's ctx with a cause, as the bridge's
+	// server does when its shutdown grace runs out.
+	endRequests context.CancelCauseFunc
 }
 
 func newEnv(t *testing.T, edit func(*Config)) *env {
@@ -126,8 +130,13 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 	}
 	ech := echo.New()
 	New(cfg).Routes(ech)
-	ts := httptest.NewServer(ech)
+	ts := httptest.NewUnstartedServer(ech)
+	base, end := context.WithCancelCause(context.Background())
+	e.endRequests = end
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { end(nil) })
 	e.url = ts.URL
 	return e
 }
@@ -330,6 +339,47 @@ func TestListenFailuresAnswer200(t *testing.T) {
 			// The code says which bound ended a stall; the time is printed.
 			t.Logf("answered after %v", time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// While the bridge is stopping a new request gets the graceful 200
+// "restarting" reply without reaching STT or the agent, and a turn the
+// shutdown grace ends gets the same reply rather than a failure the robot
+// would blame on its brain.
+func TestListenWhileStopping(t *testing.T) {
+	stopping := make(chan struct{})
+	close(stopping)
+	e := newEnv(t, func(c *Config) { c.Stopping = stopping })
+	raw := e.post(t, pcm3s, "X-Session-Id", "s")
+	if r := firmware(raw); !r.ok || r.status != 200 || r.text != "restarting, try again" || !bytes.Contains(raw, []byte(`"code":"shutting_down"`)) {
+		t.Errorf("new request while stopping: robot shows %+v from %q", r, raw)
+	}
+	if len(e.stt.got) != 0 || len(e.voice.keys) != 0 {
+		t.Error("a request refused while stopping reached STT or the agent")
+	}
+
+	e = newEnv(t, nil)
+	e.voice.stall = true
+	answer := make(chan []byte, 1)
+	go func() { answer <- e.post(t, pcm3s, "X-Session-Id", "s") }()
+	turning := func() bool {
+		e.voice.mu.Lock()
+		defer e.voice.mu.Unlock()
+		return len(e.voice.keys) == 1
+	}
+	for deadline := time.Now().Add(10 * time.Second); !turning(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not reach the agent within 10 s")
+		}
+	}
+	e.endRequests(httpapi.ErrShuttingDown)
+	select {
+	case raw := <-answer:
+		if r := firmware(raw); !r.ok || r.text != "restarting, try again" || !bytes.Contains(raw, []byte(`"code":"shutting_down"`)) {
+			t.Errorf("turn ended by the shutdown grace: robot shows %+v from %q", r, raw)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer after the grace ended the turn")
 	}
 }
 

@@ -231,7 +231,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 
 	turns := turnbus.New(log.Named("turns"))
 	c.Voice.Agent, c.Voice.KidMode, c.Voice.Turns = pool, modes, turns
-	c.Voice.Perception, c.Voice.Context = percep, peri
+	c.Voice.Perception, c.Voice.Context, c.Voice.Stopping = percep, peri, srv.Stopping()
 	c.Voice.Speaker, c.Voice.PersonMemory = percep, mem
 	c.Voice.ConvoLog = convolog.New(c.ConvoLog)
 	voice := bridge.NewVoice(c.Voice)
@@ -283,7 +283,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	e := srv.Echo()
 	voice.Routes(e)
 	if withSidecar {
-		c.Sidecar.Voice = voice
+		c.Sidecar.Voice, c.Sidecar.Stopping = voice, srv.Stopping()
 		sidecar.New(c.Sidecar).Routes(e)
 		log.Info("serving the Stack-chan firmware sidecar", "path", c.Sidecar.Path, "stt", c.Sidecar.STT.URL, "token", c.Sidecar.Token != "")
 	}
@@ -314,7 +314,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},
-		{"http", srv.Run},            // stop accepting, drain requests (ShutdownTimeout)
+		{"http", srv.Run},            // refuse new turns, let those in flight finish (ShutdownGrace), close
 		{"perception", percep.Run},   // stop the consumers, finish robot calls in flight
 		{"household", household.Run}, // stop the greeter, the dreamer and the dance reflector
 		{"dashboard", dash.Run},      // stop following voice turns

@@ -85,7 +85,7 @@ func defaultConfig(t *testing.T) config {
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
-			UploadTimeout: time.Minute, MaxConns: 512},
+			UploadTimeout: time.Minute, MaxConns: 512, ShutdownGrace: 10 * time.Second},
 		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
 		Pool: acp.PoolConfig{KeyMode: acp.KeyPerSession, MaxSessions: 8, SessionQueue: 64,
 			SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second},
@@ -524,6 +524,9 @@ func TestValidate(t *testing.T) {
 			c.HTTP.Port, c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.Timeout = 0, 1, 1, time.Nanosecond
 			c.Perception.Consumers.PurrCooldown, c.Perception.Consumers.GreetHourStart, c.Perception.Consumers.GreetHourEnd = 0, 0, 24
 		}, nil},
+		{"shutdown grace", func(c *config) { c.HTTP.ShutdownGrace = 0 }, []string{
+			`invalid BRIDGE_SHUTDOWN_GRACE "0": want more than 0 seconds`,
+		}},
 		{"refresh intervals", func(c *config) {
 			c.Periphery.WeatherTTL, c.Periphery.CalendarTTL, c.Periphery.CalendarPoll = 0, 0, -time.Second
 		}, []string{
@@ -595,13 +598,13 @@ func TestSettingsTable(t *testing.T) {
 		"NARRATIVE_TIMEOUT_SEC", "DREAMER_ENABLED", "DREAM_WINDOW_SECONDS", "DREAM_COUNT_PER_NIGHT", "DANCE_REFLECTOR_ENABLED",
 		"GREETER_ENABLED", "GREETER_USE_FACE_DETECTED", "GREETER_GREET_UNKNOWN", "GREETER_COOLDOWN_HOURS", "GREETER_PER_DAY_MAX",
 		"GREETER_GREETING_MAX_WORDS", "GREETER_STATE_PATH", "AGENT_PROTOCOL", "STEERABLE_CMD", "STEERABLE_PROVIDER",
-		"STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {
+		"STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY", "BRIDGE_SHUTDOWN_GRACE"} {
 		if !seenEnv[want] {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 162 {
-		t.Errorf("%d settings, want 162 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 163 {
+		t.Errorf("%d settings, want 163 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

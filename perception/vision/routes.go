@@ -234,6 +234,11 @@ func (s *Service) latest(c echo.Context) error {
 	case <-timer.Chan():
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "no vision result in time"})
 	case <-c.Request().Context().Done():
+		if httpapi.ShuttingDown(c.Request().Context()) {
+			// The bridge is stopping: the poll's documented miss, not a
+			// cut connection.
+			return c.JSON(http.StatusNotFound, map[string]string{"error": "no vision result in time"})
+		}
 		return nil
 	}
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -39,6 +40,9 @@ type env struct {
 	url   string
 	kid   atomic.Bool
 	house string
+	// endRequests ends every request's ctx with a cause, as the bridge's
+	// server does when its shutdown grace runs out.
+	endRequests context.CancelCauseFunc
 }
 
 func newEnv(t *testing.T, edit func(*Config)) *env {
@@ -77,8 +81,13 @@ func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perceptio
 	ech.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	e.s.Routes(ech)
 	e.p.Routes(ech)
-	ts := httptest.NewServer(ech)
+	ts := httptest.NewUnstartedServer(ech)
+	base, end := context.WithCancelCause(context.Background())
+	e.endRequests = end
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { end(nil) })
 	e.url = ts.URL
 	return e
 }
@@ -246,6 +255,19 @@ func TestLatestLongPoll(t *testing.T) {
 		t.Errorf("timeout %v", got)
 	}
 	waitWaiters(t, e.s, "other", 0)
+}
+
+// A long-poll still waiting when the bridge's shutdown grace runs out
+// answers the documented miss, not an empty reply.
+func TestLatestLongPollEndsAtShutdown(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.poll(t, "d1")
+	waitWaiters(t, e.s, "d1", 1)
+	e.endRequests(httpapi.ErrShuttingDown)
+	if got := recv(t, c); got != [2]string{"404", `{"error":"no vision result in time"}`} {
+		t.Errorf("long-poll at shutdown answered %v", got)
+	}
+	waitWaiters(t, e.s, "d1", 0)
 }
 
 const roster = `people:
