@@ -9,8 +9,9 @@ import (
 )
 
 // Event is one perception event: {"device_id", "ts", "name", "data"}. TS is
-// wall-clock seconds since the epoch. Data is shared by every subscriber
-// and must be treated as read-only.
+// wall-clock seconds since the epoch, never later than the bridge's clock
+// once ingested (clampTS). Data is shared by every subscriber and must be
+// treated as read-only.
 type Event struct {
 	DeviceID string
 	TS       float64
