@@ -2,15 +2,13 @@ package bridge
 
 import (
 	"strings"
-	"unicode/utf8"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 )
 
 // Sandwich literals, bridge.py's byte for byte.
 const (
 	promptPrefix     = "[channel=dotty voice-TTS]\n"
-	roomViewCap      = 240
 	contextDateStyle = "Monday 02 January 2006, 15:04 MST"
 )
 
@@ -35,6 +33,9 @@ type promptInput struct {
 // the time. It runs after the session lease is held, so the turn index,
 // kid mode and the perception and context snapshots are those at send
 // time; the speaker and their memory were read once before the lease.
+// Outside text stands in it only as prompttext.Line made it: the room view
+// here, the other blocks in their producers (perception, tier1's memory,
+// the periphery). content is the user's turn, passed as received.
 func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 	if !sandwichChannel(in.channel) {
 		return in.content
@@ -68,15 +69,13 @@ func (v *Voice) buildPrompt(in promptInput, turnIndex int) string {
 	return b.String()
 }
 
-// roomViewLine is "[Room view] <text>\n" with text stripped and capped at
-// 240 code points (237 right-stripped plus "..."); "" for a blank description.
+// roomViewLine is "[Room view] <text>\n", the text made one safe line and
+// capped at 240 code points (237 right-stripped plus "..."); "" for a
+// blank description.
 func roomViewLine(desc string) string {
-	desc = emoji.Strip(desc)
+	desc = prompttext.Line(desc, prompttext.RoomView)
 	if desc == "" {
 		return ""
-	}
-	if utf8.RuneCountInString(desc) > roomViewCap {
-		desc = strings.TrimRightFunc(string([]rune(desc)[:roomViewCap-3]), emoji.IsSpace) + "..."
 	}
 	return "[Room view] " + desc + "\n"
 }

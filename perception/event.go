@@ -9,8 +9,9 @@ import (
 )
 
 // Event is one perception event: {"device_id", "ts", "name", "data"}. TS is
-// wall-clock seconds since the epoch. Data is shared by every subscriber
-// and must be treated as read-only.
+// wall-clock seconds since the epoch, never later than the bridge's clock
+// once ingested (clampTS). Data is shared by every subscriber and must be
+// treated as read-only.
 type Event struct {
 	DeviceID string
 	TS       float64
@@ -88,6 +89,19 @@ func formatSeconds(f float64) string {
 		return "null"
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// clampTS is an event's ts as the bridge keeps it, judged on the bridge's
+// clock (now): a ts in the future, or one that is not a number, is now.
+// One in the past is kept as sent, however far back: an event can only
+// ever count as older than its arrival, never fresher, so what it sets
+// (an identity, a mood, a cooldown's start) is as stale as its sender
+// says, and nothing else changes.
+func clampTS(ts float64, now time.Time) float64 {
+	if n := epochSeconds(now); !(ts <= n) {
+		return n
+	}
+	return ts
 }
 
 // epochSeconds converts t to float seconds.

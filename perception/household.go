@@ -11,12 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Person is one household member from household.yaml. Free-text fields
-// reach the model as written; the structured ones (birthdate, self-ID
+// reach the model as prompttext.Line makes them; the structured ones (birthdate, self-ID
 // phrases, usual times, calendar prefix) are read by code.
 type Person struct {
 	ID            string
@@ -45,9 +47,9 @@ const DefaultPerson = "_household"
 
 // CompactDescription is the person in one line for the speaker block:
 // the display name, then " — " and "; "-joined age ("<n>yo", or the
-// relation when the age is unknown), personality and up to three loves;
-// over max characters it is cut to max−1, right-trimmed, plus "…". The
-// birthdate never appears.
+// relation when the age is unknown), personality and up to three loves,
+// made one safe prompt line (prompttext.Line); over max characters it is
+// cut to max−1, right-trimmed, plus "…". The birthdate never appears.
 func (p Person) CompactDescription(max int) string {
 	var meta []string
 	switch {
@@ -66,11 +68,7 @@ func (p Person) CompactDescription(max int) string {
 	if len(meta) > 0 {
 		out += " — " + strings.Join(meta, "; ")
 	}
-	out = emoji.Strip(out)
-	if r := []rune(out); len(r) > max {
-		out = strings.TrimRightFunc(string(r[:max-1]), emoji.IsSpace) + "…"
-	}
-	return out
+	return prompttext.Line(out, prompttext.Cap{Runes: max})
 }
 
 // DaysUntilBirthday counts days from today (a local date) to the next

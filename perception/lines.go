@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 )
 
 // StoryTimeLine is the perception line while the robot tells a story.
@@ -17,8 +17,9 @@ const identityLineTTL = 30 * time.Second
 // PerceptionLines returns the voice prompt's perception lines for a device
 // (bridge.py's order): the story-time line, the face line, then the scene
 // synthesised in the last ten minutes, or else the fresh vision and audio
-// descriptions. A panic while building them is logged and
-// yields none, so the turn goes on.
+// descriptions. The identity, mood, scene and descriptions are outside
+// text: each stands in its line only as prompttext.Line made it. A panic
+// while building them is logged and yields none, so the turn goes on.
 func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -31,10 +32,11 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	if strings.ToLower(st.State()) == "story_time" {
 		lines = append(lines, StoryTimeLine)
 	}
-	if id, ok := st.FreshIdentity(now, identityLineTTL); ok {
-		line := "You see " + id + " in front of you."
+	id, fresh := st.FreshIdentity(now, identityLineTTL)
+	if who := prompttext.Line(id, prompttext.Name); fresh && who != "" {
+		line := "You see " + who + " in front of you."
 		if st.FaceMood != nil && st.FaceMoodT != nil && epochSeconds(now)-*st.FaceMoodT <= identityLineTTL.Seconds() {
-			if mood := strings.ToLower(emoji.Strip(*st.FaceMood)); mood != "" {
+			if mood := prompttext.Line(strings.ToLower(*st.FaceMood), prompttext.Name); mood != "" {
 				line += " They look " + mood + "."
 			}
 		}
@@ -43,17 +45,17 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 		lines = append(lines, "You see an unrecognised face in front of you.")
 	}
 	if sc := st.Scene; sc != nil && epochSeconds(now)-sc.TSWall <= sceneTTL.Seconds() {
-		if text := emoji.Strip(sc.Text); text != "" {
+		if text := prompttext.Line(sc.Text, prompttext.Scene); text != "" {
 			// The scene already says what the robot sees and hears.
 			return append(lines, text)
 		}
 	}
 	if s.cfg.Senses != nil {
 		vision, audio := s.cfg.Senses.Fresh(deviceID)
-		if v := emoji.Strip(vision); v != "" {
+		if v := prompttext.Line(vision, prompttext.Answer); v != "" {
 			lines = append(lines, "You see: "+v)
 		}
-		if a := emoji.Strip(audio); a != "" {
+		if a := prompttext.Line(audio, prompttext.Answer); a != "" {
 			lines = append(lines, "You hear: "+a)
 		}
 	}

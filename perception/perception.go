@@ -224,7 +224,11 @@ func (s *Service) Bus() *Bus { return s.bus }
 // MaxData is summarised first (see capData). A new device past
 // MaxDevices evicts the least recently seen one, which is forgotten in the
 // same order.
+//
+// Freshness is judged on the bridge's clock: ev.TS is clamped to it first
+// (clampTS), so a sender's clock cannot keep anything fresh.
 func (s *Service) Ingest(ev Event) {
+	ev.TS = clampTS(ev.TS, s.clock.Now())
 	ev.Data = capData(ev.Data)
 	s.order.Lock()
 	gone, evicted := s.states.apply(ev)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -82,7 +83,7 @@ func (c *consumers) synthesise(device, reason string) {
 	var vision, audio string
 	if c.s.cfg.Senses != nil {
 		vision, audio = c.s.cfg.Senses.Fresh(device)
-		vision, audio = emoji.Strip(vision), emoji.Strip(audio)
+		vision, audio = prompttext.Line(vision, prompttext.Answer), prompttext.Line(audio, prompttext.Answer)
 	}
 	if vision == "" && audio == "" {
 		return
@@ -109,12 +110,15 @@ func (c *consumers) synthesise(device, reason string) {
 
 // composeScene is the scene line: "<YYYY-MM-DD HH:MM> — <who>", then
 // " Dotty sees <vision>.", " Heard: <audio>." and " State: <state>.".
+// vision and audio come made safe (prompttext.Line); so is the identity
+// and the state, so the scene is one line, whoever sent what.
 func composeScene(d *DeviceState, now time.Time, identityTTL time.Duration, vision, audio string) *Scene {
 	sc := &Scene{TSWall: epochSeconds(now), State: d.State()}
 	who := "No one is detected."
-	if id, ok := d.FreshIdentity(now, identityTTL); ok {
+	id, fresh := d.FreshIdentity(now, identityTTL)
+	if name := prompttext.Line(id, prompttext.Name); fresh && name != "" {
 		sc.FaceID = ptr(id)
-		who = id + " is in the room."
+		who = name + " is in the room."
 	} else if isTrue(d.FacePresent) {
 		who = "Someone is in the room."
 	}
@@ -125,7 +129,7 @@ func composeScene(d *DeviceState, now time.Time, identityTTL time.Duration, visi
 	if audio != "" {
 		parts = append(parts, "Heard: "+strings.TrimRight(audio, ".")+".")
 	}
-	parts = append(parts, "State: "+sc.State+".")
+	parts = append(parts, "State: "+prompttext.Line(sc.State, prompttext.Name)+".")
 	sc.Text = strings.Join(parts, " ")
 	return sc
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
@@ -432,15 +433,19 @@ func round3(x float64) float64 {
 
 // renderSpeakerBlock is the prompt's speaker line for a resolution with a
 // person: their compact description (the addressee when the roster no
-// longer has them), then two spaces and the winning signals with the
+// longer has them), made one safe line of at most 180 code points (the
+// line is meant to cost the model a few dozen tokens), then two spaces and the winning signals with the
 // confidence to two places.
 func renderSpeakerBlock(res SpeakerResolution, house *Household) string {
 	if res.PersonID == "" || res.Addressee == "" {
 		return ""
 	}
-	who := res.Addressee
+	who := prompttext.Line(res.Addressee, prompttext.Description)
 	if p, ok := house.Lookup(res.PersonID); ok {
-		who = p.CompactDescription(speakerDescriptionCap)
+		who = p.CompactDescription(prompttext.Description.Runes)
+	}
+	if who == "" {
+		return ""
 	}
 	var b strings.Builder
 	b.WriteString("[Speaking with] ")
@@ -455,10 +460,6 @@ func renderSpeakerBlock(res SpeakerResolution, house *Household) string {
 	b.WriteByte('\n')
 	return b.String()
 }
-
-// speakerDescriptionCap bounds the description in code points: the line
-// is meant to cost the model a few dozen tokens.
-const speakerDescriptionCap = 180
 
 // maxLatchChannel bounds a latched channel name in bytes (the voice
 // routes allow 256 code points).

@@ -141,6 +141,8 @@
 //	ZCB_ACPTEST_GATE           slow-new: session/new answers once this file exists; slow-chunks: a turn's chunks after
 //	                           the first wait for it; zeroclaw-v1: a tool runs until it exists
 //	ZCB_ACPTEST_INIT_GATE      v1 SDK modes: initialize answers once this file exists
+//	ZCB_ACPTEST_PROMPT_LOG     v1 SDK modes: every prompt's text is appended to this file as a
+//	                           JSON string on a line of its own, as the agent received it
 //	ZCB_ACPTEST_ZEROCLAW       zeroclaw-v1: "0.8.0-beta-1" plays ZeroClaw of May 2026
 //	ZCB_ACPTEST_OTP            zeroclaw-v1: print ZeroClaw's OTP enrollment URI and a key at start
 //	ZCB_ACPTEST_FLOOD          flood: number of notifications (3000)

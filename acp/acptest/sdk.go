@@ -213,6 +213,30 @@ var (
 	endTurn   = acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}
 )
 
+// recordPrompt appends text, JSON-encoded on one line, to the file
+// ZCB_ACPTEST_PROMPT_LOG names, so a test reads back exactly what the
+// agent was asked; without it, nothing. A failed write is reported on
+// stderr.
+func (a *sdkAgent) recordPrompt(text string) {
+	path := os.Getenv("ZCB_ACPTEST_PROMPT_LOG")
+	if path == "" {
+		return
+	}
+	line, _ := json.Marshal(text) // a string always encodes
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "acptest: prompt log:", err)
+	}
+}
+
 func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	sid := p.SessionId
 	var parts []string
@@ -222,6 +246,7 @@ func (a *sdkAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.P
 		}
 	}
 	text := strings.Join(parts, "\n")
+	a.recordPrompt(text)
 
 	a.mu.Lock()
 	known := a.sessions[string(sid)]

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 )
 
 const (
@@ -97,18 +99,21 @@ var (
 // addresses with [email]. It returns the bucket (lowercased person or the
 // household bucket), the person as written ("" for household) and the text.
 // The tag is matched before e-mail replacement so "[email]" never becomes a
-// person.
+// person. The summary is outside text bound for prompts (the context line,
+// the greeter): the person and the text are made safe with prompttext.Line
+// before the bridge adds its own "[email]" markers, then the text is cut
+// to prompttext.Event.
 func (p *Periphery) funnel(summary string) (bucket, name, text string) {
 	s := strings.Join(strings.Fields(isoTimestampRe.ReplaceAllString(summary, " ")), " ")
 	bucket, text = p.cfg.HouseholdBucket, s
 	re := p.cfg.PersonPrefix
 	if m := re.FindStringSubmatch(s); m != nil {
-		n := cleanText(m[re.SubexpIndex("person")])
+		n := cleanText(prompttext.Line(m[re.SubexpIndex("person")], prompttext.Name))
 		if n != "" {
 			bucket, name, text = strings.ToLower(n), n, m[re.SubexpIndex("rest")]
 		}
 	}
-	text = cleanText(text)
+	text = prompttext.Cut(cleanText(prompttext.Line(text, prompttext.Cap{})), prompttext.Event)
 	if text == "" {
 		text = untitled
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 )
 
 // Periphery caches the weather and today's calendar for the context line.
@@ -223,14 +225,16 @@ func eventLess(a, b event) bool {
 }
 
 // ContextParts are the context line's parts after the date: the weather
-// part if any, then "Today: " and today's events joined with "; " if any.
+// part if any, then "Today: " and today's events joined with "; " if any,
+// cut to prompttext.Calendar. Both come made safe for a prompt line (the
+// fetch and the funnel run prompttext.Line).
 func (p *Periphery) ContextParts() []string {
 	var parts []string
 	if w := p.Weather(); w != "" {
 		parts = append(parts, w)
 	}
 	if evs := p.Today("", true); len(evs) > 0 {
-		parts = append(parts, "Today: "+strings.Join(evs, "; "))
+		parts = append(parts, prompttext.Cut("Today: "+strings.Join(evs, "; "), prompttext.Calendar))
 	}
 	return parts
 }

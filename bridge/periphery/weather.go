@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 )
 
 const (
@@ -62,7 +64,7 @@ func (p *Periphery) fetchWeather(ctx context.Context) (string, error) {
 	case strings.Contains(strings.ToLower(text), "<html"):
 		return "", fmt.Errorf("%w: html page", errWeatherRejected)
 	}
-	return text, nil
+	return prompttext.Line(text, prompttext.Weather), nil // it stands in every voice prompt's context line
 }
 
 // refreshWeather fetches once and stores a good reading. failures is the

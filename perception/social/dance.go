@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -43,7 +43,7 @@ func (s *Service) onDanceEnded(ev perception.Event) {
 		return
 	}
 	raw, _ := ev.Data["dance"].(string)
-	dance := emoji.Strip(raw)
+	dance := prompttext.Line(raw, prompttext.Name) // it stands in the narrator's prompt
 	if dance == "" {
 		dance = DefaultDance
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
@@ -261,13 +262,16 @@ type PromptInput struct {
 }
 
 // GreetingPrompt is the agent's request for a greeting, bridge.py's
-// proactive greeter's text byte for byte.
+// proactive greeter's text byte for byte. The addressee (a LAN client's
+// identity when the roster lacks it) and the roster description stand in
+// it only as prompttext.Line makes them; the calendar lines come made safe
+// by the calendar (bridge/periphery).
 func GreetingPrompt(in PromptInput) string {
-	a := in.Addressee
+	a := prompttext.Line(in.Addressee, prompttext.Name)
 	var b strings.Builder
 	b.WriteString("You are Dotty, a friendly home robot. " + a + " just walked into the room. The time of day is " + in.Window + ".\n")
 	if p := in.Person; p != nil {
-		if descr := p.CompactDescription(180); descr != "" {
+		if descr := p.CompactDescription(prompttext.Description.Runes); descr != "" {
 			b.WriteString("About " + a + ": " + descr + "\n")
 		}
 		if days, ok := p.DaysUntilBirthday(in.Today); ok {

@@ -66,7 +66,8 @@ type Agent interface {
 }
 
 // Calendar gives today's calendar lines for a person (bridge/periphery),
-// with the household's when includeHousehold.
+// with the household's when includeHousehold. Each line is already safe
+// for a prompt line (the periphery's funnel runs prompttext.Line).
 type Calendar interface {
 	Today(person string, includeHousehold bool) []string
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
@@ -130,7 +131,9 @@ func observe(o prometheus.Observer, start time.Time) {
 }
 
 // readAsk reads an explain request: the device, the upload, and its
-// question (def when the form has none).
+// question (def when the form has none). The caller's question is outside
+// text in the model's prompt: it is made one safe line (prompttext.Line);
+// the room-view sentinel is kept exactly as sent.
 func (s *Service) readAsk(c echo.Context, def string) (string, upload, string, error) {
 	device, err := deviceOf(c)
 	if err != nil {
@@ -142,6 +145,9 @@ func (s *Service) readAsk(c echo.Context, def string) (string, upload, string, e
 	}
 	if u.hasQuestion {
 		def = u.question
+		if def != RoomViewSentinel {
+			def = prompttext.Line(def, prompttext.Question)
+		}
 	}
 	return device, u, def, nil
 }
@@ -301,16 +307,18 @@ func ParseRoomView(reply string) (desc, name, mood string) {
 	return desc, name, mood
 }
 
-// roomPrompt is the room view's user text for roster.
+// appearanceCap is a roster member's appearance in the room view's prompt
+// (bridge.py's 77 + "...").
+var appearanceCap = prompttext.Cap{Runes: 80, Ellipsis: "..."}
+
+// roomPrompt is the room view's user text for roster; each member's name
+// and appearance stand on their own line as prompttext.Line makes them.
 func roomPrompt(roster []perception.Person) string {
 	var lines, names []string
 	for _, p := range roster {
-		look := emoji.Strip(p.Appearance)
-		if len([]rune(look)) > 80 {
-			look = strings.TrimRight(string([]rune(look)[:77]), " \t\r\n") + "..."
-		}
-		lines = append(lines, "  "+p.DisplayName+": "+look)
-		names = append(names, p.DisplayName)
+		name := prompttext.Line(p.DisplayName, prompttext.Name)
+		lines = append(lines, "  "+name+": "+prompttext.Line(p.Appearance, appearanceCap))
+		names = append(names, name)
 	}
 	return "Look at this photo and do THREE things in one reply.\n\n" +
 		"1. Describe the person in ONE short sentence — approximate age range, hair, clothing, distinguishing features.\n" +

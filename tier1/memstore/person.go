@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -42,7 +43,6 @@ const (
 
 	personFactCap    = 300 // characters stored, as for /remember
 	personImportance = 0.7
-	blockFactCap     = 160 // characters of one fact in the prompt block
 	// maxReviewWait bounds one review action even when its ctx does not:
 	// the writer goroutine is not held up by a caller that never gives up.
 	maxReviewWait = 30 * time.Second
@@ -97,7 +97,8 @@ type PersonWrite struct {
 	// PersonID is the person's name or household id; it is stripped and
 	// lowercased (NormalizePersonID).
 	PersonID string
-	// Fact is stripped and cut to 300 characters.
+	// Fact is stripped and cut to 300 characters (bridge.py's); PersonBlock
+	// makes it safe where it enters a prompt.
 	Fact string
 	// Pending holds the fact for review (person_pending:<id>) instead of
 	// making it readable (person:<id>).
@@ -205,17 +206,15 @@ func (s *Store) readFailed(ctx context.Context, msg string, err error, kv ...any
 
 // PersonBlock is the prompt block of what is known about personID:
 // "[Person memory]\n" then "- <fact>\n" for each of up to PersonMaxFacts
-// approved facts, each cut to 160 characters (159 and "…"). It is "" when
+// approved facts, each made one safe line (prompttext.Line, whatever the
+// row holds) of at most 160 characters (159 and "…"). It is "" when
 // nothing is known, so a turn with a stranger carries no empty marker.
 func (s *Store) PersonBlock(ctx context.Context, personID string) string {
 	var b strings.Builder
 	for _, f := range s.PersonFacts(ctx, personID, s.cfg.PersonMaxFacts) {
-		c := emoji.Strip(f.Content)
+		c := prompttext.Line(f.Content, prompttext.Fact)
 		if c == "" {
 			continue
-		}
-		if r := []rune(c); len(r) > blockFactCap {
-			c = strings.TrimRightFunc(string(r[:blockFactCap-1]), emoji.IsSpace) + "…"
 		}
 		b.WriteString("- " + c + "\n")
 	}
