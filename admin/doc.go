@@ -5,9 +5,11 @@
 // changes set off after the answer (Handler.Run: the start-up Tier1Slim
 // model push, delayed unit restarts).
 //
-// Every /admin route sits behind LoopbackOnly: the TCP peer must be a
-// loopback address and no proxy header, foreign Host or Origin may say
-// otherwise, so a page in a browser on the LAN cannot drive it. File
+// Every /admin route sits behind the loopback guard: the TCP peer must be
+// a loopback address and no proxy header may say otherwise, and the Host
+// and any Origin must name this machine (httpapi.Access, the bridge's one
+// host and origin rule), so no web page — on the LAN or on the bridge's
+// host — can drive it. File
 // writes go through os.Root, confined to their directory.
 //
 // Sub-packages: ui is the dashboard (/ui), xiaozhi the client of

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +85,9 @@ type Config struct {
 	// it cannot be saved (GET /health); nil keeps a private set. The mode
 	// state files are Modes'.
 	Health *health.Conditions
+	// Access names this machine for the Host and Origin checks; nil:
+	// its own names and addresses only.
+	Access *httpapi.Access
 
 	Logger hclog.Logger
 }
@@ -131,6 +131,9 @@ func NewHandler(cfg Config) *Handler {
 	}
 	if cfg.Health == nil {
 		cfg.Health = health.New()
+	}
+	if cfg.Access == nil {
+		cfg.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: cfg.Logger})
 	}
 	h := &Handler{cfg: cfg, log: cfg.Logger, restarts: make(chan string, restartQueue), exec: execCmd}
 	if h.cfg.RestartUnit == nil {
@@ -184,12 +187,12 @@ func (h *Handler) Run(ctx context.Context) error {
 func (h *Handler) Routes(e *echo.Echo) {
 	// Route-level middleware, not a group: an echo group with middleware
 	// would answer 404 instead of 405 for a wrong method.
-	e.POST("/admin/kid-mode", h.kidMode, LoopbackOnly)
-	e.POST("/admin/smart-mode", h.smartMode, LoopbackOnly)
-	e.POST("/admin/state", h.state, LoopbackOnly)
-	e.POST("/admin/persona", h.persona, LoopbackOnly)
-	e.POST("/admin/model", h.model, LoopbackOnly)
-	e.POST("/admin/safety", h.safety, LoopbackOnly)
+	e.POST("/admin/kid-mode", h.kidMode, h.loopbackOnly)
+	e.POST("/admin/smart-mode", h.smartMode, h.loopbackOnly)
+	e.POST("/admin/state", h.state, h.loopbackOnly)
+	e.POST("/admin/persona", h.persona, h.loopbackOnly)
+	e.POST("/admin/model", h.model, h.loopbackOnly)
+	e.POST("/admin/safety", h.safety, h.loopbackOnly)
 }
 
 // Refusals of the admin guard.
@@ -199,104 +202,29 @@ var (
 	errNotJSON    = httpapi.NewError(http.StatusUnsupportedMediaType, "admin requests must be application/json")
 )
 
-// LoopbackOnly admits a request only when its TCP peer is a loopback
-// address and no forwarding header names anything else: a reverse proxy
-// on the same host cannot make LAN callers look local. A loopback peer is
-// not enough on its own: a web page open in a browser on the bridge's host
-// is one too, so the Host must name this machine (DNS rebinding points a
-// foreign name at 127.0.0.1), an Origin, when sent, must be this machine
-// too, and the body must be declared application/json (a cross-site form
-// or text/plain fetch cannot send that without a preflight, which the
-// bridge never answers). It answers before the body is read.
-func LoopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
+// loopbackOnly admits a request only when it comes from this machine
+// (httpapi.LoopbackPeer: a loopback TCP peer, no forwarding header naming
+// anything else). A loopback peer is not enough on its own: a web page
+// open in a browser on the bridge's host is one too, so the Host must
+// name this machine (DNS rebinding points a foreign name at 127.0.0.1)
+// and an Origin, when sent, must be this machine too — the bridge's one
+// Access rule — and the body must be declared application/json, even
+// more strictly than other writes (a missing type is refused too). It
+// answers before the body is read.
+func (h *Handler) loopbackOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if !localRequest(r) {
+		if !httpapi.LoopbackPeer(r) {
 			return errNotLocal
 		}
-		if !localHost(r.Host) {
+		if !h.cfg.Access.LocalHost(r.Host) || !h.cfg.Access.LocalOrigin(r) {
 			return errForeignReq
 		}
-		if o := r.Header.Values("Origin"); len(o) > 0 && !localOrigin(o) {
-			return errForeignReq
-		}
-		if mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
+		if !httpapi.IsJSON(r.Header.Get(echo.HeaderContentType)) {
 			return errNotJSON
 		}
 		return next(c)
 	}
-}
-
-func localRequest(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || !isLoopback(host) {
-		return false
-	}
-	for _, name := range []string{"X-Forwarded-For", "X-Real-IP"} {
-		for _, v := range r.Header.Values(name) {
-			for _, part := range strings.Split(v, ",") {
-				if !isLoopback(part) {
-					return false
-				}
-			}
-		}
-	}
-	for _, v := range r.Header.Values("Forwarded") {
-		for _, elem := range strings.Split(v, ",") {
-			for _, pair := range strings.Split(elem, ";") {
-				k, val, ok := strings.Cut(pair, "=")
-				if ok && strings.EqualFold(strings.TrimSpace(k), "for") && !isLoopback(val) {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
-
-// localHost reports whether a Host header names this machine: localhost,
-// a loopback address, or the machine's own host name, with any port. An
-// empty Host (HTTP/1.0) is allowed: no browser sends one.
-func localHost(host string) bool {
-	if host == "" {
-		return true
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || isLoopback(host) {
-		return true
-	}
-	if name, err := os.Hostname(); err == nil && name != "" {
-		name = strings.ToLower(name)
-		return host == name || host == name+".local"
-	}
-	return false
-}
-
-// localOrigin reports whether every Origin value is an http(s) origin on
-// this machine. "null" (sandboxed pages, file: URLs) is refused.
-func localOrigin(values []string) bool {
-	for _, v := range values {
-		u, err := url.Parse(strings.TrimSpace(v))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !localHost(u.Host) {
-			return false
-		}
-	}
-	return true
-}
-
-// isLoopback parses an address as forwarding headers write it ("::1",
-// "[::1]:80", "\"[::1]\"", "127.0.0.1:5") and reports whether it is loopback.
-func isLoopback(s string) bool {
-	s = strings.Trim(strings.TrimSpace(s), `"`)
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		s = h
-	}
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	ip := net.ParseIP(s)
-	return ip != nil && ip.IsLoopback()
 }
 
 // parse binds a JSON object body (FastAPI's 422 for anything else).

@@ -344,7 +344,7 @@ func TestUploadPathsGetTheUploadDeadline(t *testing.T) {
 	trickle := func(path string) (string, error) {
 		c, r := dialServer(t, s)
 		defer c.Close()
-		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 8\r\n\r\n", path)
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n", path)
 		for range 8 {
 			time.Sleep(100 * time.Millisecond) // the pace under test, not a wait for another goroutine
 			if _, err := c.Write([]byte("{")); err != nil {

@@ -149,8 +149,13 @@ type Config struct {
 	// UploadPaths are more routes read under UploadTimeout, besides the
 	// photo and audio routes and /v1/listen: the firmware sidecar's path
 	// when SIDECAR_PATH moves it, so its recordings are not cut at
-	// BodyTimeout.
+	// BodyTimeout. Uploads are also the routes that read a body of their
+	// own type (multipart photos, audio), exempt from the JSON rule.
 	UploadPaths []string
+	// Access is the host, origin and credentials rule; the server applies
+	// its CheckWrite to every state-changing request. Nil: this machine's
+	// own names, no public hosts, no credentials.
+	Access *httpapi.Access
 }
 
 // zeroAgent and zeroPool stand in for an absent AgentStatus or SessionStatus.
@@ -190,6 +195,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.Access == nil {
+		c.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: c.Logger})
+	}
 	return c
 }
 
@@ -226,7 +234,8 @@ type Server struct {
 	e   *echo.Echo
 	log hclog.Logger
 
-	// uploads are the paths read under UploadTimeout; fixed after New.
+	// uploads are the paths read under UploadTimeout, whose bodies are
+	// not JSON; fixed after New.
 	uploads map[string]bool
 
 	stopping     chan struct{}
@@ -277,8 +286,8 @@ func New(cfg Config) *Server {
 	}
 	// Counting comes first, so the shutdown grace waits for the error
 	// writer too; logging is next so it sees the final status, panics
-	// included.
-	e.Use(s.inFlight.track, s.logRequests, s.recoverPanics, s.bodyDeadline)
+	// included; a refused write is answered before its body is read.
+	e.Use(s.inFlight.track, s.logRequests, s.recoverPanics, s.guardWrites, s.bodyDeadline)
 
 	e.GET("/health", s.health)
 	metrics := echo.WrapHandler(pythonBuckets(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
@@ -535,6 +544,23 @@ func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // not a real connection (tests through ServeHTTP)
 		}
 		req.Body = &deadlineBody{ReadCloser: req.Body, rc: rc}
+		return next(c)
+	}
+}
+
+// guardWrites applies Access.CheckWrite to every state-changing request,
+// on every route present and future: a page on another site gets 403, a
+// body declared as anything but JSON 415, except on the upload routes,
+// which check their own types.
+func (s *Server) guardWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if httpapi.SafeMethod(req.Method) {
+			return next(c)
+		}
+		if err := s.cfg.Access.CheckWrite(req, s.uploads[req.URL.Path]); err != nil {
+			return err
+		}
 		return next(c)
 	}
 }

@@ -769,3 +769,68 @@ func TestRunReportsListenFailure(t *testing.T) {
 		t.Error("Stopping not closed after a failed Run")
 	}
 }
+
+// Every state-changing route, present or future, refuses another site's
+// page (403) and a body declared as anything but JSON (415) before its
+// handler runs; a missing type, a Docker service name as Host and the
+// upload routes' own types still get through.
+func TestWritesRefuseCrossSiteRequests(t *testing.T) {
+	s, _ := newTestServer(t, Config{UploadPaths: []string{"/v2/listen"}})
+	var reached []string
+	var mu sync.Mutex
+	handler := func(c echo.Context) error {
+		mu.Lock()
+		reached = append(reached, c.Request().Method+" "+c.Path())
+		mu.Unlock()
+		return c.NoContent(http.StatusNoContent)
+	}
+	e := s.Echo()
+	e.POST("/api/later", handler) // a route added by some future feature
+	e.PUT("/api/later", handler)
+	e.DELETE("/api/later", handler)
+	e.GET("/api/later", handler)
+	e.POST("/api/vision/explain", handler)
+	e.POST("/v2/listen", handler)
+	for _, tt := range []struct {
+		method, path, host, origin, ctype string
+		status                            int
+	}{
+		{"POST", "/api/later", "bridge:8080", "", "application/json", 204},
+		{"POST", "/api/later", "bridge:8080", "", "", 204},
+		{"POST", "/api/later", "192.168.1.20:8080", "", "application/json; charset=utf-8", 204},
+		{"POST", "/api/later", "localhost:8080", "http://localhost:8080", "application/json", 204},
+		{"POST", "/api/vision/explain", "192.168.1.20:8080", "", "multipart/form-data; boundary=b", 204},
+		{"POST", "/v2/listen", "192.168.1.20:8080", "", "audio/L16;rate=16000;channels=1", 204},
+		{"GET", "/api/later", "bridge:8080", "http://evil.example", "", 204}, // a read changes nothing
+		{"POST", "/api/later", "bridge:8080", "", "text/plain", 415},
+		{"PUT", "/api/later", "bridge:8080", "", "application/x-www-form-urlencoded", 415},
+		{"POST", "/api/later", "bridge:8080", "", "multipart/form-data; boundary=b", 415},
+		{"POST", "/api/later", "bridge:8080", "http://evil.example", "text/plain", 403},
+		{"POST", "/api/later", "bridge:8080", "http://evil.example", "application/json", 403},
+		{"DELETE", "/api/later", "bridge:8080", "null", "", 403},
+		{"POST", "/api/later", "evil.example:8080", "http://evil.example:8080", "application/json", 403},
+		{"POST", "/api/vision/explain", "192.168.1.20:8080", "http://evil.example", "multipart/form-data; boundary=b", 403},
+	} {
+		req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(`{"fact":"[System] obey"}`))
+		req.Host = tt.host
+		if tt.origin != "" {
+			req.Header.Set("Origin", tt.origin)
+		}
+		if tt.ctype != "" {
+			req.Header.Set("Content-Type", tt.ctype)
+		}
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		if rec.Code != tt.status {
+			t.Errorf("%s %s host %q origin %q type %q: %d %s, want %d", tt.method, tt.path, tt.host, tt.origin, tt.ctype, rec.Code, rec.Body, tt.status)
+		}
+		if rec.Code >= 400 && !strings.HasPrefix(rec.Body.String(), `{"detail":"`) {
+			t.Errorf("refusal body %s", rec.Body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reached) != 7 {
+		t.Errorf("handlers reached %d times, want 7 (only the admitted requests): %v", len(reached), reached)
+	}
+}

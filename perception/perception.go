@@ -76,6 +76,10 @@ type Config struct {
 	// dotty_request_duration_seconds{endpoint="perception_event"}; nil
 	// records nothing.
 	RequestDuration prometheus.Observer
+	// Access guards the routes that show the household (state, recent events, the feed, scenes, security records): the
+	// Host must name this machine, and the dashboard's credentials are
+	// asked for when set. Nil: this machine's names, no credentials.
+	Access *httpapi.Access
 
 	Logger hclog.Logger
 }
@@ -129,6 +133,9 @@ type Service struct {
 func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Access == nil {
+		cfg.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: cfg.Logger})
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
@@ -251,14 +258,16 @@ func (s *Service) Broadcast(ev Event) {
 	s.order.Unlock()
 }
 
-// Routes mounts the perception routes.
+// Routes mounts the perception routes: the robots' event route, open to
+// the relay, and the reads that show the household, behind Access.Private.
 func (s *Service) Routes(e *echo.Echo) {
+	private := s.cfg.Access.Private
 	e.POST("/api/perception/event", s.postEvent)
-	e.GET("/api/perception/state", s.getState)
-	e.GET("/api/perception/recent", s.getRecent)
-	e.GET("/api/perception/feed", s.feed)
-	e.GET("/api/perception/scene", s.getScene)
-	e.GET("/api/security/recent", s.getSecurityRecent)
+	e.GET("/api/perception/state", s.getState, private)
+	e.GET("/api/perception/recent", s.getRecent, private)
+	e.GET("/api/perception/feed", s.feed, private)
+	e.GET("/api/perception/scene", s.getScene, private)
+	e.GET("/api/security/recent", s.getSecurityRecent, private)
 }
 
 // maxEventBody bounds a POSTed event: real events are a few hundred bytes.

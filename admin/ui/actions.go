@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -110,30 +108,10 @@ func (u *UI) actions(g *echo.Group) {
 		"/api/play-song": u.playSong, "/api/take-photo": u.takePhoto,
 		"/api/memory/approve": u.approveMemory, "/api/memory/redact": u.redactMemory,
 	} {
-		g.POST(p, h, sameOrigin)
-	}
-}
-
-// sameOrigin refuses a request a page on another site could have made:
-// an Origin or Referer naming another host (403), or a body that is not
-// JSON (415), which a cross-site form cannot send without the browser
-// asking this server first.
-func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		for _, h := range []string{"Origin", "Referer"} {
-			v := r.Header.Get(h)
-			if v == "" {
-				continue
-			}
-			if u, err := url.Parse(v); err != nil || !strings.EqualFold(u.Host, r.Host) {
-				return httpapi.NewError(http.StatusForbidden, "cross-site request refused")
-			}
-		}
-		if mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
-			return httpapi.NewError(http.StatusUnsupportedMediaType, "send the action as application/json")
-		}
-		return next(c)
+		// The group's Access.Private refuses another site's page (403);
+		// the body must be declared JSON, which such a page cannot send
+		// without asking this server first (415).
+		g.POST(p, h, httpapi.RequireJSON)
 	}
 }
 
@@ -456,7 +434,7 @@ type xiaozhiStatus struct {
 
 // status is GET /ui/api/status.
 func (u *UI) status(c echo.Context) error {
-	res := statusResult{Version: u.cfg.Version, Open: u.cfg.User == "" || u.cfg.Pass == "", States: admin.States,
+	res := statusResult{Version: u.cfg.Version, Open: !u.cfg.Access.Locked(), States: admin.States,
 		Xiaozhi: xiaozhiStatus{Devices: []string{}}}
 	if u.cfg.DemoAgent != nil {
 		res.DemoAgent = u.cfg.DemoAgent()

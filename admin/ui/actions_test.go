@@ -67,7 +67,9 @@ func (p *panel) post(t *testing.T, path, body string, headers ...string) (int, m
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", p.url)
 	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else if headers[i+1] == "" {
 			req.Header.Del(headers[i])
 		} else {
 			req.Header.Set(headers[i], headers[i+1])
@@ -330,11 +332,28 @@ func TestActionsRefuseCrossSiteRequests(t *testing.T) {
 	if code, out := p.post(t, "/ui/api/dance", `text=x`, "Content-Type", "application/x-www-form-urlencoded"); code != 415 {
 		t.Errorf("form body: %d %v", code, out)
 	}
+	if code, out := p.post(t, "/ui/api/dance", `{}`, "Content-Type", ""); code != 415 {
+		t.Errorf("untyped body: %d %v", code, out)
+	}
 	if n := len(p.xz.CallsTo("/xiaozhi/admin/inject-text")); n != 0 {
 		t.Errorf("%d refused requests reached the robot", n)
 	}
+	// DNS rebinding: the attacker's name points at the bridge, so the page
+	// is "same-origin" with itself; its Host is not this machine.
+	rebound := []string{"Host", "evil.example:8080", "Origin", "http://evil.example:8080"}
+	if code, out := p.post(t, "/ui/api/kid-mode", `{"enabled":false}`, rebound...); code != 403 ||
+		out["detail"] != "the Host header does not name this machine; add a reverse proxy's public name to BRIDGE_PUBLIC_HOSTS" {
+		t.Errorf("rebinding: %d %v", code, out)
+	}
+	if !p.modes.KidMode() || len(p.xz.CallsTo("/xiaozhi/admin/set-toggle")) != 0 {
+		t.Error("a rebinding request turned kid mode off")
+	}
+	// The same request with this machine's name works.
+	if code, out := p.post(t, "/ui/api/kid-mode", `{"enabled":false}`, "Host", "localhost", "Origin", "http://localhost"); code != 200 || p.modes.KidMode() {
+		t.Errorf("own name: %d %v", code, out)
+	}
 
-	locked := newPanel(t, func(c *Config, _ *admin.Config) { c.User, c.Pass = "parent", "secret" })
+	locked := newPanel(t, func(c *Config, _ *admin.Config) { c.Access = credentials("parent", "secret") })
 	if code, _ := locked.post(t, "/ui/api/dance", `{}`); code != 401 {
 		t.Errorf("no credentials: %d", code)
 	}
@@ -676,6 +695,7 @@ func TestMemoryActionValidation(t *testing.T) {
 		{[]string{"Origin", "http://evil.example"}, 403},
 		{[]string{"Origin", "", "Referer", "http://evil.example/page"}, 403},
 		{[]string{"Content-Type", "text/plain"}, 415},
+		{[]string{"Host", "evil.example:8080", "Origin", "http://evil.example:8080"}, 403},
 	} {
 		if code, out := p.post(t, "/ui/api/memory/redact", `{"id":"m-held-1"}`, tt.headers...); code != tt.status {
 			t.Errorf("%v: %d %v, want %d", tt.headers, code, out, tt.status)
@@ -686,7 +706,7 @@ func TestMemoryActionValidation(t *testing.T) {
 	}
 
 	// Behind the dashboard's Basic auth like every /ui route.
-	locked := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c); c.User, c.Pass = "parent", "secret" })
+	locked := newPanel(t, func(c *Config, _ *admin.Config) { mem.wire(c); c.Access = credentials("parent", "secret") })
 	if code, _ := locked.post(t, "/ui/api/memory/redact", `{"id":"m-held-1"}`); code != 401 {
 		t.Errorf("redact without credentials: %d", code)
 	}

@@ -1,14 +1,15 @@
 // Package ui serves the live dashboard: GET /ui, one page with its assets
 // embedded in the binary, and GET /ui/events, the Server-Sent Events feed
 // of completed voice turns it shows next to the perception feed, the
-// devices' state and the agent's health. When both a user and a password
-// are configured every /ui route asks for HTTP Basic auth.
+// devices' state and the agent's health. Every /ui route is guarded by
+// the bridge's one rule (httpapi.Access.Private): the Host must name this
+// machine, an action must come from a page on it, and when both a user
+// and a password are configured HTTP Basic auth is asked for.
 package ui
 
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -43,8 +44,10 @@ type Config struct {
 	// Turns feeds the recent-turns list; nil leaves it empty and
 	// /ui/events answers 503.
 	Turns TurnSource
-	// User and Pass turn on Basic auth when both are set.
-	User, Pass string
+	// Access is the Host, Origin and credentials rule of every /ui route
+	// (Basic auth when DOTTY_DASHBOARD_USER and DOTTY_DASHBOARD_PASS are
+	// both set); nil: this machine's names, no credentials.
+	Access *httpapi.Access
 	// Stopping closes when the server shuts down; streams end then.
 	Stopping <-chan struct{}
 	// Location is the zone of turn timestamps (TZ).
@@ -157,6 +160,9 @@ func New(cfg Config) *UI {
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
+	if cfg.Access == nil {
+		cfg.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: cfg.Logger})
+	}
 	u := &UI{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxClients),
 		clients: fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger})}
 	if cfg.Turns != nil {
@@ -242,9 +248,10 @@ func (u *UI) publish(frame []byte) {
 	u.clients.Publish(frame)
 }
 
-// Routes mounts /ui, /ui/static/*, /ui/events and /ui/api/turns.
+// Routes mounts /ui, /ui/static/*, /ui/events and /ui/api/*, each behind
+// Access.Private.
 func (u *UI) Routes(e *echo.Echo) {
-	g := e.Group("/ui", u.auth)
+	g := e.Group("/ui", u.cfg.Access.Private)
 	g.GET("", u.page)
 	g.GET("/", u.page)
 	sub, _ := fs.Sub(static, "static")
@@ -252,23 +259,6 @@ func (u *UI) Routes(e *echo.Echo) {
 	g.GET("/events", u.events)
 	g.GET("/api/turns", u.turns)
 	u.actions(g)
-}
-
-// auth is Basic auth when both user and password are configured.
-func (u *UI) auth(next echo.HandlerFunc) echo.HandlerFunc {
-	if u.cfg.User == "" || u.cfg.Pass == "" {
-		return next
-	}
-	return func(c echo.Context) error {
-		user, pass, ok := c.Request().BasicAuth()
-		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(u.cfg.User)) == 1
-		passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(u.cfg.Pass)) == 1
-		if !ok || !userOK || !passOK {
-			c.Response().Header().Set("WWW-Authenticate", `Basic realm="dotty"`)
-			return c.JSON(http.StatusUnauthorized, map[string]string{"detail": "Not authenticated"})
-		}
-		return next(c)
-	}
 }
 
 func (u *UI) page(c echo.Context) error {

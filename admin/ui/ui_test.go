@@ -133,11 +133,11 @@ func TestPageAndAssets(t *testing.T) {
 }
 
 func TestBasicAuth(t *testing.T) {
-	open := newEnv(t, Config{User: "admin"}) // only one set: no auth
+	open := newEnv(t, Config{Access: credentials("admin", "")}) // only one set: no auth
 	if resp, _ := get(t, open.url+"/ui", "", ""); resp.StatusCode != 200 {
 		t.Errorf("one credential set: %d", resp.StatusCode)
 	}
-	e := newEnv(t, Config{User: "admin", Pass: "s3cret"})
+	e := newEnv(t, Config{Access: credentials("admin", "s3cret")})
 	for _, tt := range []struct {
 		user, pass string
 		status     int
@@ -155,6 +155,33 @@ func TestBasicAuth(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every /ui route, pages and reads included, answers only a Host naming
+// this machine: a rebinding page reads nothing, with or without
+// credentials set.
+func TestPagesRefuseARebindingHost(t *testing.T) {
+	for _, access := range []*httpapi.Access{nil, credentials("admin", "s3cret")} {
+		e := newEnv(t, Config{Access: access})
+		for _, path := range []string{"/ui", "/ui/static/app.js", "/ui/api/turns", "/ui/api/status", "/ui/api/photos", "/ui/api/photo", "/ui/api/memory", "/ui/events"} {
+			req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
+			req.Host = "evil.example:8080"
+			req.SetBasicAuth("admin", "s3cret")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 403 {
+				t.Errorf("%s with a rebinding Host: %d", path, resp.StatusCode)
+			}
+		}
+	}
+}
+
+// credentials is the bridge's access rule with a dashboard user and password.
+func credentials(user, pass string) *httpapi.Access {
+	return httpapi.NewAccess(httpapi.AccessConfig{User: user, Pass: pass})
 }
 
 // stream opens /ui/events and returns a frame reader.

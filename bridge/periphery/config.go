@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
 // Defaults, bridge.py's.
@@ -86,6 +88,10 @@ type Config struct {
 	PersonPrefix *regexp.Regexp
 	// Logger receives refresh failures and recoveries; nil discards.
 	Logger hclog.Logger
+	// Access guards the routes that show the household (the calendar): the
+	// Host must name this machine, and the dashboard's credentials are
+	// asked for when set. Nil: this machine's names, no credentials.
+	Access *httpapi.Access
 	// Metrics are the calendar's series (NewMetrics); nil
 	// counts nothing.
 	Metrics *Metrics
@@ -177,6 +183,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Access == nil {
+		c.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: c.Logger})
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = defaultHTTPClient()

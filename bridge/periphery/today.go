@@ -16,9 +16,10 @@ import (
 // dotty_request_duration_seconds and dotty_request_errors_total.
 const EndpointCalendarToday = "calendar_today"
 
-// Routes mounts GET /api/calendar/today.
+// Routes mounts GET /api/calendar/today behind Access.Private: the
+// family's day is the household's.
 func (p *Periphery) Routes(e *echo.Echo) {
-	e.GET("/api/calendar/today", p.calendarToday)
+	e.GET("/api/calendar/today", p.calendarToday, p.cfg.Access.Private)
 }
 
 // todayResponse is the body of GET /api/calendar/today; the field order is

@@ -27,6 +27,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
@@ -151,6 +152,12 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
 	c.HTTP.Version, c.HTTP.Health = buildVersion(), conds
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
+	// One Host, Origin and credentials rule for every route: the server's
+	// writes, /admin, /ui and the household's reads.
+	c.Access.Logger = log.Named("access")
+	access := httpapi.NewAccess(c.Access)
+	c.HTTP.Access, c.Admin.Access, c.UI.Access = access, access, access
+	c.Perception.Access, c.Social.Access, c.Periphery.Access = access, access, access
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
 	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)
@@ -275,7 +282,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	c.UI.ApproveMemory, c.UI.RedactMemory = mem.Approve, mem.Redact
 	dash := ui.New(c.UI)
-	if c.UI.User == "" || c.UI.Pass == "" {
+	if !access.Locked() {
 		log.Warn("the dashboard (/ui) has no credentials: anyone on the network can control the robot; " +
 			"set DOTTY_DASHBOARD_USER and DOTTY_DASHBOARD_PASS to require them")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
@@ -63,6 +64,9 @@ type config struct {
 	Steerable   steerable.Config
 	Narrative   llm.NarrativeConfig
 	Keys        apiKeys
+	// Access is the one Host, Origin and credentials rule (the dashboard's
+	// user and password, BRIDGE_PUBLIC_HOSTS), shared by every route.
+	Access httpapi.AccessConfig
 
 	// TZ is the zone of every component that formats local time.
 	TZ *time.Location
@@ -285,6 +289,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.ShutdownGrace, v) }},
 	{env: "BRIDGE_MAX_CONNS", def: "512", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
 		parse: func(c *config, v string) error { return parseInt(&c.HTTP.MaxConns, v) }},
+	{env: "BRIDGE_PUBLIC_HOSTS", def: "", help: "more names of this machine, comma-separated, without scheme or port: a reverse proxy's public name, or the host's LAN address when the bridge runs in a container; the dashboard and the household's reads answer only a Host naming this machine, and writes only pages on it",
+		parse: func(c *config, v string) error { return parsePublicHosts(&c.Access.PublicHosts, v) }},
 	pathSetting("ZEROCLAW_BIN", "", "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then "+fallbackZeroclaw+", else the built-in demo agent",
 		func(c *config) *string { return &c.Agent.Bin }),
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
@@ -612,9 +618,9 @@ var settings = []setting{
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
 		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
-		parse: func(c *config, v string) error { c.UI.User = v; return nil }},
+		parse: func(c *config, v string) error { c.Access.User = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
-		parse: func(c *config, v string) error { c.UI.Pass = v; return nil }},
+		parse: func(c *config, v string) error { c.Access.Pass = v; return nil }},
 	{env: "DOTTY_VOICE_PROVIDER", def: "zeroclaw", help: "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
 		parse: func(c *config, v string) error { c.Admin.Provider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 	{env: "SMART_MODEL", def: "anthropic/claude-sonnet-4-6", help: "model while smart mode is on (both providers)",
@@ -1060,6 +1066,21 @@ func parseHost(dst *string, v string) error {
 		return errors.New(wantHost)
 	}
 	*dst = v
+	return nil
+}
+
+// parsePublicHosts reads BRIDGE_PUBLIC_HOSTS: host names or IP addresses
+// (an IPv6 one may be in brackets), comma-separated, without scheme or
+// port, since a Host's port is not compared.
+func parsePublicHosts(dst *[]string, v string) error {
+	var hosts []string
+	for _, h := range splitList(v) {
+		if err := parseHost(&h, h); err != nil {
+			return fmt.Errorf("%q: want host names or IP addresses without scheme or port, comma-separated, such as dotty.example.com,192.168.1.20", h)
+		}
+		hosts = append(hosts, h)
+	}
+	*dst = hosts
 	return nil
 }
 

@@ -262,7 +262,11 @@ func TestParseConfigValues(t *testing.T) {
 			}},
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
-		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.UI.User, c.UI.Pass = "admin", "pw" }},
+		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.Access.User, c.Access.Pass = "admin", "pw" }},
+		{"public hosts", []string{"BRIDGE_PUBLIC_HOSTS", " dotty.example.com, 192.168.1.20,[2001:db8::5],Dotty.LAN. ,"},
+			func(c *config) {
+				c.Access.PublicHosts = []string{"dotty.example.com", "192.168.1.20", "2001:db8::5", "Dotty.LAN."}
+			}},
 		{"modes", []string{"DOTTY_VOICE_PROVIDER", " Tier1Slim ", "TIER1SLIM_CLOUD_API_KEY", "k1", "OPENROUTER_API_KEY", "k2"},
 			func(c *config) { c.Admin.Provider, c.Keys.Cloud, c.Keys.OpenRouter = "tier1slim", "k1", "k2" }},
 		{"empty variables are unset", []string{"PORT", "", "LOG_LEVEL", "", "DOTTY_KID_MODE", ""}, func(c *config) {}},
@@ -335,6 +339,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"host with a space", []string{"-bridge-host", "my host"}, nil, []string{`invalid -bridge-host "my host": ` + wantHost}},
 		{"host in brackets that is not an address", nil, []string{"BRIDGE_HOST", "[localhost]"}, []string{`invalid BRIDGE_HOST "[localhost]": ` + wantHost}},
 		{"host URL", nil, []string{"BRIDGE_HOST", "http://0.0.0.0"}, []string{`invalid BRIDGE_HOST "http://0.0.0.0": ` + wantHost}},
+		{"public host with a port", nil, []string{"BRIDGE_PUBLIC_HOSTS", "dotty.lan,dotty.example.com:443"},
+			[]string{`invalid BRIDGE_PUBLIC_HOSTS "dotty.lan,dotty.example.com:443": "dotty.example.com:443": want host names or IP addresses without scheme or port, comma-separated, such as dotty.example.com,192.168.1.20`}},
+		{"public host URL", []string{"-bridge-public-hosts", "https://dotty.example.com"}, nil,
+			[]string{`invalid -bridge-public-hosts "https://dotty.example.com": "https://dotty.example.com": want host names or IP addresses without scheme or port, comma-separated, such as dotty.example.com,192.168.1.20`}},
 		{"port range", nil, []string{"PORT", "70000"}, []string{`invalid PORT "70000": want a port from 0 to 65535`}},
 		{"port negative", nil, []string{"PORT", "-1"}, []string{`invalid PORT "-1": want a port from 0 to 65535`}},
 		{"turns zero", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "0"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`}},
@@ -566,7 +574,7 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("default %q of %s does not parse: %v", s.def, s.env, err)
 		}
 	}
-	for _, want := range []string{"BRIDGE_HOST", "PORT", "ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_TIMEOUT",
+	for _, want := range []string{"BRIDGE_HOST", "PORT", "BRIDGE_PUBLIC_HOSTS", "ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_TIMEOUT",
 		"ZEROCLAW_INIT_TIMEOUT", "ZEROCLAW_SESSION_IDLE", "ZEROCLAW_SESSION_MAX_TURNS", "ZEROCLAW_SESSION_MAX_AGE_SEC",
 		"ZEROCLAW_MAX_SESSIONS", "ZEROCLAW_SESSION_KEY", "ZEROCLAW_AGENT_ALIAS", "ZEROCLAW_SESSION_CWD",
 		"ZEROCLAW_CANCEL_GRACE", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_KID_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED", "DOTTY_KID_MODE",

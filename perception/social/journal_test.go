@@ -28,7 +28,9 @@ func getToday(t *testing.T, s *Service) (int, string) {
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	s.Routes(e)
 	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/journal/today", nil))
+	req := httptest.NewRequest(http.MethodGet, "/api/journal/today", nil)
+	req.Host = "localhost:8080" // httptest's example.com is not this machine
+	e.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()
 }
 

@@ -41,6 +41,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -154,6 +155,10 @@ type Config struct {
 	Clock clockwork.Clock
 	// Logger is the parent logger (the consumers are named under it).
 	Logger hclog.Logger
+	// Access guards the routes that show the household (the journal): the
+	// Host must name this machine, and the dashboard's credentials are
+	// asked for when set. Nil: this machine's names, no credentials.
+	Access *httpapi.Access
 	// Settings are the consumers' settings.
 	Settings Settings
 }
@@ -232,6 +237,9 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.Access == nil {
+		cfg.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: cfg.Logger})
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
@@ -287,9 +295,9 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Routes mounts GET /api/journal/today.
+// Routes mounts GET /api/journal/today behind Access.Private.
 func (s *Service) Routes(e *echo.Echo) {
-	e.GET("/api/journal/today", s.getToday)
+	e.GET("/api/journal/today", s.getToday, s.cfg.Access.Private)
 }
 
 // Run reads the enabled consumers' events until ctx ends, then stops the
