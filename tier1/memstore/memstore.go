@@ -394,6 +394,12 @@ func (s *Store) appendLocked(line []byte) error {
 		}
 	}
 	if s.torn {
+		// What a failed append left is of unknown length: start after it.
+		fi, err := s.journal.Stat()
+		if err != nil {
+			return err
+		}
+		s.size = fi.Size()
 		line = append([]byte{'\n'}, line...)
 	}
 	_, err := s.journal.Write(line)
@@ -538,7 +544,7 @@ func (s *Store) Pending() int {
 func (s *Store) Run(ctx context.Context) error {
 	defer s.finish()
 	defer s.stopOps()
-	w := &writer{cfg: s.cfg, log: s.log}
+	w := &writer{cfg: s.cfg}
 	defer w.close()
 	defer s.closeJournal()
 	if err := s.cfg.ensure(); err != nil {
@@ -804,7 +810,6 @@ func (s *Store) finish() {
 // writer owns the read-write connection; only Run's goroutine uses it.
 type writer struct {
 	cfg Config
-	log hclog.Logger
 	db  *sql.DB
 
 	schemaKnown bool
