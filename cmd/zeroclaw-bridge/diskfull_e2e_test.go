@@ -294,3 +294,39 @@ func TestReadOnlyBrainDBLosesNoAcknowledgedMemoryWrite(t *testing.T) {
 		"%d refused with 503, none stored; %v failed attempts at brain.db",
 		len(a.acked), byRoute(a.acked, "/api/voice/remember"), byRoute(a.acked, "/api/voice/remember_person"), stored, len(a.refused), failures)
 }
+
+// TestReadOnlyMemoryDirectorySaysSo runs the binary with brain.db in a
+// read-only directory (a tmpfs mounted read-only, which root cannot write
+// either): no memory write can be journaled, so none is acknowledged, and
+// each refusal says what is wrong, on both routes, as /health does.
+func TestReadOnlyMemoryDirectorySaysSo(t *testing.T) {
+	if !inMountNamespace(t) {
+		return
+	}
+	mnt := testkit.MountTmpfs(t, 1<<20)
+	src, err := os.ReadFile(memstoretest.V1(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(mnt, "brain.db")
+	if err := os.WriteFile(db, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Remount(t, mnt, true)
+	t.Cleanup(func() { testkit.Remount(t, mnt, false) })
+	p := startBridge(t, "VOICE_MEMORY_DB="+db)
+	const want = `{"detail":"memory not writable: read-only file system; write not accepted"}`
+	for _, req := range [][2]string{{"/api/voice/remember", `{"fact":"the cat is called Pixel"}`},
+		{"/api/voice/remember_person", `{"person_id":"sam","fact":"likes trains"}`}} {
+		if code, body := p.post(req[0], req[1]); code != http.StatusServiceUnavailable || body != want {
+			t.Errorf("%s: %d %s, want 503 %s", req[0], code, body, want)
+		}
+	}
+	_, h := p.health("the journal's problem", func(h map[string]any) bool { return len(memoryProblems(h)) > 0 })
+	if got := memoryProblems(h); len(got) != 1 || !strings.HasPrefix(got[0], "memory journal: ") || !strings.HasSuffix(got[0], ": read-only file system") {
+		t.Errorf("/health: problems %q", problemsOf(h))
+	}
+	if rows := memstoretest.Rows(t, db); len(rows) != 0 {
+		t.Errorf("%d rows stored from refused writes", len(rows))
+	}
+}
