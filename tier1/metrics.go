@@ -8,7 +8,8 @@ import (
 // Metrics are tier1's series.
 type Metrics struct {
 	// MemoryWritesDropped is dotty_memory_writes_dropped_total: voice
-	// memory writes refused with 503 because the writer queue was full.
+	// memory writes refused with 503 or 507: the writer queue was full, or
+	// the journal could not take them.
 	MemoryWritesDropped prometheus.Counter
 }
 
@@ -16,6 +17,6 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return &Metrics{MemoryWritesDropped: promauto.With(reg).NewCounter(prometheus.CounterOpts{
 		Name: "dotty_memory_writes_dropped_total",
-		Help: "Voice memory writes refused with 503 because the writer queue was full.",
+		Help: "Voice memory writes refused with 503 or 507: the writer queue was full, or the journal could not take them.",
 	})}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
@@ -236,22 +237,42 @@ func (h *Handler) enqueue(c echo.Context, w memstore.Write) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// notAccepted is the 503 for a write the memory writer did not accept.
+// notAccepted is the answer to a write the memory writer did not accept,
+// saying what is wrong without a path: 507 when the disk is full, else
+// 503. A journal that cannot take the write is "memory not writable"; a
+// full queue is "memory database not writable" while brain.db refuses the
+// rows waiting in it, "memory writer busy" while it is only locked.
 func notAccepted(err error) error {
-	if errors.Is(err, memstore.ErrJournal) {
-		return httpapi.NewError(http.StatusServiceUnavailable, "memory not writable; write not accepted")
+	cause, full := health.Cause(err)
+	status := http.StatusServiceUnavailable
+	if full {
+		status = http.StatusInsufficientStorage
 	}
-	return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
+	var what string
+	switch {
+	case errors.Is(err, memstore.ErrJournal):
+		what = "memory not writable"
+	case errors.Is(err, memstore.ErrDatabase):
+		what = "memory database not writable"
+	case errors.Is(err, memstore.ErrClosed):
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory writer stopping; write not accepted")
+	default:
+		return httpapi.NewError(http.StatusServiceUnavailable, "memory writer busy; write not accepted")
+	}
+	if cause != "" {
+		what += ": " + cause
+	}
+	return httpapi.NewError(status, what+"; write not accepted")
 }
 
 // refused counts and logs a write the memory writer did not accept; a
-// journal that cannot be written is the store's to log, once.
+// journal or database that cannot be written is the store's to log, once.
 func (h *Handler) refused(category string, err error) {
 	if h.cfg.Metrics != nil {
 		h.cfg.Metrics.MemoryWritesDropped.Inc()
 	}
 	level := hclog.Warn
-	if errors.Is(err, memstore.ErrJournal) {
+	if errors.Is(err, memstore.ErrJournal) || errors.Is(err, memstore.ErrDatabase) {
 		level = hclog.Debug
 	}
 	h.log.Log(level, "memory write refused", "category", category, "error", err)

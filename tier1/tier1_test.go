@@ -3,12 +3,16 @@ package tier1
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -463,8 +467,9 @@ func TestMemoryWritesUnderLock(t *testing.T) {
 }
 
 // TestJournalRefusalSaidByTheStoreOnce: with a journal that cannot be
-// written, /remember and /memory_log answer 503 saying so, and the cause
-// is logged once, by the store, however many writes are refused.
+// written, /remember and /memory_log answer 503 saying so and why, and
+// the cause is logged once, by the store, however many writes are
+// refused.
 func TestJournalRefusalSaidByTheStoreOnce(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
@@ -477,7 +482,7 @@ func TestJournalRefusalSaidByTheStoreOnce(t *testing.T) {
 	}, func(c *Config) { c.Logger = log.Named("tier1") })
 	for _, req := range [][2]string{{"/api/voice/remember", `{"fact":"a"}`}, {"/api/voice/memory_log", `{"user":"hi","assistant":"yo"}`},
 		{"/api/voice/remember", `{"fact":"b"}`}} {
-		if code, body, _ := e.post(t, req[0], req[1]); code != 503 || body != `{"detail":"memory not writable; write not accepted"}` {
+		if code, body, _ := e.post(t, req[0], req[1]); code != 503 || body != `{"detail":"memory not writable: not a directory; write not accepted"}` {
 			t.Errorf("%s: %d %s", req[0], code, body)
 		}
 	}
@@ -486,5 +491,64 @@ func TestJournalRefusalSaidByTheStoreOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "[ERROR] memory: voice memory journal not writable") {
 		t.Errorf("want the store's one Error line, got:\n%s", logs.String())
+	}
+}
+
+// TestRefusalsSayWhatIsWrong: a refused memory write is answered with
+// what keeps it out, never a path: a full disk 507, anything else 503;
+// "busy" only for a locked database (a full queue of rows it will take).
+func TestRefusalsSayWhatIsWrong(t *testing.T) {
+	pathErr := func(errno syscall.Errno) error {
+		return &fs.PathError{Op: "write", Path: "/state/memory/brain.db.voice-journal", Err: errno}
+	}
+	for _, tt := range []struct {
+		err    error
+		status int
+		detail string
+	}{
+		{fmt.Errorf("%w: %w", memstore.ErrJournal, pathErr(syscall.ENOSPC)), 507, "memory not writable: no space left on device; write not accepted"},
+		{fmt.Errorf("%w: %w", memstore.ErrJournal, pathErr(syscall.EDQUOT)), 507, "memory not writable: disk quota exceeded; write not accepted"},
+		{fmt.Errorf("%w: %w", memstore.ErrJournal, pathErr(syscall.EROFS)), 503, "memory not writable: read-only file system; write not accepted"},
+		{fmt.Errorf("%w: %w", memstore.ErrJournal, pathErr(syscall.EACCES)), 503, "memory not writable: permission denied; write not accepted"},
+		{fmt.Errorf("%w: %w", memstore.ErrJournal, errors.New("short write")), 503, "memory not writable; write not accepted"},
+		{fmt.Errorf("%w (256 writes wait): %w: insert memory: database or disk is full (13) (%w)", memstore.ErrQueueFull, memstore.ErrDatabase, syscall.ENOSPC),
+			507, "memory database not writable: no space left on device; write not accepted"},
+		{fmt.Errorf("%w (256 writes wait): %w: %w", memstore.ErrQueueFull, memstore.ErrDatabase, pathErr(syscall.EROFS)),
+			503, "memory database not writable: read-only file system; write not accepted"},
+		{fmt.Errorf("%w (256 writes wait): %w: file is not a database (26)", memstore.ErrQueueFull, memstore.ErrDatabase),
+			503, "memory database not writable; write not accepted"},
+		{memstore.ErrQueueFull, 503, "memory writer busy; write not accepted"},
+		{memstore.ErrClosed, 503, "memory writer stopping; write not accepted"},
+	} {
+		var apiErr *httpapi.APIError
+		if !errors.As(notAccepted(tt.err), &apiErr) || apiErr.Status != tt.status || apiErr.Detail != tt.detail {
+			t.Errorf("%v: answered %+v, want %d %q", tt.err, apiErr, tt.status, tt.detail)
+		}
+	}
+
+	// Through the routes: a brain.db the writer cannot use keeps the
+	// accepted write waiting and refuses the next ones once the queue is
+	// full, on /remember, /remember_person and the tool alike.
+	db := filepath.Join(t.TempDir(), "brain.db")
+	if err := os.WriteFile(db, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvAt(t, db, func(c *memstore.Config) { c.QueueSize = 1 }, func(c *Config) { c.People = &household{adults: []string{"brett"}} })
+	if code, body, _ := e.post(t, "/api/voice/remember", `{"fact":"waits"}`); code != 204 {
+		t.Fatalf("first write: %d %s", code, body)
+	}
+	const refused = `{"detail":"memory database not writable; write not accepted"}`
+	testkit.WaitFor(t, 10*time.Second, "the writer to meet the database's failure", func() bool {
+		code, body, _ := e.post(t, "/api/voice/remember", `{"fact":"refused"}`)
+		return code == 503 && body == refused
+	})
+	if code, body, _ := e.post(t, "/api/voice/remember_person", `{"person_id":"brett","fact":"refused too"}`); code != 503 || body != refused {
+		t.Errorf("remember_person: %d %s", code, body)
+	}
+	if got := e.escalate(t, "remember_person", map[string]any{"name": "brett", "fact": "one more"}); got != RememberFailed {
+		t.Errorf("tool: %q", got)
+	}
+	if e.store.Pending() != 1 {
+		t.Errorf("%d writes pending, want the accepted one kept", e.store.Pending())
 	}
 }

@@ -98,7 +98,8 @@ func (u *UI) redactMemory(c echo.Context) error {
 
 // reviewMemory is the body of both review actions: it binds {id}, calls
 // fn and answers 200, 404 with gone when fn found no such fact, or 503
-// with the reason when the store is not configured or failed.
+// with the reason when the store is not configured or failed (507 when
+// the disk is full).
 func (u *UI) reviewMemory(c echo.Context, fn func(context.Context, string) (bool, error), verb, done, gone string) error {
 	if fn == nil {
 		return httpapi.NewError(http.StatusServiceUnavailable, noMemory)
@@ -120,7 +121,11 @@ func (u *UI) reviewMemory(c echo.Context, fn func(context.Context, string) (bool
 	found, err := fn(ctx, id)
 	if err != nil {
 		u.log.Warn("memory review: action failed", "action", verb, "id", id, "error", err)
-		return httpapi.NewError(http.StatusServiceUnavailable, "Could not "+verb+" the fact ("+err.Error()+"). Try again in a moment.")
+		status := http.StatusServiceUnavailable
+		if _, full := health.Cause(err); full {
+			status = http.StatusInsufficientStorage
+		}
+		return httpapi.NewError(status, "Could not "+verb+" the fact ("+err.Error()+"). Try again in a moment.")
 	}
 	if !found {
 		return httpapi.NewError(http.StatusNotFound, gone)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 )
 
@@ -48,15 +49,32 @@ func DirCheck(dir string, err error) Check {
 	return func() error { return Writable(dir) }
 }
 
+// The errnos a directory or a file system causes, a full disk first; a
+// failed write may also meet the device's EIO.
+var (
+	dirErrnos   = []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.ENOTDIR}
+	writeErrnos = append(slices.Clip(dirErrnos), syscall.EIO)
+)
+
 // dirErrno reports whether err is an errno a directory or a file system
 // causes.
 func dirErrno(err error) bool {
-	for _, e := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.ENOTDIR} {
+	return slices.ContainsFunc(dirErrnos, func(e syscall.Errno) bool { return errors.Is(err, e) })
+}
+
+// Cause is what an answer may say of a failed write err without naming a
+// path: the text of the errno it wraps when a directory, a file system or
+// the device causes it ("no space left on device", "read-only file
+// system", "permission denied", "input/output error"…), and whether that
+// is a full disk (ENOSPC, EDQUOT: HTTP 507 Insufficient Storage). It is
+// "", false for any other error.
+func Cause(err error) (cause string, full bool) {
+	for _, e := range writeErrnos {
 		if errors.Is(err, e) {
-			return true
+			return e.Error(), e == syscall.ENOSPC || e == syscall.EDQUOT
 		}
 	}
-	return false
+	return "", false
 }
 
 // Appendable is the re-check of a file that could not be opened for

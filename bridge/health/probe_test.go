@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,5 +157,35 @@ func TestProbesOnAReadOnlyAndAFullFileSystem(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the directory, want only the log: the probe leaves nothing", len(entries))
+	}
+}
+
+// TestCause: a failed write's errno, however deeply wrapped, is named
+// without its path, and only a full disk or quota is "full".
+func TestCause(t *testing.T) {
+	for _, tt := range []struct {
+		err   error
+		cause string
+		full  bool
+	}{
+		{&fs.PathError{Op: "write", Path: "/state/brain.db.voice-journal", Err: syscall.ENOSPC}, "no space left on device", true},
+		{fmt.Errorf("journal: %w", &fs.PathError{Op: "open", Path: "/x", Err: syscall.EDQUOT}), "disk quota exceeded", true},
+		{fmt.Errorf("insert: %w (%w)", errors.New("attempt to write a readonly database (8)"), &fs.PathError{Op: "open", Path: "/x", Err: syscall.EROFS}), "read-only file system", false},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, "permission denied", false},
+		{&fs.PathError{Op: "mkdir", Path: "/x", Err: syscall.ENOTDIR}, "not a directory", false},
+		{&fs.PathError{Op: "sync", Path: "/x", Err: syscall.EIO}, "input/output error", false},
+		{errors.New("file is not a database (26)"), "", false},
+		{nil, "", false},
+	} {
+		cause, full := Cause(tt.err)
+		if cause != tt.cause || full != tt.full {
+			t.Errorf("Cause(%v) = %q, %v; want %q, %v", tt.err, cause, full, tt.cause, tt.full)
+		}
+		if strings.Contains(cause, "/x") || strings.Contains(cause, "/state") {
+			t.Errorf("Cause(%v) names a path: %q", tt.err, cause)
+		}
+	}
+	if dirErrno(&fs.PathError{Op: "sync", Path: "/x", Err: syscall.EIO}) {
+		t.Error("EIO is the device's, not a directory's: no directory probe re-checks it")
 	}
 }

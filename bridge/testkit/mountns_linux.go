@@ -100,3 +100,33 @@ func Remount(t *testing.T, dir string, readOnly bool) {
 		t.Fatalf("remount %s (read-only %v): %v", dir, readOnly, err)
 	}
 }
+
+// ReadOnlyFile makes the file at path read-only, root's writes included
+// (EROFS), by bind-mounting it read-only on itself, and returns the
+// function that undoes it (run at the end of the test too). Its
+// directory stays writable. It needs a mount namespace of the test's own
+// (InMountNamespace).
+func ReadOnlyFile(t *testing.T, path string) (undo func()) {
+	t.Helper()
+	if os.Getenv(mountNSEnv) != t.Name() {
+		t.Fatal("ReadOnlyFile outside InMountNamespace would mount on the host")
+	}
+	if err := syscall.Mount(path, path, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind-mount %s: %v", path, err)
+	}
+	if err := syscall.Mount("", path, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		_ = syscall.Unmount(path, 0)
+		t.Fatalf("remount %s read-only: %v", path, err)
+	}
+	mounted := true
+	undo = func() {
+		if mounted {
+			mounted = false
+			if err := syscall.Unmount(path, 0); err != nil {
+				t.Errorf("unmount %s: %v", path, err)
+			}
+		}
+	}
+	t.Cleanup(undo)
+	return undo
+}

@@ -23,3 +23,10 @@ func Remount(t *testing.T, _ string, _ bool) {
 	t.Helper()
 	t.Fatal("Remount needs Linux")
 }
+
+// ReadOnlyFile is Linux's only.
+func ReadOnlyFile(t *testing.T, _ string) func() {
+	t.Helper()
+	t.Fatal("ReadOnlyFile needs Linux")
+	return nil
+}

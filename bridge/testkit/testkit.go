@@ -92,3 +92,43 @@ func ProcessGone(pid int) bool {
 	}
 	return false
 }
+
+// Fill fills the file system dir is on (a small MountTmpfs) to its last
+// byte with a file in dir, and returns the function that removes the file
+// again (run at the end of the test too).
+func Fill(t testing.TB, dir string) (free func()) {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "filler-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := f.Name()
+	removed := false
+	free = func() {
+		if !removed {
+			removed = true
+			if err := os.Remove(name); err != nil {
+				t.Errorf("remove the filler: %v", err)
+			}
+		}
+	}
+	t.Cleanup(free)
+	// Large writes first, then ever smaller ones for the last block's
+	// slack, each until the file system is full.
+	for _, size := range []int{64 << 10, 4 << 10, 512, 1} {
+		chunk := make([]byte, size)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					_ = f.Close()
+					t.Fatalf("fill %s: %v", dir, err)
+				}
+				break
+			}
+		}
+	}
+	if err := f.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("fill %s: %v", dir, err)
+	}
+	return free
+}

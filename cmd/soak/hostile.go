@@ -239,7 +239,8 @@ func runHostile(o options) (string, error) {
 	if st.problemCnt > 0 {
 		errs = append(errs, fmt.Errorf("%d problems, first: %s", st.problemCnt, strings.Join(st.problems, "; ")))
 	}
-	return hostileReport(o, st, base, after), errors.Join(errs...)
+	diskFullReport, diskFullErr := diskFullPhase(bin)
+	return hostileReport(o, st, base, after) + diskFullReport, errors.Join(append(errs, diskFullErr)...)
 }
 
 // buildBridge returns bin, or builds the bridge into a temporary directory.

@@ -29,7 +29,11 @@
 // waiters. It fails if any normal turn fails, a /health probe is not
 // answered 200, the bridge's peak RSS passes 64 MiB, a limit is answered
 // with a server error other than 503, or goroutines and open files do not
-// return to their baseline.
+// return to their baseline. Its full-disk phase (diskfull.go; root only,
+// else skipped saying why) then fills a second bridge's memory tmpfs
+// while clients write memories: every write acknowledged must be in
+// brain.db, once, after space comes back, and every other one refused
+// with 507 or 503.
 //
 // No verdict of either mode depends on how fast or busy the machine is.
 // The invariants are about correctness; latency is printed, not asserted:
@@ -55,6 +59,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,9 +90,13 @@ func main() {
 	flag.IntVar(&o.sessions, "sessions", 32, "distinct voice sessions")
 	flag.DurationVar(&o.faultGap, "fault-every", 2*time.Second, "mean time between injected faults")
 	probe := flag.String("probe", "", "internal: probe this /health URL and an empty handler every 50 ms, printing each latency, until stdin closes")
+	diskFull := flag.String("diskfull", "", "internal: run the hostile soak's full-disk phase on this bridge binary, in the private mount namespace the soak starts it in")
 	flag.Parse()
 	if *probe != "" {
 		os.Exit(runProbe(*probe))
+	}
+	if *diskFull != "" {
+		os.Exit(runDiskFull(*diskFull))
 	}
 	if *short {
 		o.duration = 30 * time.Second
@@ -188,7 +197,11 @@ func run(o options) (string, error) {
 		errs = append(errs, fmt.Errorf("goroutines %v and open files %v did not return to their baseline %v and %v",
 			after["go_goroutines"], after["process_open_fds"], base["go_goroutines"], base["process_open_fds"]))
 	}
-	errs = append(errs, checkConvoLog(filepath.Join(b.Dir, "logs"), st), checkMemory(filepath.Join(b.Dir, "brain.db"), st))
+	st.mu.Lock()
+	facts := slices.Clone(st.facts)
+	st.mu.Unlock()
+	_, memErr := checkMemory(filepath.Join(b.Dir, "brain.db"), facts, nil, 30*time.Second)
+	errs = append(errs, checkConvoLog(filepath.Join(b.Dir, "logs"), st), memErr)
 	if len(st.problems) > 0 {
 		errs = append(errs, fmt.Errorf("%d turn problems, first: %s", len(st.problems), strings.Join(st.problems, "; ")))
 	}
@@ -395,7 +408,8 @@ func gauges(c *http.Client, base string) (map[string]float64, error) {
 		f := strings.Fields(sc.Text())
 		if len(f) == 2 {
 			switch f[0] {
-			case "go_goroutines", "process_open_fds", "process_resident_memory_bytes":
+			case "go_goroutines", "process_open_fds", "process_resident_memory_bytes",
+				"dotty_memory_writes_pending", "dotty_memory_write_failures_total":
 				v, _ := strconv.ParseFloat(f[1], 64)
 				out[f[0]] = v
 			}
@@ -471,41 +485,56 @@ func convoLogErrors(count map[string]int, st *stats) error {
 	return errors.Join(errs...)
 }
 
-// checkMemory: every fact answered 204 is in brain.db (the writer may
-// still be draining; wait up to 30 s).
-func checkMemory(path string, st *stats) error {
-	st.mu.Lock()
-	facts := append([]string(nil), st.facts...)
-	st.mu.Unlock()
+// checkMemory: every acknowledged fact (answered 204, or 200 with ok) is
+// in brain.db exactly once, and no refused one is (the writer may still
+// be draining; wait up to wait). It returns how many acknowledged facts
+// are stored.
+func checkMemory(path string, acked, refused []string, wait time.Duration) (int, error) {
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
-		stored := map[string]bool{}
+		stored := map[string]int{}
 		rows, err := db.Query(`SELECT content FROM memories`)
 		if err == nil {
 			for rows.Next() {
 				var c string
 				if rows.Scan(&c) == nil {
-					stored[c] = true
+					stored[c]++
 				}
 			}
 			rows.Close()
 		}
-		missing := 0
-		for _, f := range facts {
-			if !stored[f] {
+		missing, twice, kept := 0, 0, 0
+		for _, f := range acked {
+			switch stored[f] {
+			case 0:
 				missing++
+			case 1:
+			default:
+				twice++
 			}
 		}
-		if missing == 0 {
-			return nil
+		for _, f := range refused {
+			if stored[f] > 0 {
+				kept++
+			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d accepted memory writes missing from brain.db", missing, len(facts))
+		if missing == 0 || time.Now().After(deadline) {
+			var errs []error
+			if missing > 0 {
+				errs = append(errs, fmt.Errorf("%d of %d acknowledged memory writes missing from brain.db", missing, len(acked)))
+			}
+			if twice > 0 {
+				errs = append(errs, fmt.Errorf("%d acknowledged memory writes stored more than once", twice))
+			}
+			if kept > 0 {
+				errs = append(errs, fmt.Errorf("%d refused memory writes stored anyway", kept))
+			}
+			return len(acked) - missing, errors.Join(errs...)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

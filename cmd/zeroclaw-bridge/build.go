@@ -166,6 +166,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.ConvoLog.Health = conds
 	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
 	c.Memory.AgentAlias, c.Memory.Logger, c.Memory.Health = c.ACP.AgentAlias, log.Named("memory"), conds
+	c.Memory.Metrics = memstore.NewMetrics(reg)
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
 	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
 	c.Perception.Location, c.Perception.Logger = c.TZ, log.Named("perception")

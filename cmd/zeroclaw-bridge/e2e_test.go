@@ -43,9 +43,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// bridgeBinEnv names, in a test's child process (inMountNamespace), the
+// binary its parent built.
+const bridgeBinEnv = "ZEROCLAW_E2E_BRIDGE_BIN"
+
 // bridgeBinary builds ./cmd/zeroclaw-bridge once per test run.
 func bridgeBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv(bridgeBinEnv); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "zeroclaw-bridge-e2e-")
 		if buildErr != nil {
@@ -148,6 +155,17 @@ func runBridge(t *testing.T, cmd *exec.Cmd, stateDir string) *bridgeProc {
 		t.Fatalf("bridge did not listen within 10 s:\n%s", p.log())
 	}
 	return p
+}
+
+// inMountNamespace is testkit.InMountNamespace for a test of the binary:
+// the test's child process runs the binary this process built, not a
+// build of its own.
+func inMountNamespace(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(bridgeBinEnv) == "" && os.Geteuid() == 0 {
+		t.Setenv(bridgeBinEnv, bridgeBinary(t))
+	}
+	return testkit.InMountNamespace(t)
 }
 
 func (p *bridgeProc) log() string {

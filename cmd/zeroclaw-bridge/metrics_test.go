@@ -33,6 +33,8 @@ var dottyFamilies = map[string]family{
 	"dotty_sse_evictions_total":                {"counter", "", nil},
 	"dotty_perception_devices_evicted_total":   {"counter", "", nil},
 	"dotty_memory_writes_dropped_total":        {"counter", "", nil},
+	"dotty_memory_writes_pending":              {"gauge", "", nil},
+	"dotty_memory_write_failures_total":        {"counter", "", nil},
 	"dotty_http_connections_turned_away_total": {"counter", "", nil},
 	"dotty_journal_write_failures_total":       {"counter", "", []string{"file"}},
 	"dotty_agent_sessions_restored_total":      {"counter", "", []string{"how"}},
@@ -93,6 +95,8 @@ func TestBuiltBridgeExportsEveryFamily(t *testing.T) {
 		"dotty_kid_mode_active 1\n", // DOTTY_KID_MODE defaults to on
 		`dotty_perception_dropped_total{consumer="face_greeter"} 0`,
 		"dotty_memory_writes_dropped_total 0\n",
+		"dotty_memory_writes_pending 0\n",
+		"dotty_memory_write_failures_total 0\n",
 		`dotty_agent_sessions_restored_total{how="recreated"} 0`,
 		`dotty_agent_sessions_lost_total{reason="agent_restart"} 0`,
 	} {

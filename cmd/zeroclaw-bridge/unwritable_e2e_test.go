@@ -39,7 +39,7 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 			t.Fatalf("voice turn: %d %s", code, body)
 		}
 		if code, body := p.post("/api/voice/remember", `{"fact":"the cat is called Pixel"}`); code != http.StatusServiceUnavailable ||
-			body != `{"detail":"memory not writable; write not accepted"}` {
+			body != `{"detail":"memory not writable: not a directory; write not accepted"}` {
 			t.Errorf("remember: %d %s", code, body)
 		}
 		event := `{"device_id":"` + device + `","name":"face_recognized","data":{"identity":"` + []string{"alex", "sam"}[i] + `"}}`

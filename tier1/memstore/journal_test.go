@@ -55,6 +55,31 @@ func TestAcceptedWritesSurviveACrash(t *testing.T) {
 	}
 }
 
+// A line a crash cut off at the journal's end is never continued: the
+// next accepted write starts a line of its own, so a later replay finds
+// it (and skips the cut one, which was never acknowledged).
+func TestCutJournalLineNotContinued(t *testing.T) {
+	path := memstoretest.V1(t)
+	journal := []byte(`{"id":"11111111-2222-3333-4444-555555555555","ts":"2026-11-24T10:00:00.000000+00:00","content":"whole","category":"core","importance":0.7}` + "\n" + `{"id":"cut-by-the-cr`)
+	if err := os.WriteFile(path+".voice-journal", journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	crashed := memstore.New(memstore.Config{Path: path})
+	if err := crashed.Enqueue(memstore.Write{Content: "after the crash", Category: "core"}); err != nil {
+		t.Fatal(err)
+	}
+	// crashed dies too; the next start replays both whole lines.
+	next := memstore.New(memstore.Config{Path: path})
+	stop := run(t, next)
+	rows := waitRows(t, path, 2)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Content != "whole" || rows[1].Content != "after the crash" {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
 // BenchmarkEnqueue measures what an acknowledged write costs the caller:
 // the journal append and its fsync.
 func BenchmarkEnqueue(b *testing.B) {

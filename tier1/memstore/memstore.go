@@ -15,12 +15,18 @@
 //
 // Enqueue appends the write to an fsynced journal beside the database,
 // then hands it to one bounded queue and one writer goroutine (Run) that
-// owns the read-write connection, retries while the database is busy, and
-// drains the queue when Run's ctx ends. An accepted write therefore
-// survives a crash or a power loss as well as a clean stop: Run replays the
-// journal at start, and a row's id is fixed at Enqueue, so a replay never
-// duplicates one. The journal is emptied whenever the queue is. Enqueue
-// answers ErrQueueFull instead of dropping a write silently. Search and the
+// owns the read-write connection and drains the queue when Run's ctx
+// ends. A row leaves the queue, and the journal, only once it is in
+// brain.db: the writer waits out a busy database, and retries a failing
+// one (full, read-only, unopenable, corrupt) with backoff, marking its
+// health condition and counting the failures, until it takes the row. An
+// accepted write therefore survives a crash, a power loss and a full or
+// read-only disk as well as a clean stop: Run replays the journal at
+// start, and a row's id is fixed at Enqueue, so a replay never duplicates
+// one. The journal is emptied whenever the queue is. Enqueue answers an
+// error instead of dropping a write silently: ErrJournal when the journal
+// cannot take it (nothing was accepted), ErrQueueFull when QueueSize
+// writes already wait (with the database's cause when it is failing). Search and the
 // person-memory reads use a separate read-only connection and may run
 // concurrently with writes. The review actions (Approve, Redact) are run
 // by the same writer goroutine, between queued writes, so every change to
@@ -40,8 +46,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -61,8 +69,12 @@ var (
 	// until the caller stopped waiting.
 	ErrBusy = errors.New("memory database busy")
 	// ErrJournal means the journal could not be written; the write was
-	// not accepted. The store has logged the cause.
+	// not accepted. The store has logged the cause, which the error wraps.
 	ErrJournal = errors.New("memory journal not writable")
+	// ErrDatabase means the writer cannot write brain.db for another
+	// reason than a lock (the error wraps the cause, logged by the store
+	// and named on /health): accepted rows wait in the journal.
+	ErrDatabase = errors.New("memory database not writable")
 )
 
 // Config configures the store.
@@ -72,7 +84,7 @@ type Config struct {
 	// AgentAlias picks agents.id for agent_id on ZeroClaw ≥ 0.8 databases
 	// (ZEROCLAW_AGENT_ALIAS); empty means "default".
 	AgentAlias string
-	// QueueSize bounds accepted but unwritten writes (256).
+	// QueueSize bounds accepted writes not yet in brain.db (256).
 	QueueSize int
 	// WriteBusyTimeout is SQLite's busy timeout for one insert (5 s).
 	WriteBusyTimeout time.Duration
@@ -95,13 +107,16 @@ type Config struct {
 	// Health is the conditions set: the journal's key fails while an
 	// accepted write cannot be journaled (writes are refused), the
 	// compaction's while the journal cannot be emptied, the database's
-	// while rows cannot be written to it (created, opened or inserted),
+	// while rows cannot be written to it (created, opened or inserted:
+	// they wait in the journal),
 	// the review's while the memory review cannot read it. Each cause is
 	// logged once, when its condition begins; a cause with an honest
 	// re-check (a directory that takes files again, a database file that
 	// opens for writing again) carries it (see databaseCheck). Nil keeps
 	// a private set.
 	Health *health.Conditions
+	// Metrics are the writer's series; nil keeps unregistered ones.
+	Metrics *Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -135,6 +150,9 @@ func (c Config) withDefaults() Config {
 	if c.Health == nil {
 		c.Health = health.New()
 	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
 	return c
 }
 
@@ -146,21 +164,34 @@ func (c Config) databaseKey() string   { return "memory database " + c.Path }
 func (c Config) reviewKey() string     { return "memory review " + c.Path }
 
 // databaseFailed marks the database failing with err and logs msg at
-// level the first time, at Debug while the condition lasts.
-func (c Config) databaseFailed(level hclog.Level, msg string, err error, args ...any) {
-	c.Health.Failed(c.Logger, level, c.databaseKey(), "memory database", err, c.databaseCheck(err), msg, args...)
+// level the first time, at Debug while the condition lasts. A re-check
+// of it that passes also tells a waiting writer to try again at once.
+func (s *Store) databaseFailed(level hclog.Level, msg string, err error, args ...any) {
+	check := s.cfg.databaseCheck(err)
+	if check != nil {
+		probe := check
+		check = func() error {
+			if err := probe(); err != nil {
+				return err
+			}
+			select {
+			case s.recheck <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+	}
+	s.cfg.Health.Failed(s.log, level, s.cfg.databaseKey(), "memory database", err, check, msg, args...)
 }
 
 // databaseCheck picks the re-check of a database failure. Its directory's
 // trouble (health.DirCheck: creating brain.db in a read-only or full
 // directory) and SQLite's read-only, cannot-open and full errors are
-// re-checked by opening the file for writing (when it exists) and probing
-// its directory (for the rollback journal or WAL SQLite writes beside it).
-// Anything else — a corrupt file, a schema ZeroClaw changed — has no
-// cheap honest re-check and is cleared by the next row written.
+// re-checked by probeDatabase. Anything else — a corrupt file, a schema
+// ZeroClaw changed — has no cheap honest re-check and is cleared by the
+// next row written.
 func (c Config) databaseCheck(err error) health.Check {
-	dir := filepath.Dir(c.Path)
-	if check := health.DirCheck(dir, err); check != nil {
+	if check := health.DirCheck(filepath.Dir(c.Path), err); check != nil {
 		return check
 	}
 	var se *sqlite.Error
@@ -169,19 +200,43 @@ func (c Config) databaseCheck(err error) health.Check {
 	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL:
-		return func() error {
-			f, err := os.OpenFile(c.Path, os.O_RDWR, 0) // #nosec G304 -- VOICE_MEMORY_DB
-			switch {
-			case errors.Is(err, fs.ErrNotExist): // the next write creates it
-			case err != nil:
-				return err
-			default:
-				_ = f.Close()
-			}
-			return health.Writable(dir)
-		}
+		return c.probeDatabase
 	}
 	return nil
+}
+
+// probeDatabase opens brain.db for writing (when it exists) and probes
+// its directory, where SQLite writes its rollback journal or WAL.
+func (c Config) probeDatabase() error {
+	f, err := os.OpenFile(c.Path, os.O_RDWR, 0) // #nosec G304 -- VOICE_MEMORY_DB
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // the next write creates it
+	case err != nil:
+		return err
+	default:
+		_ = f.Close()
+	}
+	return health.Writable(filepath.Dir(c.Path))
+}
+
+// explain adds the file system's reason to a SQLite error that hides it,
+// so errors.Is finds the errno (and health.Cause names it): a full
+// database is syscall.ENOSPC; a read-only or unopenable one is what
+// probeDatabase meets now, when it fails.
+func (c Config) explain(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w (%w)", err, syscall.ENOSPC)
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+		if perr := c.probeDatabase(); perr != nil {
+			return fmt.Errorf("%w (%w)", err, perr)
+		}
+	}
+	return err
 }
 
 // Validate reports an unusable configuration.
@@ -227,17 +282,29 @@ type Row struct {
 
 // Store is the voice memory.
 type Store struct {
-	cfg   Config
-	log   hclog.Logger
-	queue chan entry
+	cfg     Config
+	log     hclog.Logger
+	metrics *Metrics
+	// notify wakes the writer when a write is queued, recheck when a
+	// re-check of the database's failure passed (buffered: a sender never
+	// waits).
+	notify, recheck chan struct{}
 	// ops carries review actions to the writer goroutine; halt is closed
 	// once it stops taking them.
 	ops      chan op
 	halt     chan struct{}
 	haltOnce sync.Once
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// pending are the journaled rows not yet in brain.db, oldest first;
+	// the writer removes one only once it is written.
+	pending []entry
+	// stalled is why the writer cannot write the oldest row, a lock
+	// excepted; nil once it could.
+	stalled  error
 	journal  *os.File // opened by the first Enqueue
+	size     int64    // bytes of whole lines in the journal
+	torn     bool     // a failed append may have left part of a line after size
 	closed   bool     // no more writes accepted
 	ro       *sql.DB  // cached read-only handle, opened lazily
 	finished bool     // Run has returned: searches use one-off handles
@@ -246,7 +313,8 @@ type Store struct {
 // New returns a store; Run starts its writer.
 func New(cfg Config) *Store {
 	cfg = cfg.withDefaults()
-	return &Store{cfg: cfg, log: cfg.Logger, queue: make(chan entry, cfg.QueueSize), ops: make(chan op), halt: make(chan struct{})}
+	return &Store{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, notify: make(chan struct{}, 1),
+		recheck: make(chan struct{}, 1), ops: make(chan op), halt: make(chan struct{})}
 }
 
 // tsLayout is the created_at format of ZeroClaw's rows.
@@ -254,7 +322,11 @@ const tsLayout = "2006-01-02T15:04:05.000000+00:00"
 
 // Enqueue accepts w for the writer: once it returns nil, w is in the
 // fsynced journal and will reach the database even if the process dies
-// first. It waits only for that fsync, never for the database.
+// first. It waits only for that fsync, never for the database. Its
+// errors: ErrClosed; ErrQueueFull when QueueSize writes wait, which also
+// wraps ErrDatabase and the cause while the writer cannot write them; and
+// ErrJournal wrapping the file system's error (a full disk is
+// syscall.ENOSPC) when w could not be journaled.
 func (s *Store) Enqueue(w Write) error {
 	e := entry{ID: uuid.NewString(), TS: s.cfg.Clock.Now().UTC().Format(tsLayout), Content: w.Content, Category: w.Category,
 		Importance: w.Importance, Namespace: w.Namespace, SessionID: w.SessionID, HasSession: w.HasSession}
@@ -267,7 +339,10 @@ func (s *Store) Enqueue(w Write) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if len(s.queue) == cap(s.queue) {
+	if n := len(s.pending); n >= s.cfg.QueueSize {
+		if s.stalled != nil {
+			return fmt.Errorf("%w (%d writes wait): %w: %w", ErrQueueFull, n, ErrDatabase, s.stalled)
+		}
 		return ErrQueueFull
 	}
 	if err := s.appendLocked(append(line, '\n')); err != nil {
@@ -280,39 +355,99 @@ func (s *Store) Enqueue(w Write) error {
 		return fmt.Errorf("%w: %w", ErrJournal, err)
 	}
 	s.cfg.Health.Recovered(s.log, s.cfg.journalKey(), "voice memory journal writable again; memory writes are accepted", "path", s.cfg.Journal)
-	s.queue <- e // room was checked under s.mu, and only Enqueue sends
+	s.pending = append(s.pending, e)
+	s.metrics.Pending.Set(float64(len(s.pending)))
+	s.wake()
 	return nil
 }
 
+// wake tells the writer to look at the queue again.
+func (s *Store) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
 // appendLocked appends line to the journal and fsyncs it. Its errors are
-// the file system's, naming the path.
+// the file system's, naming the path. A failed append is cut off again,
+// so the next line starts where the last whole one ended; when that fails
+// too, the next append starts a new line, and the part left behind is an
+// unreadable line a replay skips, as it skips one a crash cut.
 func (s *Store) appendLocked(line []byte) error {
 	if s.journal == nil {
 		dir := filepath.Dir(s.cfg.Journal)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(s.cfg.Journal, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(s.cfg.Journal, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return err
 		}
 		syncDir(dir) // the new file's name must survive a power loss too
-		s.journal = f
+		s.journal, s.size, s.torn = f, 0, false
+		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+			// A crash may have cut the last line: never continue it.
+			last := make([]byte, 1)
+			_, rerr := f.ReadAt(last, fi.Size()-1)
+			s.size, s.torn = fi.Size(), rerr != nil || last[0] != '\n'
+		}
 	}
-	if _, err := s.journal.Write(line); err != nil {
+	if s.torn {
+		// What a failed append left is of unknown length: start after it.
+		fi, err := s.journal.Stat()
+		if err != nil {
+			return err
+		}
+		s.size = fi.Size()
+		line = append([]byte{'\n'}, line...)
+	}
+	_, err := s.journal.Write(line)
+	if err == nil {
+		err = s.journal.Sync()
+	}
+	if err != nil {
+		if terr := s.journal.Truncate(s.size); terr == nil {
+			_ = s.journal.Sync()
+		} else {
+			s.torn = true
+		}
 		return err
 	}
-	return s.journal.Sync()
+	s.size += int64(len(line))
+	s.torn = false
+	return nil
 }
 
-// compact empties the journal when nothing is queued: every journaled
-// write has then reached the database (or been dropped as unwritable).
-func (s *Store) compact() {
+// written removes e, the oldest pending row, now in brain.db, and empties
+// the journal when no row waits any more.
+func (s *Store) written(e entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		return
+	if len(s.pending) > 0 && s.pending[0].ID == e.ID {
+		s.pending[0] = entry{}
+		s.pending = s.pending[1:]
 	}
+	s.metrics.Pending.Set(float64(len(s.pending)))
+	if len(s.pending) == 0 {
+		s.pending = nil
+		s.compactLocked()
+	}
+}
+
+// head is the oldest pending row.
+func (s *Store) head() (entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return entry{}, false
+	}
+	return s.pending[0], true
+}
+
+// compactLocked empties the journal; every row in it has reached the
+// database.
+func (s *Store) compactLocked() {
 	var err error
 	if s.journal == nil { // nothing accepted yet in this process: a replayed file
 		if err = os.Truncate(s.cfg.Journal, 0); errors.Is(err, fs.ErrNotExist) {
@@ -320,6 +455,7 @@ func (s *Store) compact() {
 		}
 	} else if err = s.journal.Truncate(0); err == nil {
 		_ = s.journal.Sync()
+		s.size, s.torn = 0, false
 	}
 	if err == nil {
 		s.cfg.Health.Recovered(s.log, s.cfg.compactionKey(), "voice memory journal emptied again", "path", s.cfg.Journal)
@@ -332,28 +468,44 @@ func (s *Store) compact() {
 		"voice memory journal not emptied", "path", s.cfg.Journal)
 }
 
-// replay writes what a crash left in the journal.
-func (s *Store) replay(ctx context.Context, w *writer) {
+// replay queues what an unclean stop left in the journal, ahead of the
+// writes accepted since; a row accepted by this process before Run is in
+// the file too, and is queued once.
+func (s *Store) replay() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	b, err := os.ReadFile(s.cfg.Journal)
 	if err != nil || len(b) == 0 {
 		return
 	}
-	n, torn := 0, 0
+	queued := make(map[string]bool, len(s.pending))
+	for _, e := range s.pending {
+		queued[e.ID] = true
+	}
+	var rows []entry
+	torn := 0
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var e entry
 		if json.Unmarshal(line, &e) != nil || e.ID == "" {
-			torn++ // a line cut by the crash was never acknowledged
+			torn++ // a line cut by a crash or a failed append was never acknowledged
 			continue
 		}
-		if w.write(ctx, e) {
-			n++
+		if !queued[e.ID] {
+			queued[e.ID] = true
+			rows = append(rows, e)
 		}
 	}
-	s.log.Info("replayed the voice memory journal after an unclean stop", "rows", n, "unreadable_lines", torn)
-	s.compact()
+	if len(rows) > 0 || torn > 0 {
+		s.log.Info("replaying the voice memory journal after an unclean stop", "rows", len(rows), "unreadable_lines", torn)
+	}
+	s.pending = append(rows, s.pending...)
+	s.metrics.Pending.Set(float64(len(s.pending)))
+	if len(s.pending) == 0 {
+		s.compactLocked()
+	}
 }
 
 // syncDir fsyncs a directory, so a file created or renamed in it survives
@@ -373,18 +525,30 @@ func (s *Store) Accepting() bool {
 	return !s.closed
 }
 
-// Pending reports how many accepted writes wait for the writer.
-func (s *Store) Pending() int { return len(s.queue) }
+// Pending reports how many accepted writes are not yet in brain.db.
+func (s *Store) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
 
-// Run creates the database when it is missing, then writes queued rows
-// and runs review actions until ctx ends, drains the queue and returns. A
-// write in progress when ctx ends is finished, not abandoned; the whole
-// drain is bounded by DrainTimeout after ctx ends.
+// Run creates the database when it is missing, then writes the journal's
+// rows, oldest first, and runs review actions until ctx ends, drains the
+// queue and returns. A row leaves the journal only once it is in brain.db:
+// one that cannot be written is retried with backoff (a lock is waited
+// out; any other failure is the database's health condition, and review
+// actions are refused meanwhile). A write in progress when ctx ends is
+// finished, not abandoned, unless its database is failing; the whole drain
+// is bounded by DrainTimeout after ctx ends, and what it leaves stays in
+// the journal for the next start.
 func (s *Store) Run(ctx context.Context) error {
 	defer s.finish()
 	defer s.stopOps()
+	w := &writer{cfg: s.cfg}
+	defer w.close()
+	defer s.closeJournal()
 	if err := s.cfg.ensure(); err != nil {
-		s.cfg.databaseFailed(hclog.Error, "voice memory database unavailable; memory writes wait for it", err, "path", s.cfg.Path)
+		s.databaseFailed(hclog.Error, "voice memory database unavailable; memory writes wait for it", err, "path", s.cfg.Path)
 	}
 	// No write is accepted once shutdown has begun, even while the writer
 	// is still busy with an earlier one.
@@ -411,34 +575,26 @@ func (s *Store) Run(ctx context.Context) error {
 		case <-wctx.Done():
 		}
 	}()
-	w := &writer{cfg: s.cfg, log: s.log}
-	defer w.close()
-	defer s.closeJournal()
-	s.replay(wctx, w)
+	s.replay()
 	for {
-		// Once stopping, the drain takes over: it stops at the first write
-		// the drain deadline cuts short and leaves the rest in the journal.
+		// Once stopping, the drain takes over.
 		if ctx.Err() != nil {
-			return s.drain(wctx, w)
+			return s.drain(ctx, wctx, w)
 		}
 		// Queued writes go first: a review action then runs only once the
 		// journal has been emptied of every row already written, so a
 		// redacted row can never come back from a replay after a crash.
-		select {
-		case item := <-s.queue:
-			w.write(wctx, item)
-			s.compact()
+		if e, ok := s.head(); ok {
+			if s.deliver(ctx, wctx, w, e) == nil {
+				s.written(e)
+			}
 			continue
-		default:
 		}
 		select {
-		case item := <-s.queue:
-			w.write(wctx, item)
-			s.compact()
+		case <-s.notify:
 		case o := <-s.ops:
-			w.run(ctx, o)
+			s.runOp(ctx, w, o)
 		case <-ctx.Done():
-			return s.drain(wctx, w)
 		}
 	}
 }
@@ -455,27 +611,28 @@ func (s *Store) closeJournal() {
 	}
 }
 
-// drain writes everything still queued, refusing new writes.
-func (s *Store) drain(wctx context.Context, w *writer) error {
+// drain writes everything still pending, refusing new writes. It stops at
+// the first row the database refuses for another reason than a lock, or
+// the drain deadline cuts short, and leaves the rest in the journal.
+func (s *Store) drain(ctx, wctx context.Context, w *writer) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if n := len(s.queue); n > 0 {
+	if n := s.Pending(); n > 0 {
 		s.log.Info("writing queued voice memories before exit", "pending", n)
 	}
 	for {
-		select {
-		case item := <-s.queue:
-			if !w.write(wctx, item) && wctx.Err() != nil {
-				left := len(s.queue) + 1
-				s.log.Error("voice memories not written at shutdown: database busy for too long; they stay in the journal for the next start",
-					"pending", left, "waited", s.cfg.DrainTimeout, "journal", s.cfg.Journal)
-				return fmt.Errorf("drain memory queue: %d writes left in the journal: %w", left, wctx.Err())
-			}
-		default:
-			s.compact()
+		e, ok := s.head()
+		if !ok {
 			return nil
 		}
+		if err := s.deliver(ctx, wctx, w, e); err != nil {
+			left := s.Pending()
+			s.log.Error("voice memories not written at shutdown; they stay in the journal for the next start",
+				"pending", left, "journal", s.cfg.Journal, "error", err)
+			return fmt.Errorf("drain memory queue: %d writes left in the journal: %w", left, err)
+		}
+		s.written(e)
 	}
 }
 
@@ -653,7 +810,6 @@ func (s *Store) finish() {
 // writer owns the read-write connection; only Run's goroutine uses it.
 type writer struct {
 	cfg Config
-	log hclog.Logger
 	db  *sql.DB
 
 	schemaKnown bool
@@ -687,52 +843,114 @@ func (w *writer) reset() {
 	w.db, w.schemaKnown = nil, false
 }
 
-// write inserts item, retrying while the database is busy or missing until
-// ctx ends. It reports whether the row was written.
-func (w *writer) write(ctx context.Context, item entry) bool {
-	err := w.retry(ctx, true, func(ctx context.Context) error { return w.insert(ctx, item) })
-	switch {
-	case err == nil:
-		w.cfg.Health.Recovered(w.log, w.cfg.databaseKey(), "voice memory database written again", "path", w.cfg.Path)
-	case ctx.Err() == nil:
-		w.cfg.databaseFailed(hclog.Error, "voice memory write failed; dropping it", err, "category", item.Category)
-	}
-	return err == nil
+// maxRetryWait caps the wait between two attempts at a row or a review
+// action: a lock is usually gone long before, and a failing database is
+// tried again at least this often (one open and one query), and at once
+// when the re-check of its condition passes.
+const maxRetryWait = 2 * time.Second
+
+// backOff is the wait between two attempts: 100 ms doubling to
+// maxRetryWait, ±20 %, on the store's clock, never giving up.
+func (s *Store) backOff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.RandomizationFactor = 100*time.Millisecond, 2, 0.2
+	b.MaxInterval, b.MaxElapsedTime = maxRetryWait, 0 // the v4 default gives up after 15 min
+	b.Clock = s.cfg.Clock
+	b.Reset()
+	return b
 }
 
-// retry runs fn until it succeeds, fails for another reason than a busy
-// (or, with missingToo, missing) database, or ctx ends, backing off from
-// 100 ms to 2 s between attempts.
-func (w *writer) retry(ctx context.Context, missingToo bool, fn func(context.Context) error) error {
-	delay := 100 * time.Millisecond
+// deliver writes e to brain.db, trying until it is there. A lock is
+// waited out as long as wctx lasts. Any other failure is the database's
+// health condition, counts in dotty_memory_write_failures_total, and is
+// tried again with backoff until Run's ctx ends too; meanwhile review
+// actions are refused with its cause. A missing brain.db is created
+// again. It returns nil once e is written, else why not.
+func (s *Store) deliver(ctx, wctx context.Context, w *writer, e entry) error {
+	b := s.backOff()
 	for attempt := 1; ; attempt++ {
-		err := fn(ctx)
+		err := w.insert(wctx, e)
 		if err == nil {
+			s.recovered()
 			return nil
 		}
-		missing := errors.Is(err, fs.ErrNotExist)
-		if !isBusy(err) && !(missingToo && missing) {
-			w.reset()
-			return err
-		}
+		var refuse error // what review actions are told while the writer waits
 		switch {
-		case missing: // created again, or a problem while it cannot be (said once); busy is ZeroClaw at work
-			if cerr := w.cfg.ensure(); cerr != nil {
-				w.cfg.databaseFailed(hclog.Warn, "voice memory database missing and cannot be created; retrying", cerr)
+		case isBusy(err): // ZeroClaw at work
+			if attempt == 1 || attempt%10 == 0 {
+				s.log.Warn("voice memory database busy; retrying", "attempt", attempt, "error", err)
 			}
-		case attempt == 1 || attempt%10 == 0:
-			w.log.Warn("voice memory database busy; retrying", "attempt", attempt, "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%v): %w", ErrBusy, err, ctx.Err())
-		case <-w.cfg.Clock.After(delay):
-		}
-		delay = min(2*delay, 2*time.Second)
-		if !isBusy(err) {
+			err = fmt.Errorf("%w (%v)", ErrBusy, err)
+		default:
 			w.reset()
+			if errors.Is(err, fs.ErrNotExist) {
+				cerr := s.cfg.ensure()
+				if cerr == nil {
+					break // created again: the next attempt writes there
+				}
+				err = cerr
+			}
+			err = s.failed(err)
+			if ctx.Err() != nil {
+				return err // stopping: it stays in the journal
+			}
+			refuse = fmt.Errorf("%w: %w", ErrDatabase, err)
+		}
+		if !s.pause(ctx, wctx, b.NextBackOff(), refuse) {
+			return fmt.Errorf("%w: %w", err, wctx.Err())
 		}
 	}
+}
+
+// pause waits d on the store's clock between two attempts, or less: until
+// a re-check of the database's condition passes, or, when refuse is set
+// (the database is failing), until Run's ctx ends; meanwhile it answers
+// review actions with refuse. It reports false when wctx ended.
+func (s *Store) pause(ctx, wctx context.Context, d time.Duration, refuse error) bool {
+	t := s.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	var ops chan op
+	var stopping <-chan struct{}
+	if refuse != nil {
+		ops, stopping = s.ops, ctx.Done()
+	}
+	for {
+		select {
+		case <-t.Chan():
+			return true
+		case <-s.recheck:
+			return true
+		case <-stopping:
+			return true
+		case <-wctx.Done():
+			return false
+		case o := <-ops:
+			o.done <- opResult{err: refuse}
+		}
+	}
+}
+
+// failed records a failed attempt at a row: the failure counter, the
+// cause Enqueue and review actions report while it lasts, and the
+// database's condition (logged at Error when it begins). It returns err
+// explained.
+func (s *Store) failed(err error) error {
+	err = s.cfg.explain(err)
+	s.metrics.WriteFailures.Inc()
+	s.mu.Lock()
+	s.stalled = err
+	n := len(s.pending)
+	s.mu.Unlock()
+	s.databaseFailed(hclog.Error, "voice memory write failed; it stays in the journal and is retried", err, "pending", n)
+	return err
+}
+
+// recovered notes a row written.
+func (s *Store) recovered() {
+	s.mu.Lock()
+	s.stalled = nil
+	s.mu.Unlock()
+	s.cfg.Health.Recovered(s.log, s.cfg.databaseKey(), "voice memory database written again", "path", s.cfg.Path)
 }
 
 // insert writes one row in ZeroClaw's shape with bridge.py's key format,

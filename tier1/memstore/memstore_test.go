@@ -372,9 +372,10 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 // TestDatabaseConditionRecheckedOnlyWhenHonest: brain.db on a read-only
 // file system (root cannot write it either) refuses the writer's row: a
 // condition re-checked by opening the file for writing, which clears it
-// once the file system is writable, without a write. A corrupt brain.db
-// is a condition no writable directory fixes: its re-check does not
-// exist, and only a row written clears it.
+// once the file system is writable and has the row written at once. A
+// corrupt brain.db is a condition no writable directory fixes: its
+// re-check does not exist, and only a row written clears it. Neither
+// loses the row: it waits in the journal until brain.db takes it.
 func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 	if !testkit.InMountNamespace(t) {
 		return
@@ -396,7 +397,7 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 	t.Cleanup(func() { _ = stop() }) // closes brain.db before the unmount
 
 	testkit.Remount(t, mnt, true)
-	if err := s.Enqueue(memstore.Write{Content: "dropped", Category: "core"}); err != nil {
+	if err := s.Enqueue(memstore.Write{Content: "kept while read-only", Category: "core"}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
@@ -404,8 +405,9 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the failed write's log line", func() bool {
 		return strings.Contains(logs.String(), "voice memory write failed")
 	})
-	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory database: ") || !strings.Contains(got[0], "readonly") {
-		t.Errorf("problems %q, want the database read-only", got)
+	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory database: ") || !strings.Contains(got[0], "readonly") ||
+		!strings.HasSuffix(got[0], "read-only file system)") {
+		t.Errorf("problems %q, want the database read-only, saying why", got)
 	}
 	conds.Recheck(t)
 	if len(conds.Problems()) != 1 {
@@ -421,13 +423,16 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 		!strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") {
 		t.Errorf("want one Info line for the recovery, got:\n%s", logs.String())
 	}
+	if rows := waitRows(t, path, 1); rows[0].Content != "kept while read-only" {
+		t.Errorf("rows %+v", rows)
+	}
 
 	// Not a database any more: the directory takes files, the condition
 	// stays until a row is written.
 	if err := os.WriteFile(path, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Enqueue(memstore.Write{Content: "dropped too", Category: "core"}); err != nil {
+	if err := s.Enqueue(memstore.Write{Content: "kept while corrupt", Category: "core"}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the corrupt database's condition", func() bool { return len(conds.Problems()) == 1 })
@@ -443,8 +448,8 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "a row written to clear it", func() bool { return conds.Problems() == nil })
-	if rows := memstoretest.Rows(t, path); len(rows) != 1 || rows[0].Content != "kept" {
-		t.Errorf("rows %+v", rows)
+	if rows := waitRows(t, path, 2); len(rows) != 2 || rows[0].Content != "kept while corrupt" || rows[1].Content != "kept" {
+		t.Errorf("rows %+v, want the one that waited, then the new one", rows)
 	}
 }
 

@@ -372,7 +372,8 @@ func (s *Store) review(ctx context.Context, what string, fn func(context.Context
 
 // run performs a review action, retrying while the database is busy,
 // until the caller's ctx ends, Run's ctx ends or maxReviewWait passes.
-func (w *writer) run(runCtx context.Context, o op) {
+// Its other errors are explained (a full disk is syscall.ENOSPC).
+func (s *Store) runOp(runCtx context.Context, w *writer, o op) {
 	if runCtx.Err() != nil { // shutdown won the race with this action
 		o.done <- opResult{err: ErrClosed}
 		return
@@ -384,17 +385,36 @@ func (w *writer) run(runCtx context.Context, o op) {
 		o.done <- opResult{err: err}
 		return
 	}
+	b := s.backOff()
 	var ok bool
-	err := w.retry(ctx, false, func(ctx context.Context) error {
-		if err := w.open(); err != nil {
-			return err
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = w.open(); err == nil {
+			ok, err = o.fn(ctx, w.db)
 		}
-		var err error
-		ok, err = o.fn(ctx, w.db)
-		return err
-	})
+		if err == nil || !isBusy(err) {
+			break
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			s.log.Warn("voice memory database busy; retrying", "attempt", attempt, "error", err)
+		}
+		t := s.cfg.Clock.NewTimer(b.NextBackOff())
+		select {
+		case <-ctx.Done():
+		case <-t.Chan():
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v): %w", ErrBusy, err, ctx.Err())
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, ErrBusy) {
+		w.reset()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		ok, err = false, nil // the file went away: no such row
 	}
+	err = s.cfg.explain(err)
 	o.done <- opResult{ok: ok && err == nil, err: err}
 }
