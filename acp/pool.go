@@ -234,7 +234,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	ph := Phases{Lease: clk.Now().Sub(start), Reused: true}
 
 	for attempt, reacquired := 0, false; ; attempt++ {
-		sid, idx, fresh, created, err := p.prepareSession(ctx, ls, e, c)
+		sid, idx, fresh, created, err := p.prepareSession(ctx, ls, e, c, req.NoEvict)
 		if err != nil && errors.Is(err, ErrAgentGone) && !reacquired && ctx.Err() == nil {
 			// The agent died before this turn sent it anything; the
 			// supervisor is restarting it, so wait for the next one once.
@@ -401,8 +401,8 @@ func (p *Pool) acquireClient(ctx context.Context) (Conn, chan struct{}, error) {
 
 // prepareSession returns the entry's session on c, rotating, resuming or
 // creating it as needed, with the session's turn index and the time spent
-// creating it.
-func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn) (sid string, idx int, fresh bool, created time.Duration, err error) {
+// creating it. noEvict is TurnRequest.NoEvict.
+func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn, noEvict bool) (sid string, idx int, fresh bool, created time.Duration, err error) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	var stale Conn // the connection of a session from before a restart
@@ -414,7 +414,7 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 			// The agent restarted but keeps its sessions: reopen this one,
 			// its conversation and turn count intact.
 			p.mu.Unlock()
-			sid, idx, fresh, created, err = p.resumeSession(ctx, ls, e, c, stale, staleSid, now)
+			sid, idx, fresh, created, err = p.resumeSession(ctx, ls, e, c, stale, staleSid, now, noEvict)
 			if err == nil || !p.resumeRefused(ctx, e, c, err) {
 				return sid, idx, fresh, created, err
 			}
@@ -456,10 +456,10 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 		return sid, idx, false, 0, nil
 	}
 
-	if err := p.reserveSlot(ctx, c, e); err != nil {
+	if err := p.reserveSlot(ctx, c, e, noEvict); err != nil {
 		return "", 0, false, 0, err
 	}
-	sid, err = p.newSession(ctx, ls, e, c)
+	sid, err = p.newSession(ctx, ls, e, c, noEvict)
 	if err != nil {
 		return "", 0, false, 0, err
 	}
@@ -475,14 +475,14 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn)
 // (counted lost, LossResumeFailed); when the agent refused it (see
 // resumeRefused) the turn goes on on a new session, else it fails and the
 // key's next turn starts afresh.
-func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale Conn, staleSid string, start time.Time) (string, int, bool, time.Duration, error) {
-	if err := p.reserveSlot(ctx, c, e); err != nil {
+func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale Conn, staleSid string, start time.Time, noEvict bool) (string, int, bool, time.Duration, error) {
+	if err := p.reserveSlot(ctx, c, e, noEvict); err != nil {
 		return "", 0, false, 0, err // still bound to stale: the next turn tries again
 	}
 	sid, err := p.openSession(ctx, ls, e, c, stale, func() (string, error) {
 		keyed := WithSessionKey(context.Background(), e.key)
 		sid, err := c.ResumeSession(keyed, staleSid)
-		if errors.Is(err, ErrSessionLimit) {
+		if errors.Is(err, ErrSessionLimit) && !noEvict {
 			p.log.Warn("agent session limit reached while resuming; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
 			sid, err = c.ResumeSession(keyed, staleSid)
@@ -512,12 +512,13 @@ func (p *Pool) resumeRefused(ctx context.Context, e *entry, c Conn, err error) b
 }
 
 // newSession creates a session on c for e, holding the slot reserveSlot
-// gave it.
-func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn) (string, error) {
+// gave it; at the agent's own session limit an idle session is closed and
+// the agent asked again, unless noEvict.
+func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn, noEvict bool) (string, error) {
 	return p.openSession(ctx, ls, e, c, nil, func() (string, error) {
 		keyed := WithSessionKey(context.Background(), e.key)
 		sid, err := c.NewSession(keyed)
-		if errors.Is(err, ErrSessionLimit) {
+		if errors.Is(err, ErrSessionLimit) && !noEvict {
 			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
 			sid, err = c.NewSession(keyed)
@@ -675,8 +676,12 @@ const slotRecheck = 250 * time.Millisecond
 // else the least recently used idle session is closed. When every session
 // is in a turn the caller waits, first come first served, for the first
 // that frees, within ctx; past SessionQueue waiters it fails with
-// ErrSessionLimit. A reservation is released by recordSession.
-func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry) error {
+// ErrSessionLimit. A reservation is released by recordSession. With
+// noEvict it is reserveFree's instead.
+func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry, noEvict bool) error {
+	if noEvict {
+		return p.reserveFree(ctx, c, self)
+	}
 	var w *slotWaiter
 	defer func() {
 		if w != nil {
@@ -743,13 +748,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry) error {
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
 func (p *Pool) takeSlotLocked(c Conn, self *entry) (victim *entry, sid string, ok bool) {
-	n := p.creating[c] + p.retiring[c] + c.LateSessions()
-	for _, e := range p.entries {
-		if e != self && e.sid != "" && e.client == c {
-			n++
-		}
-	}
-	if n < p.sessionLimit(c) {
+	if p.slotsUsedLocked(c, self) < p.sessionLimit(c) {
 		p.creating[c]++
 		return nil, "", true
 	}
@@ -763,6 +762,53 @@ func (p *Pool) takeSlotLocked(c Conn, self *entry) (victim *entry, sid string, o
 	sid, victim.sid = victim.sid, ""
 	p.retiring[c]++ // counted now, so the slot stays taken until the close ends
 	return victim, sid, false
+}
+
+// slotsUsedLocked counts the session slots on c taken by other keys'
+// sessions and by sessions being created or closed (the agent holds them
+// until the close is answered).
+func (p *Pool) slotsUsedLocked(c Conn, self *entry) int {
+	n := p.creating[c] + p.retiring[c] + c.LateSessions()
+	for _, e := range p.entries {
+		if e != self && e.sid != "" && e.client == c {
+			n++
+		}
+	}
+	return n
+}
+
+// reserveFree reserves a free slot on c for self (TurnRequest.NoEvict):
+// never by closing another key's session and never ahead of, or behind,
+// turns queued for a slot. While a close already under way may free one
+// it looks again every slotRecheck, within ctx; otherwise it fails at once
+// with ErrSessionLimit.
+func (p *Pool) reserveFree(ctx context.Context, c Conn, self *entry) error {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return ErrStopped
+		}
+		queued := len(p.queue)
+		if queued == 0 && p.slotsUsedLocked(c, self) < p.sessionLimit(c) {
+			p.creating[c]++
+			p.mu.Unlock()
+			return nil
+		}
+		closing := p.retiring[c] > 0
+		p.mu.Unlock()
+		if queued > 0 || !closing {
+			return fmt.Errorf("%w: no free session slot (%d turns waiting for one), and this turn may not close another key's session",
+				ErrSessionLimit, queued)
+		}
+		select {
+		case <-p.cfg.Clock.After(slotRecheck):
+		case <-c.Done():
+			return fmt.Errorf("waiting for a session slot: %w", c.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a session slot: %w", ctx.Err())
+		}
+	}
 }
 
 // idleVictimLocked returns the least recently used session on c not in a

@@ -688,6 +688,115 @@ func TestPoolSessionLimit(t *testing.T) {
 	}
 }
 
+// TestPoolNoEvictTakesOnlyAFreeSlot: a NoEvict turn (the greeter's)
+// takes a free slot and keeps its session for its key, but never closes
+// another key's session to make room: with none free it fails at once
+// with ErrSessionLimit and the conversations keep their sessions, while a
+// conversation may still close the NoEvict key's idle session. Its own
+// session's rotation waits for that close instead of failing.
+func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
+	a := slowAgent(false)
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, Config{}))
+	runPool(t, p)
+	greet := func(p *Pool) (TurnResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return p.Turn(ctx, TurnRequest{Key: "greeter", Prompt: func(int) string { return "quick hello" }, NoEvict: true})
+	}
+	ra := turnText(t, p, "a", "quick a", nil)
+	g1, err := greet(p) // a free slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2, err := greet(p); err != nil || g2.SessionID != g1.SessionID {
+		t.Fatalf("second greeting: %v on %q, want the session %q kept", err, g2.SessionID, g1.SessionID)
+	}
+	turnText(t, p, "a", "quick a again", nil)
+	rb := turnText(t, p, "b", "quick b", nil) // the greeter's session is the least recently used
+	testkit.WaitFor(t, 10*time.Second, "the greeter's session closed for b", func() bool {
+		_, closed, _, _ := snapshot(a)
+		return len(closed) == 1 && closed[0] == g1.SessionID
+	})
+	if _, err := greet(p); !errors.Is(err, ErrSessionLimit) {
+		t.Errorf("greeting with no free slot: %v, want ErrSessionLimit", err)
+	}
+	if r := turnText(t, p, "a", "quick a", nil); r.SessionID != ra.SessionID {
+		t.Errorf("a moved from %s to %s", ra.SessionID, r.SessionID)
+	}
+	if r := turnText(t, p, "b", "quick b", nil); r.SessionID != rb.SessionID {
+		t.Errorf("b moved from %s to %s", rb.SessionID, r.SessionID)
+	}
+	if _, closed, _, _ := snapshot(a); len(closed) != 1 {
+		t.Errorf("sessions closed %v, want only the greeter's", closed)
+	}
+
+	// A rotation of its own session holds the slot until the agent has
+	// closed it; the NoEvict turn waits for that, then takes it.
+	r := newFakeAgent()
+	gate := &gatedClose{fakeAgent: r, asked: make(chan struct{}, 1), open: make(chan struct{})}
+	clk := newFakeClock()
+	q := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, SessionMaxTurns: 1, Clock: clk}, dialFakeAgent(t, r, gate, Config{}))
+	runPool(t, q)
+	turnText(t, q, "a", "quick a", nil)
+	first, err := greet(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := greet(q)
+		if err == nil && res.SessionID == first.SessionID {
+			err = errors.New("the session was not rotated")
+		}
+		done <- err
+	}()
+	select {
+	case <-gate.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rotated session's close never reached the agent")
+	}
+	clk.Advance(slotRecheck)
+	select {
+	case err := <-done:
+		t.Fatalf("the greeting ended (%v) while its old session still held the slot", err)
+	default:
+	}
+	close(gate.open)
+	var got error
+	testkit.WaitFor(t, 10*time.Second, "the rotated greeting", func() bool {
+		clk.Advance(slotRecheck)
+		select {
+		case got = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if got != nil {
+		t.Errorf("greeting after its session's rotation: %v", got)
+	}
+}
+
+// gatedClose holds each session/close until open is closed, saying on
+// asked when one arrives.
+type gatedClose struct {
+	*fakeAgent
+	asked chan struct{}
+	open  chan struct{}
+}
+
+func (g *gatedClose) CloseSession(ctx context.Context, r acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+	select {
+	case g.asked <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+	return g.fakeAgent.CloseSession(ctx, r)
+}
+
 func TestPoolReapsIdleSessions(t *testing.T) {
 	a := newFakeAgent()
 	clk := newFakeClock()

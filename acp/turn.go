@@ -20,6 +20,12 @@ type TurnRequest struct {
 	// them in one write. It is not called after the texts delivered with
 	// the turn's end: the caller's next write (its last frame) carries them.
 	Flush func()
+	// NoEvict makes a turn whose key needs a new session take only a free
+	// slot: it never closes another key's idle session to make room, nor
+	// waits in the slot queue (it waits only for a close already under
+	// way), and fails at once with ErrSessionLimit when there is none. The
+	// greeter's turns use it, so they never push a conversation out.
+	NoEvict bool
 }
 
 // TurnResult describes a completed turn.

@@ -395,11 +395,13 @@ func demoAdvice(protocol string) string {
 }
 
 // agentPrompter runs the greeter's prompts as turns under their own
-// session key, so a greeting never lands in a conversation in progress.
+// session key, so a greeting never lands in a conversation in progress,
+// taking only a free session slot, so it never closes a conversation's
+// session to make room (with none free the greeter uses its template).
 type agentPrompter struct{ pool *acp.Pool }
 
 func (a agentPrompter) Prompt(ctx context.Context, key, prompt string) (string, error) {
-	res, err := a.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }})
+	res, err := a.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }, NoEvict: true})
 	if err != nil {
 		return "", fmt.Errorf("greeting turn: %w", err)
 	}

@@ -607,6 +607,8 @@ var settings = []setting{
 		func(c *config) *bool { return &c.Social.Settings.GreetOnFaceSeen }),
 	switchSetting("GREETER_GREET_UNKNOWN", "false", "greet unknown faces too", greeterRule,
 		func(c *config) *bool { return &c.Social.Settings.GreetUnknown }),
+	switchSetting("GREETER_GREET_ANYONE", "false", "let the agent greet any recognised name, as bridge.py did, not only household members (others get a fixed greeting)", greeterRule,
+		func(c *config) *bool { return &c.Social.Settings.GreetAnyone }),
 	{env: "GREETER_COOLDOWN_HOURS", def: "4", help: "hours between two greetings of one person (not before the first of the day)",
 		parse: func(c *config, v string) error { return parseUnits(&c.Social.Settings.GreetCooldown, v, time.Hour) }},
 	{env: "GREETER_PER_DAY_MAX", def: "3", help: "greetings of one person per local day",

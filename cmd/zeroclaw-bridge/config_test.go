@@ -243,7 +243,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"social and speaker", []string{"SPEAKER_STICKY_SEC", "0", "SPEAKER_CALENDAR_WINDOW_MIN", "45", "SPEAKER_PERCEPTION_WINDOW_SEC", "10",
 			"SPEAKER_ASK_THRESHOLD", "0", "PERSON_MEMORY_MAX_FACTS", "0", "NARRATIVE_MODEL", "m", "NARRATIVE_TIMEOUT_SEC", "5",
 			"DREAMER_ENABLED", "true", "DREAM_WINDOW_SECONDS", "60", "DREAM_COUNT_PER_NIGHT", "2", "DANCE_REFLECTOR_ENABLED", "0",
-			"GREETER_ENABLED", "Off", "GREETER_USE_FACE_DETECTED", "on", "GREETER_GREET_UNKNOWN", "YES", "GREETER_COOLDOWN_HOURS", "0.5",
+			"GREETER_ENABLED", "Off", "GREETER_USE_FACE_DETECTED", "on", "GREETER_GREET_UNKNOWN", "YES", "GREETER_GREET_ANYONE", "on", "GREETER_COOLDOWN_HOURS", "0.5",
 			"GREETER_PER_DAY_MAX", "1", "GREETER_GREETING_MAX_WORDS", "9", "GREETER_STATE_PATH", "/s/greeter.json"},
 			func(c *config) {
 				c.Perception.Speaker = perception.SpeakerConfig{Sticky: -1, CalendarWindow: 45 * time.Minute, PerceptionWindow: 10 * time.Second, AskThreshold: -1}
@@ -251,7 +251,7 @@ func TestParseConfigValues(t *testing.T) {
 				c.Narrative.Model, c.Narrative.Timeout = "m", 5*time.Second
 				s := &c.Social.Settings
 				s.DreamerEnabled, s.DreamWindow, s.DreamCount, s.DanceReflectorEnabled = false, time.Minute, 2, false
-				s.GreeterEnabled, s.GreetOnFaceSeen, s.GreetUnknown, s.GreetCooldown = false, true, true, 30*time.Minute
+				s.GreeterEnabled, s.GreetOnFaceSeen, s.GreetUnknown, s.GreetAnyone, s.GreetCooldown = false, true, true, true, 30*time.Minute
 				s.GreetPerDayMax, s.GreetMaxWords, s.GreeterStatePath = 1, 9, "/s/greeter.json"
 			}},
 		{"steerable", []string{"AGENT_PROTOCOL", " Steerable ", "STEERABLE_CMD", "/opt/sidecar --quiet-ready", "STEERABLE_PROVIDER", "openai_compat",
@@ -437,6 +437,7 @@ func TestSwitchRules(t *testing.T) {
 		{"GREETER_ENABLED", "2", false, greeter},
 		{"GREETER_GREET_UNKNOWN", "YES", true, ""},
 		{"GREETER_USE_FACE_DETECTED", "nope", false, greeter},
+		{"GREETER_GREET_ANYONE", "2", false, greeter},
 		{"SECURITY_WATCH_ENABLED", "1", true, ""},
 		{"SECURITY_WATCH_ENABLED", "true", false, one},
 		{"SECURITY_WATCH_ENABLED", "0", false, ""},
@@ -463,8 +464,8 @@ func TestSwitchRules(t *testing.T) {
 			switches[s.env] = s
 		}
 	}
-	if len(switches) != 12 {
-		t.Errorf("%d switches, want 12", len(switches))
+	if len(switches) != 13 {
+		t.Errorf("%d switches, want 13", len(switches))
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -604,7 +605,7 @@ func TestSettingsTable(t *testing.T) {
 		"SCENE_SYNTHESIS_INTERVAL_SEC", "SCENE_SYNTHESIS_MIN_GAP_SEC", "SPEAKER_STICKY_SEC", "SPEAKER_CALENDAR_WINDOW_MIN",
 		"SPEAKER_PERCEPTION_WINDOW_SEC", "SPEAKER_ASK_THRESHOLD", "PERSON_MEMORY_MAX_FACTS", "NARRATIVE_MODEL",
 		"NARRATIVE_TIMEOUT_SEC", "DREAMER_ENABLED", "DREAM_WINDOW_SECONDS", "DREAM_COUNT_PER_NIGHT", "DANCE_REFLECTOR_ENABLED",
-		"GREETER_ENABLED", "GREETER_USE_FACE_DETECTED", "GREETER_GREET_UNKNOWN", "GREETER_COOLDOWN_HOURS", "GREETER_PER_DAY_MAX",
+		"GREETER_ENABLED", "GREETER_USE_FACE_DETECTED", "GREETER_GREET_UNKNOWN", "GREETER_GREET_ANYONE", "GREETER_COOLDOWN_HOURS", "GREETER_PER_DAY_MAX",
 		"GREETER_GREETING_MAX_WORDS", "GREETER_STATE_PATH", "AGENT_PROTOCOL", "STEERABLE_CMD", "STEERABLE_PROVIDER",
 		"STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY", "BRIDGE_SHUTDOWN_GRACE"} {
 		if !seenEnv[want] {

@@ -32,7 +32,8 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 	under := func(p string) string { return filepath.Join(blocker, p) }
 	p := startBridge(t, "LOG_LEVEL=info", "CONVO_LOG_DIR="+under("logs"), "VOICE_MEMORY_DB="+under("memory/brain.db"),
 		"DOTTY_KID_MODE_STATE="+under("kid-mode"), "DOTTY_SMART_MODE_STATE="+under("smart-mode"),
-		"GREETER_STATE_PATH="+under("greeter_state.json"), "DOTTY_TOOL_ALLOWLIST="+under("tool-allowlist"))
+		"GREETER_STATE_PATH="+under("greeter_state.json"), "DOTTY_TOOL_ALLOWLIST="+under("tool-allowlist"),
+		"GREETER_GREET_ANYONE=1") // no roster: each name is greeted (and counted) on its own
 
 	for i, device := range []string{"d1", "d2"} {
 		if code, body := p.post("/api/message", `{"content":"hello","session_id":"s1"}`); code != http.StatusOK {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -15,11 +16,22 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
-// UnknownGreeting is said to a face nobody recognised.
+// UnknownGreeting is said to a face nobody recognised and, unless
+// greet-anyone is on, to a face recognised as someone not on the
+// household roster: a fixed greeting, no agent turn.
 const UnknownGreeting = "Hello! I don't think we've met."
 
-// Unknown is the identity of a face nobody recognised.
+// Unknown is the identity of a face nobody recognised, and the one count
+// every face not on the roster shares (unless greet-anyone is on).
 const Unknown = "unknown"
+
+// SessionKey is the agent session key of every greeting: one session for
+// the greeter, whichever robot or person, never a conversation's.
+const SessionKey = "greeter"
+
+// MaxIdentity is the most of a face's identity, in characters, the
+// greeter keeps (its count, its log records, the journal card).
+const MaxIdentity = 64
 
 // maxErrorText bounds the error a greeting's log record keeps.
 const maxErrorText = 200
@@ -29,15 +41,23 @@ const maxErrorText = 200
 type greeter struct {
 	state *greetState
 
+	noRoster atomic.Bool // the empty roster has been noted in the log
+
 	mu       sync.Mutex
 	inFlight map[string]bool // devices with a greeting in flight
 }
 
 func newGreeter(s *Service) *greeter {
 	g := &greeter{inFlight: map[string]bool{}}
-	g.state = newGreetState(s.set.GreeterStatePath, s.set.MaxGreetIdentities, s.greetLog, s.cfg.Health)
+	others := 0 // without greet-anyone, every face not on the roster is counted as "unknown"
+	if s.set.GreetAnyone {
+		others = s.set.MaxGreetIdentities
+	}
+	g.state = newGreetState(s.set.GreeterStatePath, others, s.greetLog, s.cfg.Health)
 	if s.set.GreeterEnabled {
-		g.state.load(s.today())
+		g.state.load(s.today(), func(identity string) (string, bool) {
+			return s.countedAs(identity)
+		})
 	}
 	return g
 }
@@ -62,8 +82,10 @@ func (g *greeter) release(device string) {
 	delete(g.inFlight, device)
 }
 
-// onFace greets a recognised person, or an unknown face when allowed,
-// within the per-person daily cap and cooldown.
+// onFace greets a recognised household member with a greeting the agent
+// writes, a face not on the roster (any face with greet-anyone on) with
+// the fixed UnknownGreeting, and a face nobody recognised with it too when
+// allowed, each within its daily cap and cooldown.
 func (s *Service) onFace(ev perception.Event) {
 	if perception.NoDevice(ev) {
 		return
@@ -88,6 +110,12 @@ func (s *Service) onFace(ev perception.Event) {
 		log.Debug("unknown face not greeted (GREETER_GREET_UNKNOWN is off)", "device", ev.DeviceID)
 		return
 	}
+	key, member := s.countedAs(identity)
+	byAgent := member || (key != Unknown && s.set.GreetAnyone)
+	if identity != Unknown && key == Unknown && !s.greeter.noRoster.Load() && len(s.household().People()) == 0 && !s.greeter.noRoster.Swap(true) {
+		log.Info("no household members on the roster: every recognised face gets the fixed greeting; " +
+			"add them to HOUSEHOLD_YAML_PATH, or set GREETER_GREET_ANYONE=1 for bridge.py's agent greeting of any name")
+	}
 	device := ev.DeviceID
 	ok, busy := s.greeter.reserve(device)
 	if !ok {
@@ -103,25 +131,40 @@ func (s *Service) onFace(ev perception.Event) {
 	if at == 0 {
 		at = epochSeconds(started)
 	}
-	allowed, why := s.greeter.state.take(identity, at, s.today(), s.set.GreetPerDayMax, s.set.GreetCooldown)
+	allowed, why := s.greeter.state.take(key, member, at, s.today(), s.set.GreetPerDayMax, s.set.GreetCooldown)
 	if !allowed {
 		s.greeter.release(device)
-		log.Debug("greeting skipped", "identity", identity, "reason", why)
+		log.Debug("greeting skipped", "identity", identity, "counted_as", key, "reason", why)
 		return
 	}
 	window := timeOfDay(started.In(s.loc))
 	if !s.spawn(log, ProactiveGreeter, func(ctx context.Context) {
 		defer s.greeter.release(device)
-		s.greet(ctx, device, identity, window, started)
+		s.greet(ctx, device, identity, byAgent, window, started)
 	}) {
 		s.greeter.release(device)
 	}
 }
 
-// greet writes, speaks and logs one greeting.
-func (s *Service) greet(ctx context.Context, device, identity, window string, started time.Time) {
+// countedAs is the count a face's identity is kept under: a household
+// member's roster id; with greet-anyone on, any other identity itself;
+// otherwise "unknown", which every face not on the roster shares, so no
+// number of invented names can greet more often than one unknown face.
+func (s *Service) countedAs(identity string) (key string, member bool) {
+	if p, ok := s.lookup(identity); ok {
+		return p.ID, true
+	}
+	if s.set.GreetAnyone {
+		return emoji.FirstRunes(identity, MaxIdentity), false
+	}
+	return Unknown, false
+}
+
+// greet writes, speaks and logs one greeting: byAgent asks the agent for
+// it, otherwise it is UnknownGreeting.
+func (s *Service) greet(ctx context.Context, device, identity string, byAgent bool, window string, started time.Time) {
 	text := UnknownGreeting
-	if identity != Unknown {
+	if byAgent {
 		text = s.greeting(ctx, device, identity, window)
 	}
 	if ctx.Err() != nil {
@@ -160,6 +203,7 @@ func (s *Service) recordGreeting(device, identity, text string, err error, start
 	if err != nil {
 		errText = emoji.FirstRunes(err.Error(), maxErrorText)
 	}
+	identity = emoji.FirstRunes(identity, MaxIdentity)
 	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: text}
 	if errText != "" {
 		rec.Error = &errText
@@ -193,7 +237,7 @@ func (s *Service) greeting(ctx context.Context, device, identity, window string)
 		Today: s.clock.Now().In(s.loc), Events: s.calendar(identity), MaxWords: s.set.GreetMaxWords})
 	actx, cancel := perception.ClockTimeout(ctx, s.clock, s.set.GreetAgentTimeout)
 	defer cancel()
-	reply, err := s.cfg.Agent.Prompt(actx, "greeter:"+device, prompt)
+	reply, err := s.cfg.Agent.Prompt(actx, SessionKey, prompt)
 	if err == nil && actx.Err() != nil {
 		err = actx.Err()
 	}
@@ -212,14 +256,19 @@ func (s *Service) greeting(ctx context.Context, device, identity, window string)
 
 // lookup finds identity in the roster ("unknown" is nobody).
 func (s *Service) lookup(identity string) (perception.Person, bool) {
-	if identity == "" || identity == Unknown || s.cfg.Perception == nil {
-		return perception.Person{}, false
-	}
-	h := s.cfg.Perception.Household()
-	if h == nil {
+	h := s.household()
+	if identity == "" || identity == Unknown || h == nil {
 		return perception.Person{}, false
 	}
 	return h.Lookup(identity)
+}
+
+// household is the roster; nil without perception.
+func (s *Service) household() *perception.Household {
+	if s.cfg.Perception == nil {
+		return nil
+	}
+	return s.cfg.Perception.Household()
 }
 
 // calendar returns identity's calendar lines with the household's; a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
@@ -44,7 +45,7 @@ func TestGreetingPromptExact(t *testing.T) {
 	if d := cmp.Diff(prompts, []string{want}); d != "" {
 		t.Errorf("prompt (-got +want):\n%s", d)
 	}
-	if d := cmp.Diff(keys, []string{"greeter:d1"}); d != "" {
+	if d := cmp.Diff(keys, []string{SessionKey}); d != "" {
 		t.Errorf("session keys (-got +want):\n%s", d)
 	}
 	if d := cmp.Diff(e.cal.asked, []string{"brett+household"}); d != "" {
@@ -135,9 +136,9 @@ func TestGreeterFallbacks(t *testing.T) {
 		}
 	})
 	t.Run("agent empty", func(t *testing.T) {
-		e := newEnv(t, nil)
+		e := newEnv(t, func(c *Config) { c.Settings.GreetAnyone = true })
 		e.agent.set(func(context.Context, string) (string, error) { return ` "" `, nil })
-		e.ingest("d1", "face_recognized", map[string]any{"identity": "zed"}) // not on the roster: the raw identity
+		e.ingest("d1", "face_recognized", map[string]any{"identity": "zed"}) // not on the roster (greet-anyone): the raw identity
 		if got := e.waitSays(1); got[0] != "d1: Good morning, zed!" {
 			t.Errorf("says %v", got)
 		}
@@ -497,9 +498,19 @@ func TestGreeterSayFails(t *testing.T) {
 	}
 }
 
+// called waits (bounded) for the agent's next call.
+func (e *env) called() {
+	e.t.Helper()
+	select {
+	case <-e.agent.called:
+	case <-time.After(wait):
+		e.t.Fatal("agent not called")
+	}
+}
+
 func TestGreeterBounds(t *testing.T) {
 	// One greeting per device at a time; others for the device are dropped.
-	e := newEnv(t, nil)
+	e := newEnv(t, func(c *Config) { c.Settings.GreetAnyone = true })
 	release := make(chan struct{})
 	e.agent.set(func(ctx context.Context, _ string) (string, error) {
 		select {
@@ -509,13 +520,13 @@ func TestGreeterBounds(t *testing.T) {
 		return "Hi!", nil
 	})
 	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
-	<-e.agent.called
+	e.called()
 	e.ingest("d1", "face_recognized", map[string]any{"identity": "hudson"})
 	e.logged("already in flight", 1)
 	// A few devices at once; past that, dropped.
 	for _, d := range []string{"d2", "d3", "d4"} {
 		e.ingest(d, "face_recognized", map[string]any{"identity": "p" + d})
-		<-e.agent.called
+		e.called()
 	}
 	e.ingest("d5", "face_recognized", map[string]any{"identity": "p5"})
 	e.logged("too many greetings in flight", 1)
@@ -524,15 +535,258 @@ func TestGreeterBounds(t *testing.T) {
 	if d := cmp.Diff(e.s.Greeted(), map[string]int{"brett": 1, "pd2": 1, "pd3": 1, "pd4": 1}); d != "" {
 		t.Errorf("a dropped greeting was counted (-got +want):\n%s", d)
 	}
-
-	// The day's identities are bounded; the longest-ago greeted goes first.
-	b := newEnv(t, func(c *Config) { c.Settings.MaxGreetIdentities = 2; c.Agent = nil })
-	for _, who := range []string{"a", "b", "c"} {
-		b.ingest("d1", "face_recognized", map[string]any{"identity": who})
-		b.waitSays(len(b.says()) + 1)
-		b.clock.Advance(time.Second)
+	// Every greeting asked the agent on the greeter's one session key.
+	keys, _ := e.agent.calls()
+	if d := cmp.Diff(keys, []string{SessionKey, SessionKey, SessionKey, SessionKey}); d != "" {
+		t.Errorf("session keys (-got +want):\n%s", d)
 	}
-	if d := cmp.Diff(b.s.Greeted(), map[string]int{"b": 1, "c": 1}); d != "" {
+
+	// With greet-anyone, names not on the roster are counted up to the
+	// bound a day; past it a new one is not greeted (one WARN), while
+	// the ones counted and household members still are.
+	b := newEnv(t, func(c *Config) { c.Settings.GreetAnyone, c.Settings.MaxGreetIdentities = true, 2 })
+	for i, who := range []string{"a", "b"} {
+		b.ingest("d1", "face_recognized", map[string]any{"identity": who})
+		b.waitSays(i + 1)
+	}
+	b.ingest("d1", "face_recognized", map[string]any{"identity": "c"})
+	b.ingest("d1", "face_recognized", map[string]any{"identity": "d"})
+	b.logged("greeting skipped", 2)
+	b.ingest("d1", "face_recognized", map[string]any{"identity": "hudson"})
+	b.waitSays(3)
+	b.clock.Advance(5 * time.Hour)
+	b.ingest("d1", "face_recognized", map[string]any{"identity": "a"})
+	b.waitSays(4)
+	if d := cmp.Diff(b.s.Greeted(), map[string]int{"a": 2, "b": 1, "hudson": 1}); d != "" {
 		t.Errorf("counts (-got +want):\n%s", d)
+	}
+	if n := strings.Count(b.logs.String(), "faces not on the household roster today"); n != 1 {
+		t.Errorf("%d WARN lines for the full table, want 1", n)
+	}
+}
+
+// TestGreeterStrangers: a face recognised as someone not on the roster
+// gets the fixed greeting with no agent turn, counted with every other
+// face not on it as "unknown" (whatever GREETER_GREET_UNKNOWN says, which
+// is about faces with no name); its record keeps the name, cut to
+// MaxIdentity characters.
+func TestGreeterStrangers(t *testing.T) {
+	e := newEnv(t, nil)
+	long := strings.Repeat("z", 300)
+	e.ingest("d1", "face_recognized", map[string]any{"identity": long})
+	if got := e.waitSays(1); got[0] != "d1: Hello! I don't think we've met." {
+		t.Errorf("says %v", got)
+	}
+	if _, prompts := e.agent.calls(); len(prompts) != 0 {
+		t.Errorf("agent asked for a stranger: %v", prompts)
+	}
+	l := e.waitLines("convo-2026-05-17.ndjson", 1)
+	if !strings.Contains(l[0], `"request_text":"face:`+long[:MaxIdentity]+`"`) {
+		t.Errorf("convo line %s", l[0])
+	}
+	if g := e.s.Today().Greetings; len(g) != 1 || g[0].Identity != long[:MaxIdentity] {
+		t.Errorf("journal greetings %+v", g)
+	}
+	// Another name is the same unknown face: within the cooldown.
+	e.ingest("d2", "face_recognized", map[string]any{"identity": "mallory"})
+	e.logged("cooldown active", 1)
+	if d := cmp.Diff(e.s.Greeted(), map[string]int{Unknown: 1}); d != "" {
+		t.Errorf("counts (-got +want):\n%s", d)
+	}
+	// A member's name in any case is the member.
+	e.ingest("d2", "face_recognized", map[string]any{"identity": "HUDSON"})
+	if got := e.waitSays(2); got[1] != "d2: Hello there!" {
+		t.Errorf("says %v", got)
+	}
+	if d := cmp.Diff(e.s.Greeted(), map[string]int{Unknown: 1, "hudson": 1}); d != "" {
+		t.Errorf("counts (-got +want):\n%s", d)
+	}
+}
+
+// TestGreeterFloodOfStrangers: 150 invented names over four robots, four
+// times through a day, between sightings of a household member on a fifth:
+// the agent is asked only for the member, at most GREETER_PER_DAY_MAX
+// times and GREETER_COOLDOWN_HOURS apart, and the strangers together get
+// the fixed greeting as often as one unknown face may. The counts, and
+// the conversation log's greeter records, stay that small; a restart
+// keeps them.
+func TestGreeterFloodOfStrangers(t *testing.T) {
+	e := newEnv(t, nil)
+	events := 0
+	for round := range 4 { // 09:00, 13:00, 17:00, 21:00
+		if round > 0 {
+			e.clock.Advance(4 * time.Hour)
+		}
+		for i := range 150 { // under the consumer's queue, so none is dropped
+			e.ingest("d"+strconv.Itoa(i%4), "face_recognized", map[string]any{"identity": "stranger-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)})
+		}
+		// The consumer takes events in order: the member's is handled after the flood's.
+		e.ingest("d9", "face_recognized", map[string]any{"identity": "brett"})
+		events += 151
+		if round < 3 {
+			e.waitSays(2 * (round + 1))
+		} else {
+			e.logged(`counted_as=brett reason="per-day cap reached`, 1)
+			e.idle()
+		}
+	}
+	t.Logf("%d face_recognized events over a simulated day", events)
+	says := e.says()
+	var strangers, member int
+	for _, s := range says {
+		switch s {
+		case "d9: Hello there!":
+			member++
+		case "d0: Hello! I don't think we've met.":
+			strangers++
+		default:
+			t.Errorf("unexpected greeting %q", s)
+		}
+	}
+	_, prompts := e.agent.calls()
+	if member != 3 || strangers != 3 || len(prompts) != 3 {
+		t.Errorf("%d member greetings, %d stranger greetings, %d agent turns; want 3, 3, 3", member, strangers, len(prompts))
+	}
+	for _, p := range prompts {
+		if !strings.HasPrefix(p, "You are Dotty, a friendly home robot. Brett just walked into the room.") {
+			t.Errorf("agent asked %q", p)
+		}
+	}
+	if n := len(e.lines("convo-2026-05-17.ndjson")); n != 6 {
+		t.Errorf("%d greeter records in the conversation log, want 6", n)
+	}
+	if d := cmp.Diff(e.s.Greeted(), map[string]int{Unknown: 3, "brett": 3}); d != "" {
+		t.Errorf("counts (-got +want):\n%s", d)
+	}
+	e.restart()
+	e.ingest("d1", "face_recognized", map[string]any{"identity": "stranger-after-restart"})
+	e.ingest("d9", "face_recognized", map[string]any{"identity": "brett"})
+	e.logged(`identity=stranger-after-restart counted_as=unknown reason="per-day cap reached`, 1)
+	e.logged(`counted_as=brett reason="per-day cap reached`, 2)
+	if d := cmp.Diff(e.s.Greeted(), map[string]int{Unknown: 3, "brett": 3}); d != "" {
+		t.Errorf("counts after a restart (-got +want):\n%s", d)
+	}
+}
+
+// TestGreetAnyoneChurnKeepsCaps: with greet-anyone on, a name greeted to
+// its cap stays capped however many other names (70 cycling over robots,
+// the attack that once pushed a capped name out of a table of 64 and
+// greeted it again) come between, across a restart too; at most
+// MaxGreetIdentities names off the roster are counted a day. The churn
+// uses three robots, so the capped name's robot always finds one of the
+// four greeting slots free.
+func TestGreetAnyoneChurnKeepsCaps(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Settings.GreetAnyone, c.Settings.GreetCooldown = true, 0 })
+	for range 3 {
+		e.ingest("d9", "face_recognized", map[string]any{"identity": "zed"})
+		e.waitSays(len(e.says()) + 1)
+	}
+	capped := 0
+	churn := func(cycles int) {
+		for range cycles {
+			for i := range 70 {
+				e.ingest("d"+strconv.Itoa(i%3), "face_recognized", map[string]any{"identity": "name-" + strconv.Itoa(i)})
+			}
+			// Handled after the 70 (the consumer takes events in order).
+			e.ingest("d9", "face_recognized", map[string]any{"identity": "zed"})
+			capped++
+			e.logged(`counted_as=zed reason="per-day cap reached`, capped)
+			e.idle()
+		}
+	}
+	churn(6)
+	counts := e.s.Greeted()
+	others := 0
+	for id, n := range counts {
+		if n > 3 {
+			t.Errorf("%s greeted %d times, over the cap", id, n)
+		}
+		if id != "zed" {
+			others++
+		}
+	}
+	if counts["zed"] != 3 || others > 63 {
+		t.Errorf("zed %d, %d other names counted; want 3 and at most 63 (64 with zed)", counts["zed"], others)
+	}
+	_, prompts := e.agent.calls()
+	t.Logf("%d agent greetings for %d events", len(prompts), 3+6*71)
+	if len(prompts) > 3*64 {
+		t.Errorf("%d agent greetings, over 3 for each of 64 names", len(prompts))
+	}
+	before := len(e.lines("convo-2026-05-17.ndjson"))
+	e.restart()
+	if d := cmp.Diff(e.s.Greeted(), counts); d != "" {
+		t.Errorf("counts after a restart (-got +want):\n%s", d)
+	}
+	churn(1)
+	if n := len(e.lines("convo-2026-05-17.ndjson")); n > 3*64 {
+		t.Errorf("%d greeter records (%d before the restart), over 3 for each of 64 names", n, before)
+	}
+}
+
+// TestGreeterStateBoundedAtLoad: a state file (bridge.py's, unbounded)
+// is read into the same bounds: members under their roster id (two
+// spellings merged, the stricter count kept), and names off the roster
+// counted as "unknown" (the stricter count) or, with greet-anyone, the
+// most recently greeted MaxGreetIdentities of them.
+func TestGreeterStateBoundedAtLoad(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"2026-05-17":{"Brett":{"count":1,"last_ts":100},"brett":{"count":2,"last_ts":50},"unknown":{"count":1,"last_ts":10}`)
+	for i := range 100 {
+		b.WriteString(`,"n` + strconv.Itoa(i) + `":{"count":` + strconv.Itoa(1+i%3) + `,"last_ts":` + strconv.Itoa(1000+i) + `}`)
+	}
+	b.WriteString("}}")
+	for _, tc := range []struct {
+		name   string
+		anyone bool
+		want   map[string]int
+	}{
+		{"household only", false, map[string]int{"brett": 2, Unknown: 3}},
+		{"greet anyone", true, func() map[string]int { // the newest five: n95..n99
+			m := map[string]int{"brett": 2, Unknown: 1}
+			for i := 95; i < 100; i++ {
+				m["n"+strconv.Itoa(i)] = 1 + i%3
+			}
+			return m
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.Settings.GreetAnyone, c.Settings.MaxGreetIdentities = tc.anyone, 5 })
+			e.stop()
+			if err := os.MkdirAll(filepath.Dir(e.state), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(e.state, []byte(b.String()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e.start()
+			got := e.s.Greeted()
+			if d := cmp.Diff(got, tc.want); d != "" {
+				t.Errorf("counts (-got +want):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestGreeterNoRosterNoted: with no roster every recognised face gets the
+// fixed greeting, and the log says why once.
+func TestGreeterNoRosterNoted(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		pc := perception.DefaultConsumers()
+		pc.HouseholdPath = ""
+		c.Perception = perception.New(perception.Config{Consumers: pc, Location: brisbane, Clock: c.Clock, Logger: hclog.NewNullLogger()})
+	})
+	e.p = e.cfg.Perception.(*perception.Service)
+	e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
+	if got := e.waitSays(1); got[0] != "d1: Hello! I don't think we've met." {
+		t.Errorf("says %v", got)
+	}
+	e.ingest("d2", "face_recognized", map[string]any{"identity": "hudson"})
+	e.logged("cooldown active", 1)
+	if n := strings.Count(e.logs.String(), "no household members on the roster"); n != 1 {
+		t.Errorf("%d notes of the empty roster, want 1", n)
+	}
+	if _, prompts := e.agent.calls(); len(prompts) != 0 {
+		t.Errorf("agent asked: %v", prompts)
 	}
 }

@@ -2,14 +2,17 @@ package social
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,21 +31,30 @@ const maxStateFile = 1 << 20
 type greetSlot struct {
 	Count  int     `json:"count"`
 	LastTS float64 `json:"last_ts"` // the last greeting's event time, epoch seconds; 0 never
+	member bool    // counted as a household member (not in the file: the roster says)
 }
 
 // greetState counts greetings per identity for the local day and keeps
 // the counts in a file, so a restart does not greet everyone again. The
 // file is bridge.py's {"YYYY-MM-DD": {<identity>: {"count", "last_ts"}}}
 // with only today kept, replaced atomically at each change.
+//
+// The table is keyed by what faces are recognised as, so it is bounded
+// without ever forgetting a count during the day (forgetting one would
+// start its cap again): household members are counted under their roster
+// id (bounded by the roster), every face not on it under "unknown", and
+// only with greet-anyone on are others counted by name, at most max of
+// them a day; past that a new one is not greeted until the next day.
 type greetState struct {
 	path   string // "" keeps the counts in memory only
-	max    int    // identities kept per day
+	max    int    // identities not on the roster counted per day (0 unless greet-anyone)
 	log    hclog.Logger
 	health *health.Conditions // the file's condition, failing while it cannot be saved
 
-	mu     sync.Mutex
-	day    string
-	people map[string]greetSlot
+	mu      sync.Mutex
+	day     string
+	people  map[string]greetSlot
+	fullDay string // the day the table of others was found full (warned once a day)
 
 	writeMu sync.Mutex // one file write at a time, in order
 }
@@ -55,11 +67,15 @@ func newGreetState(path string, max int, log hclog.Logger, conds *health.Conditi
 	return &greetState{path: path, max: max, log: log, health: conds, people: map[string]greetSlot{}}
 }
 
-// load reads today's counts. A missing file is a fresh start; a corrupt
-// one is logged and replaced with an empty state; one the file system
-// cannot open is the file's health condition (logged once) until a save
-// succeeds or its re-check reads the file again (or finds it gone).
-func (g *greetState) load(today string) {
+// load reads today's counts, each under the key resolve gives its
+// identity (a member's roster id; members under two spellings are merged,
+// the higher count and the later time kept). Of the identities not on the
+// roster, at most max are kept, the most recently greeted. A missing file
+// is a fresh start; a corrupt one is logged and replaced with an empty
+// state; one the file system cannot open is the file's health condition
+// (logged once) until a save succeeds or its re-check reads the file again
+// (or finds it gone).
+func (g *greetState) load(today string, resolve func(identity string) (key string, member bool)) {
 	if g.path == "" {
 		return
 	}
@@ -80,19 +96,41 @@ func (g *greetState) load(today string) {
 		g.save()
 		return
 	}
-	people := days[today]
-	if people == nil {
-		people = map[string]greetSlot{}
-	}
-	for len(people) > g.max {
-		delete(people, oldest(people, ""))
-	}
+	people := g.bounded(days[today], resolve)
 	g.mu.Lock()
 	g.day, g.people = today, people
 	g.mu.Unlock()
 	if len(people) > 0 {
 		g.log.Debug("greeter state loaded", "path", g.path, "people", len(people))
 	}
+}
+
+// bounded rekeys a day's counts read from the file (see load).
+func (g *greetState) bounded(read map[string]greetSlot, resolve func(string) (string, bool)) map[string]greetSlot {
+	people, others := map[string]greetSlot{}, map[string]greetSlot{}
+	for id, slot := range read {
+		key, member := resolve(id)
+		to := people
+		if !member && key != Unknown {
+			to = others
+		}
+		if old, ok := to[key]; ok { // two spellings of one person: the stricter count
+			slot.Count, slot.LastTS = max(slot.Count, old.Count), max(slot.LastTS, old.LastTS)
+		}
+		slot.member = member
+		to[key] = slot
+	}
+	keys := slices.Collect(maps.Keys(others))
+	slices.SortFunc(keys, func(a, b string) int { // the most recently greeted first
+		if c := cmp.Compare(others[b].LastTS, others[a].LastTS); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range keys[:min(len(keys), g.max)] {
+		people[k] = others[k]
+	}
+	return people
 }
 
 // readGreetFile parses the state file. Days and entries that are not
@@ -172,15 +210,26 @@ func number(v any) (float64, error) {
 	return 0, fmt.Errorf("%T is not a number", v)
 }
 
-// take decides whether identity may be greeted at event time at (epoch
-// seconds) on day, and counts the greeting when it may. The reason says
-// why not.
-func (g *greetState) take(identity string, at float64, day string, perDay int, cooldown time.Duration) (bool, string) {
+// take decides whether the face counted under key (a member's roster id
+// when member, else "unknown" or, with greet-anyone, its identity) may be
+// greeted at event time at (epoch seconds) on day, and counts the greeting
+// when it may. The reason says why not.
+func (g *greetState) take(key string, member bool, at float64, day string, perDay int, cooldown time.Duration) (bool, string) {
 	g.mu.Lock()
 	if g.day != day { // a new local day: yesterday's counts are dropped
 		g.day, g.people = day, map[string]greetSlot{}
 	}
-	slot := g.people[identity]
+	slot, seen := g.people[key]
+	if !seen && !member && key != Unknown && g.othersLocked() >= g.max {
+		warn := g.fullDay != day
+		g.fullDay = day
+		g.mu.Unlock()
+		if warn {
+			g.log.Warn("greeted as many faces not on the household roster today as are counted; others are not greeted until tomorrow",
+				"max", g.max)
+		}
+		return false, fmt.Sprintf("%d faces not on the roster already greeted today", g.max)
+	}
 	if slot.Count >= perDay {
 		g.mu.Unlock()
 		return false, fmt.Sprintf("per-day cap reached (%d)", slot.Count)
@@ -191,24 +240,22 @@ func (g *greetState) take(identity string, at float64, day string, perDay int, c
 	}
 	slot.Count++
 	slot.LastTS = at
-	g.people[identity] = slot
-	if len(g.people) > g.max { // identities come from events: keep the day's table bounded
-		delete(g.people, oldest(g.people, identity))
-	}
+	slot.member = slot.member || member
+	g.people[key] = slot
 	g.mu.Unlock()
 	g.save()
 	return true, ""
 }
 
-// oldest is the identity greeted longest ago, other than keep.
-func oldest(people map[string]greetSlot, keep string) string {
-	id, at := "", math.Inf(1)
-	for k, v := range people {
-		if k != keep && (v.LastTS < at || (v.LastTS == at && k < id)) {
-			id, at = k, v.LastTS
+// othersLocked counts today's identities neither members nor "unknown".
+func (g *greetState) othersLocked() int {
+	n := 0
+	for k, v := range g.people {
+		if !v.member && k != Unknown {
+			n++
 		}
 	}
-	return id
+	return n
 }
 
 // snapshot returns the file's content for the current day.
@@ -274,7 +321,8 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Greeted returns today's greeting count of each identity.
+// Greeted returns today's greeting counts, each under what it is counted
+// as: a member's roster id, "unknown", or (greet-anyone) a name.
 func (s *Service) Greeted() map[string]int {
 	g := s.greeter.state
 	g.mu.Lock()

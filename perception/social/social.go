@@ -8,8 +8,10 @@
 //     it, into dances-YYYY-MM-DD.ndjson;
 //   - the proactive greeter: a recognised household member is greeted by
 //     name, a few times a day at most, with a greeting the voice agent
-//     writes from the time of day, the person's roster entry and calendar;
-//     it is spoken with xiaozhi's say and logged to the conversation log;
+//     writes (in the greeter's one session) from the time of day, the
+//     person's roster entry and calendar; a face not on the roster gets a
+//     fixed greeting, no agent turn; it is spoken with xiaozhi's say and
+//     logged to the conversation log;
 //   - GET /api/journal/today: today's dreams, dance reflections and
 //     greetings for the dashboard.
 //
@@ -61,7 +63,9 @@ type Robot interface {
 }
 
 // Agent is the voice agent, asked for a greeting as a turn of its own on
-// sessionKey, so that it never disturbs a conversation in progress.
+// sessionKey (SessionKey), so that it never disturbs a conversation in
+// progress; the bridge's also never closes a conversation's session to
+// make room for it.
 type Agent interface {
 	Prompt(ctx context.Context, sessionKey, prompt string) (string, error)
 }
@@ -98,12 +102,13 @@ type Settings struct {
 	GreeterEnabled     bool          // GREETER_ENABLED, truthy 1/true/yes/on
 	GreetOnFaceSeen    bool          // GREETER_USE_FACE_DETECTED: a bare face_detected counts as an unknown face
 	GreetUnknown       bool          // GREETER_GREET_UNKNOWN
+	GreetAnyone        bool          // GREETER_GREET_ANYONE: bridge.py's agent greeting for any name, not only household members
 	GreetCooldown      time.Duration // GREETER_COOLDOWN_HOURS, between greetings of one person (not before the first)
 	GreetPerDayMax     int           // GREETER_PER_DAY_MAX, greetings of one person per local day
 	GreetMaxWords      int           // GREETER_GREETING_MAX_WORDS, asked of the agent
 	GreeterStatePath   string        // GREETER_STATE_PATH, used as given (the bridge expands its "~"); "" keeps the counts in memory only
 	GreetAgentTimeout  time.Duration // the agent's time for a greeting (90 s, ZEROCLAW_TIMEOUT's default)
-	MaxGreetIdentities int           // identities counted per day (64); past it the longest-ago greeted is forgotten
+	MaxGreetIdentities int           // with GreetAnyone, names not on the roster counted per day (64); past it a new one is not greeted that day
 
 	// QueueSize is each consumer's bus queue (perception.ConsumerQueue when 0).
 	QueueSize int
