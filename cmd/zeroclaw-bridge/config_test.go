@@ -612,8 +612,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 163 {
-		t.Errorf("%d settings, want 163 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 165 {
+		t.Errorf("%d settings, want 165 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
