@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
@@ -156,6 +157,9 @@ var (
 	failLLMTimeout  = failure{200, "llm_timeout", "llm", "thinking too hard, try again", "sad"}
 	failLLM         = failure{200, "llm_failed", "llm", "brain hiccup, try again", "sad"}
 	failUnauth      = failure{401, "unauthorized", "system", "unauthorized", "neutral"}
+	// failBusy is the Go bridge's own: the upload budget had no room for
+	// the recording before its deadline (with a Retry-After).
+	failBusy = failure{503, "busy", "system", "too busy, try again", "neutral"}
 )
 
 // listen is POST /v1/listen.
@@ -181,8 +185,16 @@ func (h *Handler) listen(c echo.Context) error {
 			return h.fail(c, rid, failLarge, start)
 		}
 	}
-	pcm, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
+	// One buffer of the declared size: the recording costs what the upload
+	// budget reserved for it.
+	pcm, err := httpapi.ReadAllSized(io.LimitReader(req.Body, MaxBody+1), min(req.ContentLength, MaxBody+1))
+	var mbe *http.MaxBytesError
 	switch {
+	case errors.Is(err, httpapi.ErrBusy):
+		c.Response().Header().Set("Retry-After", httpapi.RetryAfter)
+		return h.fail(c, rid, failBusy, start)
+	case errors.As(err, &mbe):
+		return h.fail(c, rid, failLarge, start)
 	case err != nil:
 		return h.fail(c, rid, failEmpty, start)
 	case len(pcm) > MaxBody:

@@ -151,6 +151,8 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
 	c.HTTP.Version, c.HTTP.Health = buildVersion(), conds
 	c.HTTP.UploadPaths = []string{c.Sidecar.Path}
+	c.HTTP.UploadBudgetInUse, c.HTTP.UploadBudgetWaiting = metrics.UploadBudgetInUse, metrics.UploadBudgetWaiting
+	c.HTTP.UploadsRefused = metrics.UploadsRefused
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
 	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)
