@@ -27,10 +27,10 @@ import (
 const (
 	// DefaultUploadBudget is BRIDGE_UPLOAD_BUDGET's default: hundreds of a
 	// robot's photos (tens of KiB) or recordings at once, a photo of the
-	// largest size (8 MiB) alone. A vision request holds about four times
-	// its photo while the model answers (the photo, its base64, the
-	// request), so this keeps the bridge far under 100 MiB however many
-	// clients send or hold uploads.
+	// largest size (8 MiB) alone, since a vision request holds about four
+	// times its photo while the model answers (the photo, its base64, the
+	// request). 200 clients holding 8 MB uploads open leave the bridge at
+	// about 60 MiB (docs/performance.md).
 	DefaultUploadBudget = 8 << 20
 	// FreeBody is the body size that reserves nothing: every JSON call
 	// xiaozhi, Tier1Slim, the robots and the dashboard make is smaller, so
