@@ -85,7 +85,7 @@ func defaultConfig(t *testing.T) config {
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
-			UploadTimeout: time.Minute, MaxConns: 512},
+			UploadTimeout: time.Minute, MaxConns: 512, UploadBudget: 8 << 20},
 		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
 		Pool: acp.PoolConfig{KeyMode: acp.KeyPerSession, MaxSessions: 8, SessionQueue: 64,
 			SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second},
@@ -605,8 +605,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 162 {
-		t.Errorf("%d settings, want 162 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 163 {
+		t.Errorf("%d settings, want 163 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
