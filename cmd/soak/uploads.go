@@ -28,7 +28,7 @@ import (
 // (GOGC=100) memory held costs about twice its size in RSS, and so does
 // each held connection's (about 25 KiB). Joined with them, a 64-client
 // flood with a 2 MiB budget peaked at 62–64.5 MiB; as a phase of its own,
-// 200 clients at 61 MiB, 64 clients at 51–52 MiB.
+// 200 clients at 61 MiB, 64 clients at 51–55 MiB.
 const (
 	uploadFloodClients = 64
 	uploadFloodSize    = 1_000_000
