@@ -32,6 +32,12 @@ type Metrics struct {
 	// ConnectionsTurnedAway is dotty_http_connections_turned_away_total (Go
 	// only): connections the connection limit closed without serving them.
 	ConnectionsTurnedAway prometheus.Counter
+
+	// UploadBudgetInUse, UploadBudgetWaiting and UploadsRefused (Go only)
+	// are the upload budget's bytes reserved, requests waiting for room
+	// and requests refused with a 503 (Config.UploadBudget).
+	UploadBudgetInUse, UploadBudgetWaiting prometheus.Gauge
+	UploadsRefused                         prometheus.Counter
 }
 
 // firstAudioBuckets are bridge.py's buckets for first-audio latency.
@@ -77,6 +83,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dotty_http_connections_turned_away_total",
 			Help: "Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked.",
 		}),
+		UploadBudgetInUse: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dotty_http_upload_budget_in_use_bytes",
+			Help: "Bytes of request bodies reserved from the upload budget (BRIDGE_UPLOAD_BUDGET) by requests in flight.",
+		}),
+		UploadBudgetWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dotty_http_upload_budget_waiting",
+			Help: "Requests waiting for room in the upload budget before their body is read.",
+		}),
+		UploadsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dotty_http_upload_budget_refused_total",
+			Help: "Requests answered 503 because the upload budget had no room for their body before its deadline.",
+		}),
 	}
 	for _, ep := range voiceEndpoints {
 		m.RequestDuration.WithLabelValues(ep)
@@ -90,6 +108,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(
 		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.ContentFilterHits,
 		m.SmartModeInvocations, m.LLMTokens, m.ConnectionsTurnedAway,
+		m.UploadBudgetInUse, m.UploadBudgetWaiting, m.UploadsRefused,
 	)
 	return m
 }

@@ -1,9 +1,9 @@
 // Package bridge is the HTTP face of zeroclaw-bridge and the home of the
 // plumbing every feature shares. It owns the echo server (FastAPI-shaped
-// errors, recovery, request logging, body deadlines, the connection
-// limit), GET /health and GET /metrics (also /metrics/), the dotty_* metric
-// series bridge.py exported, and the voice routes /api/message and
-// /api/message/stream with their prompt sandwich. Its sub-packages are the
+// errors, recovery, request logging, body deadlines, the upload budget,
+// the connection limit), GET /health and GET /metrics (also /metrics/),
+// the dotty_* metric series bridge.py exported, and the voice routes
+// /api/message and /api/message/stream with their prompt sandwich. Its sub-packages are the
 // kit every feature uses: httpapi (errors, the request binder, SSE
 // headers), fanout (the one publish/subscribe bus and its lag policy),
 // health (the conditions that make /health "degraded"), convolog, turnbus,
@@ -146,6 +146,17 @@ type Config struct {
 	// serving them (dotty_http_connections_turned_away_total); nil counts
 	// none.
 	TurnedAway prometheus.Counter
+	// UploadBudget bounds the bytes of request bodies held in memory, all
+	// requests together (BRIDGE_UPLOAD_BUDGET, DefaultUploadBudget); a
+	// body larger than FreeBody waits for room, first come first served,
+	// within its body deadline, then gets a 503 with a Retry-After. An
+	// upload larger than the whole budget gets 413.
+	UploadBudget int64
+	// UploadBudgetInUse, UploadBudgetWaiting and UploadsRefused are
+	// dotty_http_upload_budget_in_use_bytes, dotty_http_upload_budget_waiting
+	// and dotty_http_upload_budget_refused_total; nil ones record nothing.
+	UploadBudgetInUse, UploadBudgetWaiting prometheus.Gauge
+	UploadsRefused                         prometheus.Counter
 	// UploadPaths are more routes read under UploadTimeout, besides the
 	// photo and audio routes and /v1/listen: the firmware sidecar's path
 	// when SIDECAR_PATH moves it, so its recordings are not cut at
@@ -198,6 +209,9 @@ func (c Config) withDefaults() Config {
 	if c.Access == nil {
 		c.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: c.Logger})
 	}
+	if c.UploadBudget <= 0 {
+		c.UploadBudget = DefaultUploadBudget
+	}
 	return c
 }
 
@@ -215,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConns < 0 {
 		errs = append(errs, fmt.Errorf("connection limit %d is negative", c.MaxConns))
+	}
+	if c.UploadBudget != 0 && c.UploadBudget < httpapi.MaxBody {
+		errs = append(errs, fmt.Errorf("upload budget %d bytes is below the largest JSON body (%d)", c.UploadBudget, httpapi.MaxBody))
 	}
 	for _, p := range c.UploadPaths {
 		if !strings.HasPrefix(p, "/") {
@@ -237,6 +254,8 @@ type Server struct {
 	// uploads are the paths read under UploadTimeout, whose bodies are
 	// not JSON; fixed after New.
 	uploads map[string]bool
+	// budget bounds the request bodies in memory (limitUploads).
+	budget *uploadBudget
 
 	stopping     chan struct{}
 	stoppingOnce sync.Once
@@ -281,13 +300,15 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = httpapi.ErrorHandler(cfg.Logger)
 
 	s := &Server{cfg: cfg, e: e, log: cfg.Logger, stopping: make(chan struct{}), uploads: map[string]bool{}}
+	s.budget = newUploadBudget(cfg, s.stopping)
 	for _, p := range slices.Concat(uploadPaths, cfg.UploadPaths) {
 		s.uploads[p] = true
 	}
 	// Counting comes first, so the shutdown grace waits for the error
 	// writer too; logging is next so it sees the final status, panics
-	// included; a refused write is answered before its body is read.
-	e.Use(s.inFlight.track, s.logRequests, s.recoverPanics, s.guardWrites, s.bodyDeadline)
+	// included; a refused write is answered before its body is read or
+	// room for it reserved.
+	e.Use(s.inFlight.track, s.logRequests, s.recoverPanics, s.guardWrites, s.bodyDeadline, s.limitUploads)
 
 	e.GET("/health", s.health)
 	metrics := echo.WrapHandler(pythonBuckets(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
@@ -535,15 +556,13 @@ func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
 			return next(c)
 		}
-		d := s.cfg.BodyTimeout
-		if s.uploads[req.URL.Path] {
-			d = s.cfg.UploadTimeout
-		}
 		rc := http.NewResponseController(c.Response().Writer)
-		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+		if err := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout(req.URL.Path))); err != nil {
 			return next(c) // not a real connection (tests through ServeHTTP)
 		}
-		req.Body = &deadlineBody{ReadCloser: req.Body, rc: rc}
+		orig := req.Body
+		req.Body = &deadlineBody{ReadCloser: orig, rc: rc}
+		defer func() { req.Body = orig }() // net/http's own type, for its handling of an unread rest (see limitUploads)
 		return next(c)
 	}
 }

@@ -193,6 +193,9 @@ var wantSeries = []seriesSpec{
 	{"dotty_smart_mode_invocations_total", "counter", "Smart-Mode invocations (request opted into the larger LLM).", nil},
 	{"dotty_llm_tokens_total", "counter", "LLM token counts emitted/consumed, partitioned by direction and model.", []string{"kind", "model"}},
 	{"dotty_http_connections_turned_away_total", "counter", "", nil},
+	{"dotty_http_upload_budget_in_use_bytes", "gauge", "", nil},
+	{"dotty_http_upload_budget_waiting", "gauge", "", nil},
+	{"dotty_http_upload_budget_refused_total", "counter", "", nil},
 }
 
 // childless are labelled families nothing fills yet; client_golang exports

@@ -302,12 +302,16 @@ func (s *Service) postEvent(c echo.Context) error {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	n, err := buf.ReadFrom(io.LimitReader(c.Request().Body, maxEventBody+1))
-	if err != nil {
-		return httpapi.NewError(http.StatusBadRequest, "could not read the request body")
+	req := c.Request()
+	if req.ContentLength > maxEventBody { // refused unread: it takes nothing from the upload budget
+		return httpapi.BodyError(&http.MaxBytesError{Limit: maxEventBody}, maxEventBody)
 	}
-	if n > maxEventBody {
-		return httpapi.NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", maxEventBody))
+	n, err := buf.ReadFrom(io.LimitReader(req.Body, maxEventBody+1))
+	if err == nil && n > maxEventBody {
+		err = &http.MaxBytesError{Limit: maxEventBody}
+	}
+	if err != nil {
+		return httpapi.BodyError(err, maxEventBody)
 	}
 	ev, apiErr := s.decodeEvent(buf.Bytes())
 	if apiErr != nil {

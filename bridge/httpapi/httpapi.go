@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,6 +51,9 @@ type APIError struct {
 	Status int
 	// Detail is the value of the body's "detail" key.
 	Detail any
+	// Header holds response headers written with the error (a 503's
+	// Retry-After); nil for none.
+	Header http.Header
 }
 
 // Error implements error.
@@ -150,6 +154,12 @@ func ErrorHandler(logger hclog.Logger) echo.HTTPErrorHandler {
 			logger.Error("unhandled error", "method", req.Method, "path", req.URL.Path, "error", err)
 			writePlain500(c, logger)
 			return
+		}
+		var ae *APIError
+		if errors.As(err, &ae) {
+			for k, v := range ae.Header {
+				c.Response().Header()[k] = v
+			}
 		}
 		if req.Method == http.MethodHead {
 			if werr := c.NoContent(status); werr != nil {
@@ -354,12 +364,99 @@ func StartEventStream(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// ErrBusy is what a request body's Read returns when the server's upload
+// budget (BRIDGE_UPLOAD_BUDGET) had no room for the body before the
+// request's deadline: nothing of the body was read. Routes answer it with
+// Busy, or with their own shape of a 503 and a Retry-After.
+var ErrBusy = errors.New("too many uploads in flight")
+
+// RetryAfter is the Retry-After, in seconds, of a 503 for ErrBusy.
+const RetryAfter = "5"
+
+// Busy is the 503 for ErrBusy: {"detail":"too many uploads in flight; try
+// again later"} with a Retry-After.
+func Busy() *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Detail: ErrBusy.Error() + "; try again later",
+		Header: http.Header{"Retry-After": {RetryAfter}}}
+}
+
+// BodyError is the answer to an error reading a request body of at most
+// limit bytes: Busy for ErrBusy, 413 "request body over <limit> bytes" for
+// an *http.MaxBytesError, 400 for anything else.
+func BodyError(err error, limit int64) *APIError {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, ErrBusy):
+		return Busy()
+	case errors.As(err, &mbe):
+		return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", limit))
+	}
+	return NewError(http.StatusBadRequest, "could not read the request body")
+}
+
+// ReadAllSized is io.ReadAll into one buffer of size bytes (io.ReadAll
+// when size is not positive), grown only if r has more: a body of a
+// declared length costs that length, not io.ReadAll's doublings. Bytes
+// that end well short of size are copied to a buffer of their own length,
+// so a caller keeping them keeps no unused rest. On an error it returns no
+// bytes, and a large buffer (1 MiB or more) is kept for the next call (see
+// largeBuffers).
+func ReadAllSized(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	b := sizedBuffer(size + 1) // +1: the read that sees EOF needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			if cap(b)-len(b) > len(b)/8+4096 {
+				b = bytes.Clone(b)
+			}
+			return b, nil
+		}
+		if err != nil {
+			if cap(b) >= pooledSize {
+				largeBuffers.Put(&b)
+			}
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// pooledSize is the smallest buffer largeBuffers keeps.
+const pooledSize = 1 << 20
+
+// largeBuffers keeps the buffers of large reads that failed (an upload cut
+// at its body deadline) for the next large read. Under a flood of uploads
+// held open, each admitted in turn and cut, every one would otherwise take
+// fresh memory while the garbage collector has yet to free the last.
+var largeBuffers sync.Pool // of *[]byte
+
+// sizedBuffer returns an empty buffer of capacity n: a kept one when n is
+// large and one fits (without being more than twice too big).
+func sizedBuffer(n int64) []byte {
+	if n >= pooledSize {
+		if p, ok := largeBuffers.Get().(*[]byte); ok {
+			if c := int64(cap(*p)); c >= n && c <= 2*n {
+				return (*p)[:0]
+			}
+			largeBuffers.Put(p)
+		}
+	}
+	return make([]byte, 0, n)
+}
+
 // MaxBody is the largest JSON request body the routes read (1 MiB).
 const MaxBody = 1 << 20
 
 // ReadObject reads a request body of at most MaxBody bytes and decodes it
 // as a JSON object: 400 when the body cannot be read, 413 above the limit,
-// FastAPI's 422s otherwise (see DecodeObject). It also returns the raw
+// 503 when the upload budget had no room for it (see BodyError), FastAPI's
+// 422s otherwise (see DecodeObject). It also returns the raw
 // bytes, for validation items that quote the whole body.
 func ReadObject(r io.Reader) (map[string]json.RawMessage, []byte, error) {
 	return ReadObjectLimit(r, MaxBody)
@@ -373,11 +470,11 @@ func ReadObjectLimit(r io.Reader, limit int64) (map[string]json.RawMessage, []by
 		limit = MaxBody
 	}
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, nil, NewError(http.StatusBadRequest, "could not read the request body")
+	if err == nil && int64(len(b)) > limit {
+		err = &http.MaxBytesError{Limit: limit}
 	}
-	if int64(len(b)) > limit {
-		return nil, nil, NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", limit))
+	if err != nil {
+		return nil, nil, BodyError(err, limit)
 	}
 	obj, apiErr := DecodeObject(b)
 	if apiErr != nil {

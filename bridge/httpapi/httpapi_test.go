@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -268,5 +269,65 @@ func TestReadObjectLimit(t *testing.T) {
 	_, _, err = ReadObjectLimit(iotest.ErrReader(errors.New("reset")), 100)
 	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		t.Errorf("read error: %v", err)
+	}
+}
+
+// ReadAllSized reads exactly what the reader has, whatever the size hint
+// says, and keeps no large unused rest; an error returns no bytes.
+func TestReadAllSized(t *testing.T) {
+	body := bytes.Repeat([]byte("ab"), 3<<20) // 6 MiB: a pooled size
+	for _, tc := range []struct {
+		name string
+		n    int
+		size int64
+	}{
+		{"exact", len(body), int64(len(body))},
+		{"shorter than declared", 1000, int64(len(body))},
+		{"longer than declared", len(body), 100},
+		{"no size", len(body), 0},
+		{"empty", 0, 4096},
+	} {
+		got, err := ReadAllSized(bytes.NewReader(body[:tc.n]), tc.size)
+		if err != nil || !bytes.Equal(got, body[:tc.n]) {
+			t.Errorf("%s: %d bytes, %v; want %d", tc.name, len(got), err, tc.n)
+		}
+		if cap(got)-len(got) > len(got)/8+4096 {
+			t.Errorf("%s: %d bytes kept in a buffer of %d", tc.name, len(got), cap(got))
+		}
+	}
+	// A read that fails gives its buffer to the next; the next reads its
+	// own bytes all the same.
+	for range 3 {
+		got, err := ReadAllSized(io.MultiReader(bytes.NewReader(body[:1<<20]), iotest.ErrReader(errors.New("cut"))), int64(len(body)))
+		if err == nil || got != nil {
+			t.Errorf("failed read: %d bytes, %v", len(got), err)
+		}
+		other := bytes.Repeat([]byte("z"), len(body)-10)
+		if got, err := ReadAllSized(bytes.NewReader(other), int64(len(body))); err != nil || !bytes.Equal(got, other) {
+			t.Errorf("read after a failed one: %d bytes, %v", len(got), err)
+		}
+	}
+}
+
+// BodyError answers a busy budget with 503 and Retry-After (written by the
+// error handler), a body past its limit with 413, anything else with 400.
+func TestBodyError(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		retry  string
+		body   string
+	}{
+		{fmt.Errorf("waited: %w", ErrBusy), 503, "5", `{"detail":"too many uploads in flight; try again later"}`},
+		{&http.MaxBytesError{Limit: 10}, 413, "", `{"detail":"request body over 64 bytes"}`},
+		{errors.New("reset"), 400, "", `{"detail":"could not read the request body"}`},
+	} {
+		var logs bytes.Buffer
+		e := newEcho(&logs, func(echo.Context) error { return BodyError(tc.err, 64) })
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/thing", nil))
+		if rec.Code != tc.status || rec.Header().Get("Retry-After") != tc.retry || strings.TrimSpace(rec.Body.String()) != tc.body {
+			t.Errorf("%v: %d, Retry-After %q, %s", tc.err, rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+		}
 	}
 }

@@ -164,6 +164,10 @@ var (
 	// failStopping: the bridge is shutting down; a 200, as only a 2xx
 	// reply reaches the user (the firmware shows "post failed" otherwise).
 	failStopping = failure{200, "shutting_down", "system", "restarting, try again", "sad"}
+	// failBusy is the Go bridge's own: the upload budget had no room for
+	// the recording before its deadline (with a Retry-After). A 200, like
+	// failStopping, so the robot says it instead of "post failed".
+	failBusy = failure{200, "busy", "system", "too busy, try again", "neutral"}
 )
 
 // listen is POST /v1/listen.
@@ -192,8 +196,16 @@ func (h *Handler) listen(c echo.Context) error {
 			return h.fail(c, rid, failLarge, start)
 		}
 	}
-	pcm, err := io.ReadAll(io.LimitReader(req.Body, MaxBody+1))
+	// One buffer of the declared size: the recording costs what the upload
+	// budget reserved for it.
+	pcm, err := httpapi.ReadAllSized(io.LimitReader(req.Body, MaxBody+1), min(req.ContentLength, MaxBody+1))
+	var mbe *http.MaxBytesError
 	switch {
+	case errors.Is(err, httpapi.ErrBusy):
+		c.Response().Header().Set("Retry-After", httpapi.RetryAfter)
+		return h.fail(c, rid, failBusy, start)
+	case errors.As(err, &mbe):
+		return h.fail(c, rid, failLarge, start)
 	case err != nil:
 		return h.fail(c, rid, failEmpty, start)
 	case len(pcm) > MaxBody:

@@ -429,3 +429,37 @@ func TestValidSlug(t *testing.T) {
 		}
 	}
 }
+
+// busyBody is a request body the server's upload budget had no room for.
+type busyBody struct{}
+
+func (busyBody) Read([]byte) (int, error) { return 0, fmt.Errorf("waited: %w", httpapi.ErrBusy) }
+func (busyBody) Close() error             { return nil }
+
+// A recording the upload budget had no room for in time is answered in
+// the firmware's envelope: 200 (only a 2xx reaches the user), Retry-After, the busy code.
+func TestListenBusy(t *testing.T) {
+	ech := echo.New()
+	ech.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Request().Body = busyBody{}
+			return next(c)
+		}
+	})
+	New(Config{Token: "tok", Logger: hclog.NewNullLogger()}).Routes(ech)
+	ts := httptest.NewServer(ech)
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/listen", bytes.NewReader(pcm3s))
+	req.Header.Set("Content-Type", "audio/L16;rate=16000;channels=1")
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	want := `{"text":"too busy, try again","emotion":"neutral","error":{"code":"busy","stage":"system"}}`
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Retry-After") != "5" || string(b) != want {
+		t.Errorf("busy: %d, Retry-After %q, %s; want 200, 5, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b, want)
+	}
+}

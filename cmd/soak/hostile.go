@@ -51,6 +51,8 @@ type hostileStats struct {
 	slowCut    atomic.Int64 // slow-body connections the bridge ended
 	burst      int          // feed-burst size (smaller when the file limit is low)
 
+	uploads uploadFloodStats // photos held open (uploads.go)
+
 	mu         sync.Mutex
 	healthLat  []time.Duration
 	floorLat   []time.Duration // the probe process's own empty handler
@@ -140,7 +142,7 @@ func runHostile(o options) (string, error) {
 	}
 	defer cleanup()
 	b, err := benchkit.Start(bin, "ZEROCLAW_BIN="+bin, "ZEROCLAW_ARGS=-chunk-delay 2ms", "ZEROCLAW_TIMEOUT=60",
-		fmt.Sprintf("ZEROCLAW_MAX_SESSIONS=%d", hostileSessions), os.Getenv("SOAK_BRIDGE_ENV"))
+		fmt.Sprintf("ZEROCLAW_MAX_SESSIONS=%d", hostileSessions), uploadTimeoutEnv, uploadBudgetEnv, os.Getenv("SOAK_BRIDGE_ENV"))
 	if err != nil {
 		return "", err
 	}
@@ -181,6 +183,8 @@ func runHostile(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+
+	uploadPhase(host, b.PID, convs, st) // uploads.go
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
@@ -235,6 +239,9 @@ func runHostile(o options) (string, error) {
 		if n := c.serverErrors(); n > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d server errors (%s)", name, n, c.String()))
 		}
+	}
+	if err := st.uploads.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if st.problemCnt > 0 {
 		errs = append(errs, fmt.Errorf("%d problems, first: %s", st.problemCnt, strings.Join(st.problems, "; ")))
@@ -794,6 +801,7 @@ func hostileReport(o options, st *hostileStats, base, after map[string]float64) 
 	fmt.Fprintf(&b, "  vision long-poll (200 waiters): %s\n", st.pollers.String())
 	fmt.Fprintf(&b, "  idle connections opened %d, closed by the bridge %d\n", st.idleOpened.Load(), st.idleClosed.Load())
 	fmt.Fprintf(&b, "  slow-body connections opened %d, cut by the bridge %d\n", st.slowOpened.Load(), st.slowCut.Load())
+	fmt.Fprintf(&b, "  %s\n", st.uploads.report())
 	st.mu.Lock()
 	lat, floor := slices.Clone(st.healthLat), slices.Clone(st.floorLat)
 	peak := st.rssPeakKB

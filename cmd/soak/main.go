@@ -26,7 +26,8 @@
 // device id each at full speed, 1 MiB and 60 KiB event data, 200 feed
 // clients connecting and vanishing, a burst of 5 000 feed clients, 1 000
 // idle connections, slow-body connections and 200 vision long-poll
-// waiters. It fails if any normal turn fails, a /health probe is not
+// waiters, after a phase of 64 clients holding photo uploads open
+// (uploads.go). It fails if any normal turn fails, a /health probe is not
 // answered 200, the bridge's peak RSS passes 64 MiB, a limit is answered
 // with a server error other than 503, or goroutines and open files do not
 // return to their baseline. Its full-disk phase (diskfull.go; root only,

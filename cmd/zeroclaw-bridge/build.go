@@ -158,6 +158,8 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	access := httpapi.NewAccess(c.Access)
 	c.HTTP.Access, c.Admin.Access, c.UI.Access = access, access, access
 	c.Perception.Access, c.Social.Access, c.Periphery.Access = access, access, access
+	c.HTTP.UploadBudgetInUse, c.HTTP.UploadBudgetWaiting = metrics.UploadBudgetInUse, metrics.UploadBudgetWaiting
+	c.HTTP.UploadsRefused = metrics.UploadsRefused
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
 	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)

@@ -270,6 +270,7 @@ func (s setting) flagName() string {
 const (
 	wantSeconds = "want a number of seconds"
 	wantInteger = "want an integer"
+	wantMiB     = "want a whole number of MiB"
 	wantHost    = "want an IP address or a host name of this machine, such as 0.0.0.0 (every interface) or 127.0.0.1"
 )
 
@@ -291,6 +292,8 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseInt(&c.HTTP.MaxConns, v) }},
 	{env: "BRIDGE_PUBLIC_HOSTS", def: "", help: "more names of this machine, comma-separated, without scheme or port: a reverse proxy's public name, or the host's LAN address when the bridge runs in a container; the dashboard and the household's reads answer only a Host naming this machine, and writes only pages on it",
 		parse: func(c *config, v string) error { return parsePublicHosts(&c.Access.PublicHosts, v) }},
+	{env: "BRIDGE_UPLOAD_BUDGET", def: "8", help: "MiB of request bodies (photos, clips, recordings, JSON over 16 KiB) held in memory at once, all clients together; a body past it waits for room within its deadline, then gets 503",
+		parse: func(c *config, v string) error { return parseMiB(&c.HTTP.UploadBudget, v) }},
 	pathSetting("ZEROCLAW_BIN", "", "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then "+fallbackZeroclaw+", else the built-in demo agent",
 		func(c *config) *string { return &c.Agent.Bin }),
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
@@ -928,6 +931,7 @@ func (c config) validate() error {
 	check("FACE_GREET_HOUR_END", c.Perception.Consumers.GreetHourEnd >= 0 && c.Perception.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourEnd), "want an hour from 0 to 24")
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
+	check("BRIDGE_UPLOAD_BUDGET", c.HTTP.UploadBudget >= 1<<20, strconv.FormatInt(c.HTTP.UploadBudget>>20, 10), "want at least 1 (MiB)")
 	check("ZEROCLAW_MAX_SESSIONS", c.Pool.MaxSessions >= 1, strconv.Itoa(c.Pool.MaxSessions), "want at least 1")
 	for _, n := range []struct {
 		env string
@@ -1150,6 +1154,16 @@ func parseFloat(dst *float64, v string) error {
 		return errors.New("want a number")
 	}
 	*dst = f
+	return nil
+}
+
+// parseMiB reads a whole number of MiB into bytes.
+func parseMiB(dst *int64, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n > math.MaxInt64>>20 || n < -(math.MaxInt64>>20) {
+		return errors.New(wantMiB)
+	}
+	*dst = n << 20
 	return nil
 }
 

@@ -85,7 +85,7 @@ func defaultConfig(t *testing.T) config {
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
-			UploadTimeout: time.Minute, MaxConns: 512, ShutdownGrace: 10 * time.Second},
+			UploadTimeout: time.Minute, MaxConns: 512, ShutdownGrace: 10 * time.Second, UploadBudget: 8 << 20},
 		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
 		Pool: acp.PoolConfig{KeyMode: acp.KeyPerSession, MaxSessions: 8, SessionQueue: 64,
 			SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second},
@@ -159,6 +159,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"port 0 picks a free port", []string{"PORT", "0"}, func(c *config) { c.HTTP.Port = 0 }},
 		{"host name", []string{"BRIDGE_HOST", " localhost "}, func(c *config) { c.HTTP.Host = "localhost" }},
 		{"container name", []string{"BRIDGE_HOST", "zeroclaw_bridge.lan."}, func(c *config) { c.HTTP.Host = "zeroclaw_bridge.lan." }},
+		{"upload budget", []string{"BRIDGE_UPLOAD_BUDGET", " 48 "}, func(c *config) { c.HTTP.UploadBudget = 48 << 20 }},
 		{"IPv6 host, brackets allowed", []string{"BRIDGE_HOST", "[::1]"}, func(c *config) { c.HTTP.Host = "::1" }},
 		{"IPv6 link-local host with its zone", []string{"BRIDGE_HOST", "fe80::1%eth0"}, func(c *config) { c.HTTP.Host = "fe80::1%eth0" }},
 		{"agent binary", []string{"ZEROCLAW_BIN", "/opt/zc"}, func(c *config) { c.Agent.Bin = "/opt/zc" }},
@@ -345,6 +346,10 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{`invalid -bridge-public-hosts "https://dotty.example.com": "https://dotty.example.com": want host names or IP addresses without scheme or port, comma-separated, such as dotty.example.com,192.168.1.20`}},
 		{"port range", nil, []string{"PORT", "70000"}, []string{`invalid PORT "70000": want a port from 0 to 65535`}},
 		{"port negative", nil, []string{"PORT", "-1"}, []string{`invalid PORT "-1": want a port from 0 to 65535`}},
+		{"upload budget zero", nil, []string{"BRIDGE_UPLOAD_BUDGET", "0"}, []string{`invalid BRIDGE_UPLOAD_BUDGET "0": want at least 1 (MiB)`}},
+		{"upload budget in bytes", nil, []string{"BRIDGE_UPLOAD_BUDGET", "16MiB"}, []string{`invalid BRIDGE_UPLOAD_BUDGET "16MiB": want a whole number of MiB`}},
+		{"upload budget overflow", nil, []string{"BRIDGE_UPLOAD_BUDGET", "9000000000000000"}, []string{`invalid BRIDGE_UPLOAD_BUDGET "9000000000000000": want a whole number of MiB`}},
+		{"upload budget negative", nil, []string{"BRIDGE_UPLOAD_BUDGET", "-4"}, []string{`invalid BRIDGE_UPLOAD_BUDGET "-4": want at least 1 (MiB)`}},
 		{"turns zero", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "0"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`}},
 		{"turns decimal", nil, []string{"ZEROCLAW_SESSION_MAX_TURNS", "2.5"}, []string{`invalid ZEROCLAW_SESSION_MAX_TURNS "2.5": want an integer`}},
 		{"sessions negative", nil, []string{"ZEROCLAW_MAX_SESSIONS", "-1"}, []string{`invalid ZEROCLAW_MAX_SESSIONS "-1": want at least 1`}},
@@ -612,8 +617,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 165 {
-		t.Errorf("%d settings, want 165 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 166 {
+		t.Errorf("%d settings, want 166 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

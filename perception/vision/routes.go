@@ -59,8 +59,14 @@ type upload struct {
 	hasQuestion bool
 }
 
+// multipartSlack is the room a body has beyond MaxUpload for the
+// multipart framing and the question.
+const multipartSlack = 64 << 10
+
 // readUpload streams the multipart body into memory (never to disk),
-// refusing more than MaxUpload bytes with 413.
+// refusing more than MaxUpload bytes with 413 (unread when the declared
+// length says so) and answering 503 when the server's upload budget has no
+// room for it in time.
 func (s *Service) readUpload(c echo.Context) (upload, error) {
 	var u upload
 	req := c.Request()
@@ -69,36 +75,49 @@ func (s *Service) readUpload(c echo.Context) (upload, error) {
 		return u, httpapi.Validation(httpapi.ValidationItem{Type: "missing", Loc: []any{"body", "file"}, Msg: "Field required", Input: nil})
 	}
 	limit := s.cfg.MaxUpload
-	body := http.MaxBytesReader(c.Response(), req.Body, limit+64<<10) // room for the multipart framing
-	r := multipart.NewReader(body, params["boundary"])
 	tooBig := httpapi.NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("upload over %d bytes", limit))
+	if req.ContentLength > limit+multipartSlack {
+		return u, tooBig
+	}
+	// failed answers a read error: 503 when the upload budget had no room,
+	// 413 past the limit, else 400 with what.
+	failed := func(err error, what string) error {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.Is(err, httpapi.ErrBusy):
+			return httpapi.Busy()
+		case errors.As(err, &mbe):
+			return tooBig
+		}
+		return httpapi.NewError(http.StatusBadRequest, what)
+	}
+	body := http.MaxBytesReader(c.Response(), req.Body, limit+multipartSlack)
+	r := multipart.NewReader(body, params["boundary"])
 	for {
 		part, err := r.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return u, tooBig
-			}
-			return u, httpapi.NewError(http.StatusBadRequest, "malformed multipart body: "+err.Error())
+			return u, failed(err, "malformed multipart body: "+err.Error())
 		}
 		switch part.FormName() {
 		case "file":
-			b, err := io.ReadAll(io.LimitReader(part, limit+1))
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) || int64(len(b)) > limit {
+			// The declared length bounds the file: one buffer of its size,
+			// not io.ReadAll's doublings, so a photo costs what the upload
+			// budget reserved for it.
+			b, err := httpapi.ReadAllSized(io.LimitReader(part, limit+1), min(req.ContentLength, limit+1))
+			if err == nil && int64(len(b)) > limit {
 				return u, tooBig
 			}
 			if err != nil {
-				return u, httpapi.NewError(http.StatusBadRequest, "could not read the upload: "+err.Error())
+				return u, failed(err, "could not read the upload: "+err.Error())
 			}
 			u.file, u.hasFile, u.contentType, u.filename = b, true, part.Header.Get("Content-Type"), part.FileName()
 		case "question":
 			b, err := io.ReadAll(io.LimitReader(part, 64<<10))
 			if err != nil {
-				return u, httpapi.NewError(http.StatusBadRequest, "could not read the question")
+				return u, failed(err, "could not read the question")
 			}
 			u.question, u.hasQuestion = string(b), true
 		default:
