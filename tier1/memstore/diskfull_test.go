@@ -64,17 +64,9 @@ func contents(t *testing.T, path string) map[string]int {
 // and every accepted write is in brain.db, once; none that was refused
 // is.
 func TestFullDiskLosesNoAcceptedWrite(t *testing.T) {
-	if !testkit.InMountNamespace(t) {
+	mnt, path, _, ok := v1OnTmpfs(t, 256<<10)
+	if !ok {
 		return
-	}
-	mnt := testkit.MountTmpfs(t, 256<<10)
-	path := filepath.Join(mnt, "brain.db")
-	src, err := os.ReadFile(memstoretest.V1(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, src, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	conds := healthtest.New(t, nil)
 	metrics := memstore.NewMetrics(nil)
@@ -156,17 +148,9 @@ func TestFullDiskLosesNoAcceptedWrite(t *testing.T) {
 // the same cause. The re-check that finds space again has them written
 // without waiting out the backoff.
 func TestFullDatabaseKeepsRowsInTheJournal(t *testing.T) {
-	if !testkit.InMountNamespace(t) {
+	mnt, path, _, ok := v1OnTmpfs(t, 256<<10)
+	if !ok {
 		return
-	}
-	mnt := testkit.MountTmpfs(t, 256<<10)
-	path := filepath.Join(mnt, "brain.db")
-	src, err := os.ReadFile(memstoretest.V1(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, src, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	memstoretest.Insert(t, path, memstoretest.Memory{ID: "held-1", Content: "likes trains", Namespace: "person_pending:sam"})
 	var logs testkit.LogBuffer
@@ -188,7 +172,7 @@ func TestFullDatabaseKeepsRowsInTheJournal(t *testing.T) {
 	if got := conds.Problems(); !strings.HasPrefix(got[0], "memory database: ") || !strings.HasSuffix(got[0], "(no space left on device)") {
 		t.Errorf("problems %q, want the database full", got)
 	}
-	err = s.Enqueue(memstore.Write{Content: "one too many", Category: "core"})
+	err := s.Enqueue(memstore.Write{Content: "one too many", Category: "core"})
 	if !errors.Is(err, memstore.ErrQueueFull) || !errors.Is(err, memstore.ErrDatabase) || !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Enqueue with %d waiting: %v, want the full queue and why", queue, err)
 	}
@@ -285,4 +269,24 @@ func TestFailingDatabaseRetriedOnTheClock(t *testing.T) {
 	if fi, err := os.Stat(path + ".voice-journal"); err != nil || fi.Size() != 0 {
 		t.Errorf("journal after the replay: %v %v", fi, err)
 	}
+}
+
+// v1OnTmpfs puts a copy of a V1 brain.db (its bytes: src) at path on a
+// tmpfs of size bytes mounted at mnt, in the test's private mount
+// namespace; ok is false in the process that ran the test there.
+func v1OnTmpfs(t *testing.T, size int) (mnt, path string, src []byte, ok bool) {
+	t.Helper()
+	if !testkit.InMountNamespace(t) {
+		return "", "", nil, false
+	}
+	mnt = testkit.MountTmpfs(t, size)
+	path = filepath.Join(mnt, "brain.db")
+	src, err := os.ReadFile(memstoretest.V1(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return mnt, path, src, true
 }

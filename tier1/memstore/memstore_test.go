@@ -377,17 +377,9 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 // re-check does not exist, and only a row written clears it. Neither
 // loses the row: it waits in the journal until brain.db takes it.
 func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
-	if !testkit.InMountNamespace(t) {
+	mnt, path, src, ok := v1OnTmpfs(t, 4<<20)
+	if !ok {
 		return
-	}
-	mnt := testkit.MountTmpfs(t, 4<<20)
-	path := filepath.Join(mnt, "brain.db")
-	src, err := os.ReadFile(memstoretest.V1(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, src, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	var logs testkit.LogBuffer
 	conds := healthtest.New(t, nil)
