@@ -43,14 +43,17 @@ say() { echo "container: $*"; }
 fail() { echo "container: FAIL: $*" >&2; exit 1; }
 
 tmp="$(mktemp -d)"
-image=localhost/zeroclaw-bridge:citest
+# Names carry the PID, so two runs on one machine (a loaded proof runs CI
+# beside CI) never share or remove each other's image or container.
+image="localhost/zeroclaw-bridge:citest$$"
 project="zbct$$"
+ctr="$project-image"
 cleanup() {
-  podman rm -f -v zbct-image >/dev/null 2>&1 || true
+  podman rm -f -v "$ctr" >/dev/null 2>&1 || true
   if [ -f "$tmp/compose.yml" ]; then podman-compose -p "$project" -f "$tmp/compose.yml" down >/dev/null 2>&1 || true; fi
   podman volume rm -f "${project}_bridge-data" >/dev/null 2>&1 || true
   podman network rm -f "${project}_dotty" >/dev/null 2>&1 || true
-  podman rmi -f "$image" zeroclaw-bridge:local >/dev/null 2>&1 || true
+  podman rmi -f "$image" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -163,20 +166,20 @@ fi
 
 # ── the image as it is ────────────────────────────────────────────────────
 p="$(port)"
-podman run -d --name zbct-image -p "127.0.0.1:$p:8080" -e WEATHER_LOCATION=- \
+podman run -d --name "$ctr" -p "127.0.0.1:$p:8080" -e WEATHER_LOCATION=- \
   -e VOICE_MEMORY_DB=/data/zeroclaw/brain.db "$image" >/dev/null 2>"$tmp/run.err" ||
   fail "podman run: $(cat "$tmp/run.err")"
-wait_ready "$p" >/dev/null || { podman logs zbct-image 2>&1 | tail -n 20 >&2; fail "image: no ready /health"; }
+wait_ready "$p" >/dev/null || { podman logs "$ctr" 2>&1 | tail -n 20 >&2; fail "image: no ready /health"; }
 round_trip "$p" "hello image"
-[ "$(podman exec zbct-image id -u)" = 10001 ] || fail "the bridge does not run as 10001"
-podman exec zbct-image test -f /data/zeroclaw/brain.db || fail "no brain.db under /data"
-podman healthcheck run zbct-image 2>/dev/null || fail "HEALTHCHECK failed"
+[ "$(podman exec "$ctr" id -u)" = 10001 ] || fail "the bridge does not run as 10001"
+podman exec "$ctr" test -f /data/zeroclaw/brain.db || fail "no brain.db under /data"
+podman healthcheck run "$ctr" 2>/dev/null || fail "HEALTHCHECK failed"
 t1=$SECONDS
-podman stop -t 60 zbct-image >/dev/null 2>&1
-code="$(podman inspect zbct-image --format '{{.State.ExitCode}}')"
-[ "$code" = 0 ] || { podman logs zbct-image 2>&1 | tail -n 20 >&2; fail "exit status $code after SIGTERM"; }
-podman logs zbct-image 2>&1 | grep -q 'stopped' || fail "no 'stopped' log line"
-podman rm -v zbct-image >/dev/null 2>>"$tmp/podman.err"
+podman stop -t 60 "$ctr" >/dev/null 2>&1
+code="$(podman inspect "$ctr" --format '{{.State.ExitCode}}')"
+[ "$code" = 0 ] || { podman logs "$ctr" 2>&1 | tail -n 20 >&2; fail "exit status $code after SIGTERM"; }
+podman logs "$ctr" 2>&1 | grep -q 'stopped' || fail "no 'stopped' log line"
+podman rm -v "$ctr" >/dev/null 2>>"$tmp/podman.err"
 say "image: uid 10001, /health, /api/message, HEALTHCHECK, SIGTERM -> exit 0 in $((SECONDS - t1)) s"
 
 # ── the compose snippet ───────────────────────────────────────────────────
@@ -194,9 +197,10 @@ sed -e "s#^\([[:space:]]*- \)/root/.cargo/bin/zeroclaw:#\1$tmp/host/.cargo/bin/z
   -e "s#^\([[:space:]]*- \)/root/.zeroclaw:#\1$tmp/host/.zeroclaw:#" \
   -e "s#\"8080:8080\"#\"127.0.0.1:$p:8080\"#" \
   -e "s#container_name: zeroclaw-bridge#container_name: $project-bridge#" \
+  -e "s#image: zeroclaw-bridge:local\$#image: $image#" \
   packaging/compose.bridge.yml >"$tmp/compose.yml"
 grep -q "$tmp/host/.zeroclaw:/root/.zeroclaw$" "$tmp/compose.yml" || fail "compose: the ZeroClaw mount was not found to redirect"
-podman tag "$image" zeroclaw-bridge:local
+grep -q "image: $image$" "$tmp/compose.yml" || fail "compose: the image line was not found to redirect"
 podman-compose -p "$project" -f "$tmp/compose.yml" up -d --no-build >"$tmp/compose.log" 2>&1 ||
   { cat "$tmp/compose.log" >&2; fail "podman-compose up"; }
 health="$(wait_ready "$p")" || { podman logs "$project-bridge" 2>&1 | tail -n 20 >&2; fail "compose: no ready /health"; }
