@@ -39,7 +39,8 @@ type Camera interface {
 	// for one stored after it.
 	Mark() uint64
 	// NextPhoto waits until device has a camera description stored after
-	// mark; ok is false when ctx ends first.
+	// mark; ok is false when ctx ends first. One already stored is
+	// returned even when ctx has ended.
 	NextPhoto(ctx context.Context, device string, mark uint64) (desc string, ok bool)
 	// NextSound is NextPhoto for audio captions.
 	NextSound(ctx context.Context, device string, mark uint64) (desc string, ok bool)

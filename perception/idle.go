@@ -72,7 +72,19 @@ func (c *consumers) idleOnce(ctx context.Context) {
 	}); err != nil {
 		return // the client logged it (a missing route once)
 	}
-	desc := c.await(ctx, cam, device, mark, c.cfg.IdleResultWait, Camera.NextPhoto)
+	// As bridge.py: the whole wait after every shot, however soon the
+	// description comes, so the next sleep starts only after it; then
+	// the newest description since the shot is judged.
+	t := c.clock.NewTimer(c.cfg.IdleResultWait)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return
+	case <-t.Chan():
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel() // so NextPhoto returns what is there without waiting
+	desc, _ := cam.NextPhoto(ended, device, mark)
 	if desc == "" {
 		if ctx.Err() == nil {
 			log.Info("no fresh description of the idle photo", "device", device)

@@ -63,14 +63,14 @@ func (c *consumers) sceneLoop(ctx context.Context) {
 					continue
 				}
 			}
-			Safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name) })
+			Safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name, true) })
 		case <-t.Chan():
 			t.Reset(c.cfg.SceneInterval)
 			for _, dev := range c.s.states.Devices() {
 				if dev == "" || dev == "unknown" {
 					continue
 				}
-				Safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick") })
+				Safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick", false) })
 			}
 		}
 	}
@@ -78,8 +78,12 @@ func (c *consumers) sceneLoop(ctx context.Context) {
 
 // synthesise composes device's scene from what the robot saw (60 s) and
 // heard (120 s) and who is there, and keeps it unless the device had one
-// less than SceneMinGap ago. Nothing fresh seen or heard, no scene.
-func (c *consumers) synthesise(device, reason string) {
+// less than SceneMinGap ago. Nothing fresh seen or heard, no scene. With
+// create, a device not in the table yet (a robot whose first sign of
+// life is an audio caption) is added, as bridge.py writes its scene too;
+// like any new device it may evict the least recently seen one. The tick
+// only amends devices still kept.
+func (c *consumers) synthesise(device, reason string, create bool) {
 	var vision, audio string
 	if c.s.cfg.Senses != nil {
 		vision, audio = c.s.cfg.Senses.Fresh(device)
@@ -91,14 +95,19 @@ func (c *consumers) synthesise(device, reason string) {
 	now := c.clock.Now()
 	wall := epochSeconds(now)
 	var scene *Scene
-	kept := c.s.states.Amend(device, func(d *DeviceState) {
+	compose := func(d *DeviceState) {
 		if d.Scene != nil && wall-d.Scene.TSWall < c.cfg.SceneMinGap.Seconds() {
 			return
 		}
 		scene = composeScene(d, now.In(c.s.cfg.Location), c.cfg.IdentityTTL, vision, audio)
 		d.Scene = scene
-	})
-	if !kept || scene == nil {
+	}
+	if create {
+		c.s.states.Update(device, compose)
+	} else {
+		c.s.states.Amend(device, compose)
+	}
+	if scene == nil {
 		return
 	}
 	appendTo(c.journals.scene, now, SceneRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Type: "scene_synthesis",

@@ -351,7 +351,7 @@ func roomPrompt(roster []perception.Person) string {
 }
 
 // roomView is the roster path: gates, the VLM, the parser, mood into
-// state and face_recognized on a match.
+// state and a face_recognized broadcast on a match.
 func (s *Service) roomView(ctx context.Context, device string, jpeg []byte) (string, *string) {
 	now := s.clock.Now()
 	wall := float64(now.UnixNano()) / 1e9
@@ -398,8 +398,13 @@ func (s *Service) roomView(ctx context.Context, device string, jpeg []byte) (str
 			}
 		}
 	}
+	// A match from a photo is a hint, not a face in front of the camera:
+	// like bridge.py it is only broadcast (the named greeting, the
+	// greeter, scene synthesis and the recent ring hear it) and never
+	// written into the device's state, so the prompt, the scene and the
+	// identity pip do not name someone the camera may not be showing.
 	if id != nil && s.cfg.Perception != nil {
-		s.cfg.Perception.Ingest(perception.Event{DeviceID: device, TS: wall, Name: "face_recognized",
+		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: wall, Name: "face_recognized",
 			Data: map[string]any{"identity": *id, "source": "room_view"}})
 	}
 	return desc, id

@@ -49,7 +49,6 @@ type Model struct {
 // perception service (*perception.Service).
 type Perception interface {
 	States() *perception.States
-	Ingest(ev perception.Event)
 	Broadcast(ev perception.Event)
 }
 
@@ -62,8 +61,8 @@ type Config struct {
 	KidMode func() bool
 	// Household is the roster of the room-view path; nil means none.
 	Household *perception.Household
-	// Perception receives face_recognized, face_mood and audio_captioned;
-	// nil skips them.
+	// Perception receives face_mood (state) and the face_recognized and
+	// audio_captioned broadcasts; nil skips them.
 	Perception Perception
 	// RoomViewCooldown is DOTTY_IDLE_VISION_COOLDOWN_SEC (120 s).
 	RoomViewCooldown time.Duration
@@ -324,7 +323,8 @@ func (s *Cache) Mark() uint64 {
 }
 
 // NextPhoto waits until device has a camera description stored after mark
-// and returns it (stripped); ok is false when ctx ends first.
+// and returns it (stripped); ok is false when ctx ends first. One already
+// stored is returned even when ctx has ended.
 func (s *Cache) NextPhoto(ctx context.Context, device string, mark uint64) (string, bool) {
 	return s.next(ctx, s.images, device, mark)
 }
