@@ -11,12 +11,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -180,6 +182,93 @@ func TestFutureTSDoesNotKeepAnIdentityFresh(t *testing.T) {
 		return true
 	})
 	t.Logf("identity gone from the prompt %.1f s after the event", float64(time.Now().UnixNano())/1e9-after)
+}
+
+// TestRoomViewMatchIsOnlyAHint runs the binary with a recording fake
+// xiaozhi and a VLM that matches the room view to Alex. As bridge.py, the
+// match is broadcast (the named greeting says it and lights the pip once)
+// but is not the face in front of the camera: when Sam then names
+// himself the prompt has "[Speaking with] Sam" and "You see an
+// unrecognised face", never "You see alex", and the pip is not re-lit
+// (the refresher runs every 0.2 s here).
+func TestRoomViewMatchIsOnlyAHint(t *testing.T) {
+	promptLog := filepath.Join(t.TempDir(), "prompts.ndjson")
+	vlm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"v","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"DESC: A boy with curly red hair | NAME: Alex | MOOD: engaged"}}]}`)
+	}))
+	defer vlm.Close()
+	xz := xiaozhitest.New(t)
+	host, port := xz.HostPort()
+	bin, _, env := acptest.Command("echo", "ZCB_ACPTEST_PROMPT_LOG="+promptLog)
+	p := startBridge(t, append([]string{"ZEROCLAW_BIN=" + bin, "VISION_API_URL=" + vlm.URL + "/v1/chat/completions",
+		"OPENROUTER_API_KEY=sk-or-test", "XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(port),
+		"FACE_IDENTITY_REFRESH_INTERVAL_SEC=0.2", "GREETER_ENABLED=0"}, env...)...)
+	household := "people:\n" +
+		"  alex:\n    display_name: Alex\n    relation: son\n    appearance: a boy with curly red hair\n" +
+		"  sam:\n    display_name: Sam\n    relation: dad\n    appearance: a tall man with a grey beard\n    self_id_phrases: [\"it's sam\"]\n"
+	if err := os.WriteFile(filepath.Join(p.stateDir, "household.yaml"), []byte(household), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.health("the agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
+
+	if code, out := p.post("/api/perception/event", `{"device_id":"dotty-e2e","name":"face_detected","data":{}}`); code != http.StatusNoContent {
+		t.Fatalf("event: %d %s", code, out)
+	}
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	part, _ := w.CreateFormFile("file", "photo.jpg")
+	part.Write([]byte("\xff\xd8\xff\xe0jpeg"))
+	w.WriteField("question", "__ROOM_VIEW_V1__")
+	w.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/vision/explain", &body)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("device-id", "dotty-e2e")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(out)) != `{"description":"A boy with curly red hair"}` {
+		t.Fatalf("room view: %d %s", resp.StatusCode, out)
+	}
+	// bridge.py's actions on the broadcast: the named greeting and one pip.
+	testkit.WaitFor(t, 10*time.Second, "the named greeting", func() bool {
+		return len(xz.CallsTo("/xiaozhi/admin/say")) == 1 && len(xz.CallsTo("/xiaozhi/admin/set-face-identified")) == 1
+	})
+	if say := xz.CallsTo("/xiaozhi/admin/say"); say[0].Body["text"] != "Oh, it's Alex!" {
+		t.Errorf("say %+v", say[0].Body)
+	}
+	var scene string
+	testkit.WaitFor(t, 10*time.Second, "the scene", func() bool {
+		_, scene = p.get("/api/perception/scene?device_id=dotty-e2e")
+		return strings.Contains(scene, `"text":`)
+	})
+	if !strings.Contains(scene, "Someone is in the room.") || !strings.Contains(scene, `"face_id":null`) {
+		t.Errorf("scene %s, want bridge.py's \"Someone is in the room.\"", scene)
+	}
+	if _, out := p.get("/api/perception/state?device_id=dotty-e2e"); strings.Contains(out, "last_face_id") || !strings.Contains(out, `"face_mood":"engaged"`) {
+		t.Errorf("state %s", out)
+	}
+
+	prompt := promptOf(t, p, promptLog, "It's Sam, hello", map[string]any{"device_id": "dotty-e2e"})
+	if !strings.HasPrefix(lineWith(prompt, "[Speaking with] "), "[Speaking with] Sam — dad") {
+		t.Errorf("speaker line %q", lineWith(prompt, "[Speaking with] "))
+	}
+	perc := lineWith(prompt, "[Current perception] ")
+	if !strings.HasPrefix(perc, "[Current perception] You see an unrecognised face in front of you. ") ||
+		!strings.HasSuffix(perc, " — Someone is in the room. Dotty sees A boy with curly red hair. State: idle.") {
+		t.Errorf("perception line %q, want bridge.py's", perc)
+	}
+	if strings.Contains(strings.ToLower(prompt), "you see alex") || strings.Contains(prompt, "alex is in the room") {
+		t.Errorf("the photo's match reached the prompt as a face:\n%s", prompt)
+	}
+	// The refresher has run many times since; a re-lit pip would be seen
+	// within the second (the correct bridge passes however slow it is).
+	if testkit.Within(time.Second, func() bool { return len(xz.CallsTo("/xiaozhi/admin/set-face-identified")) > 1 }) {
+		t.Errorf("%d set-face-identified calls, want bridge.py's 1", len(xz.CallsTo("/xiaozhi/admin/set-face-identified")))
+	}
 }
 
 // promptOf runs a voice turn with content "[User] <probe>" and metadata,
