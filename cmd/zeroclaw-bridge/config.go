@@ -549,7 +549,7 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMin, v) }},
 	{env: "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", def: "300", help: "longest random wait in seconds between idle photos",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMax, v) }},
-	{env: "IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", def: "20", help: "seconds to wait for an idle photo's description",
+	{env: "IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", def: "20", help: "seconds the idle photographer waits after each accepted photo before judging its description",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleResultWait, v) }},
 	{env: "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", def: "0.7", help: "word-overlap (Jaccard, 0-1) with the last kept idle description at or above which a new one counts as a repeat",
 		parse: func(c *config, v string) error { return parseFloat(&c.Perception.Consumers.IdleJaccard, v) }},
