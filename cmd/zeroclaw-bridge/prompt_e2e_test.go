@@ -200,16 +200,18 @@ func TestRoomViewMatchIsOnlyAHint(t *testing.T) {
 	defer vlm.Close()
 	xz := xiaozhitest.New(t)
 	host, port := xz.HostPort()
+	// The roster is there before the bridge starts, so the room view has
+	// it whenever the bridge first reads it.
+	household := filepath.Join(t.TempDir(), "household.yaml")
+	if err := os.WriteFile(household, []byte("people:\n"+
+		"  alex:\n    display_name: Alex\n    relation: son\n    appearance: a boy with curly red hair\n"+
+		"  sam:\n    display_name: Sam\n    relation: dad\n    appearance: a tall man with a grey beard\n    self_id_phrases: [\"it's sam\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bin, _, env := acptest.Command("echo", "ZCB_ACPTEST_PROMPT_LOG="+promptLog)
 	p := startBridge(t, append([]string{"ZEROCLAW_BIN=" + bin, "VISION_API_URL=" + vlm.URL + "/v1/chat/completions",
 		"OPENROUTER_API_KEY=sk-or-test", "XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(port),
-		"FACE_IDENTITY_REFRESH_INTERVAL_SEC=0.2", "GREETER_ENABLED=0"}, env...)...)
-	household := "people:\n" +
-		"  alex:\n    display_name: Alex\n    relation: son\n    appearance: a boy with curly red hair\n" +
-		"  sam:\n    display_name: Sam\n    relation: dad\n    appearance: a tall man with a grey beard\n    self_id_phrases: [\"it's sam\"]\n"
-	if err := os.WriteFile(filepath.Join(p.stateDir, "household.yaml"), []byte(household), 0o600); err != nil {
-		t.Fatal(err)
-	}
+		"FACE_IDENTITY_REFRESH_INTERVAL_SEC=0.2", "GREETER_ENABLED=0", "HOUSEHOLD_YAML_PATH=" + household}, env...)...)
 	p.health("the agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
 
 	if code, out := p.post("/api/perception/event", `{"device_id":"dotty-e2e","name":"face_detected","data":{}}`); code != http.StatusNoContent {

@@ -667,21 +667,25 @@ func TestSceneOnANewRobotsFirstCaption(t *testing.T) {
 		t.Errorf("prompt lines %q", got)
 	}
 
-	// The flood: every caption names a new device.
+	// The flood: every caption names a new device, which gets its scene
+	// (and so joins the table, evicting the least recently seen).
 	const flood = 100
 	for i := range flood {
-		if code, _ := c.upload(t, "/api/audio/explain", fmt.Sprint("ear-", i), "", []byte("RIFF"), "audio/wav"); code != 200 {
+		dev := fmt.Sprint("ear-", i)
+		if code, _ := c.upload(t, "/api/audio/explain", dev, "", []byte("RIFF"), "audio/wav"); code != 200 {
 			t.Fatal(code)
 		}
+		testkit.WaitFor(t, 5*time.Second, dev+"'s scene", func() bool {
+			st, ok := c.p.States().Get(dev)
+			return ok && st.Scene != nil
+		})
 		if n := c.p.States().Len(); n > 8 {
 			t.Fatalf("%d devices after %d new ones, bound 8", n, i+1)
 		}
 	}
-	last := fmt.Sprint("ear-", flood-1)
-	testkit.WaitFor(t, 5*time.Second, "the last device's scene", func() bool {
-		st, ok := c.p.States().Get(last)
-		return ok && st.Scene != nil
-	})
+	if _, ok := c.p.States().Get("d-new"); ok {
+		t.Error("the first robot was not evicted")
+	}
 	_, body := c.get(t, "/api/perception/scene")
 	var scenes map[string]perception.Scene
 	if err := json.Unmarshal([]byte(body), &scenes); err != nil {
@@ -690,10 +694,10 @@ func TestSceneOnANewRobotsFirstCaption(t *testing.T) {
 	c.s.mu.Lock()
 	sounds := c.s.sounds.Len()
 	c.s.mu.Unlock()
-	if n := c.p.States().Len(); n != 8 || len(scenes) > 8 || sounds > 8 || c.p.Bus().Rings() > 8 {
+	if n := c.p.States().Len(); n != 8 || len(scenes) != 8 || sounds > 8 || c.p.Bus().Rings() > 8 {
 		t.Errorf("after the flood: %d devices, %d scenes, %d captions, %d rings; bound 8", n, len(scenes), sounds, c.p.Bus().Rings())
 	}
-	if n := len(c.lines(t, "scene-synthesis-2026-11-22.ndjson")); n < 2 || n > flood+1 {
-		t.Errorf("%d scene records", n)
+	if n := len(c.lines(t, "scene-synthesis-2026-11-22.ndjson")); n != flood+1 {
+		t.Errorf("%d scene records, want bridge.py's %d (one per robot)", n, flood+1)
 	}
 }

@@ -193,6 +193,7 @@ func (s *Service) explain(c echo.Context) error {
 	now := s.clock.Now()
 	s.storeImage(device, entry{desc: desc, at: now, roomID: roomID, question: question, source: "explain"})
 	s.keepPhoto(device, Photo{JPEG: u.file, Description: desc, At: now})
+	s.announceMatch(device, roomID, now)
 	s.log.Info("photo described", "device", device, "bytes", len(u.file), "room_match", roomID != nil, "elapsed", time.Since(start))
 	observe(s.cfg.VisionDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})
@@ -351,7 +352,8 @@ func roomPrompt(roster []perception.Person) string {
 }
 
 // roomView is the roster path: gates, the VLM, the parser, mood into
-// state and a face_recognized broadcast on a match.
+// state; it returns the description and the roster id matched, if any
+// (see announceMatch).
 func (s *Service) roomView(ctx context.Context, device string, jpeg []byte) (string, *string) {
 	now := s.clock.Now()
 	wall := float64(now.UnixNano()) / 1e9
@@ -398,16 +400,23 @@ func (s *Service) roomView(ctx context.Context, device string, jpeg []byte) (str
 			}
 		}
 	}
-	// A match from a photo is a hint, not a face in front of the camera:
-	// like bridge.py it is only broadcast (the named greeting, the
-	// greeter, scene synthesis and the recent ring hear it) and never
-	// written into the device's state, so the prompt, the scene and the
-	// identity pip do not name someone the camera may not be showing.
-	if id != nil && s.cfg.Perception != nil {
-		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: wall, Name: "face_recognized",
-			Data: map[string]any{"identity": *id, "source": "room_view"}})
-	}
 	return desc, id
+}
+
+// announceMatch broadcasts a room view's match as face_recognized. A match
+// from a photo is a hint, not a face in front of the camera: as in
+// bridge.py it is only broadcast (the named greeting, the greeter, scene
+// synthesis and the recent ring hear it), never written into the
+// device's state, so the prompt, the scene and the identity pip do not
+// name someone the camera may not be showing. It comes after the photo's
+// description is stored, as in bridge.py, so a scene made on it sees the
+// description.
+func (s *Service) announceMatch(device string, id *string, at time.Time) {
+	if id == nil || s.cfg.Perception == nil {
+		return
+	}
+	s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(at.UnixNano()) / 1e9, Name: "face_recognized",
+		Data: map[string]any{"identity": *id, "source": "room_view"}})
 }
 
 // audioFormats maps content types to input_audio formats.
