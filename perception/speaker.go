@@ -340,7 +340,9 @@ func timeBucket(local time.Time) string {
 // perceptionVotes adds a vote for each roster member recognised on the
 // caller's device within the window: from its recent events, and from the
 // device state too, since a burst of other events can push a recognition
-// out of the 20-event ring while it is still fresh.
+// out of the 20-event ring while it is still fresh. A room view's match
+// (source room_view) is a photo's hint, not a recognised face: it does
+// not vote here.
 func (sp *speaker) perceptionVotes(votes []SpeakerVote, s *Service, house *Household, device string, now time.Time) []SpeakerVote {
 	window := sp.cfg.PerceptionWindow
 	if device == "" || window < 0 {
@@ -363,6 +365,9 @@ func (sp *speaker) perceptionVotes(votes []SpeakerVote, s *Service, house *House
 	for _, ev := range s.bus.Recent(device, 0) { // newest first
 		if ev.Name != "face_recognized" || ev.TS < cutoff {
 			continue
+		}
+		if src, _ := ev.Data["source"].(string); src == "room_view" {
+			continue // a photo's match: it votes as metadata.room_match_person_id (vlm_match), once
 		}
 		if id, ok := ev.Data["identity"].(string); ok {
 			vote(id)

@@ -611,6 +611,16 @@ func TestRoomViewMatchIsAHint(t *testing.T) {
 		t.Errorf("state %s", body)
 	}
 
+	// The match votes for Alex only as xiaozhi passes it on
+	// (metadata.room_match_person_id), as in bridge.py, not as a face too.
+	if block, _ := c.p.SpeakerBlock("[User] hello", "dotty", "d1", "alex"); !strings.HasPrefix(block, "[Speaking with] Alex") ||
+		!strings.HasSuffix(block, "  (signals: vlm_match, conf=0.60)\n") {
+		t.Errorf("speaker with the room match %q, want bridge.py's vlm_match alone", block)
+	}
+	if block, _ := c.p.SpeakerBlock("[User] hello", "dotty", "d1", ""); block != "" {
+		t.Errorf("speaker without the room match %q, want none", block)
+	}
+
 	// Sam names himself: the speaker line is his and the perception
 	// lines name nobody.
 	block, person := c.p.SpeakerBlock("[User] It's Sam, what's up?", "dotty", "d1", "")
