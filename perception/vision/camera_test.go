@@ -676,6 +676,9 @@ func TestSceneOnANewRobotsFirstCaption(t *testing.T) {
 	if got := c.p.PerceptionLines("d-new"); !slices.Equal(got, []string{want}) {
 		t.Errorf("prompt lines %q", got)
 	}
+	if _, body := c.get(t, "/api/perception/state"); body != `{"d-new":{"sensor_age_s":null,"sensor_stale":true}}` {
+		t.Errorf("state %s", body)
+	}
 
 	// The flood: every caption names a new device, which gets its scene
 	// (and so joins the table, evicting the least recently seen).
