@@ -88,7 +88,7 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 		now = now.Add(5 * time.Minute) // keep the turns within today
 	}
 	morning := now.Add(-time.Duration(now.Hour()*3600+now.Minute()*60) * time.Second / 2) // earlier today
-	failed(nil, morning, "what's the weather?", "exception")                             // before this bridge started
+	failed(nil, morning, "what's the weather?", "exception")                              // before this bridge started
 	clog.Write(convolog.Record{TS: morning.Add(time.Second), Channel: "dotty", RequestText: "hi", ResponseText: "😊 Hi!", EmojiUsed: "😊"})
 
 	url1, bus1, stop1 := start()

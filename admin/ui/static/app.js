@@ -754,7 +754,7 @@
     const x = h.xiaozhi || {};
     const port = (name, n, open) => n ? `${name} :${n} ${open ? "answers" : "closed"}` : "";
     hostFig("host-ports", x.host ? [port("HTTP", x.http_port, x.http), port("WebSocket", x.ws_port, x.websocket)].filter(Boolean).join(" · ")
-      : "XIAOZHI_HOST not set", x.host && !(x.http && x.websocket) ? "warn" : "");
+      : "XIAOZHI_HOST not set", x.host && ((x.http_port && !x.http) || (x.ws_port && !x.websocket)) ? "warn" : "");
     hostFig("host-robots", typeof h.robots_seen === "number" ? String(h.robots_seen) : null);
   }
   // ---- /host view
