@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net"
@@ -157,12 +158,11 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	b := make([]byte, maxProcFile)
-	n, err := f.Read(b)
-	if err != nil && n == 0 {
+	b, err := io.ReadAll(io.LimitReader(f, maxProcFile))
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return b[:n], nil
+	return b, nil
 }
 
 // cpuTemp is the CPU's thermal zone's temperature: the first zone whose

@@ -140,7 +140,7 @@ func main() {
 }
 
 func write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("make %s: %w", dir, err)
 	}
 	for _, ic := range Icons {
