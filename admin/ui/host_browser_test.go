@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -55,11 +56,14 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 	closed.Close()
 	httpPort := xzHTTP.Addr().(*net.TCPAddr).Port
 
+	// The dashboards' day is fixed, so no midnight falls within the test.
+	noon := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(noon)
 	// start runs a bridge's dashboard over the shared log directory; stop
 	// ends it as a restart does.
 	start := func() (url string, bus *turnbus.Bus, stop func()) {
 		bus = turnbus.New(nil)
-		u := New(Config{Turns: bus, Location: time.UTC, Access: credentials("nana", "s3cret"), ConvoLogPath: clog.Path,
+		u := New(Config{Turns: bus, Clock: clock, Location: time.UTC, Access: credentials("nana", "s3cret"), ConvoLogPath: clog.Path,
 			StateDir: logDir, RobotsSeen: func() int { return 2 }, XiaozhiHost: "127.0.0.1", XiaozhiHTTPPort: httpPort, XiaozhiWSPort: wsPort})
 		e := echo.New()
 		e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
@@ -83,12 +87,8 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 			bus.Publish(tr)
 		}
 	}
-	now := time.Now().UTC()
-	if now.Hour() == 0 && now.Minute() < 5 {
-		now = now.Add(5 * time.Minute) // keep the turns within today
-	}
-	morning := now.Add(-time.Duration(now.Hour()*3600+now.Minute()*60) * time.Second / 2) // earlier today
-	failed(nil, morning, "what's the weather?", "exception")                              // before this bridge started
+	morning := noon.Add(-3 * time.Hour)
+	failed(nil, morning, "what's the weather?", "exception") // before this bridge started
 	clog.Write(convolog.Record{TS: morning.Add(time.Second), Channel: "dotty", RequestText: "hi", ResponseText: "😊 Hi!", EmojiUsed: "😊"})
 
 	url1, bus1, stop1 := start()
@@ -300,7 +300,7 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 				document.getElementById("errors-today").textContent.startsWith("%d failed turn"); })()`, n, n, n)
 	}
 	holds("the morning's error from the log", errorsTab(1)+` && document.querySelector("#feed li[data-error]").textContent.includes("what's the weather?")`)
-	failed(bus1, time.Now().UTC(), "sing a song", "timeout")
+	failed(bus1, noon.Add(-time.Minute), "sing a song", "timeout")
 	holds("a live error", `document.getElementById("error-count").textContent === "2"`)
 	if err := chromedp.Do(bctx, chromedp.Reload()); err != nil {
 		t.Fatal(err)
