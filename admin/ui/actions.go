@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -419,6 +417,8 @@ type statusResult struct {
 	SmartOff string   `json:"smart_off_model"`
 	SmartOn  string   `json:"smart_on_model"`
 	States   []string `json:"states"`
+	// Host is the machine the bridge runs on (host.go).
+	Host hostStatus `json:"host"`
 }
 
 // xiaozhiStatus is xiaozhi's and the robot's reachability.
@@ -460,21 +460,9 @@ func (u *UI) status(c echo.Context) error {
 				res.Xiaozhi.Devices = []string{}
 			}
 		}
-		if u.cfg.XiaozhiHost != "" && u.cfg.XiaozhiWSPort > 0 {
-			res.Xiaozhi.WebSocket = tcpOpen(ctx, net.JoinHostPort(u.cfg.XiaozhiHost, strconv.Itoa(u.cfg.XiaozhiWSPort)))
-		}
 	}
+	ports := u.xiaozhiPorts(c.Request().Context())
+	res.Xiaozhi.WebSocket = res.Xiaozhi.Configured && ports.WebSocket
+	res.Host = u.host(ports)
 	return httpapi.WriteJSON(c, http.StatusOK, res)
-}
-
-// tcpOpen reports whether addr accepts a TCP connection within 2 s.
-func tcpOpen(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return false
-	}
-	_ = conn.Close()
-	return true
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
@@ -378,10 +379,11 @@ func TestStatus(t *testing.T) {
 	want := statusResult{Version: "v-test", DemoAgent: true, DemoAdvice: "For real answers, set STEERABLE_CMD.", Open: true, KidMode: true,
 		Xiaozhi:  xiaozhiStatus{Configured: true, Reachable: true, Devices: []string{"dotty-1"}, WebSocket: true},
 		SmartOff: "small-local", SmartOn: "big-cloud", States: admin.States}
-	if d := cmp.Diff(got, want); d != "" {
+	if d := cmp.Diff(got, want, cmpopts.IgnoreFields(statusResult{}, "Host")); d != "" {
 		t.Errorf("status (-got +want):\n%s", d)
 	}
 	ws.Close()
+	p.clock.Advance(probeTTL) // the port probe's answer is kept that long
 	p.xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 500, Body: "down"})
 	_, body = get(t, p.url+"/ui/api/status", "", "")
 	if err := json.Unmarshal([]byte(body), &got); err != nil {

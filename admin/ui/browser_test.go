@@ -31,6 +31,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 
@@ -381,6 +382,21 @@ func TestControlPanelInBrowser(t *testing.T) {
 			return nil
 		}}
 	mem.wire(&cfg)
+	// The Host card of the screenshots: a Raspberry Pi's figures, and a
+	// failed turn earlier today in the conversation log.
+	hostRoot := t.TempDir()
+	writeTree(t, hostRoot, map[string]string{
+		"proc/loadavg":                         "0.42 0.35 0.30 1/210 4242\n",
+		"proc/meminfo":                         "MemTotal:        3884328 kB\nMemAvailable:    2516784 kB\n",
+		"proc/uptime":                          "360720.50 1400000.00\n",
+		"sys/class/thermal/thermal_zone0/type": "cpu-thermal\n",
+		"sys/class/thermal/thermal_zone0/temp": "52089\n",
+	})
+	clog := convolog.New(convolog.Config{Dir: filepath.Join(dir, "logs"), Location: time.UTC})
+	clog.Write(convolog.Record{TS: time.Now().Add(-time.Minute), Channel: "dotty", RequestText: "what's the weather tomorrow?",
+		ResponseText: "😐 My AI brain is offline.", EmojiUsed: "😐", Latency: 30 * time.Second, Error: "timeout"})
+	cfg.ProcDir, cfg.SysDir, cfg.StateDir, cfg.ConvoLogPath = filepath.Join(hostRoot, "proc"), filepath.Join(hostRoot, "sys"), dir, clog.Path
+	cfg.XiaozhiHost, cfg.XiaozhiHTTPPort, cfg.XiaozhiWSPort, cfg.RobotsSeen = host, port, port, func() int { return 3 }
 	u := New(cfg)
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
@@ -548,6 +564,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		document.querySelectorAll("#feed .summary").length === 2`)
 	holds("memory review and today's journal", `document.getElementById("mem-count").textContent === "2 to review" &&
 		!document.getElementById("today-card").hidden && document.querySelectorAll("#today-greetings li").length === 2`)
+	holds("host card and today's error", `document.getElementById("host-temp").textContent === "52.1 °C" &&
+		document.getElementById("host-robots").textContent === "3" && document.getElementById("error-count").textContent === "1"`)
 	screenshots(t, bctx)
 
 	// A page on another site cannot drive the robot: its request (the

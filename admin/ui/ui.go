@@ -71,6 +71,20 @@ type Config struct {
 	// WebSocket (XIAOZHI_HOST, XIAOZHI_WS_PORT).
 	XiaozhiHost   string
 	XiaozhiWSPort int
+	// XiaozhiHTTPPort is xiaozhi's HTTP (admin, OTA) port, probed for the
+	// host view (XIAOZHI_OTA_PORT); 0 is not probed.
+	XiaozhiHTTPPort int
+	// ProcDir and SysDir are where the host view reads /proc and /sys
+	// ("": the real ones); StateDir is the directory whose file system it
+	// reports (CONVO_LOG_DIR; "": none).
+	ProcDir, SysDir, StateDir string
+	// RobotsSeen is how many robots perception has seen (its device
+	// table); nil: unknown.
+	RobotsSeen func() int
+	// ConvoLogPath is the conversation log's file for a day (convolog's
+	// Log.Path), read for today's errors; nil: the errors view has only
+	// the live feed.
+	ConvoLogPath func(t time.Time) string
 	// RecentEvents is every robot's recent perception events as a JSON
 	// array of feed frames, newest first (perception's Bus.RecentJSON);
 	// nil: the page asks each robot's /api/perception/recent.
@@ -141,6 +155,9 @@ type UI struct {
 
 	mu     sync.Mutex
 	recent [][]byte // encoded turns, oldest first
+
+	hostInfo *hostReader // the host view's /proc, /sys and statfs
+	ports    *portProber // xiaozhi's ports, probed at most every probeTTL
 }
 
 // New returns the dashboard; Run feeds it.
@@ -164,7 +181,9 @@ func New(cfg Config) *UI {
 		cfg.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: cfg.Logger})
 	}
 	u := &UI{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxClients),
-		clients: fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger})}
+		clients:  fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger}),
+		hostInfo: newHostReader(cfg.ProcDir, cfg.SysDir, cfg.StateDir, cfg.Logger),
+		ports:    newPortProber(cfg.Clock)}
 	if cfg.Turns != nil {
 		feed, err := cfg.Turns.Subscribe("dashboard", 256)
 		if err != nil {
@@ -258,6 +277,8 @@ func (u *UI) Routes(e *echo.Echo) {
 	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/ui/static/", http.FileServer(http.FS(sub)))))
 	g.GET("/events", u.events)
 	g.GET("/api/turns", u.turns)
+	g.GET("/api/errors/today", u.errorsToday)
+	g.GET("/manifest.webmanifest", u.manifest)
 	u.actions(g)
 }
 

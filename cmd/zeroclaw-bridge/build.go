@@ -263,6 +263,8 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.UI.DemoAgent = func() bool { return sup.Health().AgentName == demoagent.Name }
 	c.UI.DemoAdvice = "For real answers, " + demoAdvice(c.Agent.Protocol) + "."
 	c.UI.RecentEvents = percep.Bus().RecentJSON
+	c.UI.XiaozhiHTTPPort, c.UI.StateDir, c.UI.ConvoLogPath = c.Xiaozhi.Port, c.ConvoLog.Dir, c.Voice.ConvoLog.Path
+	c.UI.RobotsSeen = percep.States().Len
 	c.UI.LatestPhoto = func(device string) (ui.Photo, bool) {
 		d, p, ok := sight.LatestPhoto(device)
 		return ui.Photo{Device: d, Description: p.Description, At: p.At, Size: len(p.JPEG), JPEG: p.JPEG}, ok

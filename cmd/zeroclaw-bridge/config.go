@@ -441,7 +441,7 @@ var settings = []setting{
 		}},
 	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
 		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
-	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API)",
+	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP",
 		parse: func(c *config, v string) error { return parseInt(&c.Xiaozhi.Port, v) }},
 	{env: "XIAOZHI_WS_PORT", def: "8000", help: "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light",
 		parse: func(c *config, v string) error { return parseInt(&c.UI.XiaozhiWSPort, v) }},

@@ -1,15 +1,11 @@
 package social
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -192,7 +189,7 @@ func (s *Service) loadJournal() {
 // failures are logged, the first of a start at Warn (the files share a
 // directory, and its trouble is one cause), the others at Debug.
 func (s *Service) scanJournal(path string, fn func(line []byte)) {
-	err := scanTail(path, maxJournalScan, maxJournalLine, fn)
+	err := convolog.ScanTail(path, maxJournalScan, maxJournalLine, fn)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -202,70 +199,4 @@ func (s *Service) scanJournal(path string, fn func(line []byte)) {
 	}
 	s.journalReadWarned = true
 	s.journalLog.Log(level, "cannot read back today's journal; the card starts without it", "error", err)
-}
-
-func scanTail(path string, maxBytes, maxLine int64, fn func(line []byte)) error {
-	f, err := os.Open(path) // #nosec G304 -- the configured directory plus a date we format
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat: %w", err)
-	}
-	r := bufio.NewReaderSize(f, 64<<10)
-	if size := info.Size(); size > maxBytes {
-		// Start just before the last maxBytes and drop the line cut there
-		// (only the newline itself when the cut falls between lines).
-		if _, err := f.Seek(size-maxBytes-1, io.SeekStart); err != nil {
-			return fmt.Errorf("seek: %w", err)
-		}
-		r.Reset(f)
-		if skipLine(r) != nil {
-			return nil
-		}
-	}
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			if int64(len(line)+len(chunk)) > maxLine {
-				line = line[:0]
-				if skipLine(r) != nil {
-					return nil
-				}
-				continue
-			}
-			line = append(line, chunk...)
-			continue
-		case err != nil && !errors.Is(err, io.EOF):
-			return fmt.Errorf("read: %w", err)
-		}
-		if int64(len(line)+len(chunk)) <= maxLine {
-			line = append(line, chunk...)
-			if l := bytes.TrimSpace(line); len(l) > 0 {
-				fn(l)
-			}
-		}
-		line = line[:0]
-		if err != nil {
-			return nil // io.EOF
-		}
-	}
-}
-
-// skipLine discards the rest of the current line; it returns io.EOF when
-// the file ends first.
-func skipLine(r *bufio.Reader) error {
-	for {
-		_, err := r.ReadSlice('\n')
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-	}
 }

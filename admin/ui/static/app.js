@@ -721,6 +721,71 @@
     later("journal-late", 15000, loadJournal);
   }
 
+  // ---- host view: the machine the bridge runs on, from /ui/api/status.
+  // Every figure the bridge could not read shows as "unknown".
+  const GiB = 1024 ** 3;
+  const gib = (b) => `${(b / GiB).toFixed(1)} GiB`;
+  function uptimeText(s) {
+    const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+    return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : `${m} min`;
+  }
+  function hostFig(id, text, level, data) {
+    const dd = $(id);
+    dd.textContent = text == null ? "unknown" : text;
+    dd.dataset.level = text == null ? "unknown" : level || "";
+    for (const [k, v] of Object.entries(data || {})) dd.dataset[k] = String(v);
+  }
+  function renderHost(h) {
+    if (!h || typeof h !== "object") return;
+    const t = h.cpu_temp_c;
+    hostFig("host-temp", typeof t === "number" ? `${t.toFixed(1)} °C` : null, t >= 75 ? "warn" : "");
+    const l = Array.isArray(h.load) && h.load.length === 3 ? h.load : null;
+    hostFig("host-load", l && l.map((x) => x.toFixed(2)).join(" · ") + (h.cpus ? ` (${h.cpus} CPUs)` : ""),
+      l && h.cpus && l[0] > h.cpus ? "warn" : "");
+    const m = h.memory;
+    hostFig("host-mem", m && `${gib(m.total_bytes - m.available_bytes)} used of ${gib(m.total_bytes)} (${Math.round(m.used_percent)} %)`,
+      m && m.used_percent > 85 ? "warn" : "", m ? { total: m.total_bytes, available: m.available_bytes } : {});
+    const d = h.disk;
+    hostFig("host-disk", d && `${gib(d.free_bytes)} free of ${gib(d.total_bytes)} (${Math.round(d.used_percent)} % used)`,
+      d && d.used_percent > 85 ? "warn" : "", d ? { total: d.total_bytes, free: d.free_bytes } : {});
+    if (d) $("host-disk").title = d.path;
+    hostFig("host-uptime", typeof h.uptime_s === "number" ? uptimeText(h.uptime_s) : null, "",
+      typeof h.uptime_s === "number" ? { seconds: h.uptime_s } : {});
+    const x = h.xiaozhi || {};
+    const port = (name, n, open) => n ? `${name} :${n} ${open ? "answers" : "closed"}` : "";
+    hostFig("host-ports", x.host ? [port("HTTP", x.http_port, x.http), port("WebSocket", x.ws_port, x.websocket)].filter(Boolean).join(" · ")
+      : "XIAOZHI_HOST not set", x.host && ((x.http_port && !x.http) || (x.ws_port && !x.websocket)) ? "warn" : "");
+    hostFig("host-robots", typeof h.robots_seen === "number" ? String(h.robots_seen) : null);
+  }
+  // ---- /host view
+
+  // ---- today's errors: the failed turns of the day from the
+  // conversation log (so they survive a restart of the bridge), placed in
+  // the feed by time; the Errors tab says how many the day had.
+  async function loadErrorsToday() {
+    let j;
+    try {
+      j = await getJSON("/ui/api/errors/today");
+      if (!j || !Array.isArray(j.errors)) throw new Error("unexpected answer");
+    } catch (e) {
+      notice("errors-today", e.message === "404" ? "" : `Today's errors unavailable (${why(e)}).`);
+      return;
+    }
+    const list = $("feed");
+    for (const t of j.errors) {
+      const li = turnRow(t);
+      if (!li) continue; // already shown
+      const ts = Number(li.dataset.ts);
+      const after = [...list.children].find((x) => Number(x.dataset.ts) < ts);
+      list.insertBefore(li, after || null);
+    }
+    trim();
+    const n = typeof j.count === "number" ? j.count : 0;
+    notice("errors-today", j.error ? j.error : `${n} failed ${n === 1 ? "turn" : "turns"} today (${str(j.date)}, from the conversation log)` +
+      (j.partial ? "; only the end of a long log was read." : "."));
+  }
+  // ---- /today's errors
+
   let built = false;
   async function status() {
     let s;
@@ -730,6 +795,7 @@
     $("banner-demo").hidden = !s.demo_agent;
     if (s.demo_advice) $("demo-advice").textContent = s.demo_advice;
     $("banner-open").hidden = !s.open;
+    renderHost(s.host);
     for (const [id, on] of [["kid-mode", s.kid_mode], ["smart-mode", s.smart_mode]]) if (!$(id).disabled) $(id).checked = on;
     $("smart-models").textContent = s.smart_off_model || s.smart_on_model ? `off: ${s.smart_off_model} · on: ${s.smart_on_model}` : "";
     const x = s.xiaozhi || {};
@@ -778,6 +844,8 @@
     loadSecurity();
     loadMemory();
     loadJournal();
+    loadErrorsToday();
+    setInterval(loadErrorsToday, 60000);
     setInterval(loadDevices, 5000);
     setInterval(loadMemory, 60000);
     setInterval(loadJournal, 180000);
