@@ -98,6 +98,8 @@ type Config struct {
 	Version    string
 	DemoAgent  func() bool
 	DemoAdvice string
+	// Operator configures the operator controls (ops.go).
+	Operator OperatorConfig
 	// Logger gets a warning per client evicted for falling behind and per
 	// failed action (nil: discard).
 	Logger hclog.Logger
@@ -112,6 +114,7 @@ func (c Config) Validate() error {
 	if c.Heartbeat < 0 {
 		errs = append(errs, fmt.Errorf("dashboard heartbeat %s is negative", c.Heartbeat))
 	}
+	errs = append(errs, c.Operator.validate())
 	return errors.Join(errs...)
 }
 
@@ -141,6 +144,8 @@ type UI struct {
 
 	mu     sync.Mutex
 	recent [][]byte // encoded turns, oldest first
+
+	op *operator // the operator controls
 }
 
 // New returns the dashboard; Run feeds it.
@@ -165,6 +170,7 @@ func New(cfg Config) *UI {
 	}
 	u := &UI{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxClients),
 		clients: fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger})}
+	u.op = newOperator(u, cfg.Operator)
 	if cfg.Turns != nil {
 		feed, err := cfg.Turns.Subscribe("dashboard", 256)
 		if err != nil {
@@ -259,6 +265,7 @@ func (u *UI) Routes(e *echo.Echo) {
 	g.GET("/events", u.events)
 	g.GET("/api/turns", u.turns)
 	u.actions(g)
+	u.op.routes(g)
 }
 
 func (u *UI) page(c echo.Context) error {
