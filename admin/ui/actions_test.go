@@ -379,7 +379,7 @@ func TestStatus(t *testing.T) {
 	want := statusResult{Version: "v-test", DemoAgent: true, DemoAdvice: "For real answers, set STEERABLE_CMD.", Open: true, KidMode: true,
 		Xiaozhi:  xiaozhiStatus{Configured: true, Reachable: true, Devices: []string{"dotty-1"}, WebSocket: true},
 		SmartOff: "small-local", SmartOn: "big-cloud", States: admin.States,
-		Operator: &operatorStatus{Units: []units.State{}, XiaozhiRestart: xiaozhiRestartStatus{TimeoutS: 30}}}
+		Operator: &operatorStatus{Started: p.clock.Now(), Units: []units.State{}, XiaozhiRestart: xiaozhiRestartStatus{TimeoutS: 30}}}
 	if d := cmp.Diff(got, want); d != "" {
 		t.Errorf("status (-got +want):\n%s", d)
 	}

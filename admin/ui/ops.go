@@ -94,6 +94,8 @@ type operator struct {
 	u   *UI
 	cfg OperatorConfig
 
+	started time.Time // when this process's dashboard was built
+
 	mu   sync.Mutex
 	busy string // opIdle, opRebooting or opRestarting (until the process ends)
 }
@@ -105,7 +107,7 @@ func newOperator(u *UI, cfg OperatorConfig) *operator {
 	if cfg.XiaozhiRestartTimeout <= 0 {
 		cfg.XiaozhiRestartTimeout = DefaultXiaozhiRestartTimeout
 	}
-	return &operator{u: u, cfg: cfg}
+	return &operator{u: u, cfg: cfg, started: u.cfg.Clock.Now()}
 }
 
 // routes mounts the operator actions.
@@ -284,7 +286,10 @@ type operatorStatus struct {
 	// Restart is true when the bridge can restart itself.
 	Restart bool `json:"restart"`
 	// Busy is "restarting" or "rebooting" while one runs, else "".
-	Busy           string               `json:"busy"`
+	Busy string `json:"busy"`
+	// Started is when this bridge process started: the page knows the
+	// restarted bridge is back when it changes.
+	Started        time.Time            `json:"started"`
 	XiaozhiRestart xiaozhiRestartStatus `json:"xiaozhi_restart"`
 	// Units are the daemon cards, in BRIDGE_DAEMON_UNITS order;
 	// UnitsError says why they could not be read.
@@ -305,7 +310,7 @@ func (o *operator) status(ctx context.Context) *operatorStatus {
 	o.mu.Lock()
 	busy := o.busy
 	o.mu.Unlock()
-	s := &operatorStatus{Restart: o.cfg.Restart != nil, Busy: busy, Units: []units.State{},
+	s := &operatorStatus{Restart: o.cfg.Restart != nil, Busy: busy, Started: o.started, Units: []units.State{},
 		XiaozhiRestart: xiaozhiRestartStatus{Configured: len(o.cfg.XiaozhiRestart) > 0,
 			TimeoutS: o.cfg.XiaozhiRestartTimeout.Seconds()}}
 	if s.XiaozhiRestart.Configured {

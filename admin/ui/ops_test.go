@@ -258,7 +258,7 @@ func TestRebootAllWithoutCommand(t *testing.T) {
 		}
 	}
 	s := p.operator(t)
-	want := operatorStatus{Units: []units.State{}, XiaozhiRestart: xiaozhiRestartStatus{TimeoutS: 30}}
+	want := operatorStatus{Started: p.clock.Now(), Units: []units.State{}, XiaozhiRestart: xiaozhiRestartStatus{TimeoutS: 30}}
 	if d := cmp.Diff(want, s); d != "" {
 		t.Errorf("operator status (-want +got):\n%s", d)
 	}
@@ -314,7 +314,7 @@ func TestDaemonUnitsInStatus(t *testing.T) {
 		c.Units, c.Systemd = []string{"zeroclaw-discord", "backup.timer"}, src
 	})
 	s := p.operator(t)
-	want := operatorStatus{Restart: true, Units: []units.State{src.states["zeroclaw-discord.service"], src.states["backup.timer"]},
+	want := operatorStatus{Restart: true, Started: p.clock.Now(), Units: []units.State{src.states["zeroclaw-discord.service"], src.states["backup.timer"]},
 		XiaozhiRestart: xiaozhiRestartStatus{Configured: true, Program: "restart-xiaozhi", TimeoutS: 30}}
 	if d := cmp.Diff(want, s); d != "" {
 		t.Errorf("operator status (-want +got):\n%s", d)
