@@ -143,14 +143,8 @@ func (o *operator) restartLater(reason string) {
 	o.mu.Lock()
 	o.busy = opRestarting
 	o.mu.Unlock()
-	o.u.log.Warn("restarting the bridge", "asked_by", reason, "in", o.cfg.RestartDelay)
+	o.u.log.Info("restarting the bridge", "asked_by", reason, "in", o.cfg.RestartDelay)
 	o.u.cfg.Clock.AfterFunc(o.cfg.RestartDelay, func() { o.cfg.Restart(reason) })
-}
-
-// restartResult is POST /ui/api/restart's answer.
-type restartResult struct {
-	OK       bool   `json:"ok"`
-	Response string `json:"response"`
 }
 
 // restart is POST /ui/api/restart: answer, then restart the bridge.
@@ -161,7 +155,7 @@ func (o *operator) restart(c echo.Context) error {
 	if err := o.claim(opRestarting); err != nil {
 		return err
 	}
-	if err := httpapi.WriteJSON(c, http.StatusOK, restartResult{OK: true,
+	if err := httpapi.WriteJSON(c, http.StatusOK, actionResult{OK: true,
 		Response: "Restarting the bridge… the page reconnects when it is back."}); err != nil {
 		o.release() // the answer did not go out: nothing was started
 		return err
