@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -143,5 +144,17 @@ func TestRebootAllInBrowser(t *testing.T) {
 	st.Operator.Busy = "?"
 	if _, body := again.get("/ui/api/status"); json.Unmarshal([]byte(body), &st) != nil || st.Operator.Busy != "" {
 		t.Errorf("the restarted bridge's status: %s", body)
+	}
+}
+
+// TestExitCodeOfARestart: a restart request, wrapped or not, is status 75
+// with one line saying why.
+func TestExitCodeOfARestart(t *testing.T) {
+	for _, err := range []error{&restartRequest{"dashboard: Restart bridge"}, fmt.Errorf("run: %w", &restartRequest{"dashboard: Restart bridge"})} {
+		var stderr strings.Builder
+		if code := exitCode(err, &stderr); code != 75 || stderr.String() !=
+			"zeroclaw-bridge: restart requested (dashboard: Restart bridge): exit status 75, for the service manager to start the bridge again\n" {
+			t.Errorf("exitCode(%v) = %d, stderr %q", err, code, stderr.String())
+		}
 	}
 }
