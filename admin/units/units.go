@@ -39,7 +39,8 @@ var ErrUnreachable = errors.New("systemd not reachable")
 // readTimeout bounds one read of every unit.
 const readTimeout = 2 * time.Second
 
-// Dialer connects to systemd's bus.
+// Dialer connects to systemd's bus; the connection lives until ctx ends
+// (godbus closes it then).
 type Dialer func(ctx context.Context) (*sdbus.Conn, error)
 
 // Reader reads units' state over one connection, made on first use and
@@ -47,6 +48,9 @@ type Dialer func(ctx context.Context) (*sdbus.Conn, error)
 type Reader struct {
 	dial Dialer
 	log  hclog.Logger
+	// life is the connections' context, ended by Close.
+	life context.Context
+	end  context.CancelFunc
 
 	mu      sync.Mutex
 	conn    *sdbus.Conn
@@ -63,7 +67,8 @@ func New(dial Dialer, log hclog.Logger) *Reader {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Reader{dial: dial, log: log}
+	life, end := context.WithCancel(context.Background())
+	return &Reader{dial: dial, log: log, life: life, end: end}
 }
 
 // States reads each unit (names as Name normalises them), in order.
@@ -120,12 +125,37 @@ func (r *Reader) connect(ctx context.Context) (*sdbus.Conn, error) {
 		r.conn.Close()
 		r.conn = nil
 	}
-	conn, err := r.dial(ctx)
+	conn, err := r.dialWithin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r.conn = conn
 	return conn, nil
+}
+
+// dialWithin dials for a connection that lives until Close, giving up
+// when ctx ends first (a late connection is closed when it comes).
+func (r *Reader) dialWithin(ctx context.Context) (*sdbus.Conn, error) {
+	type dialed struct {
+		conn *sdbus.Conn
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		c, err := r.dial(r.life)
+		done <- dialed{c, err}
+	}()
+	select {
+	case d := <-done:
+		return d.conn, d.err
+	case <-ctx.Done():
+		go func() {
+			if d := <-done; d.conn != nil {
+				d.conn.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // drop forgets conn after a failed read, so the next read dials again.
@@ -138,8 +168,9 @@ func (r *Reader) drop(conn *sdbus.Conn) {
 	}
 }
 
-// Close closes the connection.
+// Close closes the connection; a dial still under way ends too.
 func (r *Reader) Close() {
+	r.end()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.conn != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +19,13 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-// dialer connects to addr as go-systemd connects to the system bus.
-func dialer(addr string) units.Dialer {
+// dialer connects to addr as go-systemd connects to the system bus,
+// counting its dials in n (when not nil).
+func dialer(addr string, n *atomic.Int32) units.Dialer {
 	return func(ctx context.Context) (*sdbus.Conn, error) {
+		if n != nil {
+			n.Add(1)
+		}
 		return sdbus.NewConnection(func() (*dbus.Conn, error) {
 			c, err := dbus.Dial(addr, dbus.WithContext(ctx))
 			if err != nil {
@@ -45,7 +50,8 @@ func TestStatesOverDBus(t *testing.T) {
 	sd.Set("zeroclaw-discord.service", unitstest.Unit{Load: "loaded", Active: "active", Sub: "running", Changed: since})
 	sd.Set("backup.timer", unitstest.Unit{Load: "loaded", Active: "failed", Sub: "failed", Changed: since.Add(time.Hour)})
 	var logs testkit.LogBuffer
-	r := units.New(dialer(sd.Addr), hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	var dials atomic.Int32
+	r := units.New(dialer(sd.Addr, &dials), hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	defer r.Close()
 
 	got, err := r.States(t.Context(), []string{"zeroclaw-discord", "backup.timer", "gone"})
@@ -70,6 +76,9 @@ func TestStatesOverDBus(t *testing.T) {
 	if n := sd.Reads(); n != 4 {
 		t.Errorf("%d property reads, want 4", n)
 	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d connections for two reads, want 1", n)
+	}
 	if logs.String() != "" {
 		t.Errorf("log %q, want nothing while systemd answers", logs.String())
 	}
@@ -77,7 +86,7 @@ func TestStatesOverDBus(t *testing.T) {
 
 func TestStatesWithoutSystemd(t *testing.T) {
 	var logs testkit.LogBuffer
-	r := units.New(dialer("unix:path="+filepath.Join(t.TempDir(), "no-bus")), hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	r := units.New(dialer("unix:path="+filepath.Join(t.TempDir(), "no-bus"), nil), hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	defer r.Close()
 	for range 3 {
 		if _, err := r.States(t.Context(), []string{"zeroclaw-discord"}); !errors.Is(err, units.ErrUnreachable) {
@@ -89,7 +98,7 @@ func TestStatesWithoutSystemd(t *testing.T) {
 	}
 
 	// A bus without systemd on it is unreachable too.
-	r2 := units.New(dialer(unitstest.StartBus(t)), nil)
+	r2 := units.New(dialer(unitstest.StartBus(t), nil), nil)
 	defer r2.Close()
 	if _, err := r2.States(t.Context(), []string{"zeroclaw-discord"}); !errors.Is(err, units.ErrUnreachable) {
 		t.Fatalf("error %v on a bus without systemd, want ErrUnreachable", err)
@@ -110,5 +119,27 @@ func TestName(t *testing.T) {
 	}
 	if err := units.Check("zeroclaw-discord"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestStatesWithAWedgedBus: a dial that never finishes fails the read
+// at its deadline; Close ends the dial.
+func TestStatesWithAWedgedBus(t *testing.T) {
+	ended := make(chan struct{})
+	r := units.New(func(ctx context.Context) (*sdbus.Conn, error) {
+		<-ctx.Done() // the Reader's life: until Close
+		close(ended)
+		return nil, ctx.Err()
+	}, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := r.States(ctx, []string{"zeroclaw-discord"}); !errors.Is(err, units.ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v, want ErrUnreachable at the deadline", err)
+	}
+	r.Close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the dial outlived Close")
 	}
 }
