@@ -69,6 +69,9 @@ EXPOSE 8080
 # The bridge's graceful stop: let voice turns in flight finish
 # (BRIDGE_SHUTDOWN_GRACE, 10 s), write queued memories (up to 30 s), stop the
 # agent; give it 60 s (docker stop -t 60, compose stop_grace_period: 60s).
+# The dashboard's Restart bridge and Reboot all stop the same way and exit
+# with status 75: run the container with a restart policy (docker run
+# --restart unless-stopped; compose.bridge.yml has it) to have it back.
 STOPSIGNAL SIGTERM
 # No curl or wget in the image: bash's /dev/tcp asks /health.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \

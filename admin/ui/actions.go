@@ -419,6 +419,8 @@ type statusResult struct {
 	States   []string `json:"states"`
 	// Host is the machine the bridge runs on (host.go).
 	Host hostStatus `json:"host"`
+	// Operator is the operator controls' state (ops.go).
+	Operator *operatorStatus `json:"operator"`
 }
 
 // xiaozhiStatus is xiaozhi's and the robot's reachability.
@@ -439,6 +441,7 @@ func (u *UI) status(c echo.Context) error {
 	if u.cfg.DemoAgent != nil {
 		res.DemoAgent = u.cfg.DemoAgent()
 	}
+	res.Operator = u.op.status(c.Request().Context())
 	if res.DemoAgent {
 		res.DemoAdvice = u.cfg.DemoAdvice
 	}

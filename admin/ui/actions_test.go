@@ -22,6 +22,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
@@ -378,7 +379,8 @@ func TestStatus(t *testing.T) {
 	}
 	want := statusResult{Version: "v-test", DemoAgent: true, DemoAdvice: "For real answers, set STEERABLE_CMD.", Open: true, KidMode: true,
 		Xiaozhi:  xiaozhiStatus{Configured: true, Reachable: true, Devices: []string{"dotty-1"}, WebSocket: true},
-		SmartOff: "small-local", SmartOn: "big-cloud", States: admin.States}
+		SmartOff: "small-local", SmartOn: "big-cloud", States: admin.States,
+		Operator: &operatorStatus{Started: p.clock.Now(), Units: []units.State{}, XiaozhiRestart: xiaozhiRestartStatus{TimeoutS: 30}}}
 	if d := cmp.Diff(got, want, cmpopts.IgnoreFields(statusResult{}, "Host")); d != "" {
 		t.Errorf("status (-got +want):\n%s", d)
 	}

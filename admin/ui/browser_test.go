@@ -29,6 +29,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -375,6 +376,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 			CreatedAt: "2026-05-16T08:00:00.000000+00:00", UpdatedAt: "2026-05-16T08:00:00.000000+00:00"})
 	cfg := Config{Turns: bus, Location: time.UTC, Controls: controls, Modes: modes, Robot: robot,
 		SongAssetBase: "/srv/songs", Version: "v9.9.9", DemoAgent: func() bool { return true }, DemoAdvice: "For real answers, set STEERABLE_CMD.",
+		Operator: OperatorConfig{Units: []string{"zeroclaw-discord"}, Systemd: fakeUnits{states: map[string]units.State{"zeroclaw-discord.service": {
+			Name: "zeroclaw-discord.service", Load: "loaded", Active: "active", Sub: "running", Since: time.Now().Add(-26 * time.Hour)}}}},
 		LatestPhoto: latest, PhotoList: func() []Photo {
 			if p, ok := latest(""); ok {
 				return []Photo{p}

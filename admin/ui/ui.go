@@ -112,6 +112,8 @@ type Config struct {
 	Version    string
 	DemoAgent  func() bool
 	DemoAdvice string
+	// Operator configures the operator controls (ops.go).
+	Operator OperatorConfig
 	// Logger gets a warning per client evicted for falling behind and per
 	// failed action (nil: discard).
 	Logger hclog.Logger
@@ -126,6 +128,7 @@ func (c Config) Validate() error {
 	if c.Heartbeat < 0 {
 		errs = append(errs, fmt.Errorf("dashboard heartbeat %s is negative", c.Heartbeat))
 	}
+	errs = append(errs, c.Operator.validate())
 	return errors.Join(errs...)
 }
 
@@ -158,6 +161,7 @@ type UI struct {
 
 	hostInfo *hostReader // the host view's /proc, /sys and statfs
 	ports    *portProber // xiaozhi's ports, probed at most every probeTTL
+	op *operator // the operator controls
 }
 
 // New returns the dashboard; Run feeds it.
@@ -184,6 +188,7 @@ func New(cfg Config) *UI {
 		clients:  fanout.New[[]byte](fanout.Config{Name: "dashboard turn", Logger: cfg.Logger}),
 		hostInfo: newHostReader(cfg.ProcDir, cfg.SysDir, cfg.StateDir, cfg.Logger),
 		ports:    newPortProber(cfg.Clock)}
+	u.op = newOperator(u, cfg.Operator)
 	if cfg.Turns != nil {
 		feed, err := cfg.Turns.Subscribe("dashboard", 256)
 		if err != nil {
@@ -280,6 +285,7 @@ func (u *UI) Routes(e *echo.Echo) {
 	g.GET("/api/errors/today", u.errorsToday)
 	g.GET("/manifest.webmanifest", u.manifest)
 	u.actions(g)
+	u.op.routes(g)
 }
 
 func (u *UI) page(c echo.Context) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/subproc"
 )
 
 const (
@@ -164,10 +165,10 @@ func (p *Periphery) fetchCalendar(ctx context.Context, id string, day time.Time)
 		cmd.Env = append(cmd.Env, "GOOGLE_APPLICATION_CREDENTIALS="+p.cfg.CalendarSAPath)
 	}
 	stdout := &cappedBuffer{max: maxGWSOutput}
-	stderr := &tailBuffer{max: maxGWSStderr}
+	stderr := &subproc.Tail{Max: maxGWSStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = processWaitDelay
-	configureProcess(cmd)
+	subproc.Configure(cmd)
 
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
@@ -348,19 +349,3 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	b.buf.Write(p)
 	return len(p), nil
 }
-
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string { return strings.ToValidUTF8(string(b.buf), "") }

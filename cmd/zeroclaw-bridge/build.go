@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -103,6 +105,27 @@ type bridgeApp struct {
 	cfg    config // as built (the demo mode moves files)
 	agent  string // the agent command as the banner shows it
 	actors []actor
+
+	stopMu sync.Mutex
+	stop   context.CancelCauseFunc // ends run's context; set while run runs
+}
+
+// restartRequest is the cause of a shutdown the dashboard asked for: run
+// returns it, and the process exits with exitRestart so its supervisor
+// (the systemd unit, the container's restart policy) starts it again.
+type restartRequest struct{ reason string }
+
+func (r *restartRequest) Error() string { return "restart requested (" + r.reason + ")" }
+
+// restart ends run through the normal graceful shutdown with a
+// restartRequest; before run starts it does nothing.
+func (b *bridgeApp) restart(reason string) {
+	b.stopMu.Lock()
+	stop := b.stop
+	b.stopMu.Unlock()
+	if stop != nil {
+		stop(&restartRequest{reason})
+	}
 }
 
 // actor is a component with a Run(ctx) lifecycle, named for the log.
@@ -116,6 +139,7 @@ type actor struct {
 // problem), then constructs the components in dependency order. Nothing
 // starts: no goroutine, no child, no socket until run.
 func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
+	app := &bridgeApp{log: log}
 	command, args, err := agentCommand(cfg, lk, log)
 	if err != nil {
 		return nil, err
@@ -286,7 +310,15 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		return out, more, err
 	}
 	c.UI.ApproveMemory, c.UI.RedactMemory = mem.Approve, mem.Redact
+	// Operator controls: the restart ends run (exit status 75); the
+	// daemon cards default to bridge.py's one, the Discord agent's unit.
+	daemons := units.New(nil, log.Named("units"))
+	c.UI.Operator.Restart, c.UI.Operator.Systemd = app.restart, daemons
+	if !c.set("BRIDGE_DAEMON_UNITS") && units.Check(c.Admin.DiscordUnit) == nil {
+		c.UI.Operator.Units = []string{c.Admin.DiscordUnit}
+	}
 	dash := ui.New(c.UI)
+	dashRun := func(ctx context.Context) error { defer daemons.Close(); return dash.Run(ctx) }
 	if !access.Locked() {
 		log.Warn("the dashboard (/ui) has no credentials: anyone on the network can control the robot; " +
 			"set DOTTY_DASHBOARD_USER and DOTTY_DASHBOARD_PASS to require them")
@@ -322,21 +354,23 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	if slices.Contains(args, "demo-agent") {
 		agentDesc = "the built-in demo agent (" + demoAdvice(c.Agent.Protocol) + " for real answers)"
 	}
-	return &bridgeApp{log: log, reg: reg, srv: srv, cfg: cfg, agent: agentDesc, actors: []actor{
+	app.reg, app.srv, app.cfg, app.agent = reg, srv, cfg, agentDesc
+	app.actors = []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.
 		{"systemd", newNotifier(srv.Addr, sup.Health, log.Named("systemd")).Run},
 		{"http", srv.Run},            // refuse new turns, let those in flight finish (ShutdownGrace), close
 		{"perception", percep.Run},   // stop the consumers, finish robot calls in flight
 		{"household", household.Run}, // stop the greeter, the dreamer and the dance reflector
-		{"dashboard", dash.Run},      // stop following voice turns
+		{"dashboard", dashRun},       // stop following voice turns
 		{"admin", adminRoutes.Run},   // start-up Tier1Slim push, delayed unit restarts
 		{"memory", mem.Run},          // write every accepted memory (DrainTimeout)
 		{"pool", pool.Run},           // finish background cancel settlements
 		{"agent", sup.Run},           // retire sessions, stop the agent child
 		{"periphery", peri.Run},      // stop refreshing weather and calendar
 		{"health", conds.Run},        // stop re-checking failing conditions
-	}}, nil
+	}
+	return app, nil
 }
 
 // withDemoState moves every file setting still at bridge.py's production
@@ -412,9 +446,15 @@ func (a agentPrompter) Prompt(ctx context.Context, key, prompt string) (string, 
 	return res.Text, nil
 }
 
-// run starts every actor and waits for SIGINT, SIGTERM or the end of ctx;
-// then it stops the actors one after another in their order.
+// run starts every actor and waits for SIGINT, SIGTERM, the end of ctx or
+// a restart request; then it stops the actors one after another in their
+// order. After a restart request it returns that *restartRequest.
 func (b *bridgeApp) run(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	b.stopMu.Lock()
+	b.stop = stop
+	b.stopMu.Unlock()
 	var g oklogrun.Group
 	for _, a := range b.actors {
 		addActor(&g, a)
@@ -424,7 +464,11 @@ func (b *bridgeApp) run(ctx context.Context) error {
 	g.Add(func() error {
 		err := sigExec()
 		shutdownStart = time.Now()
-		b.log.Info("shutting down", "reason", err)
+		reason := err
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			reason = context.Cause(ctx)
+		}
+		b.log.Info("shutting down", "reason", reason)
 		return err
 	}, sigInterrupt)
 
@@ -433,6 +477,12 @@ func (b *bridgeApp) run(ctx context.Context) error {
 	switch {
 	case errors.As(err, &sig), err == nil:
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// A signal during the restart's delay wins: the stop was asked for.
+		var restart *restartRequest
+		if errors.As(context.Cause(ctx), &restart) {
+			b.log.Info("stopped", "shutdown", time.Since(shutdownStart), "restart", true)
+			return restart
+		}
 	default:
 		b.log.Error("stopped", "error", err)
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -626,6 +627,35 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Access.User = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
 		parse: func(c *config, v string) error { c.Access.Pass = v; return nil }},
+	{env: "BRIDGE_XIAOZHI_RESTART_CMD", def: "", secret: true, help: "command the dashboard's Reboot all runs to restart xiaozhi-server, split into words like a POSIX shell and run without one (write sh -c '…' for a shell), such as ssh -o BatchMode=yes root@nas 'cd /srv/xiaozhi && docker compose restart'; never logged; unset: Reboot all does not restart xiaozhi",
+		parse: func(c *config, v string) error {
+			words, err := shellwords.Parse(v)
+			if err != nil || (len(words) == 0 && v != "") {
+				return errors.New("want a command, split into shell words")
+			}
+			if len(words) == 0 {
+				words = nil // unset: Reboot all skips xiaozhi
+			}
+			c.UI.Operator.XiaozhiRestart = words
+			return nil
+		}},
+	{env: "BRIDGE_XIAOZHI_RESTART_TIMEOUT", def: "30", help: "seconds BRIDGE_XIAOZHI_RESTART_CMD may run before it is stopped (its whole process group)",
+		parse: func(c *config, v string) error { return parseSeconds(&c.UI.Operator.XiaozhiRestartTimeout, v) }},
+	{env: "BRIDGE_DAEMON_UNITS", def: "", help: "systemd units the dashboard shows a state card for (read over D-Bus), comma-separated; unset: ZEROCLAW_DISCORD_UNIT, as bridge.py; - for none",
+		parse: func(c *config, v string) error {
+			if strings.TrimSpace(v) == "-" {
+				c.UI.Operator.Units = []string{}
+				return nil
+			}
+			list := splitList(v)
+			for _, n := range list {
+				if err := units.Check(n); err != nil {
+					return fmt.Errorf("%q: %w", n, err)
+				}
+			}
+			c.UI.Operator.Units = list
+			return nil
+		}},
 	{env: "DOTTY_VOICE_PROVIDER", def: "zeroclaw", help: "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
 		parse: func(c *config, v string) error { c.Admin.Provider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 	{env: "SMART_MODEL", def: "anthropic/claude-sonnet-4-6", help: "model while smart mode is on (both providers)",
@@ -894,6 +924,7 @@ func (c config) validate() error {
 		{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", c.Perception.Consumers.IdleSleepMax},
 		{"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", c.Perception.Consumers.IdleResultWait},
 		{"SCENE_SYNTHESIS_INTERVAL_SEC", c.Perception.Consumers.SceneInterval},
+		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}

@@ -110,7 +110,7 @@ func defaultConfig(t *testing.T) config {
 		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
 		Steerable:   steerable.Config{Provider: "openai_compat"},
 		Social:      social.Config{Settings: tableSocial(home)},
-		UI:          ui.Config{MaxClients: 64, XiaozhiWSPort: 8000},
+		UI:          ui.Config{MaxClients: 64, XiaozhiWSPort: 8000, Operator: ui.OperatorConfig{XiaozhiRestartTimeout: 30 * time.Second}},
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
 			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
@@ -264,6 +264,12 @@ func TestParseConfigValues(t *testing.T) {
 		{"wake turn stays on for other words", []string{"WAKE_TURN_ENABLED", "no"}, func(c *config) {}},
 		{"sound turner needs exactly 1", []string{"DOTTY_SOUND_TURNER_ENABLED", "true"}, func(c *config) {}},
 		{"dashboard", []string{"DOTTY_DASHBOARD_USER", "admin", "DOTTY_DASHBOARD_PASS", "pw"}, func(c *config) { c.Access.User, c.Access.Pass = "admin", "pw" }},
+		{"operator controls", []string{"BRIDGE_XIAOZHI_RESTART_CMD", `ssh -o BatchMode=yes root@nas 'cd /srv/xiaozhi && docker compose restart'`,
+			"BRIDGE_XIAOZHI_RESTART_TIMEOUT", "45", "BRIDGE_DAEMON_UNITS", "zeroclaw-discord, backup.timer"}, func(c *config) {
+			c.UI.Operator.XiaozhiRestart = []string{"ssh", "-o", "BatchMode=yes", "root@nas", "cd /srv/xiaozhi && docker compose restart"}
+			c.UI.Operator.XiaozhiRestartTimeout, c.UI.Operator.Units = 45*time.Second, []string{"zeroclaw-discord", "backup.timer"}
+		}},
+		{"no daemon cards", []string{"BRIDGE_DAEMON_UNITS", " - "}, func(c *config) { c.UI.Operator.Units = []string{} }},
 		{"public hosts", []string{"BRIDGE_PUBLIC_HOSTS", " dotty.example.com, 192.168.1.20,[2001:db8::5],Dotty.LAN. ,"},
 			func(c *config) {
 				c.Access.PublicHosts = []string{"dotty.example.com", "192.168.1.20", "2001:db8::5", "Dotty.LAN."}
@@ -383,6 +389,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"steerable url", nil, []string{"AGENT_PROTOCOL", "steerable", "STEERABLE_BASE_URL", "api.example"},
 			[]string{`invalid STEERABLE_BASE_URL "api.example": want an http or https URL`}},
 		{"dream count", nil, []string{"DREAM_COUNT_PER_NIGHT", "101"}, []string{`invalid DREAM_COUNT_PER_NIGHT "101": want 0 to 100`}},
+		{"xiaozhi restart quote", nil, []string{"BRIDGE_XIAOZHI_RESTART_CMD", "ssh nas 'docker compose restart"},
+			[]string{`invalid BRIDGE_XIAOZHI_RESTART_CMD "<redacted>": want a command, split into shell words`}},
+		{"xiaozhi restart blank", nil, []string{"BRIDGE_XIAOZHI_RESTART_CMD", "   "},
+			[]string{`invalid BRIDGE_XIAOZHI_RESTART_CMD "<redacted>": want a command, split into shell words`}},
+		{"xiaozhi restart timeout", nil, []string{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", "0"}, []string{`invalid BRIDGE_XIAOZHI_RESTART_TIMEOUT "0": want more than 0 seconds`}},
+		{"daemon unit", nil, []string{"BRIDGE_DAEMON_UNITS", "zeroclaw-discord,rm -rf"},
+			[]string{`invalid BRIDGE_DAEMON_UNITS "zeroclaw-discord,rm -rf": "rm -rf": want systemd unit names (letters, digits and :_.\@-), such as zeroclaw-discord or zeroclaw-discord.service`}},
 		{"greeter cap", nil, []string{"GREETER_PER_DAY_MAX", "0"}, []string{`invalid GREETER_PER_DAY_MAX "0": want at least 1`}},
 		{"greeter cooldown", nil, []string{"GREETER_COOLDOWN_HOURS", "-1"}, []string{`invalid GREETER_COOLDOWN_HOURS "-1": want 0 or more`}},
 		{"speaker window word", nil, []string{"SPEAKER_CALENDAR_WINDOW_MIN", "soon"}, []string{`invalid SPEAKER_CALENDAR_WINDOW_MIN "soon": want a number of minutes`}},
@@ -617,8 +630,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 166 {
-		t.Errorf("%d settings, want 166 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 169 {
+		t.Errorf("%d settings, want 169 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)

@@ -13,8 +13,10 @@
 // Every setting is an environment variable with a flag of the same meaning;
 // `zeroclaw-bridge -h` lists them with their defaults, and
 // docs/configuration.md describes each. Exit status: 0 after a clean
-// shutdown (SIGINT or SIGTERM), 2 for invalid configuration or usage, 1 for
-// any other failure.
+// shutdown (SIGINT or SIGTERM), 2 for invalid configuration or usage, 75
+// after a restart asked from the dashboard (the same graceful shutdown; the
+// shipped systemd unit and the container's restart policy start the bridge
+// again), 1 for any other failure.
 package main
 
 import (
@@ -69,12 +71,22 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
+// exitRestart is the exit status of a restart asked from the dashboard
+// (EX_TEMPFAIL): the systemd unit restarts on it (RestartForceExitStatus),
+// and so does any container restart policy.
+const exitRestart = 75
+
 // exitCode maps run's error to the exit status, printing it to stderr: 0 for
-// nil, 2 for a usage or configuration error (one line per problem), 1 for
-// anything else.
+// nil, 2 for a usage or configuration error (one line per problem), 75 for
+// a restart request, 1 for anything else.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
+	}
+	var restart *restartRequest
+	if errors.As(err, &restart) {
+		fmt.Fprintf(stderr, "zeroclaw-bridge: %s: exit status %d, for the service manager to start the bridge again\n", restart, exitRestart)
+		return exitRestart
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

@@ -402,6 +402,7 @@
       for (const b of btns) b.disabled = false;
     }
   }
+  window.dotty = { act, show }; // for ops.js
   function toggle(id, path) {
     const box = $(id);
     box.addEventListener("change", async () => {
@@ -796,6 +797,7 @@
     if (s.demo_advice) $("demo-advice").textContent = s.demo_advice;
     $("banner-open").hidden = !s.open;
     renderHost(s.host);
+    document.dispatchEvent(new CustomEvent("dotty:status", { detail: s })); // ops.js reads s.operator
     for (const [id, on] of [["kid-mode", s.kid_mode], ["smart-mode", s.smart_mode]]) if (!$(id).disabled) $(id).checked = on;
     $("smart-models").textContent = s.smart_off_model || s.smart_on_model ? `off: ${s.smart_off_model} · on: ${s.smart_on_model}` : "";
     const x = s.xiaozhi || {};

@@ -1,6 +1,6 @@
 //go:build unix
 
-package periphery
+package subproc
 
 import (
 	"errors"
@@ -9,10 +9,11 @@ import (
 	"syscall"
 )
 
-// configureProcess runs gws in its own process group and makes the
-// context's kill take the whole group, so a helper gws spawned cannot keep
-// the output pipes open past the timeout.
-func configureProcess(cmd *exec.Cmd) {
+// Configure runs cmd in its own process group and makes its context's
+// kill take the whole group, so a helper it spawned (ssh under sh -c)
+// cannot keep the output pipes open, or run on, past the deadline. Set
+// cmd.WaitDelay too: it bounds Wait after the kill.
+func Configure(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
