@@ -161,7 +161,7 @@ type UI struct {
 
 	hostInfo *hostReader // the host view's /proc, /sys and statfs
 	ports    *portProber // xiaozhi's ports, probed at most every probeTTL
-	op *operator // the operator controls
+	op       *operator   // the operator controls
 }
 
 // New returns the dashboard; Run feeds it.
