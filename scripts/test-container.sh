@@ -178,7 +178,10 @@ t1=$SECONDS
 podman stop -t 60 "$ctr" >/dev/null 2>&1
 code="$(podman inspect "$ctr" --format '{{.State.ExitCode}}')"
 [ "$code" = 0 ] || { podman logs "$ctr" 2>&1 | tail -n 20 >&2; fail "exit status $code after SIGTERM"; }
-podman logs "$ctr" 2>&1 | grep -q 'stopped' || fail "no 'stopped' log line"
+# Read whole, then searched: `podman logs | grep -q` fails under pipefail
+# when grep stops at an earlier "... stopped" line while podman still writes.
+logs="$(podman logs "$ctr" 2>&1)"
+grep -q ' zeroclaw-bridge: stopped:\|"@message":"stopped"' <<<"$logs" || fail "no 'stopped' log line: $(tail -n 5 <<<"$logs")"
 podman rm -v "$ctr" >/dev/null 2>>"$tmp/podman.err"
 say "image: uid 10001, /health, /api/message, HEALTHCHECK, SIGTERM -> exit 0 in $((SECONDS - t1)) s"
 
