@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/openapi"
 )
@@ -42,7 +44,9 @@ var openAPIParam = regexp.MustCompile(`\{[A-Za-z0-9_]+\}`)
 // documented, every documented one is registered, and each route's
 // x-access is what the route does to a LAN caller without credentials:
 // 401 exactly on the "dashboard" routes, the loopback refusal exactly on
-// the "loopback" ones.
+// the "loopback" ones. The answers, and those of every read that neither
+// streams nor long-polls asked with the credentials, are valid by the
+// document: a documented status with a body of its schema.
 func TestOpenAPIDocumentCoversEveryRoute(t *testing.T) {
 	cfg, err := parseConfig(nil, isolatedEnv(t, "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
 		"STT_URL", "http://127.0.0.1:9/v1/audio/transcriptions", "SIDECAR_ALLOW_NO_TOKEN", "1",
@@ -70,6 +74,26 @@ func TestOpenAPIDocumentCoversEveryRoute(t *testing.T) {
 	}
 	if err := json.Unmarshal(openapi.Document(), &doc); err != nil {
 		t.Fatal(err)
+	}
+	parsed, err := libopenapi.NewDocument(openapi.Document())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(parsed)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// answers checks a route's answer against the document.
+	answers := func(k string, req *http.Request, rec *httptest.ResponseRecorder) {
+		t.Helper()
+		if ok, verrs := v.ValidateHttpResponse(req, rec.Result()); !ok {
+			for _, e := range verrs {
+				t.Errorf("%s answered %d %.200s: not as documented: %s: %s", k, rec.Code, rec.Body, e.Message, e.Reason)
+				for _, f := range e.SchemaValidationErrors {
+					t.Errorf("  %s at %s", f.Reason, f.FieldPath)
+				}
+			}
+		}
 	}
 	documented := map[string]string{} // "METHOD /path" → x-access
 	for path, item := range doc.Paths {
@@ -120,8 +144,34 @@ func TestOpenAPIDocumentCoversEveryRoute(t *testing.T) {
 		if notLocal != (access == "loopback") {
 			t.Errorf("%s (x-access %q): a LAN caller got %d %s", k, access, rec.Code, rec.Body)
 		}
+		if method != http.MethodGet || rec.Body.Len() > 0 { // an ended read may answer nothing
+			answers(k, req, rec)
+		}
+	}
+
+	// The reads with the credentials, but for the feeds and the vision
+	// long-poll, which answer only when something happens.
+	for _, k := range sortedKeys(documented) {
+		method, path, _ := strings.Cut(k, " ")
+		if !registered[k] || method != http.MethodGet || slices.Contains(waiting, path) {
+			continue
+		}
+		req := httptest.NewRequest(method, openAPIParam.ReplaceAllString(path, "dotty-test"), nil)
+		req.RemoteAddr = "192.0.2.10:40000"
+		req.Host = "localhost:8080"
+		req.SetBasicAuth("parent", "s3cret")
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		if rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden {
+			t.Errorf("%s with the credentials: %d %s", k, rec.Code, rec.Body)
+		}
+		answers(k, req, rec)
 	}
 }
+
+// waiting are the documented reads that answer only when something
+// happens: the two feeds and the vision long-poll.
+var waiting = []string{"/api/perception/feed", "/ui/events", "/api/vision/latest/{device_id}"}
 
 func TestOpenAPIPath(t *testing.T) {
 	for in, want := range map[string]string{
