@@ -194,3 +194,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// The binary serves the description without asking for the dashboard's
+// credentials, set here: /openapi.json is the document byte for byte,
+// /docs its page; the dashboard beside them asks for them.
+func TestBinaryServesTheAPIDescription(t *testing.T) {
+	p := startBridge(t, "DOTTY_DASHBOARD_USER=parent", "DOTTY_DASHBOARD_PASS=s3cret")
+	if code, body := p.get("/openapi.json"); code != http.StatusOK || body != string(openapi.Document()) {
+		t.Errorf("/openapi.json: %d, %d bytes, want 200 and the document's %d", code, len(body), len(openapi.Document()))
+	}
+	if code, body := p.get("/docs"); code != http.StatusOK || !strings.Contains(body, `<span class="path">/api/message/stream</span>`) {
+		t.Errorf("/docs: %d %.300s", code, body)
+	}
+	if code, _ := p.get("/ui"); code != http.StatusUnauthorized {
+		t.Errorf("/ui: %d, want 401 (the credentials are set)", code)
+	}
+}
