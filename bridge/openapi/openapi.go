@@ -4,8 +4,9 @@
 // The description is openapi.json beside this file, kept by hand with one
 // entry per route; cmd/zeroclaw-bridge's TestOpenAPIDocumentCoversEveryRoute
 // checks it against the routes the built bridge registers, both ways. The
-// page is rendered once, on the server, from the same document: no script
-// and nothing fetched from elsewhere, so it works on a LAN without the
+// page is rendered on the server from the same document, at its first
+// request (an idle bridge holds only the embedded bytes): no script and
+// nothing fetched from elsewhere, so it works on a LAN without the
 // internet.
 package openapi
 
@@ -19,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 )
@@ -42,21 +44,12 @@ type Config struct {
 // Docs serves the document and its page.
 type Docs struct {
 	guard echo.MiddlewareFunc
-	page  []byte
+	page  func() ([]byte, error) // rendered once, at the first request
 }
 
-// New parses the document and renders its page. An error means the
-// embedded document is broken (a build defect the package's tests catch).
-func New(cfg Config) (*Docs, error) {
-	var d spec
-	if err := json.Unmarshal(document, &d); err != nil {
-		return nil, fmt.Errorf("parse openapi.json: %w", err)
-	}
-	page, err := render(d)
-	if err != nil {
-		return nil, fmt.Errorf("render the API page: %w", err)
-	}
-	return &Docs{guard: cfg.Guard, page: page}, nil
+// New returns the routes for cfg.
+func New(cfg Config) *Docs {
+	return &Docs{guard: cfg.Guard, page: sync.OnceValues(renderDocument)}
 }
 
 // Routes mounts GET /openapi.json and GET /docs.
@@ -79,11 +72,15 @@ func (d *Docs) document(c echo.Context) error {
 const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 func (d *Docs) docs(c echo.Context) error {
+	page, err := d.page()
+	if err != nil {
+		return err // a build defect the package's tests catch: the plain 500, logged
+	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderCacheControl, "no-cache")
 	h.Set(echo.HeaderContentSecurityPolicy, pageCSP)
 	h.Set(echo.HeaderXContentTypeOptions, "nosniff")
-	return c.HTMLBlob(http.StatusOK, d.page)
+	return c.HTMLBlob(http.StatusOK, page)
 }
 
 // spec is the part of the document the page shows.
@@ -176,6 +173,19 @@ type (
 
 // methods are the operations of a path item, in the page's order.
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// renderDocument parses the embedded document and renders its page.
+func renderDocument() ([]byte, error) {
+	var d spec
+	if err := json.Unmarshal(document, &d); err != nil {
+		return nil, fmt.Errorf("parse openapi.json: %w", err)
+	}
+	page, err := render(d)
+	if err != nil {
+		return nil, fmt.Errorf("render the API page: %w", err)
+	}
+	return page, nil
+}
 
 // render builds the page from the document.
 func render(d spec) ([]byte, error) {

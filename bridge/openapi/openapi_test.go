@@ -154,10 +154,7 @@ func serve(t *testing.T) string {
 		Hostname:       func() (string, error) { return "dotty-pi", nil },
 		InterfaceAddrs: func() ([]net.Addr, error) { return nil, nil },
 	})
-	d, err := New(Config{Guard: access.OwnHost})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := New(Config{Guard: access.OwnHost})
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(nil)
 	d.Routes(e)

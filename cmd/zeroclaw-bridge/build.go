@@ -307,11 +307,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	adminRoutes.Routes(e)
 	// The API description: no credentials (it shows nothing of the
 	// household and ships with the source), a Host naming this machine.
-	if docs, err := openapi.New(openapi.Config{Guard: access.OwnHost}); err != nil {
-		log.Error("the API description (/openapi.json, /docs) is not served", "error", err)
-	} else {
-		docs.Routes(e)
-	}
+	openapi.New(openapi.Config{Guard: access.OwnHost}).Routes(e)
 
 	// Once smart mode has been set, the agent's configured model follows
 	// it (ZeroClaw path) before the supervisor starts the agent; a
