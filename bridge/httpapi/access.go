@@ -207,17 +207,28 @@ func (a *Access) CheckWrite(r *http.Request, ownBody bool) error {
 // are set (401, realm "dotty", the dashboard's: a browser that has logged
 // in to /ui sends them again without asking).
 func (a *Access) Private(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return a.OwnHost(func(c echo.Context) error {
 		r := c.Request()
-		if !a.LocalHost(r.Host) {
-			return ErrForeignHost
-		}
 		if !SafeMethod(r.Method) && !a.LocalOrigin(r) {
 			return ErrCrossSite
 		}
 		if a.Locked() && !a.authorized(r) {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Basic realm="dotty"`)
 			return errNotAuthenticated
+		}
+		return next(c)
+	})
+}
+
+// OwnHost guards a route anyone on the network may read without the
+// dashboard's credentials that still must be asked for by one of this
+// machine's names (403 ErrForeignHost otherwise), so a page that rebinds
+// its own DNS name to the bridge cannot read it: the API description
+// (/openapi.json, /docs). Private applies it first.
+func (a *Access) OwnHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !a.LocalHost(c.Request().Host) {
+			return ErrForeignHost
 		}
 		return next(c)
 	}

@@ -274,6 +274,28 @@ func TestPrivate(t *testing.T) {
 	}
 }
 
+// OwnHost asks for a Host naming this machine and nothing else: no
+// credentials even when they are set.
+func TestOwnHost(t *testing.T) {
+	locked, _, _ := newMachine("parent", "s3cret")
+	e := echo.New()
+	e.HTTPErrorHandler = ErrorHandler(nil)
+	e.GET("/p", func(c echo.Context) error { return c.String(http.StatusOK, "ok") }, locked.OwnHost)
+	for host, want := range map[string]int{"localhost:8080": 200, "192.168.1.20:8080": 200, "dotty-pi.local": 200,
+		"dotty.example.com": 200, "evil.example:8080": 403, "192.168.1.99:8080": 403} {
+		r := httptest.NewRequest(http.MethodGet, "/p", nil)
+		r.Host = host
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d %s, want %d", host, rec.Code, rec.Body, want)
+		}
+		if want == 403 && !strings.Contains(rec.Body.String(), "BRIDGE_PUBLIC_HOSTS") {
+			t.Errorf("Host %s: %s does not name BRIDGE_PUBLIC_HOSTS", host, rec.Body)
+		}
+	}
+}
+
 func TestRequireJSON(t *testing.T) {
 	e := echo.New()
 	e.HTTPErrorHandler = ErrorHandler(nil)

@@ -31,6 +31,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/openapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
@@ -338,6 +339,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	peri.Routes(e)
 	dash.Routes(e)
 	adminRoutes.Routes(e)
+	// The API description: no credentials (it shows nothing of the
+	// household and ships with the source), a Host naming this machine.
+	openapi.New(openapi.Config{Guard: access.OwnHost}).Routes(e)
 
 	// Once smart mode has been set, the agent's configured model follows
 	// it (ZeroClaw path) before the supervisor starts the agent; a
