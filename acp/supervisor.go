@@ -495,7 +495,7 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	cmd := exec.CommandContext(childCtx, path, s.cfg.Args...) // #nosec G204 -- the agent command is the operator's ZEROCLAW_BIN/ZEROCLAW_ARGS
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.Dir = s.cfg.Dir
-	cmd.Env = append(append(childEnv(os.Environ(), s.cfg.DropEnv), "RUST_LOG=error"), s.cfg.Env...)
+	cmd.Env = append(append(ChildEnv(os.Environ(), s.cfg.DropEnv), "RUST_LOG=error"), s.cfg.Env...)
 	cmd.SysProcAttr = childProcAttr()
 	cmd.Cancel = func() error {
 		// Polite first: SIGTERM to the whole group; stop escalates to a
@@ -706,10 +706,11 @@ func resolveCommand(cmd string) (string, error) {
 	return p, nil
 }
 
-// childEnv is env without the variables named in drop: the bridge's own
+// ChildEnv is env without the variables named in drop: the bridge's own
 // secrets (dashboard password, admin and sidecar tokens, its model keys)
-// must not be readable by an agent that can run shell commands.
-func childEnv(env, drop []string) []string {
+// must not be readable by an agent that can run shell commands, nor by a
+// helper command the operator configured.
+func ChildEnv(env, drop []string) []string {
 	if len(drop) == 0 {
 		return env
 	}

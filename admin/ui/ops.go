@@ -41,6 +41,10 @@ type OperatorConfig struct {
 	XiaozhiRestart []string
 	// XiaozhiRestartTimeout bounds it (BRIDGE_XIAOZHI_RESTART_TIMEOUT, 30 s).
 	XiaozhiRestartTimeout time.Duration
+	// XiaozhiRestartEnv is the command's environment: the bridge's own
+	// without its settings (tokens, passwords, model keys); nil: the
+	// bridge's whole environment.
+	XiaozhiRestartEnv []string
 	// Units are the systemd units whose state the page shows
 	// (BRIDGE_DAEMON_UNITS); Systemd reads them (nil: not reachable).
 	Units   []string
@@ -251,6 +255,7 @@ func (o *operator) restartXiaozhi(ctx context.Context) step {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...) // #nosec G204 -- BRIDGE_XIAOZHI_RESTART_CMD, the operator's setting, run without a shell
 	out := &subproc.Tail{Max: maxCommandOutput}
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = o.cfg.XiaozhiRestartEnv
 	cmd.WaitDelay = 2 * time.Second
 	subproc.Configure(cmd)
 	start := time.Now()

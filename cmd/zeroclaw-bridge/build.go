@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -315,6 +316,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// daemon cards default to bridge.py's one, the Discord agent's unit.
 	daemons := units.New(nil, log.Named("units"))
 	c.UI.Operator.Restart, c.UI.Operator.Systemd = app.restart, daemons
+	// The xiaozhi restart command (ssh, mostly) needs none of the
+	// bridge's settings; its tokens and keys stay with the bridge.
+	c.UI.Operator.XiaozhiRestartEnv = acp.ChildEnv(os.Environ(), settingsEnvExcept(nil))
 	if !c.set("BRIDGE_DAEMON_UNITS") && units.Check(c.Admin.DiscordUnit) == nil {
 		c.UI.Operator.Units = []string{c.Admin.DiscordUnit}
 	}

@@ -252,10 +252,14 @@ var agentKeeps = []string{"OPENROUTER_API_KEY", "ZEROCLAW_WORKSPACE", "TZ"}
 // agent child does not see the bridge's tokens, passwords and model keys,
 // which an agent with shell tools could otherwise read from its
 // environment.
-func agentDropEnv() []string {
+func agentDropEnv() []string { return settingsEnvExcept(agentKeeps) }
+
+// settingsEnvExcept is every bridge setting's variable except keep: what a
+// child process started by the bridge must not inherit.
+func settingsEnvExcept(keep []string) []string {
 	var out []string
 	for _, s := range settings {
-		if !slices.Contains(agentKeeps, s.env) {
+		if !slices.Contains(keep, s.env) {
 			out = append(out, s.env)
 		}
 	}
