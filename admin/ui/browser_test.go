@@ -239,16 +239,42 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 	return b
 }
 
-// TestPageInBrowser drives the page against a fake bridge in headless
-// Chromium: every section fills, markup in data stays text, and the
-// turn feed is live.
-func TestPageInBrowser(t *testing.T) {
+// needChromium skips the test where Chromium is not installed; in CI,
+// which installs it, that is a failure.
+func needChromium(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
 		}
 		t.Skipf("%s not installed", chromiumPath)
 	}
+}
+
+// chromium starts a headless Chromium for one test, bounded by limit; it
+// skips when Chromium is not installed (fails in CI, which installs it).
+// closeBrowser ends it; the test's cleanup does too, for a test that
+// returns early.
+func chromium(t *testing.T, limit time.Duration) (bctx context.Context, closeBrowser func()) {
+	t.Helper()
+	needChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()))...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	closeBrowser = func() { cancelBrowser(); cancelAlloc(); cancel() }
+	t.Cleanup(closeBrowser)
+	return bctx, closeBrowser
+}
+
+// TestPageInBrowser drives the page against a fake bridge in headless
+// Chromium: every section fills, markup in data stays text, and the
+// turn feed is live.
+func TestPageInBrowser(t *testing.T) {
+	needChromium(t)
 	bus := turnbus.New(nil)
 	u := New(Config{Turns: bus, Location: time.UTC})
 	e := echo.New()
@@ -268,16 +294,8 @@ func TestPageInBrowser(t *testing.T) {
 		ResponseText: "🤔 A dusty snowball.", EmojiUsed: "🤔", Emotion: "thinking", Latency: 900 * time.Millisecond})
 	testkit.WaitFor(t, 5*time.Second, "the first turn in the ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 1 })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 60*time.Second)
+	defer closeBrowser()
 
 	holds := func(what, js string) {
 		t.Helper()
@@ -339,12 +357,7 @@ func TestPageInBrowser(t *testing.T) {
 // admin call and shows its result, failures show their reason, and the
 // phone layout has no sideways scroll.
 func TestControlPanelInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
+	needChromium(t)
 	xz := xiaozhitest.New(t)
 	xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["Lullaby.opus","Waltz.mp3"]}`})
 	xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 200, Body: `{"devices":["dotty-kitchen"]}`})
@@ -439,16 +452,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 90*time.Second)
+	defer closeBrowser()
 	holds := func(what, js string) {
 		t.Helper()
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
@@ -623,12 +628,7 @@ func TestControlPanelInBrowser(t *testing.T) {
 // out of the security state, say so quietly when the routes are missing,
 // and fit a phone.
 func TestSceneAndSecurityInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
+	needChromium(t)
 	bus := turnbus.New(nil)
 	u := New(Config{Turns: bus, Location: time.UTC})
 	e := echo.New()
@@ -645,23 +645,15 @@ func TestSceneAndSecurityInBrowser(t *testing.T) {
 	go func() { defer close(ran); _ = u.Run(runCtx) }()
 	defer func() { stopRun(); <-ran }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 60*time.Second)
+	defer closeBrowser()
 	// A dialog means markup from the data ran; it would block the page
 	// until the deadline, so the tab closes at once.
 	var dialog atomic.Pointer[string]
 	if err := chromedp.Listen(bctx, func(ev any) {
 		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			dialog.Store(&d.Message)
-			go cancelBrowser()
+			go closeBrowser()
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -812,12 +804,7 @@ func TestSceneAndSecurityInBrowser(t *testing.T) {
 // is empty, says so quietly on an older bridge, and both cards fit a
 // phone.
 func TestMemoryAndJournalInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
+	needChromium(t)
 	mem := newFakeMemory(memoryFacts()...)
 	cfg := Config{Location: time.UTC}
 	mem.wire(&cfg)
@@ -857,16 +844,8 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	go func() { defer close(ran); _ = u.Run(runCtx) }()
 	defer func() { stopRun(); <-ran }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 90*time.Second)
+	defer closeBrowser()
 	// The page never opens a dialog (Redact confirms with a second press):
 	// one means markup from the data ran, and would block the page until
 	// the deadline, so the tab closes at once.
@@ -874,7 +853,7 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	if err := chromedp.Listen(bctx, func(ev any) {
 		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			dialog.Store(&d.Message)
-			go cancelBrowser()
+			go closeBrowser()
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -1179,12 +1158,7 @@ func screenshots(t *testing.T, bctx context.Context) {
 // full render took in the browser. It is a measurement, not an assertion:
 // shared CI machines are too noisy for a time limit.
 func TestFeedRenderTime(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
+	needChromium(t)
 	const robots, perRobot = 25, 20
 	now := float64(time.Now().Unix())
 	var events []map[string]any
@@ -1219,14 +1193,8 @@ func TestFeedRenderTime(t *testing.T) {
 	}
 	testkit.WaitFor(t, 5*time.Second, "the turn ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 50 })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 60*time.Second)
+	defer closeBrowser()
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
 		t.Fatalf("load /ui: %v", err)
 	}

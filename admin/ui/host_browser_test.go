@@ -35,12 +35,7 @@ import (
 // its icons are PNGs of their stated sizes, and today's failed turns
 // show from the conversation log, also after the bridge restarts.
 func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
+	needChromium(t)
 	logDir := t.TempDir()
 	clog := convolog.New(convolog.Config{Dir: logDir, Location: time.UTC})
 	xzHTTP, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,16 +94,8 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx, closeBrowser := chromium(t, 90*time.Second)
+	defer closeBrowser()
 
 	// The password is given when the browser is challenged, as a person
 	// types it; every other request goes on untouched. The URLs

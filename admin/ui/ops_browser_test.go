@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,36 +13,14 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-// chromium starts headless Chromium (bounded by limit) and returns its
-// tab; the test is skipped where Chromium is missing, except in CI.
-func chromium(t *testing.T, limit time.Duration) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	t.Cleanup(cancel)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	return bctx
-}
-
 // TestOperatorControlsInBrowser clicks Reboot all and Restart bridge on
 // the page against the real handlers: the robot hears the announcement,
 // the configured command runs once and its output shows, the bridge's
 // restarter runs after the answer, a second press is refused, and the
 // daemon card shows a fake unit's state.
 func TestOperatorControlsInBrowser(t *testing.T) {
-	bctx := chromium(t, 90*time.Second)
+	bctx, closeBrowser := chromium(t, 90*time.Second)
+	defer closeBrowser()
 	dir := t.TempDir()
 	count := filepath.Join(dir, "count")
 	since := time.Now().Add(-3 * time.Hour)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -104,8 +105,8 @@ func (r *Reader) read(ctx context.Context, names []string) ([]State, error) {
 		}
 		s := State{Name: n, Load: str(props["LoadState"]), Active: str(props["ActiveState"]), Sub: str(props["SubState"])}
 		for _, k := range []string{"StateChangeTimestamp", "ActiveEnterTimestamp"} {
-			if us, ok := props[k].(uint64); ok && us > 0 {
-				s.Since = time.UnixMicro(int64(us))
+			if us, ok := props[k].(uint64); ok && us > 0 && us <= math.MaxInt64 {
+				s.Since = time.UnixMicro(int64(us)) // #nosec G115 -- bounded by MaxInt64 just above
 				break
 			}
 		}

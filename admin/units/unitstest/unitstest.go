@@ -89,7 +89,7 @@ func StartBus(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(daemonPath, "--config-file="+cfg, "--nofork", "--nopidfile")
+	cmd := exec.Command(daemonPath, "--config-file="+cfg, "--nofork", "--nopidfile") // #nosec G204 -- dbus-daemon from PATH and a config file the test wrote (tests only)
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
