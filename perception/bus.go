@@ -3,8 +3,10 @@ package perception
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -27,6 +29,7 @@ const (
 // it, what only perception needs: the per-type event counters and each
 // device's recent ring.
 type Bus struct {
+	clock    clockwork.Clock
 	counters map[string]prometheus.Counter
 	dropped  *prometheus.CounterVec
 	out      *fanout.Bus[Event]
@@ -46,7 +49,8 @@ type BusConfig struct {
 	// rings keep the same bound themselves, the least recently written
 	// ring making room.
 	MaxRings int
-	// Clock times the consumers' "dropping" warnings; nil is the real clock.
+	// Clock times the consumers' "dropping" warnings and their idle
+	// ticks (Consumer.Every); nil is the real clock.
 	Clock  clockwork.Clock
 	Logger hclog.Logger
 }
@@ -56,7 +60,10 @@ func NewBus(cfg BusConfig) *Bus {
 	if cfg.MaxRings <= 0 {
 		cfg.MaxRings = DefaultMaxDevices
 	}
-	b := &Bus{dropped: cfg.Dropped, recent: lru.New[string, *ring](cfg.MaxRings),
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	b := &Bus{clock: cfg.Clock, dropped: cfg.Dropped, recent: lru.New[string, *ring](cfg.MaxRings),
 		out: fanout.New[Event](fanout.Config{Name: "perception", Evictions: cfg.Evictions, Clock: cfg.Clock, Logger: cfg.Logger})}
 	if cfg.Events != nil {
 		b.counters = map[string]prometheus.Counter{}
@@ -91,6 +98,58 @@ func (b *Bus) Consume(name string, size int, names ...string) *Subscription {
 		drops = b.dropped.WithLabelValues(name)
 	}
 	return must(b.out.Consume(name, size, drops, filter))
+}
+
+// Handler is what a consumer does with one event. ctx is the one given to
+// Consumer.Run: the consumer's robot calls and tasks end with it.
+type Handler func(ctx context.Context, ev Event)
+
+// Consumer is one consumer on the bus: its queue fills from SubscribeFunc
+// on, so nothing published after it is missed, and Run, the bus's read
+// loop, hands the events to its handler.
+type Consumer struct {
+	name  string
+	sub   *Subscription
+	log   hclog.Logger
+	fn    Handler
+	clock clockwork.Clock
+	every time.Duration
+	tick  func(ctx context.Context)
+}
+
+// SubscribeFunc subscribes fn as consumer name: a queue of size
+// (ConsumerQueue when 0) of the events named triggers (every event when
+// none) that drops and counts under name when full, as Consume. log
+// receives the panics Run survives.
+func (b *Bus) SubscribeFunc(name string, size int, triggers []string, log hclog.Logger, fn Handler) *Consumer {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Consumer{name: name, sub: b.Consume(name, size, triggers...), log: log, fn: fn, clock: b.clock}
+}
+
+// Name is the consumer's name (its dotty_perception_dropped_total label).
+func (c *Consumer) Name() string { return c.name }
+
+// Every gives the consumer an idle tick: tick runs after d without an
+// event, and again every d while none comes (d ≤ 0: never). It returns c.
+func (c *Consumer) Every(d time.Duration, tick func(ctx context.Context)) *Consumer {
+	c.every, c.tick = d, tick
+	return c
+}
+
+// Run is every consumer's read loop: until ctx ends, each event goes to
+// the handler (and each idle tick to the tick), one at a time and in
+// order, a panic being logged with its stack (Safely) and the consumer
+// going on; then the subscription closes.
+func (c *Consumer) Run(ctx context.Context) {
+	idle := fanout.Idle{Every: c.every, Clock: c.clock}
+	if c.every > 0 && c.tick != nil {
+		idle.Fn = func() { Safely(c.log, c.name, func() { c.tick(ctx) }) }
+	} else {
+		idle.Every = 0
+	}
+	c.sub.Run(ctx, func(ev Event) { Safely(c.log, c.name, func() { c.fn(ctx, ev) }) }, idle)
 }
 
 // Watch subscribes an external watcher (an SSE client): a queue of size

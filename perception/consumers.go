@@ -218,16 +218,52 @@ const (
 	IdlePhotographer  = "idle_photographer"
 )
 
-// triggers are the event names each consumer receives; the bus filters
-// on them, so a consumer is never woken (or made to drop) for others.
-var triggers = map[string][]string{
-	FaceGreeter:     {"face_detected", "face_recognized"},
-	FaceLostAborter: {"face_lost", "face_detected"},
-	PurrPlayer:      {"head_pet_started"},
-	WakeWordTurner:  {"wake_word_detected"},
-	SoundTurner:     {"sound_event"},
-	SecurityWatch:   {"state_changed"},
-	SceneSynthesis:  {"face_recognized", "audio_captioned", "state_changed"},
+// consumerRow is one perception consumer. Adding one is its own file (its
+// name, its handler) and a row of consumerTable.
+type consumerRow struct {
+	name string
+	// triggers are the events it is given; the bus filters on them, so a
+	// consumer is never woken (or made to drop) for others.
+	triggers []string
+	// enabled reads its setting; nil means always on.
+	enabled func(Consumers) bool
+	// build makes its behaviour from the shared parts.
+	build func(c *consumers) behaviour
+}
+
+// behaviour is what a consumer does: handle each of its events, with an
+// idle tick after every without one when tick is set (both on the bus's
+// read loop, Consumer.Run); or, for a consumer that keeps its own time and
+// takes no events, loop until ctx ends.
+type behaviour struct {
+	handle Handler
+	every  time.Duration
+	tick   func(ctx context.Context)
+	loop   func(ctx context.Context)
+}
+
+// consumerTable is every perception consumer, subscribed in this order.
+var consumerTable = []consumerRow{
+	{FaceGreeter, []string{"face_detected", "face_recognized"}, nil,
+		func(c *consumers) behaviour { return behaviour{handle: c.faceGreeter} }},
+	{FaceLostAborter, []string{"face_lost", "face_detected"}, nil,
+		func(c *consumers) behaviour { return behaviour{handle: c.faceLostAborter} }},
+	{PurrPlayer, []string{"head_pet_started"}, nil,
+		func(c *consumers) behaviour { return behaviour{handle: c.purrPlayer} }},
+	{WakeWordTurner, []string{"wake_word_detected"}, func(c Consumers) bool { return c.WakeTurnEnabled },
+		func(c *consumers) behaviour { return behaviour{handle: c.wakeWordTurner} }},
+	{SoundTurner, []string{"sound_event"}, func(c Consumers) bool { return c.SoundTurnerEnabled },
+		func(c *consumers) behaviour { return behaviour{handle: c.soundTurner} }},
+	{SecurityWatch, []string{"state_changed"}, func(c Consumers) bool { return c.SecurityEnabled },
+		func(c *consumers) behaviour { return behaviour{handle: c.securityWatch} }},
+	{SceneSynthesis, []string{"face_recognized", "audio_captioned", "state_changed"}, func(c Consumers) bool { return c.SceneEnabled },
+		func(c *consumers) behaviour {
+			return behaviour{handle: c.sceneEvent, every: c.cfg.SceneInterval, tick: c.sceneTick}
+		}},
+	{IdentityRefresher, nil, nil,
+		func(c *consumers) behaviour { return behaviour{loop: c.refresher} }},
+	{IdlePhotographer, nil, func(c Consumers) bool { return c.IdleEnabled },
+		func(c *consumers) behaviour { return behaviour{loop: c.idleLoop} }},
 }
 
 // maxInFlight bounds concurrent outbound calls of all consumers together;
@@ -241,101 +277,51 @@ type consumers struct {
 	clock clockwork.Clock
 	house *Household
 
-	subs map[string]*Subscription
+	subs  []*Consumer                 // the enabled consumers that take events
+	loops []func(ctx context.Context) // the enabled consumers that keep their own time
 
 	sem      chan struct{}
 	inflight sync.WaitGroup
-	ctx      context.Context // set by run before any handler runs
 
 	abortMu sync.Mutex
 	aborts  map[string]clockwork.Timer
 
-	watch    *watch        // the security watch's loops and ring
-	sceneSub *Subscription // scene synthesis runs its own loop (it ticks)
+	watch    *watch // the security watch's loops and ring
 	journals journals
 }
 
 // newConsumers subscribes the enabled consumers at once, so no event
 // published after New is missed.
 func newConsumers(s *Service) *consumers {
-	c := &consumers{s: s, cfg: s.cfg.Consumers, clock: s.clock, subs: map[string]*Subscription{},
-		sem: make(chan struct{}, maxInFlight), aborts: map[string]clockwork.Timer{}, ctx: context.Background()}
+	c := &consumers{s: s, cfg: s.cfg.Consumers, clock: s.clock,
+		sem: make(chan struct{}, maxInFlight), aborts: map[string]clockwork.Timer{}}
 	c.house = NewHousehold(c.cfg.HouseholdPath, s.log.Named("household"))
-	names := []string{FaceGreeter, FaceLostAborter, PurrPlayer}
-	if c.cfg.WakeTurnEnabled {
-		names = append(names, WakeWordTurner)
-	}
-	if c.cfg.SoundTurnerEnabled {
-		names = append(names, SoundTurner)
-	}
-	if c.cfg.SecurityEnabled {
-		names = append(names, SecurityWatch)
-	}
-	for _, n := range names {
-		c.subs[n] = s.bus.Consume(n, c.cfg.QueueSize, triggers[n]...)
-	}
-	if c.cfg.SceneEnabled {
-		c.sceneSub = s.bus.Consume(SceneSynthesis, c.cfg.QueueSize, triggers[SceneSynthesis]...)
+	for _, row := range consumerTable {
+		if row.enabled != nil && !row.enabled(c.cfg) {
+			continue
+		}
+		b := row.build(c)
+		if b.loop != nil {
+			c.loops = append(c.loops, b.loop)
+			continue
+		}
+		c.subs = append(c.subs, s.bus.SubscribeFunc(row.name, c.cfg.QueueSize, row.triggers, s.log.Named(row.name), b.handle).Every(b.every, b.tick))
 	}
 	c.watch = newWatch(c.cfg.SecurityRingSize)
 	c.journals = newJournals(s.cfg)
 	return c
 }
 
-func (c *consumers) handler(name string) func(Event) {
-	switch name {
-	case FaceGreeter:
-		return c.faceGreeter
-	case FaceLostAborter:
-		return c.faceLostAborter
-	case PurrPlayer:
-		return c.purrPlayer
-	case WakeWordTurner:
-		return c.wakeWordTurner
-	case SoundTurner:
-		return c.soundTurner
-	case SecurityWatch:
-		return c.securityWatch
-	}
-	return nil
-}
-
 // runConsumers runs every consumer on its own goroutine until ctx ends,
 // then stops pending timers and waits for calls in flight.
 func (s *Service) runConsumers(ctx context.Context) error {
 	c := s.consumers
-	c.ctx = ctx
 	var wg sync.WaitGroup
-	for name, sub := range c.subs {
-		handle := c.handler(name)
-		log := s.log.Named(name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer sub.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev := <-sub.C:
-					Safely(log, name, func() { handle(ev) })
-				}
-			}
-		}()
+	for _, sub := range c.subs {
+		wg.Go(func() { sub.Run(ctx) })
 	}
-	loops := []func(context.Context){c.refresher}
-	if c.sceneSub != nil {
-		loops = append(loops, c.sceneLoop)
-	}
-	if c.cfg.IdleEnabled {
-		loops = append(loops, c.idleLoop)
-	}
-	for _, loop := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			loop(ctx)
-		}()
+	for _, loop := range c.loops {
+		wg.Go(func() { loop(ctx) })
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -453,9 +439,9 @@ func (w *warnings) warn(log interface{ Warn(string, ...any) }, key, msg string, 
 
 // dispatch runs call on its own goroutine so the consumer never waits on
 // xiaozhi. Failures are logged; nothing is retried.
-func (c *consumers) dispatch(consumer, action, device string, call func(ctx context.Context, r Robot) error) {
+func (c *consumers) dispatch(ctx context.Context, consumer, action, device string, call func(ctx context.Context, r Robot) error) {
 	r := c.s.cfg.Robot
-	if r == nil || !r.Enabled() || c.ctx.Err() != nil { // Run is over: its Wait must not race a new call
+	if r == nil || !r.Enabled() || ctx.Err() != nil { // Run is over: its Wait must not race a new call
 		return
 	}
 	log := c.s.log.Named(consumer)
@@ -466,7 +452,6 @@ func (c *consumers) dispatch(consumer, action, device string, call func(ctx cont
 		return
 	}
 	c.inflight.Add(1)
-	ctx := c.ctx
 	go func() {
 		defer c.inflight.Done()
 		defer func() { <-c.sem }()
@@ -487,19 +472,19 @@ func since(ts float64, p *float64) float64 { return ts - orZero(p) }
 
 // faceGreeter greets a detected face (#1) and names a recognised household
 // member (#1b).
-func (c *consumers) faceGreeter(ev Event) {
+func (c *consumers) faceGreeter(ctx context.Context, ev Event) {
 	if NoDevice(ev) {
 		return
 	}
 	switch ev.Name {
 	case "face_detected":
-		c.greetFace(ev)
+		c.greetFace(ctx, ev)
 	case "face_recognized":
-		c.acknowledgeName(ev)
+		c.acknowledgeName(ctx, ev)
 	}
 }
 
-func (c *consumers) greetFace(ev Event) {
+func (c *consumers) greetFace(ctx context.Context, ev Event) {
 	h := c.clock.Now().In(c.s.cfg.Location).Hour()
 	if h < c.cfg.GreetHourStart || h >= c.cfg.GreetHourEnd {
 		return
@@ -526,12 +511,12 @@ func (c *consumers) greetFace(ev Event) {
 		return
 	}
 	text := c.cfg.GreetText
-	c.dispatch(FaceGreeter, "inject-text", ev.DeviceID, func(ctx context.Context, r Robot) error {
+	c.dispatch(ctx, FaceGreeter, "inject-text", ev.DeviceID, func(ctx context.Context, r Robot) error {
 		return r.InjectText(ctx, ev.DeviceID, text)
 	})
 }
 
-func (c *consumers) acknowledgeName(ev Event) {
+func (c *consumers) acknowledgeName(ctx context.Context, ev Event) {
 	raw, _ := ev.Data["identity"].(string)
 	if raw == "" {
 		return
@@ -558,7 +543,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 	text := strings.ReplaceAll(c.cfg.NameGreetTemplate, "{name}", person.DisplayName)
 	// One task, in order: the greeting (not while dancing), then the pip
 	// (even if the greeting failed).
-	c.dispatch(FaceGreeter, "say+set-face-identified", ev.DeviceID, func(ctx context.Context, r Robot) error {
+	c.dispatch(ctx, FaceGreeter, "say+set-face-identified", ev.DeviceID, func(ctx context.Context, r Robot) error {
 		var sayErr error
 		if !dancing {
 			sayErr = r.Say(ctx, ev.DeviceID, text)
@@ -568,7 +553,7 @@ func (c *consumers) acknowledgeName(ev Event) {
 }
 
 // wakeWordTurner turns the head toward a wake word heard left or right (#2).
-func (c *consumers) wakeWordTurner(ev Event) {
+func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
 	if ev.Name != "wake_word_detected" || NoDevice(ev) {
 		return
 	}
@@ -589,11 +574,11 @@ func (c *consumers) wakeWordTurner(ev Event) {
 	if !ok {
 		phrase = ""
 	}
-	c.turnHead(WakeWordTurner, ev, yaw, c.cfg.WakeTurnSpeed, map[string]any{"reason": "wake_word", "direction": dir, "phrase": phrase})
+	c.turnHead(ctx, WakeWordTurner, ev, yaw, c.cfg.WakeTurnSpeed, map[string]any{"reason": "wake_word", "direction": dir, "phrase": phrase})
 }
 
 // soundTurner turns the head toward a sound (#6).
-func (c *consumers) soundTurner(ev Event) {
+func (c *consumers) soundTurner(ctx context.Context, ev Event) {
 	if ev.Name != "sound_event" || NoDevice(ev) {
 		return
 	}
@@ -611,7 +596,7 @@ func (c *consumers) soundTurner(ev Event) {
 	if !c.turnGate(ev, c.cfg.SoundTurnCooldown) {
 		return
 	}
-	c.turnHead(SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data["energy"]})
+	c.turnHead(ctx, SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data["energy"]})
 }
 
 // soundQuietAfterChat is the sound turner's hard-coded quiet time.
@@ -636,9 +621,9 @@ func (c *consumers) turnGate(ev Event, cooldown time.Duration) bool {
 }
 
 // turnHead sends set-head-angles and puts a synthetic head_turn on the bus.
-func (c *consumers) turnHead(consumer string, ev Event, yaw, speed int, extra map[string]any) {
+func (c *consumers) turnHead(ctx context.Context, consumer string, ev Event, yaw, speed int, extra map[string]any) {
 	if c.robot(consumer, "set-head-angles") {
-		c.dispatch(consumer, "set-head-angles", ev.DeviceID, func(ctx context.Context, r Robot) error {
+		c.dispatch(ctx, consumer, "set-head-angles", ev.DeviceID, func(ctx context.Context, r Robot) error {
 			return r.SetHeadAngles(ctx, ev.DeviceID, yaw, 0, speed)
 		})
 	}
@@ -651,7 +636,7 @@ func (c *consumers) turnHead(consumer string, ev Event, yaw, speed int, extra ma
 
 // faceLostAborter aborts a greeting conversation when the face leaves
 // soon after a bare greeting (#3).
-func (c *consumers) faceLostAborter(ev Event) {
+func (c *consumers) faceLostAborter(ctx context.Context, ev Event) {
 	if NoDevice(ev) {
 		return
 	}
@@ -676,11 +661,11 @@ func (c *consumers) faceLostAborter(ev Event) {
 				delete(c.aborts, device)
 			}
 			c.abortMu.Unlock()
-			if !mine || c.ctx.Err() != nil {
+			if !mine || ctx.Err() != nil {
 				return
 			}
 			c.s.log.Named(FaceLostAborter).Info("face gone after a greeting; aborting the conversation", "device", device)
-			c.dispatch(FaceLostAborter, "abort", device, func(ctx context.Context, r Robot) error {
+			c.dispatch(ctx, FaceLostAborter, "abort", device, func(ctx context.Context, r Robot) error {
 				return r.Abort(ctx, device)
 			})
 		})
@@ -706,7 +691,7 @@ func (c *consumers) cancelAbort(device string) {
 }
 
 // purrPlayer purrs when the head is petted (#4).
-func (c *consumers) purrPlayer(ev Event) {
+func (c *consumers) purrPlayer(ctx context.Context, ev Event) {
 	if ev.Name != "head_pet_started" || NoDevice(ev) {
 		return
 	}
@@ -723,7 +708,7 @@ func (c *consumers) purrPlayer(ev Event) {
 		return
 	}
 	asset := c.cfg.PurrAudioPath
-	c.dispatch(PurrPlayer, "play-asset", ev.DeviceID, func(ctx context.Context, r Robot) error {
+	c.dispatch(ctx, PurrPlayer, "play-asset", ev.DeviceID, func(ctx context.Context, r Robot) error {
 		_, err := r.PlayAsset(ctx, ev.DeviceID, asset)
 		return err
 	})
@@ -739,12 +724,12 @@ func (c *consumers) refresher(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			Safely(c.s.log.Named(IdentityRefresher), IdentityRefresher, c.refreshOnce)
+			Safely(c.s.log.Named(IdentityRefresher), IdentityRefresher, func() { c.refreshOnce(ctx) })
 		}
 	}
 }
 
-func (c *consumers) refreshOnce() {
+func (c *consumers) refreshOnce(ctx context.Context) {
 	now := c.clock.Now()
 	wall := epochSeconds(now)
 	for _, dev := range c.s.states.Devices() {
@@ -758,7 +743,7 @@ func (c *consumers) refreshOnce() {
 		if st.FacePresent != nil && !*st.FacePresent && st.LastFaceLostT != nil && wall-*st.LastFaceLostT > c.cfg.RefreshQuiet.Seconds() {
 			continue
 		}
-		c.dispatch(IdentityRefresher, "set-face-identified", dev, func(ctx context.Context, r Robot) error {
+		c.dispatch(ctx, IdentityRefresher, "set-face-identified", dev, func(ctx context.Context, r Robot) error {
 			return r.SetFaceIdentified(ctx, dev)
 		})
 	}

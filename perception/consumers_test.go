@@ -220,7 +220,7 @@ func TestSoundTurner(t *testing.T) {
 		t.Errorf("%d turns, want 1 (the first within 30 s of the purr's chat end)", n)
 	}
 	// Off by default: not even subscribed.
-	if _, ok := newEnv(t, nil).c.subs[SoundTurner]; ok {
+	if newEnv(t, nil).c.subscribed(SoundTurner) {
 		t.Error("sound turner subscribed while disabled")
 	}
 }
@@ -252,7 +252,7 @@ func TestIdentityRefresher(t *testing.T) {
 	e.s.Ingest(ev("stale", "face_recognized", now-31, map[string]any{"identity": "sam"}))
 	e.s.Ingest(ev("nobody", "face_recognized", now-1, map[string]any{"identity": "unknown"}))
 	e.s.Ingest(ev("unknown", "face_recognized", now-1, map[string]any{"identity": "alex"}))
-	e.c.refreshOnce()
+	e.c.refreshOnce(context.Background())
 	e.c.inflight.Wait()
 	wantCalls(t, e, `set-face-identified {"device_id":"d"}`)
 }

@@ -1,6 +1,7 @@
 package perception
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -253,10 +254,10 @@ func TestNoAbortForEvictedDevice(t *testing.T) {
 	e.s.Ingest(lost)
 	e.s.Ingest(ev("b", "sound_event", at(1), nil))
 	e.s.Ingest(ev("c", "sound_event", at(1), nil)) // evicts "gone" before the aborter gets to it
-	e.c.handler(FaceLostAborter)(lost)
+	e.c.handler(FaceLostAborter)(context.Background(), lost)
 	// A ts near the epoch passes the window check on a missing greeting
 	// time, so a never-seen device must be refused for not being kept.
-	e.c.handler(FaceLostAborter)(ev("never", "face_lost", 1, nil))
+	e.c.handler(FaceLostAborter)(context.Background(), ev("never", "face_lost", 1, nil))
 	e.c.abortMu.Lock()
 	n := len(e.c.aborts)
 	e.c.abortMu.Unlock()

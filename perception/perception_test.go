@@ -2,12 +2,14 @@ package perception
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,8 +88,24 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 // for the robot calls it started.
 func (e *env) fire(consumer string, ev Event) {
 	e.s.Ingest(ev)
-	e.c.handler(consumer)(ev)
+	e.c.handler(consumer)(context.Background(), ev)
 	e.c.inflight.Wait()
+}
+
+// handler is consumer's handler as consumerTable builds it, whether or
+// not the consumer is enabled.
+func (c *consumers) handler(name string) Handler {
+	for _, row := range consumerTable {
+		if row.name == name {
+			return row.build(c).handle
+		}
+	}
+	return nil
+}
+
+// subscribed reports whether consumer name is on the bus.
+func (c *consumers) subscribed(name string) bool {
+	return slices.ContainsFunc(c.subs, func(s *Consumer) bool { return s.Name() == name })
 }
 
 func (e *env) post(t *testing.T, body string) (int, string) {

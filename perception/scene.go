@@ -34,45 +34,29 @@ var sceneStates = map[string]bool{"story_time": true, "security": true, "sleep":
 // lines of the prompt's perception block.
 const sceneTTL = 600 * time.Second
 
-// sceneLoop composes a scene for a device when it is recognised, heard or
-// enters one of sceneStates, and for every device after SceneInterval
-// without such an event, until ctx ends.
-func (c *consumers) sceneLoop(ctx context.Context) {
-	sub := c.sceneSub
-	defer sub.Close()
-	log := c.s.log.Named(SceneSynthesis)
-	t := c.clock.NewTimer(c.cfg.SceneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+// sceneEvent composes a scene for a device when it is recognised, heard
+// or enters one of sceneStates. The bus's read loop also ticks sceneTick
+// after SceneInterval without such an event.
+func (c *consumers) sceneEvent(_ context.Context, ev Event) {
+	if NoDevice(ev) {
+		return
+	}
+	if ev.Name == "state_changed" {
+		if s, _ := ev.Data["state"].(string); !sceneStates[s] {
 			return
-		case ev := <-sub.C:
-			if !t.Stop() {
-				select { // a tick that fired meanwhile is superseded by this event
-				case <-t.Chan():
-				default:
-				}
-			}
-			t.Reset(c.cfg.SceneInterval)
-			if NoDevice(ev) {
-				continue
-			}
-			if ev.Name == "state_changed" {
-				if s, _ := ev.Data["state"].(string); !sceneStates[s] {
-					continue
-				}
-			}
-			Safely(log, SceneSynthesis, func() { c.synthesise(ev.DeviceID, ev.Name, true) })
-		case <-t.Chan():
-			t.Reset(c.cfg.SceneInterval)
-			for _, dev := range c.s.states.Devices() {
-				if dev == "" || dev == "unknown" {
-					continue
-				}
-				Safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick", false) })
-			}
 		}
+	}
+	c.synthesise(ev.DeviceID, ev.Name, true)
+}
+
+// sceneTick amends every kept device's scene.
+func (c *consumers) sceneTick(context.Context) {
+	log := c.s.log.Named(SceneSynthesis)
+	for _, dev := range c.s.states.Devices() {
+		if dev == "" || dev == "unknown" {
+			continue
+		}
+		Safely(log, SceneSynthesis, func() { c.synthesise(dev, "tick", false) })
 	}
 }
 

@@ -123,27 +123,28 @@ func (s *Service) SecurityRecent(device string, limit int) []SecurityRecord {
 
 // securityWatch starts a device's capture loop when it enters the
 // security state and stops it on any other state.
-func (c *consumers) securityWatch(ev Event) {
+func (c *consumers) securityWatch(ctx context.Context, ev Event) {
 	if ev.Name != "state_changed" || NoDevice(ev) {
 		return
 	}
 	raw, _ := ev.Data["state"].(string)
 	state := strings.ToLower(emoji.Strip(raw))
 	if state == "security" {
-		c.startWatch(ev.DeviceID)
+		c.startWatch(ctx, ev.DeviceID)
 		return
 	}
 	c.stopWatch(ev.DeviceID, state)
 }
 
-func (c *consumers) startWatch(device string) {
+// startWatch starts device's loop, which ends with ctx (Run's) or stopWatch.
+func (c *consumers) startWatch(ctx context.Context, device string) {
 	w := c.watch
 	w.mu.Lock()
-	if _, running := w.loops[device]; running || c.ctx.Err() != nil {
+	if _, running := w.loops[device]; running || ctx.Err() != nil {
 		w.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	w.loops[device] = cancel
 	w.wg.Add(1)
 	w.mu.Unlock()

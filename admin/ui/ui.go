@@ -206,17 +206,8 @@ func (u *UI) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	defer u.feed.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-u.feed.Done():
-			return nil
-		case t := <-u.feed.C:
-			u.publish(u.encode(t))
-		}
-	}
+	u.feed.Run(ctx, func(t turnbus.Turn) { u.publish(u.encode(t)) }, fanout.Idle{})
+	return nil
 }
 
 // turnFrame is one turn on /ui/events and /ui/api/turns, in this key order.

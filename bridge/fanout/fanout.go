@@ -19,6 +19,7 @@
 package fanout
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -235,4 +236,55 @@ func (b *Bus[T]) Watchers() int {
 		}
 	}
 	return n
+}
+
+// Idle is Sub.Run's optional tick: Fn runs after Every without a value,
+// and again every Every while none comes; a value starts the wait over.
+// Every ≤ 0 means no tick.
+type Idle struct {
+	Every time.Duration
+	Fn    func()
+	// Clock times Every; nil is the real clock.
+	Clock clockwork.Clock
+}
+
+// Run is an internal consumer's read loop, the one every consumer of a
+// bus uses: it hands each value to fn, in publish order and one at a
+// time, until ctx ends or the subscription does, then closes the
+// subscription. A tick that fell due while a value waited is superseded
+// by that value.
+func (s *Sub[T]) Run(ctx context.Context, fn func(T), idle Idle) {
+	defer s.Close()
+	var tick <-chan time.Time
+	var t clockwork.Timer
+	if idle.Every > 0 {
+		if idle.Clock == nil {
+			idle.Clock = clockwork.NewRealClock()
+		}
+		t = idle.Clock.NewTimer(idle.Every)
+		defer t.Stop()
+		tick = t.Chan()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case v := <-s.C:
+			if t != nil {
+				if !t.Stop() {
+					select { // a tick that fired meanwhile is superseded by this value
+					case <-t.Chan():
+					default:
+					}
+				}
+				t.Reset(idle.Every)
+			}
+			fn(v)
+		case <-tick:
+			t.Reset(idle.Every)
+			idle.Fn()
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package fanout
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +213,70 @@ func TestConcurrentFlood(t *testing.T) {
 	stay.Close()
 	if n := b.Subscribers(); n != 0 {
 		t.Errorf("%d subscribers left", n)
+	}
+}
+
+// Run hands values to fn in order and ticks after Every of silence, a
+// value starting the wait over; it ends with ctx and closes the
+// subscription.
+func TestRunHandsValuesAndTicks(t *testing.T) {
+	b := New[int](Config{})
+	clock := clockwork.NewFakeClock()
+	s := consume(t, b, "run", 8, nil, nil)
+	got := make(chan string, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, func(v int) { got <- fmt.Sprint(v) }, Idle{Every: time.Minute, Clock: clock, Fn: func() { got <- "tick" }})
+	}()
+	next := func() string {
+		select {
+		case v := <-got:
+			return v
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run handed nothing within 5s")
+			return ""
+		}
+	}
+	b.Publish(1)
+	b.Publish(2)
+	if a, c := next(), next(); a != "1" || c != "2" {
+		t.Fatalf("got %s, %s; want 1, 2 in order", a, c)
+	}
+	wait, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if err := clock.BlockUntilContext(wait, 1); err != nil {
+		t.Fatalf("the idle timer was not armed: %v", err)
+	}
+	clock.Advance(time.Minute)
+	if v := next(); v != "tick" {
+		t.Fatalf("got %s after a minute of silence, want tick", v)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end with its ctx")
+	}
+	if !isDone(s) || b.Subscribers() != 0 {
+		t.Error("Run ended without closing the subscription")
+	}
+}
+
+// Run ends when the subscription does (the bus closed).
+func TestRunEndsWithTheBus(t *testing.T) {
+	b := New[int](Config{})
+	s := consume(t, b, "run", 1, nil, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(context.Background(), func(int) {}, Idle{})
+	}()
+	b.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end when the bus closed")
 	}
 }

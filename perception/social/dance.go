@@ -38,7 +38,7 @@ type DanceRecord struct {
 }
 
 // onDanceEnded starts a reflection on the dance a device just finished.
-func (s *Service) onDanceEnded(ev perception.Event) {
+func (s *Service) onDanceEnded(ctx context.Context, ev perception.Event) {
 	if ev.Name != "dance_ended" || perception.NoDevice(ev) {
 		return
 	}
@@ -54,7 +54,7 @@ func (s *Service) onDanceEnded(ev perception.Event) {
 		s.danceLog.Warn("too many dance reflections in flight; this one is dropped", "device", device, "dance", dance)
 		return
 	}
-	if !s.spawn(s.danceLog, DanceReflector, func(ctx context.Context) {
+	if !s.spawn(ctx, s.danceLog, DanceReflector, func(ctx context.Context) {
 		defer func() { <-s.dancesIn }()
 		s.reflect(ctx, device, dance)
 	}) {

@@ -67,14 +67,14 @@ func newDreamer() *dreamer { return &dreamer{pending: map[string][]*pendingDream
 
 // onStateChanged schedules a night of dreams when a device goes to sleep
 // and cancels them on any other state.
-func (s *Service) onStateChanged(ev perception.Event) {
+func (s *Service) onStateChanged(ctx context.Context, ev perception.Event) {
 	if ev.Name != "state_changed" || perception.NoDevice(ev) {
 		return
 	}
 	raw, _ := ev.Data["state"].(string)
 	state := strings.ToLower(emoji.Strip(raw))
 	if state == "sleep" {
-		s.scheduleDreams(ev.DeviceID)
+		s.scheduleDreams(ctx, ev.DeviceID)
 		return
 	}
 	if s.dreams.cancel(ev.DeviceID) {
@@ -83,8 +83,8 @@ func (s *Service) onStateChanged(ev perception.Event) {
 }
 
 // scheduleDreams replaces device's pending dreams with DreamCount new
-// ones at DreamWindow × i/(N+1).
-func (s *Service) scheduleDreams(device string) {
+// ones at DreamWindow × i/(N+1); they are written within ctx (Run's).
+func (s *Service) scheduleDreams(ctx context.Context, device string) {
 	d := s.dreams
 	d.cancel(device)
 	n := s.set.DreamCount
@@ -100,7 +100,7 @@ func (s *Service) scheduleDreams(device string) {
 		p := &pendingDream{seed: DreamSeeds[mrand.IntN(len(DreamSeeds))]} // #nosec G404 -- a story seed, not a secret
 		// The callback runs on its own goroutine and takes d.mu, so it
 		// sees p.timer set even when it fires at once.
-		p.timer = s.clock.AfterFunc(delay, func() { s.fireDream(device, p) })
+		p.timer = s.clock.AfterFunc(delay, func() { s.fireDream(ctx, device, p) })
 		batch = append(batch, p)
 		delays = append(delays, delay)
 	}
@@ -137,7 +137,7 @@ func (s *Service) forgetGoneDevices(except string) {
 
 // fireDream runs when p's timer fires: still pending and its device still
 // known, the dream is written by a task.
-func (s *Service) fireDream(device string, p *pendingDream) {
+func (s *Service) fireDream(ctx context.Context, device string, p *pendingDream) {
 	d := s.dreams
 	d.mu.Lock()
 	list := d.pending[device]
@@ -164,7 +164,7 @@ func (s *Service) fireDream(device string, p *pendingDream) {
 		s.dreamLog.Info("dream dropped: the device was forgotten", "device", device)
 		return
 	}
-	s.spawn(s.dreamLog, SleepDreamer, func(ctx context.Context) { s.dream(ctx, device, p.seed) })
+	s.spawn(ctx, s.dreamLog, SleepDreamer, func(ctx context.Context) { s.dream(ctx, device, p.seed) })
 }
 
 // dream asks the narrative model for one dream and records it.

@@ -86,7 +86,7 @@ func (g *greeter) release(device string) {
 // writes, a face not on the roster (any face with greet-anyone on) with
 // the fixed UnknownGreeting, and a face nobody recognised with it too when
 // allowed, each within its daily cap and cooldown.
-func (s *Service) onFace(ev perception.Event) {
+func (s *Service) onFace(ctx context.Context, ev perception.Event) {
 	if perception.NoDevice(ev) {
 		return
 	}
@@ -138,7 +138,7 @@ func (s *Service) onFace(ev perception.Event) {
 		return
 	}
 	window := timeOfDay(started.In(s.loc))
-	if !s.spawn(log, ProactiveGreeter, func(ctx context.Context) {
+	if !s.spawn(ctx, log, ProactiveGreeter, func(ctx context.Context) {
 		defer s.greeter.release(device)
 		s.greet(ctx, device, identity, byAgent, window, started)
 	}) {

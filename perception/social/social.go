@@ -202,6 +202,40 @@ const (
 	ProactiveGreeter = "proactive_greeter"
 )
 
+// consumerRow is one of the social consumers: adding one is its own file
+// (its name, its handler) and a row of consumerTable.
+type consumerRow struct {
+	name     string
+	triggers func(Settings) []string // the events it is given
+	enabled  func(Settings) bool     // its setting
+	handler  func(*Service) perception.Handler
+	started  string // logged when Run starts it
+}
+
+// running is an enabled consumer.
+type running struct {
+	*perception.Consumer
+	log     hclog.Logger
+	started string
+}
+
+// consumerTable is every social consumer, subscribed in this order.
+var consumerTable = []consumerRow{
+	{SleepDreamer, func(Settings) []string { return []string{"state_changed"} },
+		func(s Settings) bool { return s.DreamerEnabled },
+		func(s *Service) perception.Handler { return s.onStateChanged }, "sleep dreamer started"},
+	{DanceReflector, func(Settings) []string { return []string{"dance_ended"} },
+		func(s Settings) bool { return s.DanceReflectorEnabled },
+		func(s *Service) perception.Handler { return s.onDanceEnded }, "dance reflector started"},
+	{ProactiveGreeter, func(s Settings) []string {
+		if s.GreetOnFaceSeen {
+			return []string{"face_recognized", "face_detected"}
+		}
+		return []string{"face_recognized"}
+	}, func(s Settings) bool { return s.GreeterEnabled },
+		func(s *Service) perception.Handler { return s.onFace }, "proactive greeter started"},
+}
+
 // Bounds on tasks in flight; past them a task is dropped with a log line.
 const (
 	maxReflections = 4 // dance reflections at once
@@ -216,12 +250,11 @@ type Service struct {
 	clock clockwork.Clock
 	loc   *time.Location
 
-	dreamSub, danceSub, greetSub *perception.Subscription
+	consumers []running // the enabled consumers
 
 	// taskMu orders task starts with shutdown: no task starts once
 	// stopped is set, so Run's tasks.Wait never races an Add.
 	taskMu  sync.Mutex
-	ctx     context.Context
 	stopped bool
 	tasks   sync.WaitGroup
 
@@ -263,7 +296,7 @@ func New(cfg Config) *Service {
 		set.MaxGreetIdentities = def.MaxGreetIdentities
 	}
 	set.DreamCount = min(max(set.DreamCount, 0), maxDreamCount)
-	s := &Service{cfg: cfg, set: set, log: cfg.Logger, clock: cfg.Clock, loc: cfg.Location, ctx: context.Background(),
+	s := &Service{cfg: cfg, set: set, log: cfg.Logger, clock: cfg.Clock, loc: cfg.Location,
 		dancesIn: make(chan struct{}, maxReflections)}
 	s.dreamLog = s.log.Named(SleepDreamer)
 	s.danceLog = s.log.Named(DanceReflector)
@@ -282,19 +315,12 @@ func New(cfg Config) *Service {
 	s.dreams = newDreamer()
 	s.greeter = newGreeter(s)
 	if p := cfg.Perception; p != nil {
-		bus := p.Bus()
-		if set.DreamerEnabled {
-			s.dreamSub = bus.Consume(SleepDreamer, set.QueueSize, "state_changed")
-		}
-		if set.DanceReflectorEnabled {
-			s.danceSub = bus.Consume(DanceReflector, set.QueueSize, "dance_ended")
-		}
-		if set.GreeterEnabled {
-			names := []string{"face_recognized"}
-			if set.GreetOnFaceSeen {
-				names = append(names, "face_detected")
+		for _, row := range consumerTable {
+			if !row.enabled(set) {
+				continue
 			}
-			s.greetSub = bus.Consume(ProactiveGreeter, set.QueueSize, names...)
+			log := s.log.Named(row.name)
+			s.consumers = append(s.consumers, running{p.Bus().SubscribeFunc(row.name, set.QueueSize, row.triggers(set), log, row.handler(s)), log, row.started})
 		}
 	}
 	return s
@@ -308,36 +334,10 @@ func (s *Service) Routes(e *echo.Echo) {
 // Run reads the enabled consumers' events until ctx ends, then stops the
 // dream timers and waits for every task in flight (they see ctx end).
 func (s *Service) Run(ctx context.Context) error {
-	s.taskMu.Lock()
-	s.ctx = ctx
-	s.taskMu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range []struct {
-		name   string
-		sub    *perception.Subscription
-		log    hclog.Logger
-		handle func(perception.Event)
-		start  string
-	}{
-		{SleepDreamer, s.dreamSub, s.dreamLog, s.onStateChanged, "sleep dreamer started"},
-		{DanceReflector, s.danceSub, s.danceLog, s.onDanceEnded, "dance reflector started"},
-		{ProactiveGreeter, s.greetSub, s.greetLog, s.onFace, "proactive greeter started"},
-	} {
-		if c.sub == nil {
-			continue
-		}
-		c.log.Info(c.start)
-		wg.Go(func() {
-			defer c.sub.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev := <-c.sub.C:
-					perception.Safely(c.log, c.name, func() { c.handle(ev) })
-				}
-			}
-		})
+	for _, c := range s.consumers {
+		c.log.Info(c.started)
+		wg.Go(func() { c.Run(ctx) })
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -349,15 +349,14 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// spawn runs fn as a task with the Run ctx, unless Run is over; it
+// spawn runs fn as a task with ctx (Run's), unless Run is over; it
 // reports whether the task started.
-func (s *Service) spawn(log hclog.Logger, name string, fn func(ctx context.Context)) bool {
+func (s *Service) spawn(ctx context.Context, log hclog.Logger, name string, fn func(ctx context.Context)) bool {
 	s.taskMu.Lock()
-	if s.stopped || s.ctx.Err() != nil {
+	if s.stopped || ctx.Err() != nil {
 		s.taskMu.Unlock()
 		return false
 	}
-	ctx := s.ctx
 	s.tasks.Add(1)
 	s.taskMu.Unlock()
 	go func() {

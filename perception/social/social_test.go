@@ -301,7 +301,7 @@ func TestEachPartSwitchable(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.Settings.DreamerEnabled, c.Settings.DanceReflectorEnabled, c.Settings.GreeterEnabled = false, false, false
 	})
-	if e.s.dreamSub != nil || e.s.danceSub != nil || e.s.greetSub != nil {
+	if len(e.s.consumers) != 0 {
 		t.Fatal("disabled parts subscribed")
 	}
 	e.ingest("d1", "state_changed", map[string]any{"state": "sleep"})
