@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sse"
 )
 
 // FellBehind is the name of the last event a feed client gets when it is
@@ -15,15 +16,10 @@ import (
 const FellBehind = "fell_behind"
 
 // feed is GET /api/perception/feed: every bus event as an SSE data frame,
-// a keepalive comment after Keepalive of silence. It ends when the client
-// goes, the server stops, or the client falls behind (then after one
-// fell_behind event, so EventSource reconnects).
+// a keepalive comment after Keepalive of silence (sse.Serve). It ends
+// when the client goes, the server stops, or the client falls behind
+// (then after one fell_behind event, so EventSource reconnects).
 func (s *Service) feed(c echo.Context) error {
-	w := c.Response()
-	flusher, ok := w.Writer.(http.Flusher)
-	if !ok {
-		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
-	}
 	select {
 	case s.feedSlots <- struct{}{}:
 		defer func() { <-s.feedSlots }()
@@ -35,74 +31,20 @@ func (s *Service) feed(c echo.Context) error {
 	}
 	sub := s.bus.Watch(0)
 	defer sub.Close()
-
-	httpapi.StartEventStream(w)
-	flusher.Flush()
-
-	ctx := c.Request().Context()
-	ticker := s.clock.NewTicker(s.cfg.Keepalive)
-	defer ticker.Stop()
-	var buf bytes.Buffer
-	write := func() bool {
-		_, err := w.Write(buf.Bytes())
-		buf.Reset()
-		if err != nil {
-			return false
-		}
-		flusher.Flush()
-		return true
-	}
-	frame := func(ev Event) {
-		buf.WriteString("data: ")
-		if err := ev.appendJSON(&buf); err != nil {
-			s.log.Warn("perception event not encodable; skipped on the feed", "name", ev.Name, "error", err)
-			buf.Reset()
-			return
-		}
-		buf.WriteString("\n\n")
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.cfg.Stopping:
-			return nil
-		case <-sub.Done():
-			return s.feedEnd(sub, frame, write)
-		case ev := <-sub.C:
-			select {
-			case <-sub.Done(): // evicted: the queue is discarded
-				return s.feedEnd(sub, frame, write)
-			default:
-			}
-			frame(ev)
-			// Write whatever else is already queued in the same flush.
-			for more := true; more && buf.Len() < 64<<10; {
-				select {
-				case ev := <-sub.C:
-					frame(ev)
-				default:
-					more = false
-				}
-			}
-			if !write() {
-				return nil
-			}
-			ticker.Reset(s.cfg.Keepalive)
-		case <-ticker.Chan():
-			buf.WriteString(": keepalive\n\n")
-			if !write() {
-				return nil
-			}
-		}
-	}
+	return sse.Serve(c, sse.Stream[Event]{Sub: sub, Frame: s.frame, Keepalive: ": keepalive\n\n", Every: s.cfg.Keepalive,
+		Clock: s.clock, Stopping: s.cfg.Stopping, FellBehind: func(buf *bytes.Buffer) {
+			s.frame(buf, Event{Name: FellBehind, Data: map[string]any{"queue": FeedQueue}, TS: epochSeconds(s.clock.Now())})
+		}})
 }
 
-// feedEnd writes the fell_behind event when the bus evicted the client.
-func (s *Service) feedEnd(sub *Subscription, frame func(Event), write func() bool) error {
-	if sub.Evicted() {
-		frame(Event{Name: FellBehind, Data: map[string]any{"queue": FeedQueue}, TS: epochSeconds(s.clock.Now())})
-		write()
+// frame appends ev's feed frame to buf; an event that cannot be encoded
+// is logged and skipped, with the frames before it in buf.
+func (s *Service) frame(buf *bytes.Buffer, ev Event) {
+	buf.WriteString("data: ")
+	if err := ev.appendJSON(buf); err != nil {
+		s.log.Warn("perception event not encodable; skipped on the feed", "name", ev.Name, "error", err)
+		buf.Reset()
+		return
 	}
-	return nil
+	buf.WriteString("\n\n")
 }

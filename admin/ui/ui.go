@@ -28,6 +28,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sse"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -305,14 +306,9 @@ func (u *UI) turns(c echo.Context) error {
 }
 
 // events is GET /ui/events: retry hint, then one data frame per turn and a
-// heartbeat comment after Heartbeat of silence. 503 without a turn source
-// or once Run has returned.
+// heartbeat comment after Heartbeat of silence (sse.Serve). 503 without a
+// turn source or once Run has returned.
 func (u *UI) events(c echo.Context) error {
-	w := c.Response()
-	flusher, ok := w.Writer.(http.Flusher)
-	if !ok {
-		return echo.NewHTTPError(http.StatusInternalServerError, "streaming unsupported")
-	}
 	if u.feed == nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
 	}
@@ -328,42 +324,15 @@ func (u *UI) events(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": "turn feed unavailable"})
 	}
 	defer sub.Close()
-	httpapi.StartEventStream(w)
-	if _, err := w.Write([]byte("retry: 5000\n\n")); err != nil {
-		return nil
-	}
-	flusher.Flush()
-	hb := u.cfg.Clock.NewTicker(u.cfg.Heartbeat)
-	defer hb.Stop()
-	for {
-		var out []byte
-		select {
-		case <-c.Request().Context().Done():
-			return nil
-		case <-u.cfg.Stopping:
-			return nil
-		case <-sub.Done():
-			if sub.Evicted() {
-				// A named event: the page's onmessage (turns) ignores it;
-				// EventSource reconnects after the stream ends.
-				_, _ = fmt.Fprintf(w, "event: fell_behind\ndata: {\"queue\":%d}\n\n", clientQueue)
-				flusher.Flush()
-			}
-			return nil // fell behind, or Run returned
-		case frame := <-sub.C:
-			select {
-			case <-sub.Done(): // evicted meanwhile: end with the final frame
-				continue
-			default:
-			}
-			out = append(append([]byte("data: "), frame...), '\n', '\n')
-			hb.Reset(u.cfg.Heartbeat)
-		case <-hb.Chan():
-			out = []byte(": heartbeat\n\n")
-		}
-		if _, err := w.Write(out); err != nil {
-			return nil
-		}
-		flusher.Flush()
-	}
+	return sse.Serve(c, sse.Stream[[]byte]{Sub: sub, Hello: "retry: 5000\n\n", Keepalive: ": heartbeat\n\n",
+		Every: u.cfg.Heartbeat, Clock: u.cfg.Clock, Stopping: u.cfg.Stopping,
+		Frame: func(buf *bytes.Buffer, frame []byte) {
+			buf.WriteString("data: ")
+			buf.Write(frame)
+			buf.WriteString("\n\n")
+		},
+		// A named event: the page's onmessage (turns) ignores it;
+		// EventSource reconnects after the stream ends.
+		FellBehind: func(buf *bytes.Buffer) { fmt.Fprintf(buf, "event: fell_behind\ndata: {\"queue\":%d}\n\n", clientQueue) },
+	})
 }
