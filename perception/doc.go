@@ -55,11 +55,14 @@
 //
 // # Consumers
 //
-// Each consumer (face_greeter with the named acknowledger, wake_word_turner,
-// face_lost_aborter, purr_player, sound_turner when enabled, and the
-// security watch) runs on its own goroutine with its own queue;
-// face_identified_refresher runs on a ticker, scene synthesis on its queue
-// and a tick, the idle photographer on a random timer.
+// The consumers are one table (consumerTable: name, triggers, enable
+// setting, constructor). Each consumer of events (face_greeter with the
+// named acknowledger, wake_word_turner, face_lost_aborter, purr_player,
+// sound_turner when enabled, the security watch, and scene synthesis with
+// its idle tick) is subscribed by New (Bus.SubscribeFunc) and read on its
+// own goroutine by the bus's loop (Consumer.Run), its handler given Run's
+// ctx; face_identified_refresher runs on a ticker, the idle photographer
+// on a random timer.
 //
 // The camera consumers ask the robot for a photo (or a clip) and wait, in
 // process, for its description to reach the vision cache through Camera:
