@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ type Options struct {
 	Noise func(line []byte, err error)
 	// Oversize is told of each line over MaxLine.
 	Oversize func()
+	// Received, when set, sees every line read (trimmed, not empty)
+	// before it is handled: a fake records what it was sent.
+	Received func(line []byte)
 }
 
 // CallOptions refine one call.
@@ -51,6 +55,7 @@ type Conn struct {
 	opts Options
 
 	nextID atomic.Int64
+	stop   atomic.Bool // set by StopReading
 
 	mu      sync.Mutex
 	pending map[int64]*call
@@ -191,8 +196,12 @@ func (c *Conn) Close() {
 	clear(c.late)
 }
 
+// StopReading makes Run return nil after the frame being handled: a
+// server's handler calls it for a request that ends the session.
+func (c *Conn) StopReading() { c.stop.Store(true) }
+
 // Run reads frames from r until it ends and returns the read error
-// (io.EOF at a clean end).
+// (io.EOF at a clean end), or nil once StopReading was called.
 func (c *Conn) Run(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -205,6 +214,9 @@ func (c *Conn) Run(r io.Reader) error {
 		case len(line) > 0:
 			c.frame(line)
 		}
+		if c.stop.Load() {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -213,10 +225,17 @@ func (c *Conn) Run(r io.Reader) error {
 
 // frame dispatches one line.
 func (c *Conn) frame(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if c.opts.Received != nil {
+		c.opts.Received(line)
+	}
 	m, ok, err := Decode(line)
 	if err != nil || !ok {
-		if c.opts.Noise != nil && (err != nil || len(trim(line)) > 0) {
-			c.opts.Noise(trim(line), err)
+		if c.opts.Noise != nil {
+			c.opts.Noise(line, err)
 		}
 		return
 	}

@@ -171,5 +171,3 @@ func ReadLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error)
 	}
 	return bytes.TrimRight(line, "\r\n"), tooLong, err
 }
-
-func trim(b []byte) []byte { return bytes.TrimSpace(b) }
