@@ -347,8 +347,7 @@ func (f *fake) stream(id, text string, parts []string, chunk func(string), cance
 		}
 	case "flood":
 		n, size := envInt("ZCB_STEERTEST_FLOOD", 5000), envInt("ZCB_STEERTEST_FLOOD_BYTES", 1)
-		m, _ := jsonrpc.NewNotification("stream.chunk", map[string]any{"streamId": id, "delta": strings.Repeat("x", size)})
-		b, _ := jsonrpc.Encode(m)
+		b, _ := jsonrpc.EncodeNotification("stream.chunk", map[string]any{"streamId": id, "delta": strings.Repeat("x", size)})
 		for range n {
 			f.line(b)
 		}

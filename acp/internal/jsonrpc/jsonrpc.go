@@ -130,6 +130,16 @@ func NewResponse(id json.RawMessage, result any, err *Error) (Message, error) {
 // Encode is m as one line, without its newline.
 func Encode(m Message) ([]byte, error) { return json.Marshal(m) }
 
+// EncodeNotification is a notification as one line, without its newline,
+// for a writer that puts frames on the wire itself.
+func EncodeNotification(method string, params any) ([]byte, error) {
+	m, err := NewNotification(method, params)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(m)
+}
+
 // ErrorFrame is the encoded answer to id refusing it with code and msg.
 func ErrorFrame(id json.RawMessage, code int, msg string) []byte {
 	b, _ := Encode(Message{JSONRPC: Version, ID: id, Error: &Error{Code: code, Message: msg}}) // cannot fail: no values of unknown type
