@@ -139,12 +139,6 @@ func (g *stdoutGuard) barrier(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// frameHead is the part of a JSON-RPC frame the guard classifies by.
-type frameHead struct {
-	ID     *json.RawMessage `json:"id"`
-	Method string           `json:"method"`
-}
-
 // Read implements io.Reader for the SDK: the next forwarded frame (or
 // what is left of it), newline-terminated. It reads and classifies child
 // lines until one is forwarded, blocks while the SDK's queue is full, and
@@ -202,7 +196,7 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	var head frameHead
+	var head jsonrpc.Head
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
 		// Cleaned like stderr (legacy agents colour these tracing lines),
 		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).

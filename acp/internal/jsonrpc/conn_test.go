@@ -257,3 +257,24 @@ func TestMessagesOnTheWire(t *testing.T) {
 		t.Errorf("ErrorFrame: %s", got)
 	}
 }
+
+func TestDecodeTellsRequestsFromAnswers(t *testing.T) {
+	m, ok, err := Decode([]byte(` {"jsonrpc":"2.0","id":null,"method":"m"} `))
+	if err != nil || !ok || !m.IsRequest() || m.HasID() {
+		t.Fatalf("a null id: request to a server, no id to match: %+v %v %v", m, ok, err)
+	}
+	m, ok, err = Decode([]byte(`{"method":"m"}`))
+	if err != nil || !ok || m.IsRequest() {
+		t.Fatalf("no id member: a notification: %+v %v %v", m, ok, err)
+	}
+	if _, ok, err := Decode([]byte(`null`)); err != nil || ok {
+		t.Fatalf("JSON that is not an object: %v %v", ok, err)
+	}
+	var h Head
+	if err := json.Unmarshal([]byte(`{"id":null,"method":"m"}`), &h); err != nil || h.ID != nil || h.Method != "m" {
+		t.Fatalf("Head reads a null id as none: %+v %v", h, err)
+	}
+	if err := json.Unmarshal([]byte(`{"id":"a","result":{}}`), &h); err != nil || h.ID == nil || string(*h.ID) != `"a"` {
+		t.Fatalf("Head keeps an id: %+v %v", h, err)
+	}
+}

@@ -157,6 +157,14 @@ func Decode(line []byte) (m Message, ok bool, err error) {
 	return m, len(line) > 0 && line[0] == '{', nil
 }
 
+// Head is the part of a frame a relay classifies it by, read without
+// copying its params or result: ID is nil when the frame has no id, or a
+// null one.
+type Head struct {
+	ID     *json.RawMessage `json:"id"`
+	Method string           `json:"method"`
+}
+
 // ReadLine returns the next line of r without its terminator, holding at
 // most limit bytes of it: a longer line is consumed and reported as tooLong
 // with no content, so one huge line costs no memory.
