@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,32 +19,18 @@ type peer struct {
 	w     *io.PipeWriter
 }
 
-func newPair(t *testing.T, opts Options) (*Conn, *peer, chan error) {
+func newPair(t *testing.T, opts Options) (*Conn, *peer) {
 	t.Helper()
 	toPeer, fromConn := io.Pipe()
 	toConn, fromPeer := io.Pipe()
 	c := NewConn(fromConn, opts)
 	p := &peer{lines: make(chan string, 64), w: fromPeer}
 	go func() {
-		buf := make([]byte, 1<<20)
-		var acc strings.Builder
-		for {
-			n, err := toPeer.Read(buf)
-			acc.Write(buf[:n])
-			for {
-				s := acc.String()
-				i := strings.IndexByte(s, '\n')
-				if i < 0 {
-					break
-				}
-				p.lines <- s[:i]
-				acc.Reset()
-				acc.WriteString(s[i+1:])
-			}
-			if err != nil {
-				close(p.lines)
-				return
-			}
+		defer close(p.lines)
+		sc := bufio.NewScanner(toPeer)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.lines <- sc.Text()
 		}
 	}()
 	done := make(chan error, 1)
@@ -51,24 +38,27 @@ func newPair(t *testing.T, opts Options) (*Conn, *peer, chan error) {
 	t.Cleanup(func() {
 		_ = fromPeer.Close()
 		_ = toPeer.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not end")
-		}
+		recv(t, done, "Run's end")
 	})
-	return c, p, done
+	return c, p
+}
+
+// recv waits, at most 5 s, for a value from ch.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no %s within 5 s", what)
+		var zero T
+		return zero
+	}
 }
 
 func (p *peer) next(t *testing.T) string {
 	t.Helper()
-	select {
-	case l := <-p.lines:
-		return l
-	case <-time.After(5 * time.Second):
-		t.Fatal("no line from the conn")
-		return ""
-	}
+	return recv(t, p.lines, "line from the conn")
 }
 
 func (p *peer) send(t *testing.T, line string) {
@@ -79,7 +69,7 @@ func (p *peer) send(t *testing.T, line string) {
 }
 
 func TestCallMatchesAnswersByID(t *testing.T) {
-	c, p, _ := newPair(t, Options{})
+	c, p := newPair(t, Options{})
 	type out struct {
 		res json.RawMessage
 		err error
@@ -102,11 +92,11 @@ func TestCallMatchesAnswersByID(t *testing.T) {
 	// Answered out of order, one id echoed as a string.
 	p.send(t, `{"jsonrpc":"2.0","id":"2","error":{"code":-32601,"message":"no","kind":"method_not_found"}}`)
 	p.send(t, `{"jsonrpc":"2.0","id":1,"result":{"ok":true}}`)
-	o := <-first
+	o := recv(t, first, "answer to the first call")
 	if o.err != nil || string(o.res) != `{"ok":true}` {
 		t.Fatalf("first call: %s, %v", o.res, o.err)
 	}
-	o = <-second
+	o = recv(t, second, "answer to the second call")
 	var e *Error
 	if !errors.As(o.err, &e) || e.Code != CodeMethodNotFound || e.Kind != "method_not_found" {
 		t.Fatalf("second call's error: %v", o.err)
@@ -117,7 +107,7 @@ func TestHandlerGetsEverythingElseInOrder(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	seen := make(chan struct{}, 16)
-	c, p, _ := newPair(t, Options{
+	_, p := newPair(t, Options{
 		MaxLine: 64,
 		Handle: func(m *Message) {
 			mu.Lock()
@@ -145,11 +135,7 @@ func TestHandlerGetsEverythingElseInOrder(t *testing.T) {
 	p.send(t, `{"jsonrpc":"2.0","method":"`+strings.Repeat("x", 100)+`"}`)
 	p.send(t, `null`)
 	for range 6 {
-		select {
-		case <-seen:
-		case <-time.After(5 * time.Second):
-			t.Fatal("a frame was not handed on")
-		}
+		recv(t, seen, "frame handed on")
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -157,12 +143,11 @@ func TestHandlerGetsEverythingElseInOrder(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("handled %q, want %q", got, want)
 	}
-	_ = c
 }
 
 func TestGivenUpCallForgottenOrKeptForItsLateAnswer(t *testing.T) {
 	stray := make(chan string, 4)
-	c, p, _ := newPair(t, Options{Handle: func(m *Message) { stray <- string(m.ID) }})
+	c, p := newPair(t, Options{Handle: func(m *Message) { stray <- string(m.ID) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -171,11 +156,11 @@ func TestGivenUpCallForgottenOrKeptForItsLateAnswer(t *testing.T) {
 	}()
 	p.next(t)
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := recv(t, errc, "given-up call's return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("given-up call returned %v", err)
 	}
 	p.send(t, `{"jsonrpc":"2.0","id":1,"result":1}`)
-	if id := <-stray; id != "1" {
+	if id := recv(t, stray, "late answer handed on"); id != "1" {
 		t.Fatalf("late answer of a forgotten call handed on as %s", id)
 	}
 
@@ -187,20 +172,15 @@ func TestGivenUpCallForgottenOrKeptForItsLateAnswer(t *testing.T) {
 	}()
 	p.next(t)
 	cancel()
-	<-errc
+	recv(t, errc, "given-up call's return")
 	p.send(t, `{"jsonrpc":"2.0","id":2,"result":{"streamId":"s"}}`)
-	select {
-	case r := <-late:
-		if r != `{"streamId":"s"}` {
-			t.Fatalf("late answer %s", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the late answer did not reach its call")
+	if r := recv(t, late, "late answer at its call"); r != `{"streamId":"s"}` {
+		t.Fatalf("late answer %s", r)
 	}
 }
 
 func TestCloseFailsPendingCalls(t *testing.T) {
-	c, p, _ := newPair(t, Options{})
+	c, p := newPair(t, Options{})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := c.Call(context.Background(), "x", nil, CallOptions{})
@@ -208,7 +188,7 @@ func TestCloseFailsPendingCalls(t *testing.T) {
 	}()
 	p.next(t)
 	c.Close()
-	if err := <-errc; !errors.Is(err, ErrClosed) {
+	if err := recv(t, errc, "pending call's return"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("pending call after Close: %v", err)
 	}
 	if _, err := c.Call(context.Background(), "y", nil, CallOptions{}); !errors.Is(err, ErrClosed) {
@@ -218,16 +198,15 @@ func TestCloseFailsPendingCalls(t *testing.T) {
 
 func TestLateTableBounded(t *testing.T) {
 	c := NewConn(io.Discard, Options{})
-	for i := range 10 * maxLate {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 * maxLate {
 		_, _ = c.Call(ctx, "x", nil, CallOptions{OnLate: func(*Message) {}})
-		_ = i
 	}
 	c.mu.Lock()
 	n, p := len(c.late), len(c.pending)
 	c.mu.Unlock()
-	if n > maxLate || p != 0 {
+	if n != maxLate || p != 0 {
 		t.Fatalf("late table holds %d (bound %d), pending %d", n, maxLate, p)
 	}
 }
