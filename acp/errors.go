@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // Sentinel errors callers branch on. Match them with errors.Is.
@@ -32,9 +34,9 @@ const (
 	codeSessionNotFound = -32000
 	codeSessionLimit    = -32001
 	codeSessionBusy     = -32002
-	codeMethodNotFound  = -32601
-	codeInvalidParams   = -32602
-	codeInternal        = -32603
+	codeMethodNotFound  = jsonrpc.CodeMethodNotFound
+	codeInvalidParams   = jsonrpc.CodeInvalidParams
+	codeInternal        = jsonrpc.CodeInternal
 	codeCancelled       = -32800
 )
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 const (
@@ -137,12 +139,6 @@ func (g *stdoutGuard) barrier(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// frameHead is the part of a JSON-RPC frame the guard classifies by.
-type frameHead struct {
-	ID     *json.RawMessage `json:"id"`
-	Method string           `json:"method"`
-}
-
 // Read implements io.Reader for the SDK: the next forwarded frame (or
 // what is left of it), newline-terminated. It reads and classifies child
 // lines until one is forwarded, blocks while the SDK's queue is full, and
@@ -175,7 +171,7 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 				runtime.Gosched()
 			}
 		}
-		line, tooLong, err := readLine(g.src, g.maxLine)
+		line, tooLong, err := jsonrpc.ReadLine(g.src, g.maxLine)
 		if len(line) > 0 || tooLong {
 			if ferr := g.frame(line, tooLong); ferr != nil {
 				err = ferr
@@ -190,37 +186,6 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// ReadLine returns the next line of r without its terminator, holding at
-// most limit bytes of it: a longer line is consumed and reported as tooLong
-// with no content, so one huge line costs no memory. Protocol readers share
-// it with the guard and the stderr pump.
-func ReadLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	return readLine(r, limit)
-}
-
-// readLine is ReadLine.
-func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	for {
-		frag, e := r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(frag) > limit {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
-			}
-		}
-		if e == nil {
-			break
-		}
-		if errors.Is(e, bufio.ErrBufferFull) {
-			continue
-		}
-		err = e
-		break
-	}
-	return bytes.TrimRight(line, "\r\n"), tooLong, err
-}
-
 func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if tooLong {
 		g.log.Warn("discarded agent stdout line over the size limit", "limit", g.maxLine)
@@ -231,7 +196,7 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	var head frameHead
+	var head jsonrpc.Head
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
 		// Cleaned like stderr (legacy agents colour these tracing lines),
 		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).
@@ -243,17 +208,17 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	case head.ID != nil && head.Method == "": // response
 		if oversize {
 			g.log.Warn("agent response over the size limit replaced by an error", "bytes", len(trimmed), "id", string(*head.ID))
-			g.forward(errorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
+			g.forward(jsonrpc.ErrorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
 			return nil
 		}
 		g.forward(trimmed)
 		return nil
 	case head.ID != nil: // request from the agent
 		if head.Method != methodRequestPermission {
-			return g.answer(errorFrame(*head.ID, codeMethodNotFound, "Method not found: "+head.Method))
+			return g.answer(jsonrpc.ErrorFrame(*head.ID, codeMethodNotFound, "Method not found: "+head.Method))
 		}
 		if oversize {
-			return g.answer(errorFrame(*head.ID, codeInternal, "request too large"))
+			return g.answer(jsonrpc.ErrorFrame(*head.ID, codeInternal, "request too large"))
 		}
 		g.forward(trimmed)
 		return nil
@@ -307,21 +272,6 @@ func (g *stdoutGuard) answer(frame []byte) error {
 		g.log.Debug("could not answer agent request", "error", err)
 	}
 	return nil
-}
-
-func errorFrame(id json.RawMessage, code int, msg string) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
-	return b
 }
 
 func truncateBytes(b []byte, n int) []byte {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 const (
@@ -107,7 +109,7 @@ func newStderrPump(log hclog.Logger, perSecond int, c clockwork.Clock) *stderrPu
 func (p *stderrPump) run(r io.Reader) {
 	br := bufio.NewReaderSize(r, 4096)
 	for {
-		line, tooLong, err := readLine(br, stderrLineCap)
+		line, tooLong, err := jsonrpc.ReadLine(br, stderrLineCap)
 		if tooLong {
 			p.line("[stderr line over 64 KiB discarded]")
 		} else if len(line) > 0 {

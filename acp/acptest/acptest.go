@@ -1,6 +1,7 @@
 // Package acptest provides the fake ACP agents of every test. It imports
-// nothing of this module but the demo agent's Unsupported stubs, so acp's
-// own in-package tests can use it as well as any other package.
+// nothing of this module but the demo agent's Unsupported stubs and
+// acp/internal's JSON-RPC connection and re-exec plumbing, so acp's own
+// in-package tests can use it as well as any other package.
 //
 // Agent is the one scriptable in-process agent: Script answers prompts
 // declaratively (chunks, delays, hangs, errors, and tool calls with their

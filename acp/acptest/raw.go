@@ -1,8 +1,6 @@
 package acptest
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,85 +9,60 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
-// frame is an inbound JSON-RPC message.
-type frame struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
-// rawConn writes JSON-RPC lines to stdout, one whole line at a time.
+// rawConn is the scripted stand-ins' JSON-RPC connection on stdio.
 type rawConn struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	rpc    *jsonrpc.Conn
+	handle func(*jsonrpc.Message)
 }
 
-func newRawConn() *rawConn { return &rawConn{w: bufio.NewWriterSize(os.Stdout, 64<<10)} }
-
-func (c *rawConn) line(b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, _ = c.w.Write(b)
-	_ = c.w.WriteByte('\n')
-	_ = c.w.Flush()
+func newRawConn() *rawConn {
+	c := &rawConn{}
+	c.rpc = jsonrpc.NewConn(os.Stdout, jsonrpc.Options{
+		Handle: func(f *jsonrpc.Message) { c.handle(f) },
+		Noise: func(_ []byte, err error) {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "acptest: bad frame: %v\n", err)
+				return
+			}
+			c.handle(&jsonrpc.Message{}) // JSON, though not an object
+		},
+		Oversize: func() { fmt.Fprintln(os.Stderr, "acptest: dropped a line over 64 MiB") },
+	})
+	return c
 }
 
-func (c *rawConn) send(v any) {
-	b, err := json.Marshal(v)
+// line writes a line as it is. A write to a bridge that is gone is no
+// error for a fake.
+func (c *rawConn) line(b []byte) { _ = c.rpc.WriteLine(b) }
+
+func (c *rawConn) send(m jsonrpc.Message, err error) {
 	if err != nil {
 		panic(err)
 	}
-	c.line(b)
-}
-
-// message is an outbound JSON-RPC message; "jsonrpc" comes first on the wire.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  any             `json:"params,omitempty"`
-	Result  any             `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	_ = c.rpc.Send(m)
 }
 
 func (c *rawConn) result(id json.RawMessage, result any) {
-	c.send(message{JSONRPC: "2.0", ID: id, Result: result})
+	c.send(jsonrpc.NewResponse(id, result, nil))
 }
 
 func (c *rawConn) fail(id json.RawMessage, code int, msg string) {
-	c.send(message{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: msg}})
+	c.send(jsonrpc.NewResponse(id, nil, &jsonrpc.Error{Code: code, Message: msg}))
 }
 
 func (c *rawConn) notify(method string, params any) {
-	c.send(message{JSONRPC: "2.0", Method: method, Params: params})
+	c.send(jsonrpc.NewNotification(method, params))
 }
 
-// readFrames calls handle for every JSON line on stdin until EOF.
-func readFrames(handle func(frame)) {
-	r := bufio.NewReaderSize(os.Stdin, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		var f frame
-		if len(bytes.TrimSpace(line)) > 0 {
-			if jerr := json.Unmarshal(line, &f); jerr != nil {
-				fmt.Fprintf(os.Stderr, "acptest: bad frame: %v\n", jerr)
-			} else {
-				handle(f)
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				fmt.Fprintln(os.Stderr, "acptest: read:", err)
-			}
-			return
-		}
+// serve calls handle for every frame on stdin until EOF.
+func (c *rawConn) serve(handle func(*jsonrpc.Message)) {
+	c.handle = handle
+	if err := c.rpc.Run(os.Stdin); !errors.Is(err, io.EOF) {
+		fmt.Fprintln(os.Stderr, "acptest: read:", err)
 	}
 }
 
@@ -182,7 +155,7 @@ func runZeroClaw(mode string) int {
 		z.c.line([]byte("Enrollment URI: otpauth://totp/ZeroClaw:zeroclaw?secret=" + OTPSecret + "&issuer=ZeroClaw&period=30"))
 		fmt.Fprintln(os.Stderr, "error: provider rejected the request (api_key="+APIKey+")")
 	}
-	readFrames(z.handle)
+	z.c.serve(z.handle)
 	return 0 // like ZeroClaw v1: exit at stdin EOF, abandoning running turns
 }
 
@@ -227,7 +200,7 @@ func (z *zeroclaw) initResult() map[string]any {
 }
 
 // handle runs on the reader goroutine; prompts get a goroutine each.
-func (z *zeroclaw) handle(f frame) {
+func (z *zeroclaw) handle(f *jsonrpc.Message) {
 	switch f.Method {
 	case "":
 		// A response from the client: this agent sends no requests.
@@ -298,7 +271,7 @@ func (z *zeroclaw) handle(f frame) {
 // when it is live already. session/load first replays the conversation as
 // session/update notifications; session/resume replays nothing. Both are
 // reported on stderr as "acptest: <method> <id>".
-func (z *zeroclaw) reopen(f frame) {
+func (z *zeroclaw) reopen(f *jsonrpc.Message) {
 	sid := sessionParam(f.Params)
 	fmt.Fprintf(os.Stderr, "acptest: %s %s\n", f.Method, sid)
 	if die := os.Getenv("ZCB_ACPTEST_DIE_ON_REOPEN"); die != "" {
@@ -374,7 +347,7 @@ func (z *zeroclaw) cancel(sid string) {
 
 // startPrompt validates a prompt and marks its session busy before the
 // turn's goroutine starts, so a cancel read next always finds the turn.
-func (z *zeroclaw) startPrompt(f frame) {
+func (z *zeroclaw) startPrompt(f *jsonrpc.Message) {
 	sid := sessionParam(f.Params)
 	text, ok := promptText(f.Params, false)
 	if !ok || text == "" {
@@ -572,7 +545,7 @@ type legacy struct {
 func runLegacy(mode string) int {
 	l := &legacy{c: newRawConn(), dialect: strings.TrimPrefix(mode, "legacy-"),
 		delay: envDuration("ZCB_ACPTEST_DELAY", time.Second), sessions: map[string]bool{}}
-	readFrames(l.handle)
+	l.c.serve(l.handle)
 	return 0
 }
 
@@ -611,7 +584,7 @@ func (l *legacy) log(msg string, colour bool) {
 	l.c.line([]byte(line))
 }
 
-func (l *legacy) handle(f frame) {
+func (l *legacy) handle(f *jsonrpc.Message) {
 	switch f.Method {
 	case "":
 		// A response from the client: legacy agents send no requests.
@@ -656,7 +629,7 @@ func (l *legacy) handle(f frame) {
 }
 
 // prompt runs a whole turn before the next frame is read.
-func (l *legacy) prompt(f frame) {
+func (l *legacy) prompt(f *jsonrpc.Message) {
 	sid := l.sessionID(f.Params)
 	text, ok := promptText(f.Params, l.dialect != "l2")
 	if !ok {

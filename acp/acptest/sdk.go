@@ -19,6 +19,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // lockedWriter serialises whole writes to stdout. The SDK writes each
@@ -414,8 +415,8 @@ func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text stri
 // flood writes n agent_message_chunk notifications "x" as one burst of
 // pre-encoded lines, holding the stdout mutex the SDK writes under.
 func (a *sdkAgent) flood(sid acpsdk.SessionId, n int) error {
-	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acpsdk.ClientMethodSessionUpdate,
-		"params": acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("x")}})
+	line, err := jsonrpc.EncodeNotification(acpsdk.ClientMethodSessionUpdate,
+		acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("x")})
 	if err != nil {
 		return err
 	}
@@ -433,8 +434,8 @@ func (a *sdkAgent) flood(sid acpsdk.SessionId, n int) error {
 // of "a", assembled by hand: encoding it with encoding/json takes seconds
 // under the race detector.
 func (a *sdkAgent) bigline(sid acpsdk.SessionId) error {
-	head, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acpsdk.ClientMethodSessionUpdate,
-		"params": acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("PAD")}})
+	head, err := jsonrpc.EncodeNotification(acpsdk.ClientMethodSessionUpdate,
+		acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("PAD")})
 	if err != nil {
 		return err
 	}

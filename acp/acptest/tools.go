@@ -2,12 +2,13 @@ package acptest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // Shape is whose wire shape a scripted tool call and its permission
@@ -107,8 +108,7 @@ func (p *toolPlayer) next() int {
 
 // update sends one session/update with update as its update object.
 func (p *toolPlayer) update(u map[string]any) error {
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/update",
-		"params": map[string]any{"sessionId": p.sid, "update": u}})
+	b, err := jsonrpc.EncodeNotification("session/update", map[string]any{"sessionId": p.sid, "update": u})
 	if err != nil {
 		return err
 	}

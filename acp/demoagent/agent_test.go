@@ -13,6 +13,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 func TestInitializeAndNewSession(t *testing.T) {
@@ -84,30 +86,22 @@ func TestWireFormat(t *testing.T) {
 			t.Fatal("agent does not read its input")
 		}
 	}
-	type message struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
 	// next reads the agent's next line; every line must be JSON-RPC 2.0.
-	next := func() message {
+	next := func() jsonrpc.Message {
 		t.Helper()
 		select {
 		case line, ok := <-lines:
 			if !ok {
 				t.Fatal("agent closed its output")
 			}
-			var m message
+			var m jsonrpc.Message
 			if err := json.Unmarshal(line, &m); err != nil || m.JSONRPC != "2.0" {
 				t.Fatalf("agent wrote %q: not a JSON-RPC 2.0 message (%v)", line, err)
 			}
 			return m
 		case <-time.After(waitLimit):
 			t.Fatal("no message from the agent")
-			return message{}
+			return jsonrpc.Message{}
 		}
 	}
 

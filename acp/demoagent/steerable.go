@@ -1,7 +1,6 @@
 package demoagent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire"
 )
 
@@ -62,6 +62,8 @@ func ServeSteerable(ctx context.Context, in io.Reader, out, errOut io.Writer, op
 		life: life, delay: opts.ChunkDelay, log: log, out: newOutput(out),
 		started: time.Now(), sessions: make(map[string]sidecarwire.Session), streams: make(map[string]context.CancelFunc),
 	}
+	s.rpc = jsonrpc.NewConn(s.out, jsonrpc.Options{MaxLine: steerableMaxLine, Handle: s.handle,
+		Noise: s.unreadable, Oversize: s.oversize})
 	src := newInput(in)
 	src.open()
 
@@ -120,6 +122,7 @@ type sidecar struct {
 	delay   time.Duration
 	log     hclog.Logger
 	out     *output
+	rpc     *jsonrpc.Conn
 	started time.Time
 	running sync.WaitGroup
 
@@ -128,6 +131,7 @@ type sidecar struct {
 	sessions map[string]sidecarwire.Session
 	order    []string // session ids, oldest first: the table's eviction order
 	streams  map[string]context.CancelFunc
+	stop     string // a shutdown request's stop reason (set on the reader goroutine)
 }
 
 // maxDemoSessions bounds the demo sidecar's sessions: the protocol has no
@@ -135,66 +139,46 @@ type sidecar struct {
 // refused, and the bridge creates the conversation again).
 const maxDemoSessions = 256
 
-type sidecarRequest struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
 // readRequests handles requests until EOF or a shutdown request, and
 // returns why it stopped: "eof", "normal" (system.shutdown), "now"
 // (system.shutdown_now) or "error".
 func (s *sidecar) readRequests(in io.Reader) string {
-	br := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, err := readRequestLine(br)
-		if len(bytes.TrimSpace(line)) > 0 {
-			if reason := s.handle(line); reason != "" {
-				return reason
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "eof"
-			}
-			return "error"
-		}
+	err := s.rpc.Run(in)
+	switch {
+	case s.stop != "":
+		return s.stop
+	case errors.Is(err, io.EOF):
+		return "eof"
+	default:
+		return "error"
 	}
 }
 
-// readRequestLine reads one line of at most steerableMaxLine bytes; a
-// longer one is consumed and answered as unparseable.
-func readRequestLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	tooLong := false
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(frag) > steerableMaxLine {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if tooLong {
-			return []byte("{"), err // answered as a parse error
-		}
-		return line, err
-	}
-}
-
-// handle serves one request line and returns a stop reason, or "".
-func (s *sidecar) handle(line []byte) string {
-	var r sidecarRequest
-	if err := json.Unmarshal(line, &r); err != nil {
+// unreadable answers a line that is not JSON as the sidecar does; JSON
+// that is not an object is ignored, as a frame without an id.
+func (s *sidecar) unreadable(_ []byte, err error) {
+	if err != nil {
 		s.answer(nil, nil, sidecarwire.ParseError(err))
-		return ""
 	}
-	if !sidecarwire.IsRequest(line) {
-		return "" // a notification: the demo needs none
+}
+
+// oversize answers a line over steerableMaxLine as unparseable: as the
+// sidecar answers a truncated frame.
+func (s *sidecar) oversize() {
+	_, _, err := jsonrpc.Decode([]byte("{"))
+	s.answer(nil, nil, sidecarwire.ParseError(err))
+}
+
+// stopAfter ends the reading after the request being handled.
+func (s *sidecar) stopAfter(reason string) {
+	s.stop = reason
+	s.rpc.StopReading()
+}
+
+// handle serves one frame.
+func (s *sidecar) handle(r *jsonrpc.Message) {
+	if !r.IsRequest() {
+		return // a notification: the demo needs none
 	}
 	switch r.Method {
 	case "":
@@ -205,10 +189,10 @@ func (s *sidecar) handle(line []byte) string {
 		s.cancelStreams()
 		s.waitStreams() // every stream sends its stream.done first
 		s.answer(r.ID, nil, nil)
-		return "normal"
+		s.stopAfter("normal")
 	case "system.shutdown_now":
 		s.answer(r.ID, nil, nil)
-		return "now"
+		s.stopAfter("now")
 	case "agent.session.create":
 		sess, err := sidecarwire.Create(r.Params, newSessionID, time.Now().UTC().Format(time.RFC3339Nano))
 		if err == nil {
@@ -255,7 +239,6 @@ func (s *sidecar) handle(line []byte) string {
 	default:
 		s.answer(r.ID, nil, sidecarwire.UnknownMethod(r.Method))
 	}
-	return ""
 }
 
 func (s *sidecar) health() map[string]any {
@@ -288,7 +271,7 @@ func (s *sidecar) listSessions() []sidecarwire.Session {
 
 // chat answers agent.chat.stream with its stream id, then streams the
 // reply on a goroutine: the answer is on the wire before the first chunk.
-func (s *sidecar) chat(r sidecarRequest) {
+func (s *sidecar) chat(r *jsonrpc.Message) {
 	p, err := sidecarwire.ChatParams(r.Params, false)
 	if err != nil {
 		s.answer(r.ID, nil, err)
@@ -378,13 +361,9 @@ func (s *sidecar) cancelStreams() {
 	}
 }
 
-func (s *sidecar) write(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		s.log.Error("encoding a frame", "error", err)
-		return
-	}
-	if _, err := s.out.Write(append(b, '\n')); err != nil && !errors.Is(err, errServeStopped) {
+// sent logs a frame that could not be written.
+func (s *sidecar) sent(err error) {
+	if err != nil && !errors.Is(err, errServeStopped) {
 		s.log.Debug("writing a frame", "error", err)
 	}
 }
@@ -394,16 +373,8 @@ func (s *sidecar) write(v any) {
 func (s *sidecar) answer(id json.RawMessage, result any, err *sidecarwire.Error) {
 	if err != nil {
 		s.log.Debug("request refused", "error", err)
-		s.write(sidecarwire.Answer(id, nil, err))
-		return
 	}
-	s.write(sidecarwire.Answer(id, result, nil))
+	s.sent(s.rpc.Send(sidecarwire.Answer(id, result, err)))
 }
 
-func (s *sidecar) notify(method string, params any) {
-	s.write(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", method, params})
-}
+func (s *sidecar) notify(method string, params any) { s.sent(s.rpc.Notify(method, params)) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -78,18 +79,18 @@ func TestKinds(t *testing.T) {
 	}
 	// As the sidecar answers them: its own classes by kind or code.
 	for _, tt := range []struct {
-		e    wireError
+		e    jsonrpc.Error
 		kind string // "" for an *acp.RPCError
 	}{
-		{wireError{Code: -32021, Kind: "budget_exhausted"}, acp.KindBudgetExhausted},
-		{wireError{Code: -32020, Kind: "policy_denied"}, acp.KindPolicyDenied},
-		{wireError{Code: -32030, Kind: "tool_failed"}, acp.KindToolDispatch},
-		{wireError{Code: -32011, Kind: "internal"}, acp.KindStorage},
-		{wireError{Code: -32021}, acp.KindBudgetExhausted},
-		{wireError{Code: -32603, Kind: "internal", Message: "'chatId'"}, ""},
-		{wireError{Code: -32602, Kind: "invalid_params", Message: "failed to construct LLM provider: model is required"}, ""},
-		{wireError{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}, ""},
-		{wireError{Code: -32001, Message: "BudgetExhaustedError"}, ""}, // the catalogue's codes: never raised
+		{jsonrpc.Error{Code: -32021, Kind: "budget_exhausted"}, acp.KindBudgetExhausted},
+		{jsonrpc.Error{Code: -32020, Kind: "policy_denied"}, acp.KindPolicyDenied},
+		{jsonrpc.Error{Code: -32030, Kind: "tool_failed"}, acp.KindToolDispatch},
+		{jsonrpc.Error{Code: -32011, Kind: "internal"}, acp.KindStorage},
+		{jsonrpc.Error{Code: -32021}, acp.KindBudgetExhausted},
+		{jsonrpc.Error{Code: -32603, Kind: "internal", Message: "'chatId'"}, ""},
+		{jsonrpc.Error{Code: -32602, Kind: "invalid_params", Message: "failed to construct LLM provider: model is required"}, ""},
+		{jsonrpc.Error{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}, ""},
+		{jsonrpc.Error{Code: -32001, Message: "BudgetExhaustedError"}, ""}, // the catalogue's codes: never raised
 	} {
 		err := rpcError("m", &tt.e)
 		ae, isAgent := err.(*acp.AgentError)
@@ -97,7 +98,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("%+v gave %#v, want kind %q", tt.e, err, tt.kind)
 		}
 	}
-	if err := rpcError("agent.session.resume", &wireError{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}); !errors.Is(err, acp.ErrSessionNotFound) {
+	if err := rpcError("agent.session.resume", &jsonrpc.Error{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}); !errors.Is(err, acp.ErrSessionNotFound) {
 		t.Errorf("%v is not a lost session", err)
 	}
 }

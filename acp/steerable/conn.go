@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // Dialect is what /health and dotty_acp_dialect report for the sidecar.
@@ -34,12 +34,11 @@ type conn struct {
 	cfg     Config
 	acfg    acp.Config
 	log     hclog.Logger
-	w       io.Writer
+	rpc     *jsonrpc.Conn
 	noise   func(string)
 	recycle func(string)
 	clock   clockwork.Clock
 
-	nextID    atomic.Int64
 	answering atomic.Int32
 
 	readyOnce sync.Once
@@ -57,10 +56,8 @@ type conn struct {
 	mu          sync.Mutex
 	cause       string
 	info        acp.AgentInfo
-	pending     map[int64]*call
 	streamCalls int              // agent.chat.stream answers awaited
 	early       []early          // notifications for streams not bound yet
-	orphans     map[int64]bool   // agent.chat.stream calls given up before their answer
 	turns       map[string]*turn // running turns by session id
 	streams     map[string]*stream
 }
@@ -112,17 +109,17 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &conn{
-		proto: p, cfg: p.cfg, acfg: ch.Config, log: log, w: ch.Stdin,
+	c := &conn{
+		proto: p, cfg: p.cfg, acfg: ch.Config, log: log,
 		noise: noise, recycle: recycle, clock: clock,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
 		info:    acp.AgentInfo{Dialect: Dialect},
-		pending: make(map[int64]*call),
-		orphans: make(map[int64]bool),
 		turns:   make(map[string]*turn),
 		streams: make(map[string]*stream),
 	}
+	c.rpc = c.newRPC(ch.Stdin)
+	return c
 }
 
 var _ acp.ChildConn = (*conn)(nil)
@@ -147,6 +144,7 @@ func (c *conn) markDead(err error) {
 		}
 		c.deadErr = err
 		close(c.done)
+		c.rpc.Close()
 	})
 }
 
@@ -376,7 +374,7 @@ func (c *conn) pingLoop() {
 func (c *conn) ping() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.PingTimeout)
 	defer cancel()
-	raw, err := c.call(ctx, methodPing, nil, nil)
+	raw, err := c.call(ctx, methodPing, nil, jsonrpc.CallOptions{})
 	switch {
 	case c.Err() != nil:
 		return c.Err()
@@ -410,7 +408,7 @@ func (c *conn) Shutdown(exited <-chan struct{}) bool {
 	defer cancel()
 	answered := make(chan error, 1)
 	if !c.goBackground(func() {
-		_, err := c.call(ctx, methodShutdown, nil, nil)
+		_, err := c.call(ctx, methodShutdown, nil, jsonrpc.CallOptions{})
 		answered <- err
 	}) {
 		return false
@@ -508,7 +506,7 @@ func (c *conn) NewSession(ctx context.Context) (string, error) {
 
 func (c *conn) create(ctx context.Context) (string, error) {
 	key := cmp.Or(acp.SessionKey(ctx), acp.DefaultKey)
-	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, nil)
+	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, jsonrpc.CallOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -525,7 +523,7 @@ func (c *conn) create(ctx context.Context) (string, error) {
 func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
 	defer cancel()
-	raw, err := c.call(ctx, methodSessionResume, map[string]string{"sessionId": sid}, nil)
+	raw, err := c.call(ctx, methodSessionResume, map[string]string{"sessionId": sid}, jsonrpc.CallOptions{})
 	if err == nil {
 		id, perr := sessionResult(methodSessionResume, raw)
 		if perr != nil {
@@ -608,7 +606,15 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 		APIKey: string(c.cfg.APIKey), Temperature: c.cfg.Temperature,
 		Messages: c.proto.hist.messages(sid, text),
 	}
-	if _, err := c.call(ctx, methodChatStream, params, func(res json.RawMessage) error { return c.bind(st, res) }); err != nil {
+	c.mu.Lock()
+	c.streamCalls++
+	c.mu.Unlock()
+	_, err := c.call(ctx, methodChatStream, params, jsonrpc.CallOptions{
+		OnResult: func(res json.RawMessage) error { return c.bind(st, res) },
+		OnLate:   c.lateStream,
+	})
+	c.streamCallDone()
+	if err != nil {
 		if ctx.Err() != nil {
 			c.cancelBound(st) // answered just as the turn gave up
 		}
@@ -633,6 +639,23 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 	}
 	c.proto.hist.add(sid, text, reply, cut)
 	return res, nil
+}
+
+// streamCallDone ends an agent.chat.stream call. Notifications for unknown
+// streams are held only while such an answer is awaited (the sidecar may
+// stream before its answer is written); once none is, what is held is
+// dropped.
+func (c *conn) streamCallDone() {
+	c.mu.Lock()
+	dropped := 0
+	if c.streamCalls--; c.streamCalls == 0 {
+		dropped = len(c.early)
+		c.early = nil
+	}
+	c.mu.Unlock()
+	for range dropped {
+		c.dropped("unknown_stream")
+	}
 }
 
 // bind runs on the reader goroutine with agent.chat.stream's answer: the

@@ -1,7 +1,6 @@
 package steerabletest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire"
 )
@@ -52,11 +52,13 @@ func run(mode string) int {
 		return 2
 	}
 	f := &fake{
-		mode: mode, out: bufio.NewWriterSize(os.Stdout, 64<<10), started: time.Now(),
+		mode: mode, started: time.Now(),
 		delay:    envDuration("ZCB_STEERTEST_DELAY", 5*time.Millisecond),
 		stateDir: os.Getenv("ZCB_STEERTEST_STATE_DIR"),
 		sessions: map[string]sidecarwire.Session{}, streams: map[string]chan struct{}{},
 	}
+	f.rpc = jsonrpc.NewConn(os.Stdout, jsonrpc.Options{Handle: f.handle, Noise: f.unreadable, Received: f.recordLine,
+		Oversize: func() { fmt.Fprintln(os.Stderr, "steertest: dropped a line over 64 MiB") }})
 	if mode == "ignore-sigterm" {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 	} else {
@@ -112,8 +114,7 @@ type fake struct {
 	stateDir string
 	record   *os.File
 
-	wmu sync.Mutex // whole lines on stdout
-	out *bufio.Writer
+	rpc *jsonrpc.Conn // stdin and stdout
 
 	mu       sync.Mutex
 	n        int
@@ -121,64 +122,42 @@ type fake struct {
 	streams  map[string]chan struct{} // closed to cancel
 }
 
-type frame struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
+// readStdin serves the bridge's frames until stdin ends.
 func (f *fake) readStdin() {
-	r := bufio.NewReaderSize(os.Stdin, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if f.record != nil {
-				_, _ = f.record.Write(append(bytes.TrimSpace(line), '\n'))
-			}
-			var fr frame
-			if jerr := json.Unmarshal(line, &fr); jerr != nil {
-				fmt.Fprintf(os.Stderr, "steertest: bad frame: %v\n", jerr)
-				f.fail(nil, sidecarwire.ParseError(jerr))
-			} else if sidecarwire.IsRequest(line) {
-				f.handle(fr)
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				fmt.Fprintln(os.Stderr, "steertest: read:", err)
-			}
-			return
-		}
+	if err := f.rpc.Run(os.Stdin); !errors.Is(err, io.EOF) {
+		fmt.Fprintln(os.Stderr, "steertest: read:", err)
 	}
 }
 
-func (f *fake) line(b []byte) {
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	_, _ = f.out.Write(b)
-	_ = f.out.WriteByte('\n')
-	_ = f.out.Flush()
+// recordLine keeps a line read, for Requests.
+func (f *fake) recordLine(line []byte) {
+	if f.record != nil {
+		_, _ = f.record.Write(append(line[:len(line):len(line)], '\n'))
+	}
 }
 
-func (f *fake) send(v any) {
-	b, err := json.Marshal(v)
+// unreadable answers a line that is not JSON as the sidecar does; JSON
+// that is not an object is ignored, as a frame without an id.
+func (f *fake) unreadable(_ []byte, err error) {
 	if err != nil {
-		panic(err)
+		fmt.Fprintf(os.Stderr, "steertest: bad frame: %v\n", err)
+		f.fail(nil, sidecarwire.ParseError(err))
 	}
-	f.line(b)
 }
+
+// line writes a line as it is. A write to a bridge that is gone is no
+// error for a fake; neither is one below.
+func (f *fake) line(b []byte) { _ = f.rpc.WriteLine(b) }
 
 // result answers id; a nil v is sent as no result member, as the
 // sidecar does.
-func (f *fake) result(id json.RawMessage, v any) { f.send(sidecarwire.Answer(id, v, nil)) }
+func (f *fake) result(id json.RawMessage, v any) { _ = f.rpc.Send(sidecarwire.Answer(id, v, nil)) }
 
 func (f *fake) fail(id json.RawMessage, err *sidecarwire.Error) {
-	f.send(sidecarwire.Answer(id, nil, err))
+	_ = f.rpc.Send(sidecarwire.Answer(id, nil, err))
 }
 
-func (f *fake) notify(method string, params any) {
-	f.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-}
+func (f *fake) notify(method string, params any) { _ = f.rpc.Notify(method, params) }
 
 func (f *fake) hangs(method string) bool {
 	if f.mode != "hang" {
@@ -188,7 +167,10 @@ func (f *fake) hangs(method string) bool {
 	return on == "" || on == "*" || on == method
 }
 
-func (f *fake) handle(fr frame) {
+func (f *fake) handle(fr *jsonrpc.Message) {
+	if !fr.IsRequest() {
+		return // a notification: the sidecar ignores them
+	}
 	if f.hangs(fr.Method) {
 		fmt.Fprintf(os.Stderr, "steertest: hanging on %s\n", fr.Method)
 		return
@@ -288,7 +270,7 @@ func newSessionID() string {
 }
 
 // chat answers agent.chat.stream and starts its stream.
-func (f *fake) chat(fr frame) {
+func (f *fake) chat(fr *jsonrpc.Message) {
 	p, err := sidecarwire.ChatParams(fr.Params, true)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "steertest: chat refused: %s\n", err.Message)
@@ -365,8 +347,7 @@ func (f *fake) stream(id, text string, parts []string, chunk func(string), cance
 		}
 	case "flood":
 		n, size := envInt("ZCB_STEERTEST_FLOOD", 5000), envInt("ZCB_STEERTEST_FLOOD_BYTES", 1)
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "stream.chunk",
-			"params": map[string]any{"streamId": id, "delta": strings.Repeat("x", size)}})
+		b, _ := jsonrpc.EncodeNotification("stream.chunk", map[string]any{"streamId": id, "delta": strings.Repeat("x", size)})
 		for range n {
 			f.line(b)
 		}

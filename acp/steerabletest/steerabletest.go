@@ -8,7 +8,8 @@
 // acp/internal/sidecarwire, which the demo agent follows too). Its TestMain
 // calls MaybeRunHelper first, and Command returns how to start it in a
 // mode. It imports nothing of this module but the demo agent (mode "demo"),
-// the rules and the re-exec plumbing in acp/internal.
+// the rules, the JSON-RPC connection and the re-exec plumbing in
+// acp/internal.
 //
 // # Common behaviour ("sidecar")
 //
@@ -107,6 +108,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 )
 
@@ -132,9 +134,9 @@ func Echo(text string) string { return "😊 echo: " + text }
 
 // Request is one frame the fake sidecar read.
 type Request struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
 }
 
 // Message is one of agent.chat.stream's messages.
@@ -181,12 +183,12 @@ func Requests(path string, methods ...string) ([]Request, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		var r Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		m, _, err := jsonrpc.Decode(sc.Bytes())
+		if err != nil {
 			return nil, fmt.Errorf("recorded frame %q: %w", truncate(sc.Text(), 120), err)
 		}
-		if len(methods) == 0 || contains(methods, r.Method) {
-			out = append(out, r)
+		if len(methods) == 0 || contains(methods, m.Method) {
+			out = append(out, Request{ID: m.ID, Method: m.Method, Params: m.Params})
 		}
 	}
 	return out, sc.Err()

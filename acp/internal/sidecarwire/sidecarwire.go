@@ -2,7 +2,8 @@
 // source applies them (pathlyapp/steerable-framework v0.2.3, commit
 // 192a937, packages/sidecar and the runtime's stdio JSON-RPC server): what
 // each method the bridge calls reads, requires and refuses, with the
-// sidecar's error codes, kinds and messages, and the shape of its answers.
+// sidecar's error codes, kinds and messages, and the shape of its answers
+// (on acp/internal/jsonrpc's envelope).
 // The built-in demo agent and the tests' fake sidecar both follow them, so
 // neither accepts what the real sidecar refuses.
 //
@@ -21,27 +22,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/pyjson"
 )
 
-// Error codes the sidecar answers with.
+// Error codes the sidecar answers with: JSON-RPC's, and its own for an
+// unknown session.
 const (
-	CodeParse          = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternal       = -32603
+	CodeParse          = jsonrpc.CodeParse
+	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
+	CodeInternal       = jsonrpc.CodeInternal
 	CodeNotFound       = -32004
 )
 
-// Error is the sidecar's error object.
-type Error struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Kind    string `json:"kind,omitempty"`
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Kind, e.Message) }
+// Error is the sidecar's error object: JSON-RPC's, with its kind.
+type Error = jsonrpc.Error
 
 func invalid(msg string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: msg, Kind: "invalid_params"}
@@ -63,36 +60,19 @@ func UnknownMethod(method string) *Error {
 	return &Error{Code: CodeMethodNotFound, Message: "unknown method '" + method + "'", Kind: "method_not_found"}
 }
 
-// Response is one answer frame. A nil Result is left out, as the sidecar
-// does, and so is an id that is absent or null.
-type Response struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Result  any             `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
-}
-
 // Answer builds the answer to request id: result, or err when not nil.
-func Answer(id json.RawMessage, result any, err *Error) Response {
+// A nil result is left out, as the sidecar does, and so is an id that is
+// absent or null. A result that cannot be encoded is answered as the
+// sidecar answers an exception.
+func Answer(id json.RawMessage, result any, err *Error) jsonrpc.Message {
 	if bytes.Equal(bytes.TrimSpace(id), []byte("null")) {
 		id = nil
 	}
-	if err != nil {
-		return Response{JSONRPC: "2.0", ID: id, Error: err}
+	m, e := jsonrpc.NewResponse(id, result, err)
+	if e != nil {
+		m, _ = jsonrpc.NewResponse(id, nil, internal(e.Error()))
 	}
-	return Response{JSONRPC: "2.0", ID: id, Result: result}
-}
-
-// IsRequest reports whether a frame is a request: it has an id member,
-// even a null one. Frames without one are notifications, which the
-// sidecar ignores.
-func IsRequest(frame []byte) bool {
-	var f map[string]json.RawMessage
-	if json.Unmarshal(frame, &f) != nil {
-		return false
-	}
-	_, ok := f["id"]
-	return ok
+	return m
 }
 
 // params reads a method's params, which must be an object.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 func TestCreate(t *testing.T) {
@@ -71,7 +73,7 @@ func TestChatParams(t *testing.T) {
 
 func TestAnswer(t *testing.T) {
 	for _, tt := range []struct {
-		got  Response
+		got  jsonrpc.Message
 		want string
 	}{
 		{Answer(json.RawMessage(`1`), nil, nil), `{"jsonrpc":"2.0","id":1}`},
@@ -83,7 +85,11 @@ func TestAnswer(t *testing.T) {
 			t.Errorf("%s, want %s", b, tt.want)
 		}
 	}
-	if !IsRequest([]byte(`{"id":null,"method":"m"}`)) || IsRequest([]byte(`{"method":"m"}`)) {
+	isRequest := func(frame string) bool {
+		m, ok, err := jsonrpc.Decode([]byte(frame))
+		return err == nil && ok && m.IsRequest()
+	}
+	if !isRequest(`{"id":null,"method":"m"}`) || isRequest(`{"method":"m"}`) {
 		t.Error("a request is a frame with an id member, null included")
 	}
 }
