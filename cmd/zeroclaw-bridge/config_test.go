@@ -910,3 +910,76 @@ func TestDemoBannerNamesWhatReplacesIt(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldSettingsTakeTheComponentsDefaults: a setting made by
+// fieldSetting has no default of its own. -h shows its component's
+// default, the configuration holds it when nothing is set, and every
+// field of a converted component's Config (but the few the bridge sets
+// itself) is such a setting.
+func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
+	var help, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, env(), &help, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseConfig(nil, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]bool{}
+	for _, s := range settings {
+		if s.field == "" {
+			continue
+		}
+		fields[s.field] = true
+		want := s.show(&componentDefaults)
+		if want == "" {
+			want = "unset"
+		}
+		if !strings.Contains(help.String(), "(env "+s.env+", default "+want+")") {
+			t.Errorf("-h does not show %s's default as its component's, %q", s.env, want)
+		}
+		if g, w := fieldValue(&got, s.field), fieldValue(&componentDefaults, s.field); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s unset: %s is %v, want the component's default %v", s.env, s.field, g, w)
+		}
+	}
+	own := map[string]bool{"HouseholdPath": true, "QueueSize": true} // a path under home; no variable
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[perception.Consumers]()) {
+		if !fields["Perception.Consumers."+f.Name] && !own[f.Name] {
+			t.Errorf("perception.Consumers.%s has no field setting", f.Name)
+		}
+	}
+}
+
+// fieldValue is the value of c's field at path.
+func fieldValue(c *config, path string) any {
+	v := reflect.ValueOf(c).Elem()
+	for _, name := range strings.Split(path, ".") {
+		v = v.FieldByName(name)
+	}
+	return v.Interface()
+}
+
+// TestComponentRangeErrorsNameTheSetting: a range error of a component's
+// Validate is reported on the flag or variable the value came from, with
+// the setting's unit, once.
+func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args, env []string
+		want      string
+	}{
+		{[]string{"-face-greet-hour-start", "-1"}, nil, `invalid -face-greet-hour-start "-1": want an hour from 0 to 24`},
+		{nil, []string{"SCENE_SYNTHESIS_INTERVAL_SEC", "-2.5"}, `invalid SCENE_SYNTHESIS_INTERVAL_SEC "-2.5": want more than 0 seconds`},
+		{[]string{"-idle-photographer-sleep-min-sec", "10"}, []string{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "5"},
+			`invalid IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC "5": want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC`},
+		{nil, []string{"FACE_GREET_COOLDOWN_SEC", "-1"}, `invalid FACE_GREET_COOLDOWN_SEC "-1": want 0 or more seconds`},
+	} {
+		_, err := parseConfig(tc.args, env(tc.env...))
+		if err == nil {
+			t.Errorf("%v %v: parseConfig succeeded", tc.args, tc.env)
+			continue
+		}
+		if d := cmp.Diff(errorLines(err), []string{tc.want}); d != "" {
+			t.Errorf("%v %v (-got +want):\n%s", tc.args, tc.env, d)
+		}
+	}
+}
