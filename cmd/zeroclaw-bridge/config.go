@@ -165,7 +165,10 @@ type setting struct {
 // componentDefaults is the configuration as its components default it:
 // where the default of a setting made by fieldSetting comes from, so it
 // is written once, in the component that owns the field.
-var componentDefaults = config{Perception: perception.Config{Consumers: perception.DefaultConsumers()}}
+var componentDefaults = config{
+	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
+	Social:     social.Config{Settings: social.DefaultSettings()},
+}
 
 // fieldOf is the field of c at path, dot-separated field names from config
 // ("Perception.Consumers.GreetHourEnd"). A path that names no field of
@@ -206,6 +209,14 @@ func secondsField(env, path, help string) setting {
 func millisField(env, path, help string) setting {
 	return fieldSetting(env, path, "milliseconds", help, parseMillis,
 		func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) })
+}
+
+// hoursField is a fieldSetting of a time.Duration written in hours (a
+// decimal allowed). Its want has no unit: "want 0 or more", as it always
+// read.
+func hoursField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *time.Duration, v string) error { return parseAmount(dst, v, time.Hour) },
+		func(d time.Duration) string { return strconv.FormatFloat(d.Hours(), 'f', -1, 64) })
 }
 
 // intField is a fieldSetting of an int.
@@ -662,28 +673,17 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
 	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
-	switchSetting("DREAMER_ENABLED", "1", "write dreams while a robot sleeps", exactOneRule,
-		func(c *config) *bool { return &c.Social.Settings.DreamerEnabled }),
-	{env: "DREAM_WINDOW_SECONDS", def: "28800", help: "seconds of a night the dreams are spread over",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Social.Settings.DreamWindow, v) }},
-	{env: "DREAM_COUNT_PER_NIGHT", def: "3", help: "dreams per night",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.DreamCount, v) }},
-	switchSetting("DANCE_REFLECTOR_ENABLED", "1", "write a private reflection after each dance", exactOneRule,
-		func(c *config) *bool { return &c.Social.Settings.DanceReflectorEnabled }),
-	switchSetting("GREETER_ENABLED", "true", "greet a recognised household member with a greeting the agent writes", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreeterEnabled }),
-	switchSetting("GREETER_USE_FACE_DETECTED", "false", "count a face detected without a name as an unknown face for the greeter", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetOnFaceSeen }),
-	switchSetting("GREETER_GREET_UNKNOWN", "false", "greet unknown faces too", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetUnknown }),
-	switchSetting("GREETER_GREET_ANYONE", "false", "let the agent greet any recognised name, as bridge.py did, not only household members (others get a fixed greeting)", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetAnyone }),
-	{env: "GREETER_COOLDOWN_HOURS", def: "4", help: "hours between two greetings of one person (not before the first of the day)",
-		parse: func(c *config, v string) error { return parseUnits(&c.Social.Settings.GreetCooldown, v, time.Hour) }},
-	{env: "GREETER_PER_DAY_MAX", def: "3", help: "greetings of one person per local day",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetPerDayMax, v) }},
-	{env: "GREETER_GREETING_MAX_WORDS", def: "15", help: "longest greeting, in words, the agent is asked for",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetMaxWords, v) }},
+	switchField("DREAMER_ENABLED", "Social.Settings.DreamerEnabled", "write dreams while a robot sleeps", exactOneRule),
+	secondsField("DREAM_WINDOW_SECONDS", "Social.Settings.DreamWindow", "seconds of a night the dreams are spread over"),
+	intField("DREAM_COUNT_PER_NIGHT", "Social.Settings.DreamCount", "dreams per night"),
+	switchField("DANCE_REFLECTOR_ENABLED", "Social.Settings.DanceReflectorEnabled", "write a private reflection after each dance", exactOneRule),
+	switchField("GREETER_ENABLED", "Social.Settings.GreeterEnabled", "greet a recognised household member with a greeting the agent writes", greeterRule),
+	switchField("GREETER_USE_FACE_DETECTED", "Social.Settings.GreetOnFaceSeen", "count a face detected without a name as an unknown face for the greeter", greeterRule),
+	switchField("GREETER_GREET_UNKNOWN", "Social.Settings.GreetUnknown", "greet unknown faces too", greeterRule),
+	switchField("GREETER_GREET_ANYONE", "Social.Settings.GreetAnyone", "let the agent greet any recognised name, as bridge.py did, not only household members (others get a fixed greeting)", greeterRule),
+	hoursField("GREETER_COOLDOWN_HOURS", "Social.Settings.GreetCooldown", "hours between two greetings of one person (not before the first of the day)"),
+	intField("GREETER_PER_DAY_MAX", "Social.Settings.GreetPerDayMax", "greetings of one person per local day"),
+	intField("GREETER_GREETING_MAX_WORDS", "Social.Settings.GreetMaxWords", "longest greeting, in words, the agent is asked for"),
 	pathSetting("GREETER_STATE_PATH", "~/.zeroclaw/greeter_state.json", "file keeping today's greeting counts across restarts (written atomically)",
 		func(c *config) *string { return &c.Social.Settings.GreeterStatePath }).orWithoutHome("greeting counts kept in memory only"),
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
@@ -988,10 +988,6 @@ func (c config) validate() error {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
 	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
-	check("DREAM_WINDOW_SECONDS", c.Social.Settings.DreamWindow > 0, formatSeconds(c.Social.Settings.DreamWindow), "want more than 0 seconds")
-	check("DREAM_COUNT_PER_NIGHT", c.Social.Settings.DreamCount >= 0 && c.Social.Settings.DreamCount <= 100, strconv.Itoa(c.Social.Settings.DreamCount), "want 0 to 100")
-	check("GREETER_PER_DAY_MAX", c.Social.Settings.GreetPerDayMax >= 1, strconv.Itoa(c.Social.Settings.GreetPerDayMax), "want at least 1")
-	check("GREETER_GREETING_MAX_WORDS", c.Social.Settings.GreetMaxWords >= 1, strconv.Itoa(c.Social.Settings.GreetMaxWords), "want at least 1")
 	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
@@ -1021,6 +1017,7 @@ func (c config) validate() error {
 	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
 	// The components' own range checks, each error on its field's setting.
 	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
+	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -1234,12 +1231,23 @@ func parseOptSeconds(dst *time.Duration, v string, unit time.Duration) error {
 
 // parseUnits reads a non-negative number of units (a decimal allowed).
 func parseUnits(dst *time.Duration, v string, unit time.Duration) error {
+	var d time.Duration
+	if err := parseAmount(&d, v, unit); err != nil {
+		return err
+	}
+	if d < 0 {
+		return errors.New("want 0 or more")
+	}
+	*dst = d
+	return nil
+}
+
+// parseAmount reads a number of units (seconds, minutes, hours), a
+// decimal allowed; its range is the component's to check.
+func parseAmount(dst *time.Duration, v string, unit time.Duration) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(unit) {
 		return errors.New("want a number of " + map[time.Duration]string{time.Second: "seconds", time.Minute: "minutes", time.Hour: "hours"}[unit])
-	}
-	if f < 0 {
-		return errors.New("want 0 or more")
 	}
 	*dst = time.Duration(f * float64(unit))
 	return nil

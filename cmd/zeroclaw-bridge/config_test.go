@@ -942,10 +942,20 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			t.Errorf("%s unset: %s is %v, want the component's default %v", s.env, s.field, g, w)
 		}
 	}
-	own := map[string]bool{"HouseholdPath": true, "QueueSize": true} // a path under home; no variable
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[perception.Consumers]()) {
-		if !fields["Perception.Consumers."+f.Name] && !own[f.Name] {
-			t.Errorf("perception.Consumers.%s has no field setting", f.Name)
+	// The converted components, and their fields that are not field
+	// settings: paths under home (path settings) and fields no variable sets.
+	for _, conv := range []struct {
+		path string
+		typ  reflect.Type
+		own  []string
+	}{
+		{"Perception.Consumers", reflect.TypeFor[perception.Consumers](), []string{"HouseholdPath", "QueueSize"}},
+		{"Social.Settings", reflect.TypeFor[social.Settings](), []string{"GreeterStatePath", "GreetAgentTimeout", "MaxGreetIdentities", "QueueSize"}},
+	} {
+		for _, f := range reflect.VisibleFields(conv.typ) {
+			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
+				t.Errorf("%s.%s has no field setting", conv.path, f.Name)
+			}
 		}
 	}
 }
@@ -972,6 +982,8 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{[]string{"-idle-photographer-sleep-min-sec", "10"}, []string{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "5"},
 			`invalid IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC "5": want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC`},
 		{nil, []string{"FACE_GREET_COOLDOWN_SEC", "-1"}, `invalid FACE_GREET_COOLDOWN_SEC "-1": want 0 or more seconds`},
+		{[]string{"-dream-window-seconds", "0"}, nil, `invalid -dream-window-seconds "0": want more than 0 seconds`},
+		{nil, []string{"GREETER_GREETING_MAX_WORDS", "0"}, `invalid GREETER_GREETING_MAX_WORDS "0": want at least 1`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {
