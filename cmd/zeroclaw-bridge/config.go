@@ -168,6 +168,7 @@ type setting struct {
 var componentDefaults = config{
 	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
 	Social:     social.Config{Settings: social.DefaultSettings()},
+	Vision:     vision.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -755,34 +756,25 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Admin.DiscordUnit = v; return nil }},
 	pathSetting("DOTTY_TOOL_ALLOWLIST", "/root/zeroclaw-bridge/state/tool-allowlist", "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
 		func(c *config) *string { return &c.ToolAllowList }),
-	{env: "VISION_MODEL", def: "google/gemini-2.0-flash-001", help: "vision model describing the robot's photos",
-		parse: func(c *config, v string) error { c.Vision.Vision.Model = v; return nil }},
+	textField("VISION_MODEL", "Vision.Vision.Model", "vision model describing the robot's photos"),
 	{env: "VISION_API_KEY", def: "", secret: true, help: "its API key; unset: OPENROUTER_API_KEY; none: the camera-offline answer",
 		parse: func(c *config, v string) error { c.Keys.Vision = v; return nil }},
-	{env: "VISION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.Vision.Vision.URL = v; return nil }},
-	{env: "VISION_MAX_WAITERS", def: strconv.Itoa(vision.DefaultMaxWaiters), help: "most /api/vision/latest long-polls waiting at once; past it a poll gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.Vision.MaxWaiters, v) }},
-	{env: "VISION_TIMEOUT", def: "15", help: "seconds one photo description may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Vision.Timeout, v) }},
+	textField("VISION_API_URL", "Vision.Vision.URL", "its OpenAI-compatible chat completions URL"),
+	intField("VISION_MAX_WAITERS", "Vision.MaxWaiters", "most /api/vision/latest long-polls waiting at once; past it a poll gets 503"),
+	secondsField("VISION_TIMEOUT", "Vision.Vision.Timeout", "seconds one photo description may take"),
 	{env: "VLM_MODEL", def: "", help: "overrides VISION_MODEL for /api/vision/explain",
 		parse: func(c *config, v string) error { c.Keys.VLMModel = v; return nil }},
 	{env: "VLM_API_KEY", def: "", secret: true, help: "overrides the vision API key",
 		parse: func(c *config, v string) error { c.Keys.VLM = v; return nil }},
 	{env: "VLM_API_URL", def: "", help: "overrides VISION_API_URL",
 		parse: func(c *config, v string) error { c.Keys.VLMURL = v; return nil }},
-	{env: "AUDIO_CAPTION_MODEL", def: "google/gemini-2.5-flash", help: "model describing audio clips (/api/audio/explain)",
-		parse: func(c *config, v string) error { c.Vision.Audio.Model = v; return nil }},
+	textField("AUDIO_CAPTION_MODEL", "Vision.Audio.Model", "model describing audio clips (/api/audio/explain)"),
 	{env: "AUDIO_CAPTION_API_KEY", def: "", secret: true, help: "its API key; unset: the vision key, then OPENROUTER_API_KEY",
 		parse: func(c *config, v string) error { c.Keys.Audio = v; return nil }},
-	{env: "AUDIO_CAPTION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.Vision.Audio.URL = v; return nil }},
-	{env: "AUDIO_CAPTION_TIMEOUT", def: "20", help: "seconds one audio caption may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Audio.Timeout, v) }},
-	{env: "DOTTY_IDLE_VISION_COOLDOWN_SEC", def: "120", help: "least seconds between two room-view model calls of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.RoomViewCooldown, v) }},
-	{env: "ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", def: "5.0", help: "a room view within this many seconds of entering talk still runs",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.TalkKickoffGrace, v) }},
+	textField("AUDIO_CAPTION_API_URL", "Vision.Audio.URL", "its OpenAI-compatible chat completions URL"),
+	secondsField("AUDIO_CAPTION_TIMEOUT", "Vision.Audio.Timeout", "seconds one audio caption may take"),
+	secondsField("DOTTY_IDLE_VISION_COOLDOWN_SEC", "Vision.RoomViewCooldown", "least seconds between two room-view model calls of a device"),
+	secondsField("ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "Vision.TalkKickoffGrace", "a room view within this many seconds of entering talk still runs"),
 	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
 		parse: func(c *config, v string) error {
 			if v = strings.TrimSpace(v); v != "" {
@@ -977,10 +969,6 @@ func (c config) validate() error {
 		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
 		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
-		{"VISION_TIMEOUT", c.Vision.Vision.Timeout},
-		{"AUDIO_CAPTION_TIMEOUT", c.Vision.Audio.Timeout},
-		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.Vision.RoomViewCooldown},
-		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.Vision.TalkKickoffGrace},
 		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
 		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
 		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
@@ -997,7 +985,7 @@ func (c config) validate() error {
 		env string
 		v   int
 	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
-		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}, {"VISION_MAX_WAITERS", c.Vision.MaxWaiters}} {
+		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
 	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
@@ -1018,6 +1006,7 @@ func (c config) validate() error {
 	// The components' own range checks, each error on its field's setting.
 	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
+	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	return errors.Join(errs...)
 }
 

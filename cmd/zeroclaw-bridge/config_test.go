@@ -118,10 +118,7 @@ func defaultConfig(t *testing.T) config {
 			Workspace: "/root/.zeroclaw/workspace", VoiceConfig: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
 			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
-		Vision: vision.Config{MaxWaiters: 128,
-			Vision:           vision.Model{Model: "google/gemini-2.0-flash-001", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 15 * time.Second},
-			Audio:            vision.Model{Model: "google/gemini-2.5-flash", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 20 * time.Second},
-			RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second},
+		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
 		Sidecar: sidecar.Config{Path: "/v1/listen", PersonasDir: "/root/zeroclaw-bridge/personas", Deadline: 12 * time.Second,
 			STT: sidecar.STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}},
 	}
@@ -951,6 +948,10 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 	}{
 		{"Perception.Consumers", reflect.TypeFor[perception.Consumers](), []string{"HouseholdPath", "QueueSize"}},
 		{"Social.Settings", reflect.TypeFor[social.Settings](), []string{"GreeterStatePath", "GreetAgentTimeout", "MaxGreetIdentities", "QueueSize"}},
+		{"Vision", reflect.TypeFor[vision.Config](), []string{"Vision", "Audio", "KidMode", "Household", "Perception", "MaxUpload",
+			"LongPoll", "MaxDevices", "Cache", "Clock", "VisionDuration", "AudioDuration", "Logger"}},
+		{"Vision.Vision", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}}, // the key falls back at build
+		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -984,6 +985,8 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"FACE_GREET_COOLDOWN_SEC", "-1"}, `invalid FACE_GREET_COOLDOWN_SEC "-1": want 0 or more seconds`},
 		{[]string{"-dream-window-seconds", "0"}, nil, `invalid -dream-window-seconds "0": want more than 0 seconds`},
 		{nil, []string{"GREETER_GREETING_MAX_WORDS", "0"}, `invalid GREETER_GREETING_MAX_WORDS "0": want at least 1`},
+		{nil, []string{"VISION_API_URL", "openrouter.ai"}, `invalid VISION_API_URL "openrouter.ai": want an http or https URL`},
+		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {
