@@ -16,7 +16,7 @@ import (
 // BenchmarkIngest is the in-process cost of one event: state update and
 // broadcast to the five default subscriptions, drained by running consumers.
 func BenchmarkIngest(b *testing.B) {
-	s := New(Config{Logger: hclog.NewNullLogger()})
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -35,7 +35,7 @@ func BenchmarkIngest(b *testing.B) {
 // from parallel clients to an echo server with the perception routes: the
 // whole ingest path (router, decoding, state, bus, consumers).
 func BenchmarkPostEventHTTP(b *testing.B) {
-	s := New(Config{Logger: hclog.NewNullLogger()})
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -67,7 +67,7 @@ func BenchmarkPostEventHTTP(b *testing.B) {
 // device, so each one evicts the least recently seen of a full table
 // (DefaultMaxDevices) with its ring.
 func BenchmarkIngestNewDevices(b *testing.B) {
-	s := New(Config{Logger: hclog.NewNullLogger()})
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
 	ids := make([]string, 1<<16)
 	for i := range ids {
 		ids[i] = "dotty-" + strconv.Itoa(i)
@@ -82,7 +82,7 @@ func BenchmarkIngestNewDevices(b *testing.B) {
 
 // BenchmarkDecodeEvent: the ingest decoder on a firmware-shaped body.
 func BenchmarkDecodeEvent(b *testing.B) {
-	s := New(Config{Logger: hclog.NewNullLogger()})
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
 	body := []byte(`{"device_id":"dotty-aa:bb:cc:dd:ee:01","ts":1795600000.123456,"name":"sound_event","data":{"direction":"left","energy":0.731,"balance":-0.204,"firmware_ts_ms":10231}}`)
 	b.ReportAllocs()
 	for b.Loop() {

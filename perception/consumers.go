@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -49,7 +49,10 @@ type Camera interface {
 }
 
 // Consumers are the robot-behaviour consumers' settings, with bridge.py's
-// names and defaults. The zero value means DefaultConsumers.
+// names and defaults (DefaultConsumers, the one place they are written).
+// Start from DefaultConsumers and change the fields you need: a field
+// left zero means zero ("always greet" for the hours, no cooldown, off),
+// except the few a zero means nothing for, which New fills one by one.
 type Consumers struct {
 	GreetMinInterval time.Duration // FACE_GREET_MIN_INTERVAL_SEC
 	GreetText        string        // FACE_GREET_TEXT; "" greets with the mic only
@@ -135,54 +138,55 @@ const (
 	IdlePrompt = "Describe what you see in 1–3 sentences as a curious robot would notice it — light, objects, the room's mood. No people identification needed. Stay short and concrete."
 )
 
-// validate reports hours outside a day and negative durations or sizes.
-func (c Consumers) validate() error {
-	var errs []error
-	for name, h := range map[string]int{"greeting start hour": c.GreetHourStart, "greeting end hour": c.GreetHourEnd} {
-		if h < 0 || h > 24 {
-			errs = append(errs, fmt.Errorf("%s %d is outside 0-24", name, h))
-		}
-	}
-	for name, d := range map[string]time.Duration{
-		"greeting interval": c.GreetMinInterval, "named greeting interval": c.NameGreetMinInterval,
-		"named greeting quiet time": c.NameGreetQuiet, "identity ttl": c.IdentityTTL,
-		"identity refresh interval": c.RefreshInterval, "identity refresh quiet time": c.RefreshQuiet,
-		"face-lost abort window": c.AbortWindow, "face-lost abort grace": c.AbortGrace,
-		"sound turn cooldown": c.SoundTurnCooldown, "purr cooldown": c.PurrCooldown, "purr duration": c.PurrDuration,
-		"security capture interval": c.SecurityInterval, "security photo wait": c.SecurityPhotoWait,
-		"security audio wait": c.SecuritySoundWait, "security audio duration": c.SecurityAudioDuration,
-		"idle photographer minimum sleep": c.IdleSleepMin, "idle photographer maximum sleep": c.IdleSleepMax,
-		"idle photographer result wait": c.IdleResultWait, "scene synthesis interval": c.SceneInterval,
-		"scene synthesis minimum gap": c.SceneMinGap,
+// Validate reports every field outside its range as a *fieldcheck.Error
+// naming the field: hours outside a day, periods and waits of 0 or less,
+// cooldowns and windows below 0, a maximum idle sleep below its minimum.
+// It holds the one range check of each field; the bridge's command line
+// names the variable a value came from.
+func (c Consumers) Validate() error {
+	var errs fieldcheck.Errors
+	errs.Check("GreetHourStart", c.GreetHourStart >= 0 && c.GreetHourStart <= 24, c.GreetHourStart, "an hour from 0 to 24")
+	errs.Check("GreetHourEnd", c.GreetHourEnd >= 0 && c.GreetHourEnd <= 24, c.GreetHourEnd, "an hour from 0 to 24")
+	// Loops sleep or wait these: never 0.
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"RefreshInterval", c.RefreshInterval}, {"SecurityInterval", c.SecurityInterval},
+		{"SecurityPhotoWait", c.SecurityPhotoWait}, {"SecuritySoundWait", c.SecuritySoundWait},
+		{"SecurityAudioDuration", c.SecurityAudioDuration}, {"IdleSleepMax", c.IdleSleepMax},
+		{"IdleResultWait", c.IdleResultWait}, {"SceneInterval", c.SceneInterval},
 	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
+		errs.Check(d.field, d.v > 0, d.v, "more than 0")
 	}
-	if c.QueueSize < 0 {
-		errs = append(errs, fmt.Errorf("consumer queue size %d is negative", c.QueueSize))
+	// Cooldowns and windows may be 0 (none), never negative.
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"GreetMinInterval", c.GreetMinInterval}, {"NameGreetMinInterval", c.NameGreetMinInterval},
+		{"NameGreetQuiet", c.NameGreetQuiet}, {"IdentityTTL", c.IdentityTTL}, {"RefreshQuiet", c.RefreshQuiet},
+		{"AbortWindow", c.AbortWindow}, {"AbortGrace", c.AbortGrace}, {"SoundTurnCooldown", c.SoundTurnCooldown},
+		{"PurrCooldown", c.PurrCooldown}, {"PurrDuration", c.PurrDuration}, {"IdleSleepMin", c.IdleSleepMin},
+		{"SceneMinGap", c.SceneMinGap},
+	} {
+		errs.Check(d.field, d.v >= 0, d.v, "0 or more")
 	}
-	if c.SecurityRingSize < 0 {
-		errs = append(errs, fmt.Errorf("security ring size %d is negative", c.SecurityRingSize))
-	}
-	if c.IdleSleepMax < c.IdleSleepMin {
-		errs = append(errs, fmt.Errorf("idle photographer maximum sleep %s is below its minimum %s", c.IdleSleepMax, c.IdleSleepMin))
-	}
-	if c.IdleJaccard < 0 || c.IdleJaccard > 1 {
-		errs = append(errs, fmt.Errorf("idle photographer Jaccard threshold %v is outside 0-1", c.IdleJaccard))
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return errors.Join(errs...)
+	errs.CheckRef("IdleSleepMax", c.IdleSleepMax >= c.IdleSleepMin, c.IdleSleepMax, "at least", "IdleSleepMin")
+	errs.Check("IdleJaccard", c.IdleJaccard >= 0 && c.IdleJaccard <= 1, c.IdleJaccard, "a number from 0 to 1")
+	errs.Check("SecurityRingSize", c.SecurityRingSize >= 1, c.SecurityRingSize, "at least 1")
+	errs.Check("QueueSize", c.QueueSize >= 0, c.QueueSize, "0 or more")
+	return errs.Err()
 }
 
+// withDefaults fills the fields a zero cannot mean anything for, one by
+// one: the queue, the prompt, the ring and the periods and waits the loops
+// sleep (so a loop never spins). Every other field is used as it is, its
+// zero meaning "none" or "off": a Consumers starts from DefaultConsumers.
 func (c Consumers) withDefaults() Consumers {
-	if c == (Consumers{}) {
-		c = DefaultConsumers()
-	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = ConsumerQueue
 	}
-	// Loops that sleep these must never spin: a zero means the default.
 	def := DefaultConsumers()
 	for _, p := range []struct{ v, d *time.Duration }{
 		{&c.RefreshInterval, &def.RefreshInterval}, {&c.SecurityInterval, &def.SecurityInterval},

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
@@ -96,7 +97,7 @@ func (c Config) Validate() error {
 	if c.Keepalive < 0 {
 		errs = append(errs, fmt.Errorf("perception feed keepalive %s is negative", c.Keepalive))
 	}
-	return errors.Join(append(errs, c.Consumers.validate(), c.Speaker.validate())...)
+	return errors.Join(append(errs, fieldcheck.Under("Consumers", c.Consumers.Validate()), c.Speaker.validate())...)
 }
 
 // Senses gives the freshest camera and microphone descriptions of a device.

@@ -444,7 +444,7 @@ func TestSpeakerConfigValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Config{Speaker: tc.cfg}.Validate()
+			err := Config{Consumers: DefaultConsumers(), Speaker: tc.cfg}.Validate()
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("Validate() = %v, want %q", err, tc.want)
 			}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
@@ -127,7 +129,9 @@ type apiKeys struct {
 
 // setting is one row of the configuration table: an environment variable,
 // the flag of the same meaning, its default, its help text and its parser.
-// Parsers check syntax only; ranges are checked by config.validate.
+// Parsers check syntax only; ranges are checked by the owning component's
+// Validate for a row made by fieldSetting, by config.validate for the
+// others.
 type setting struct {
 	env    string
 	def    string
@@ -148,6 +152,103 @@ type setting struct {
 	// its field.
 	sw *switchRule
 	on func(c *config) *bool
+
+	// field is the config field of a setting made by fieldSetting
+	// ("Perception.Consumers.GreetHourEnd"), whose default and range check
+	// its component holds; show writes the field's value as the setting
+	// is written, unit ("seconds") ends the want of its range errors.
+	field string
+	show  func(c *config) string
+	unit  string
+}
+
+// componentDefaults is the configuration as its components default it:
+// where the default of a setting made by fieldSetting comes from, so it
+// is written once, in the component that owns the field.
+var componentDefaults = config{
+	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
+	Social:     social.Config{Settings: social.DefaultSettings()},
+	Vision:     vision.DefaultConfig(),
+}
+
+// fieldOf is the field of c at path, dot-separated field names from config
+// ("Perception.Consumers.GreetHourEnd"). A path that names no field of
+// type T is a mistake in the settings table, found when it is built.
+func fieldOf[T any](c *config, path string) *T {
+	v := reflect.ValueOf(c).Elem()
+	for _, name := range strings.Split(path, ".") {
+		if v = v.FieldByName(name); !v.IsValid() {
+			panic("config has no field " + path)
+		}
+	}
+	p, ok := v.Addr().Interface().(*T)
+	if !ok {
+		panic(fmt.Sprintf("config field %s is a %s, not a %T", path, v.Type(), *new(T)))
+	}
+	return p
+}
+
+// fieldSetting is a setting filling the config field at path whose default
+// and range check are its component's: the default is the field's value
+// in componentDefaults written by format, and the component's Validate
+// errors on the field are reported on this setting (config.onSettings),
+// unit ("seconds") ending their want. parse checks the syntax only.
+func fieldSetting[T any](env, path, unit, help string, parse func(*T, string) error, format func(T) string) setting {
+	return setting{env: env, help: help, field: path, unit: unit,
+		def:   format(*fieldOf[T](&componentDefaults, path)),
+		parse: func(c *config, v string) error { return parse(fieldOf[T](c, path), v) },
+		show:  func(c *config) string { return format(*fieldOf[T](c, path)) }}
+}
+
+// secondsField is a fieldSetting of a time.Duration written in seconds.
+func secondsField(env, path, help string) setting {
+	return fieldSetting(env, path, "seconds", help, parseSeconds, formatSeconds)
+}
+
+// millisField is a fieldSetting of a time.Duration written in whole
+// milliseconds.
+func millisField(env, path, help string) setting {
+	return fieldSetting(env, path, "milliseconds", help, parseMillis,
+		func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) })
+}
+
+// hoursField is a fieldSetting of a time.Duration written in hours (a
+// decimal allowed). Its want has no unit: "want 0 or more", as it always
+// read.
+func hoursField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *time.Duration, v string) error { return parseAmount(dst, v, time.Hour) },
+		func(d time.Duration) string { return strconv.FormatFloat(d.Hours(), 'f', -1, 64) })
+}
+
+// intField is a fieldSetting of an int.
+func intField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, parseInt, strconv.Itoa)
+}
+
+// numberField is a fieldSetting of a float64.
+func numberField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, parseFloat, func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) })
+}
+
+// textField is a fieldSetting of a string, taken as it is.
+func textField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *string, v string) error { *dst = v; return nil }, func(v string) string { return v })
+}
+
+// switchField is a switchSetting on the config field at path, its default
+// the field's in componentDefaults, written in the rule's words.
+func switchField(env, path, help string, rule switchRule) setting {
+	s := switchSetting(env, rule.word(*fieldOf[bool](&componentDefaults, path)), help, rule,
+		func(c *config) *bool { return fieldOf[bool](c, path) })
+	s.field = path
+	s.show = func(c *config) string { return rule.word(*fieldOf[bool](c, path)) }
+	return s
+}
+
+// emptyIsAValue makes "" a value of the setting rather than "unset".
+func (s setting) emptyIsAValue() setting {
+	s.emptyOK = true
+	return s
 }
 
 // pathSetting is a setting naming a file or directory on this machine.
@@ -197,6 +298,15 @@ var (
 	onWords  = []string{"1", "true", "yes", "on"}
 	offWords = []string{"0", "false", "no", "off"}
 )
+
+// word writes on as the rule's defaults are written: true and false for
+// a rule read in any case, 1 and 0 for one read exactly.
+func (r switchRule) word(on bool) string {
+	if r.fold {
+		return strconv.FormatBool(on)
+	}
+	return map[bool]string{true: "1", false: "0"}[on]
+}
 
 // read is the switch's value for v.
 func (r switchRule) read(v string) bool {
@@ -475,8 +585,7 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxDevices, v) }},
 	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: strconv.Itoa(perception.DefaultMaxFeedClients), help: "most /api/perception/feed clients at once; past it a client gets 503",
 		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxFeedClients, v) }},
-	{env: "FACE_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.GreetMinInterval, v) }},
+	secondsField("FACE_GREET_MIN_INTERVAL_SEC", "Perception.Consumers.GreetMinInterval", "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)"),
 	{env: "FACE_GREET_COOLDOWN_SEC", def: "", help: "legacy name of FACE_GREET_MIN_INTERVAL_SEC",
 		parse: func(c *config, v string) error {
 			if v == "" {
@@ -490,80 +599,44 @@ var settings = []setting{
 			c.legacyGreetMin = &d
 			return nil
 		}},
-	{env: "FACE_GREET_TEXT", def: "Hi!", emptyOK: true, help: "what a detected face makes the robot hear (inject-text); set to \"\" to only open the mic",
-		parse: func(c *config, v string) error { c.Perception.Consumers.GreetText = v; return nil }},
-	{env: "FACE_GREET_HOUR_START", def: "6", help: "first local hour (TZ) of face greetings",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.GreetHourStart, v) }},
-	{env: "FACE_GREET_HOUR_END", def: "21", help: "local hour at which face greetings stop (0 and 24: always greet)",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.GreetHourEnd, v) }},
-	{env: "FACE_NAME_GREET_MIN_INTERVAL_SEC", def: "30", help: "seconds between two named greetings of one person",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.NameGreetMinInterval, v) }},
-	{env: "FACE_NAME_GREET_TEMPLATE", def: "Oh, it's {name}!", help: "named greeting; {name} is the person's display name",
-		parse: func(c *config, v string) error { c.Perception.Consumers.NameGreetTemplate = v; return nil }},
-	{env: "FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", def: "10", help: "no named greeting this many seconds after a chat",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.NameGreetQuiet, v) }},
-	{env: "FACE_IDENTITY_TTL_SEC", def: "30", help: "seconds a recognised identity stays fresh",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdentityTTL, v) }},
-	{env: "FACE_IDENTITY_REFRESH_INTERVAL_SEC", def: "3.0", help: "seconds between refreshes of the robot's identity pip",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.RefreshInterval, v) }},
-	{env: "FACE_IDENTITY_REFRESH_QUIET_SEC", def: "2.0", help: "stop refreshing the identity pip this many seconds after the face left",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.RefreshQuiet, v) }},
-	{env: "FACE_LOST_ABORT_WINDOW_SEC", def: "12", help: "a face lost within this many seconds of a greeting aborts the conversation",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortWindow, v) }},
-	{env: "FACE_LOST_ABORT_GRACE_SEC", def: "4", help: "seconds to wait for the face to come back before aborting",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.AbortGrace, v) }},
-	switchSetting("WAKE_TURN_ENABLED", "1", "turn the head toward a wake word", wakeRule,
-		func(c *config) *bool { return &c.Perception.Consumers.WakeTurnEnabled }),
-	{env: "WAKE_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a wake word heard left or right",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnYaw, v) }},
-	{env: "WAKE_TURN_SPEED", def: "200", help: "head speed of a wake-word turn",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.WakeTurnSpeed, v) }},
-	switchSetting("DOTTY_SOUND_TURNER_ENABLED", "0", "turn the head toward sounds (the on-device localiser leans left)", exactOneRule,
-		func(c *config) *bool { return &c.Perception.Consumers.SoundTurnerEnabled }),
-	{env: "SOUND_TURN_COOLDOWN_SEC", def: "3", help: "seconds between two sound turns of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SoundTurnCooldown, v) }},
-	{env: "SOUND_TURN_YAW_DEG", def: "45", help: "head yaw in degrees for a sound heard left or right",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SoundTurnYaw, v) }},
-	{env: "SOUND_TURN_SPEED", def: "250", help: "head speed of a sound turn",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SoundTurnSpeed, v) }},
-	{env: "PURR_AUDIO_PATH", def: "bridge/assets/purr.opus", help: "purr sound played on a head pat, a path on the xiaozhi host (set an absolute one)",
-		parse: func(c *config, v string) error { c.Perception.Consumers.PurrAudioPath = v; return nil }},
-	{env: "PURR_COOLDOWN_SEC", def: "5", help: "seconds between two purrs of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrCooldown, v) }},
-	{env: "PURR_DURATION_SEC", def: "2.0", help: "seconds a purr lasts (counted as chat time)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.PurrDuration, v) }},
-	switchSetting("SECURITY_WATCH_ENABLED", "1", "photograph and describe the room every SECURITY_CAPTURE_INTERVAL_SEC while a robot is in the security state", exactOneRule,
-		func(c *config) *bool { return &c.Perception.Consumers.SecurityEnabled }),
-	{env: "SECURITY_CAPTURE_INTERVAL_SEC", def: "20", help: "seconds from the end of one security cycle to the next",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecurityInterval, v) }},
-	{env: "SECURITY_VLM_PROMPT", def: perception.SecurityPrompt, help: "question the security photos are described with",
-		parse: func(c *config, v string) error { c.Perception.Consumers.SecurityPrompt = v; return nil }},
-	{env: "SECURITY_VLM_TIMEOUT_SEC", def: "20", help: "seconds a security cycle waits for its photo's description",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecurityPhotoWait, v) }},
-	{env: "SECURITY_AUDIO_DURATION_MS", def: "5000", help: "milliseconds of sound a security cycle asks the robot to record (capture-audio)",
-		parse: func(c *config, v string) error { return parseMillis(&c.Perception.Consumers.SecurityAudioDuration, v) }},
-	{env: "SECURITY_AUDIO_TIMEOUT_SEC", def: "20", help: "seconds a security cycle waits for its clip's caption when xiaozhi accepted capture-audio",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SecuritySoundWait, v) }},
-	{env: "SECURITY_RING_BUFFER_SIZE", def: "60", help: "security records kept in memory for /api/security/recent and the dashboard",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.Consumers.SecurityRingSize, v) }},
+	textField("FACE_GREET_TEXT", "Perception.Consumers.GreetText", "what a detected face makes the robot hear (inject-text); set to \"\" to only open the mic").emptyIsAValue(),
+	intField("FACE_GREET_HOUR_START", "Perception.Consumers.GreetHourStart", "first local hour (TZ) of face greetings"),
+	intField("FACE_GREET_HOUR_END", "Perception.Consumers.GreetHourEnd", "local hour at which face greetings stop (0 and 24: always greet)"),
+	secondsField("FACE_NAME_GREET_MIN_INTERVAL_SEC", "Perception.Consumers.NameGreetMinInterval", "seconds between two named greetings of one person"),
+	textField("FACE_NAME_GREET_TEMPLATE", "Perception.Consumers.NameGreetTemplate", "named greeting; {name} is the person's display name"),
+	secondsField("FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", "Perception.Consumers.NameGreetQuiet", "no named greeting this many seconds after a chat"),
+	secondsField("FACE_IDENTITY_TTL_SEC", "Perception.Consumers.IdentityTTL", "seconds a recognised identity stays fresh"),
+	secondsField("FACE_IDENTITY_REFRESH_INTERVAL_SEC", "Perception.Consumers.RefreshInterval", "seconds between refreshes of the robot's identity pip"),
+	secondsField("FACE_IDENTITY_REFRESH_QUIET_SEC", "Perception.Consumers.RefreshQuiet", "stop refreshing the identity pip this many seconds after the face left"),
+	secondsField("FACE_LOST_ABORT_WINDOW_SEC", "Perception.Consumers.AbortWindow", "a face lost within this many seconds of a greeting aborts the conversation"),
+	secondsField("FACE_LOST_ABORT_GRACE_SEC", "Perception.Consumers.AbortGrace", "seconds to wait for the face to come back before aborting"),
+	switchField("WAKE_TURN_ENABLED", "Perception.Consumers.WakeTurnEnabled", "turn the head toward a wake word", wakeRule),
+	intField("WAKE_TURN_YAW_DEG", "Perception.Consumers.WakeTurnYaw", "head yaw in degrees for a wake word heard left or right"),
+	intField("WAKE_TURN_SPEED", "Perception.Consumers.WakeTurnSpeed", "head speed of a wake-word turn"),
+	switchField("DOTTY_SOUND_TURNER_ENABLED", "Perception.Consumers.SoundTurnerEnabled", "turn the head toward sounds (the on-device localiser leans left)", exactOneRule),
+	secondsField("SOUND_TURN_COOLDOWN_SEC", "Perception.Consumers.SoundTurnCooldown", "seconds between two sound turns of a device"),
+	intField("SOUND_TURN_YAW_DEG", "Perception.Consumers.SoundTurnYaw", "head yaw in degrees for a sound heard left or right"),
+	intField("SOUND_TURN_SPEED", "Perception.Consumers.SoundTurnSpeed", "head speed of a sound turn"),
+	textField("PURR_AUDIO_PATH", "Perception.Consumers.PurrAudioPath", "purr sound played on a head pat, a path on the xiaozhi host (set an absolute one)"),
+	secondsField("PURR_COOLDOWN_SEC", "Perception.Consumers.PurrCooldown", "seconds between two purrs of a device"),
+	secondsField("PURR_DURATION_SEC", "Perception.Consumers.PurrDuration", "seconds a purr lasts (counted as chat time)"),
+	switchField("SECURITY_WATCH_ENABLED", "Perception.Consumers.SecurityEnabled", "photograph and describe the room every SECURITY_CAPTURE_INTERVAL_SEC while a robot is in the security state", exactOneRule),
+	secondsField("SECURITY_CAPTURE_INTERVAL_SEC", "Perception.Consumers.SecurityInterval", "seconds from the end of one security cycle to the next"),
+	textField("SECURITY_VLM_PROMPT", "Perception.Consumers.SecurityPrompt", "question the security photos are described with"),
+	secondsField("SECURITY_VLM_TIMEOUT_SEC", "Perception.Consumers.SecurityPhotoWait", "seconds a security cycle waits for its photo's description"),
+	millisField("SECURITY_AUDIO_DURATION_MS", "Perception.Consumers.SecurityAudioDuration", "milliseconds of sound a security cycle asks the robot to record (capture-audio)"),
+	secondsField("SECURITY_AUDIO_TIMEOUT_SEC", "Perception.Consumers.SecuritySoundWait", "seconds a security cycle waits for its clip's caption when xiaozhi accepted capture-audio"),
+	intField("SECURITY_RING_BUFFER_SIZE", "Perception.Consumers.SecurityRingSize", "security records kept in memory for /api/security/recent and the dashboard"),
 	{env: "DOTTY_LOCAL_TZ", def: "Australia/Brisbane", help: "IANA time zone of the security records' timestamps and file dates",
 		parse: func(c *config, v string) error { return parseZone(&c.Perception.SecurityLocation, v) }},
-	switchSetting("IDLE_PHOTOGRAPHER_ENABLED", "1", "now and then photograph the room of an idle robot and keep notable descriptions", exactOneRule,
-		func(c *config) *bool { return &c.Perception.Consumers.IdleEnabled }),
-	{env: "IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", def: "180", help: "shortest random wait in seconds between idle photos",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMin, v) }},
-	{env: "IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", def: "300", help: "longest random wait in seconds between idle photos",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleSleepMax, v) }},
-	{env: "IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", def: "20", help: "seconds the idle photographer waits after each accepted photo before judging its description",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.IdleResultWait, v) }},
-	{env: "IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", def: "0.7", help: "word-overlap (Jaccard, 0-1) with the last kept idle description at or above which a new one counts as a repeat",
-		parse: func(c *config, v string) error { return parseFloat(&c.Perception.Consumers.IdleJaccard, v) }},
-	switchSetting("SCENE_SYNTHESIS_ENABLED", "1", "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard", exactOneRule,
-		func(c *config) *bool { return &c.Perception.Consumers.SceneEnabled }),
-	{env: "SCENE_SYNTHESIS_INTERVAL_SEC", def: "300", help: "seconds without a recognised face, a caption or a story/security/sleep state after which every robot's scene is composed",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneInterval, v) }},
-	{env: "SCENE_SYNTHESIS_MIN_GAP_SEC", def: "120", help: "least seconds between two scenes of one robot",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Perception.Consumers.SceneMinGap, v) }},
+	switchField("IDLE_PHOTOGRAPHER_ENABLED", "Perception.Consumers.IdleEnabled", "now and then photograph the room of an idle robot and keep notable descriptions", exactOneRule),
+	secondsField("IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "Perception.Consumers.IdleSleepMin", "shortest random wait in seconds between idle photos"),
+	secondsField("IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "Perception.Consumers.IdleSleepMax", "longest random wait in seconds between idle photos"),
+	secondsField("IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", "Perception.Consumers.IdleResultWait", "seconds the idle photographer waits after each accepted photo before judging its description"),
+	numberField("IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", "Perception.Consumers.IdleJaccard", "word-overlap (Jaccard, 0-1) with the last kept idle description at or above which a new one counts as a repeat"),
+	switchField("SCENE_SYNTHESIS_ENABLED", "Perception.Consumers.SceneEnabled", "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard", exactOneRule),
+	secondsField("SCENE_SYNTHESIS_INTERVAL_SEC", "Perception.Consumers.SceneInterval", "seconds without a recognised face, a caption or a story/security/sleep state after which every robot's scene is composed"),
+	secondsField("SCENE_SYNTHESIS_MIN_GAP_SEC", "Perception.Consumers.SceneMinGap", "least seconds between two scenes of one robot"),
 	{env: "SPEAKER_STICKY_SEC", def: "600", help: "seconds a self-identified speaker (\"it's Brett\") stays the speaker of that robot; 0 turns the latch off",
 		parse: func(c *config, v string) error { return parseOptSeconds(&c.Perception.Speaker.Sticky, v, time.Second) }},
 	{env: "SPEAKER_CALENDAR_WINDOW_MIN", def: "30", help: "minutes around a person's calendar event in which it suggests they are the speaker; 0 turns the calendar signal off",
@@ -601,28 +674,17 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
 	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
 		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
-	switchSetting("DREAMER_ENABLED", "1", "write dreams while a robot sleeps", exactOneRule,
-		func(c *config) *bool { return &c.Social.Settings.DreamerEnabled }),
-	{env: "DREAM_WINDOW_SECONDS", def: "28800", help: "seconds of a night the dreams are spread over",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Social.Settings.DreamWindow, v) }},
-	{env: "DREAM_COUNT_PER_NIGHT", def: "3", help: "dreams per night",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.DreamCount, v) }},
-	switchSetting("DANCE_REFLECTOR_ENABLED", "1", "write a private reflection after each dance", exactOneRule,
-		func(c *config) *bool { return &c.Social.Settings.DanceReflectorEnabled }),
-	switchSetting("GREETER_ENABLED", "true", "greet a recognised household member with a greeting the agent writes", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreeterEnabled }),
-	switchSetting("GREETER_USE_FACE_DETECTED", "false", "count a face detected without a name as an unknown face for the greeter", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetOnFaceSeen }),
-	switchSetting("GREETER_GREET_UNKNOWN", "false", "greet unknown faces too", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetUnknown }),
-	switchSetting("GREETER_GREET_ANYONE", "false", "let the agent greet any recognised name, as bridge.py did, not only household members (others get a fixed greeting)", greeterRule,
-		func(c *config) *bool { return &c.Social.Settings.GreetAnyone }),
-	{env: "GREETER_COOLDOWN_HOURS", def: "4", help: "hours between two greetings of one person (not before the first of the day)",
-		parse: func(c *config, v string) error { return parseUnits(&c.Social.Settings.GreetCooldown, v, time.Hour) }},
-	{env: "GREETER_PER_DAY_MAX", def: "3", help: "greetings of one person per local day",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetPerDayMax, v) }},
-	{env: "GREETER_GREETING_MAX_WORDS", def: "15", help: "longest greeting, in words, the agent is asked for",
-		parse: func(c *config, v string) error { return parseInt(&c.Social.Settings.GreetMaxWords, v) }},
+	switchField("DREAMER_ENABLED", "Social.Settings.DreamerEnabled", "write dreams while a robot sleeps", exactOneRule),
+	secondsField("DREAM_WINDOW_SECONDS", "Social.Settings.DreamWindow", "seconds of a night the dreams are spread over"),
+	intField("DREAM_COUNT_PER_NIGHT", "Social.Settings.DreamCount", "dreams per night"),
+	switchField("DANCE_REFLECTOR_ENABLED", "Social.Settings.DanceReflectorEnabled", "write a private reflection after each dance", exactOneRule),
+	switchField("GREETER_ENABLED", "Social.Settings.GreeterEnabled", "greet a recognised household member with a greeting the agent writes", greeterRule),
+	switchField("GREETER_USE_FACE_DETECTED", "Social.Settings.GreetOnFaceSeen", "count a face detected without a name as an unknown face for the greeter", greeterRule),
+	switchField("GREETER_GREET_UNKNOWN", "Social.Settings.GreetUnknown", "greet unknown faces too", greeterRule),
+	switchField("GREETER_GREET_ANYONE", "Social.Settings.GreetAnyone", "let the agent greet any recognised name, as bridge.py did, not only household members (others get a fixed greeting)", greeterRule),
+	hoursField("GREETER_COOLDOWN_HOURS", "Social.Settings.GreetCooldown", "hours between two greetings of one person (not before the first of the day)"),
+	intField("GREETER_PER_DAY_MAX", "Social.Settings.GreetPerDayMax", "greetings of one person per local day"),
+	intField("GREETER_GREETING_MAX_WORDS", "Social.Settings.GreetMaxWords", "longest greeting, in words, the agent is asked for"),
 	pathSetting("GREETER_STATE_PATH", "~/.zeroclaw/greeter_state.json", "file keeping today's greeting counts across restarts (written atomically)",
 		func(c *config) *string { return &c.Social.Settings.GreeterStatePath }).orWithoutHome("greeting counts kept in memory only"),
 	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
@@ -694,34 +756,25 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Admin.DiscordUnit = v; return nil }},
 	pathSetting("DOTTY_TOOL_ALLOWLIST", "/root/zeroclaw-bridge/state/tool-allowlist", "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
 		func(c *config) *string { return &c.ToolAllowList }),
-	{env: "VISION_MODEL", def: "google/gemini-2.0-flash-001", help: "vision model describing the robot's photos",
-		parse: func(c *config, v string) error { c.Vision.Vision.Model = v; return nil }},
+	textField("VISION_MODEL", "Vision.Vision.Model", "vision model describing the robot's photos"),
 	{env: "VISION_API_KEY", def: "", secret: true, help: "its API key; unset: OPENROUTER_API_KEY; none: the camera-offline answer",
 		parse: func(c *config, v string) error { c.Keys.Vision = v; return nil }},
-	{env: "VISION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.Vision.Vision.URL = v; return nil }},
-	{env: "VISION_MAX_WAITERS", def: strconv.Itoa(vision.DefaultMaxWaiters), help: "most /api/vision/latest long-polls waiting at once; past it a poll gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.Vision.MaxWaiters, v) }},
-	{env: "VISION_TIMEOUT", def: "15", help: "seconds one photo description may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Vision.Timeout, v) }},
+	textField("VISION_API_URL", "Vision.Vision.URL", "its OpenAI-compatible chat completions URL"),
+	intField("VISION_MAX_WAITERS", "Vision.MaxWaiters", "most /api/vision/latest long-polls waiting at once; past it a poll gets 503"),
+	secondsField("VISION_TIMEOUT", "Vision.Vision.Timeout", "seconds one photo description may take"),
 	{env: "VLM_MODEL", def: "", help: "overrides VISION_MODEL for /api/vision/explain",
 		parse: func(c *config, v string) error { c.Keys.VLMModel = v; return nil }},
 	{env: "VLM_API_KEY", def: "", secret: true, help: "overrides the vision API key",
 		parse: func(c *config, v string) error { c.Keys.VLM = v; return nil }},
 	{env: "VLM_API_URL", def: "", help: "overrides VISION_API_URL",
 		parse: func(c *config, v string) error { c.Keys.VLMURL = v; return nil }},
-	{env: "AUDIO_CAPTION_MODEL", def: "google/gemini-2.5-flash", help: "model describing audio clips (/api/audio/explain)",
-		parse: func(c *config, v string) error { c.Vision.Audio.Model = v; return nil }},
+	textField("AUDIO_CAPTION_MODEL", "Vision.Audio.Model", "model describing audio clips (/api/audio/explain)"),
 	{env: "AUDIO_CAPTION_API_KEY", def: "", secret: true, help: "its API key; unset: the vision key, then OPENROUTER_API_KEY",
 		parse: func(c *config, v string) error { c.Keys.Audio = v; return nil }},
-	{env: "AUDIO_CAPTION_API_URL", def: "https://openrouter.ai/api/v1/chat/completions", help: "its OpenAI-compatible chat completions URL",
-		parse: func(c *config, v string) error { c.Vision.Audio.URL = v; return nil }},
-	{env: "AUDIO_CAPTION_TIMEOUT", def: "20", help: "seconds one audio caption may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.Audio.Timeout, v) }},
-	{env: "DOTTY_IDLE_VISION_COOLDOWN_SEC", def: "120", help: "least seconds between two room-view model calls of a device",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.RoomViewCooldown, v) }},
-	{env: "ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", def: "5.0", help: "a room view within this many seconds of entering talk still runs",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Vision.TalkKickoffGrace, v) }},
+	textField("AUDIO_CAPTION_API_URL", "Vision.Audio.URL", "its OpenAI-compatible chat completions URL"),
+	secondsField("AUDIO_CAPTION_TIMEOUT", "Vision.Audio.Timeout", "seconds one audio caption may take"),
+	secondsField("DOTTY_IDLE_VISION_COOLDOWN_SEC", "Vision.RoomViewCooldown", "least seconds between two room-view model calls of a device"),
+	secondsField("ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "Vision.TalkKickoffGrace", "a room view within this many seconds of entering talk still runs"),
 	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
 		parse: func(c *config, v string) error {
 			if v = strings.TrimSpace(v); v != "" {
@@ -887,8 +940,9 @@ func (c *config) expandPaths(homes homeDirs) []error {
 }
 
 // validate checks ranges: durations above zero, counts at least one, the
-// port within 0–65535 and an absolute session cwd. Each error names the
-// flag or variable the value came from.
+// port within 0–65535 and an absolute session cwd, and runs the Validate
+// of the components whose settings are field settings. Each error names
+// the flag or variable the value came from.
 func (c config) validate() error {
 	var errs []error
 	check := func(env string, ok bool, value, want string) {
@@ -915,55 +969,14 @@ func (c config) validate() error {
 		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
 		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
-		{"FACE_IDENTITY_REFRESH_INTERVAL_SEC", c.Perception.Consumers.RefreshInterval},
-		{"VISION_TIMEOUT", c.Vision.Vision.Timeout},
-		{"AUDIO_CAPTION_TIMEOUT", c.Vision.Audio.Timeout},
-		{"DOTTY_IDLE_VISION_COOLDOWN_SEC", c.Vision.RoomViewCooldown},
-		{"ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", c.Vision.TalkKickoffGrace},
 		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
 		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
-		{"SECURITY_CAPTURE_INTERVAL_SEC", c.Perception.Consumers.SecurityInterval},
-		{"SECURITY_VLM_TIMEOUT_SEC", c.Perception.Consumers.SecurityPhotoWait},
-		{"SECURITY_AUDIO_TIMEOUT_SEC", c.Perception.Consumers.SecuritySoundWait},
-		{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", c.Perception.Consumers.IdleSleepMax},
-		{"IDLE_PHOTOGRAPHER_RESULT_WAIT_SEC", c.Perception.Consumers.IdleResultWait},
-		{"SCENE_SYNTHESIS_INTERVAL_SEC", c.Perception.Consumers.SceneInterval},
 		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
-	// Cooldowns and windows may be 0 (no cooldown), never negative.
-	for _, d := range []struct {
-		env string
-		v   time.Duration
-	}{
-		{"FACE_GREET_MIN_INTERVAL_SEC", c.Perception.Consumers.GreetMinInterval},
-		{"FACE_NAME_GREET_MIN_INTERVAL_SEC", c.Perception.Consumers.NameGreetMinInterval},
-		{"FACE_NAME_GREET_QUIET_AFTER_CHAT_SEC", c.Perception.Consumers.NameGreetQuiet},
-		{"FACE_IDENTITY_TTL_SEC", c.Perception.Consumers.IdentityTTL},
-		{"FACE_IDENTITY_REFRESH_QUIET_SEC", c.Perception.Consumers.RefreshQuiet},
-		{"FACE_LOST_ABORT_WINDOW_SEC", c.Perception.Consumers.AbortWindow},
-		{"FACE_LOST_ABORT_GRACE_SEC", c.Perception.Consumers.AbortGrace},
-		{"SOUND_TURN_COOLDOWN_SEC", c.Perception.Consumers.SoundTurnCooldown},
-		{"PURR_COOLDOWN_SEC", c.Perception.Consumers.PurrCooldown},
-		{"PURR_DURATION_SEC", c.Perception.Consumers.PurrDuration},
-		{"IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", c.Perception.Consumers.IdleSleepMin},
-		{"SCENE_SYNTHESIS_MIN_GAP_SEC", c.Perception.Consumers.SceneMinGap},
-	} {
-		check(d.env, d.v >= 0, formatSeconds(d.v), "want 0 or more seconds")
-	}
-	cons := c.Perception.Consumers
-	check("IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", cons.IdleSleepMax >= cons.IdleSleepMin, formatSeconds(cons.IdleSleepMax), "want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC")
-	check("IDLE_PHOTOGRAPHER_NOTABLE_JACCARD", cons.IdleJaccard >= 0 && cons.IdleJaccard <= 1, strconv.FormatFloat(cons.IdleJaccard, 'f', -1, 64), "want a number from 0 to 1")
 	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
-	check("DREAM_WINDOW_SECONDS", c.Social.Settings.DreamWindow > 0, formatSeconds(c.Social.Settings.DreamWindow), "want more than 0 seconds")
-	check("DREAM_COUNT_PER_NIGHT", c.Social.Settings.DreamCount >= 0 && c.Social.Settings.DreamCount <= 100, strconv.Itoa(c.Social.Settings.DreamCount), "want 0 to 100")
-	check("GREETER_PER_DAY_MAX", c.Social.Settings.GreetPerDayMax >= 1, strconv.Itoa(c.Social.Settings.GreetPerDayMax), "want at least 1")
-	check("GREETER_GREETING_MAX_WORDS", c.Social.Settings.GreetMaxWords >= 1, strconv.Itoa(c.Social.Settings.GreetMaxWords), "want at least 1")
 	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
-	check("SECURITY_AUDIO_DURATION_MS", cons.SecurityAudioDuration > 0, strconv.FormatInt(cons.SecurityAudioDuration.Milliseconds(), 10), "want more than 0 milliseconds")
-	check("FACE_GREET_HOUR_START", c.Perception.Consumers.GreetHourStart >= 0 && c.Perception.Consumers.GreetHourStart <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourStart), "want an hour from 0 to 24")
-	check("FACE_GREET_HOUR_END", c.Perception.Consumers.GreetHourEnd >= 0 && c.Perception.Consumers.GreetHourEnd <= 24, strconv.Itoa(c.Perception.Consumers.GreetHourEnd), "want an hour from 0 to 24")
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
 	check("BRIDGE_UPLOAD_BUDGET", c.HTTP.UploadBudget >= 1<<20, strconv.FormatInt(c.HTTP.UploadBudget>>20, 10), "want at least 1 (MiB)")
@@ -972,8 +985,7 @@ func (c config) validate() error {
 		env string
 		v   int
 	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
-		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}, {"VISION_MAX_WAITERS", c.Vision.MaxWaiters},
-		{"SECURITY_RING_BUFFER_SIZE", c.Perception.Consumers.SecurityRingSize}} {
+		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
 	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
@@ -991,7 +1003,54 @@ func (c config) validate() error {
 		check(env, c.Agent.Protocol == protocolSteerable || !c.set(env), c.raw[env], "needs AGENT_PROTOCOL=steerable")
 	}
 	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
+	// The components' own range checks, each error on its field's setting.
+	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
+	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
+	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	return errors.Join(errs...)
+}
+
+// onSettings reports a component's Validate errors on the settings of
+// their fields: a *fieldcheck.Error on field F of the component at path
+// becomes `invalid NAME "value": want …`, NAME the flag or variable of the
+// setting whose field is path.F, the want ending with that setting's unit
+// (or with the name of the setting it compares with). Other errors are
+// returned as they are.
+func (c config) onSettings(path string, err error) []error {
+	var out []error
+	for _, e := range fieldcheck.Split(fieldcheck.Under(path, err)) {
+		var fe *fieldcheck.Error
+		if !errors.As(e, &fe) {
+			out = append(out, e)
+			continue
+		}
+		s, ok := settingOf(fe.Field)
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		want := "want " + fe.Want
+		if r, ok := settingOf(fe.Ref); ok {
+			want += " " + r.env
+		} else if s.unit != "" {
+			want += " " + s.unit
+		}
+		out = append(out, fmt.Errorf("invalid %s %q: %s", c.nameOf(s.env), c.shown(s.env, s.show(&c)), want))
+	}
+	return out
+}
+
+// settingOf is the setting whose field is path ("Perception.Consumers.GreetHourEnd").
+func settingOf(path string) (setting, bool) {
+	if path == "" {
+		return setting{}, false
+	}
+	for _, s := range settings {
+		if s.field == path {
+			return s, true
+		}
+	}
+	return setting{}, false
 }
 
 // set reports whether env was given by a flag or the environment.
@@ -1161,12 +1220,23 @@ func parseOptSeconds(dst *time.Duration, v string, unit time.Duration) error {
 
 // parseUnits reads a non-negative number of units (a decimal allowed).
 func parseUnits(dst *time.Duration, v string, unit time.Duration) error {
+	var d time.Duration
+	if err := parseAmount(&d, v, unit); err != nil {
+		return err
+	}
+	if d < 0 {
+		return errors.New("want 0 or more")
+	}
+	*dst = d
+	return nil
+}
+
+// parseAmount reads a number of units (seconds, minutes, hours), a
+// decimal allowed; its range is the component's to check.
+func parseAmount(dst *time.Duration, v string, unit time.Duration) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(unit) {
 		return errors.New("want a number of " + map[time.Duration]string{time.Second: "seconds", time.Minute: "minutes", time.Hour: "hours"}[unit])
-	}
-	if f < 0 {
-		return errors.New("want 0 or more")
 	}
 	*dst = time.Duration(f * float64(unit))
 	return nil

@@ -118,10 +118,7 @@ func defaultConfig(t *testing.T) config {
 			Workspace: "/root/.zeroclaw/workspace", VoiceConfig: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
 			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
-		Vision: vision.Config{MaxWaiters: 128,
-			Vision:           vision.Model{Model: "google/gemini-2.0-flash-001", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 15 * time.Second},
-			Audio:            vision.Model{Model: "google/gemini-2.5-flash", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: 20 * time.Second},
-			RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second},
+		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
 		Sidecar: sidecar.Config{Path: "/v1/listen", PersonasDir: "/root/zeroclaw-bridge/personas", Deadline: 12 * time.Second,
 			STT: sidecar.STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}},
 	}
@@ -907,6 +904,97 @@ func TestDemoBannerNamesWhatReplacesIt(t *testing.T) {
 		}
 		if app.agent != want {
 			t.Errorf("%s: banner %q, want %q", protocol, app.agent, want)
+		}
+	}
+}
+
+// TestFieldSettingsTakeTheComponentsDefaults: a setting made by
+// fieldSetting has no default of its own. -h shows its component's
+// default, the configuration holds it when nothing is set, and every
+// field of a converted component's Config (but the few the bridge sets
+// itself) is such a setting.
+func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
+	var help, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, env(), &help, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseConfig(nil, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]bool{}
+	for _, s := range settings {
+		if s.field == "" {
+			continue
+		}
+		fields[s.field] = true
+		want := s.show(&componentDefaults)
+		if want == "" {
+			want = "unset"
+		}
+		if !strings.Contains(help.String(), "(env "+s.env+", default "+want+")") {
+			t.Errorf("-h does not show %s's default as its component's, %q", s.env, want)
+		}
+		if g, w := fieldValue(&got, s.field), fieldValue(&componentDefaults, s.field); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s unset: %s is %v, want the component's default %v", s.env, s.field, g, w)
+		}
+	}
+	// The converted components, and their fields that are not field
+	// settings: paths under home (path settings) and fields no variable sets.
+	for _, conv := range []struct {
+		path string
+		typ  reflect.Type
+		own  []string
+	}{
+		{"Perception.Consumers", reflect.TypeFor[perception.Consumers](), []string{"HouseholdPath", "QueueSize"}},
+		{"Social.Settings", reflect.TypeFor[social.Settings](), []string{"GreeterStatePath", "GreetAgentTimeout", "MaxGreetIdentities", "QueueSize"}},
+		{"Vision", reflect.TypeFor[vision.Config](), []string{"Vision", "Audio", "KidMode", "Household", "Perception", "MaxUpload",
+			"LongPoll", "MaxDevices", "Cache", "Clock", "VisionDuration", "AudioDuration", "Logger"}},
+		{"Vision.Vision", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}}, // the key falls back at build
+		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
+	} {
+		for _, f := range reflect.VisibleFields(conv.typ) {
+			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
+				t.Errorf("%s.%s has no field setting", conv.path, f.Name)
+			}
+		}
+	}
+}
+
+// fieldValue is the value of c's field at path.
+func fieldValue(c *config, path string) any {
+	v := reflect.ValueOf(c).Elem()
+	for _, name := range strings.Split(path, ".") {
+		v = v.FieldByName(name)
+	}
+	return v.Interface()
+}
+
+// TestComponentRangeErrorsNameTheSetting: a range error of a component's
+// Validate is reported on the flag or variable the value came from, with
+// the setting's unit, once.
+func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args, env []string
+		want      string
+	}{
+		{[]string{"-face-greet-hour-start", "-1"}, nil, `invalid -face-greet-hour-start "-1": want an hour from 0 to 24`},
+		{nil, []string{"SCENE_SYNTHESIS_INTERVAL_SEC", "-2.5"}, `invalid SCENE_SYNTHESIS_INTERVAL_SEC "-2.5": want more than 0 seconds`},
+		{[]string{"-idle-photographer-sleep-min-sec", "10"}, []string{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "5"},
+			`invalid IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC "5": want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC`},
+		{nil, []string{"FACE_GREET_COOLDOWN_SEC", "-1"}, `invalid FACE_GREET_COOLDOWN_SEC "-1": want 0 or more seconds`},
+		{[]string{"-dream-window-seconds", "0"}, nil, `invalid -dream-window-seconds "0": want more than 0 seconds`},
+		{nil, []string{"GREETER_GREETING_MAX_WORDS", "0"}, `invalid GREETER_GREETING_MAX_WORDS "0": want at least 1`},
+		{nil, []string{"VISION_API_URL", "openrouter.ai"}, `invalid VISION_API_URL "openrouter.ai": want an http or https URL`},
+		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
+	} {
+		_, err := parseConfig(tc.args, env(tc.env...))
+		if err == nil {
+			t.Errorf("%v %v: parseConfig succeeded", tc.args, tc.env)
+			continue
+		}
+		if d := cmp.Diff(errorLines(err), []string{tc.want}); d != "" {
+			t.Errorf("%v %v (-got +want):\n%s", tc.args, tc.env, d)
 		}
 	}
 }

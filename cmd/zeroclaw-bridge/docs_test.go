@@ -44,3 +44,39 @@ func TestConfigurationDocMatchesTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigurationDocShowsTheDefaults: the Default column of
+// docs/configuration.md is each setting's default as -h shows it (a row of
+// several variables lists their defaults in the same order). A setting
+// unset by default may show what applies instead (the key it falls back
+// on).
+func TestConfigurationDocShowsTheDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, value := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`"), regexp.MustCompile("`([^`]*)`")
+	documented := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cols := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cols) < 4 {
+			continue
+		}
+		envs, defs := name.FindAllStringSubmatch(cols[0], -1), value.FindAllStringSubmatch(cols[2], -1)
+		for i, m := range envs {
+			switch {
+			case len(defs) == len(envs):
+				documented[m[1]] = defs[i][1]
+			case strings.TrimSpace(cols[2]) == "unset":
+				documented[m[1]] = ""
+			default:
+				documented[m[1]] = "?" + cols[2]
+			}
+		}
+	}
+	for _, s := range settings {
+		if got, ok := documented[s.env]; ok && s.def != "" && got != s.def {
+			t.Errorf("docs/configuration.md shows %s's default as %q, -h as %q", s.env, got, s.def)
+		}
+	}
+}

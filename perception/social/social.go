@@ -30,10 +30,7 @@ package social
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +39,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
@@ -90,8 +88,11 @@ type ConvoLog interface {
 }
 
 // Settings are the consumers' settings with bridge.py's names and
-// defaults. The zero value means DefaultSettings; otherwise every field is
-// taken as set (a DreamCount of 0 means no dreams).
+// defaults (DefaultSettings, the one place they are written). Start from
+// DefaultSettings and change the fields you need: every field is taken as
+// set (a DreamCount of 0 means no dreams, a false switch is off), but
+// GreetAgentTimeout, MaxGreetIdentities and QueueSize, whose zero means
+// their default.
 type Settings struct {
 	DreamerEnabled bool          // DREAMER_ENABLED, on only for exactly "1"
 	DreamWindow    time.Duration // DREAM_WINDOW_SECONDS: the night the dreams are spread over
@@ -168,27 +169,27 @@ type Config struct {
 	Settings Settings
 }
 
-// Validate reports settings the consumers cannot run with, joined.
-func (c Config) Validate() error {
-	s := c.Settings
-	var errs []error
-	for name, d := range map[string]time.Duration{"dream window": s.DreamWindow, "greeting cooldown": s.GreetCooldown,
-		"greeting agent timeout": s.GreetAgentTimeout} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
-	}
-	for name, n := range map[string]int{"dream count": s.DreamCount, "greetings per day": s.GreetPerDayMax,
-		"greeting word limit": s.GreetMaxWords, "greeted identities per day": s.MaxGreetIdentities, "consumer queue size": s.QueueSize} {
-		if n < 0 {
-			errs = append(errs, fmt.Errorf("%s %d is negative", name, n))
-		}
-	}
-	if s.DreamCount > maxDreamCount {
-		errs = append(errs, fmt.Errorf("dream count %d is over %d", s.DreamCount, maxDreamCount))
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return errors.Join(errs...)
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field (under "Settings."): the one range
+// check of each field; the bridge's command line names the variable a
+// value came from.
+func (c Config) Validate() error { return fieldcheck.Under("Settings", c.Settings.Validate()) }
+
+// Validate reports every field outside its range: a night of 0 or less,
+// a dream count outside 0 to maxDreamCount, a per-day cap or word limit
+// below 1, negative cooldowns, timeouts and bounds.
+func (s Settings) Validate() error {
+	var errs fieldcheck.Errors
+	errs.Check("DreamWindow", s.DreamWindow > 0, s.DreamWindow, "more than 0")
+	errs.Check("DreamCount", s.DreamCount >= 0 && s.DreamCount <= maxDreamCount, s.DreamCount, fmt.Sprintf("0 to %d", maxDreamCount))
+	errs.Check("GreetPerDayMax", s.GreetPerDayMax >= 1, s.GreetPerDayMax, "at least 1")
+	errs.Check("GreetMaxWords", s.GreetMaxWords >= 1, s.GreetMaxWords, "at least 1")
+	errs.Check("GreetCooldown", s.GreetCooldown >= 0, s.GreetCooldown, "0 or more")
+	// 0 is the default for these.
+	errs.Check("GreetAgentTimeout", s.GreetAgentTimeout >= 0, s.GreetAgentTimeout, "0 or more")
+	errs.Check("MaxGreetIdentities", s.MaxGreetIdentities >= 0, s.MaxGreetIdentities, "0 or more")
+	errs.Check("QueueSize", s.QueueSize >= 0, s.QueueSize, "0 or more")
+	return errs.Err()
 }
 
 // maxDreamCount bounds the timers one sleeping robot holds.
@@ -285,9 +286,6 @@ func New(cfg Config) *Service {
 		cfg.Location = time.Local
 	}
 	set := cfg.Settings
-	if set == (Settings{}) {
-		set = DefaultSettings()
-	}
 	def := DefaultSettings()
 	if set.GreetAgentTimeout <= 0 {
 		set.GreetAgentTimeout = def.GreetAgentTimeout

@@ -12,11 +12,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
@@ -89,33 +88,40 @@ type Config struct {
 	Logger                        hclog.Logger
 }
 
-// Validate reports settings the routes cannot run with, joined.
+// DefaultConfig returns bridge.py's models, URLs and timeouts and its
+// room-view timings, with the bound on long-poll waiters: the one place
+// they are written.
+func DefaultConfig() Config {
+	const openRouter = "https://openrouter.ai/api/v1/chat/completions"
+	return Config{
+		Vision:           Model{Model: "google/gemini-2.0-flash-001", URL: openRouter, Timeout: 15 * time.Second},
+		Audio:            Model{Model: "google/gemini-2.5-flash", URL: openRouter, Timeout: 20 * time.Second},
+		RoomViewCooldown: 120 * time.Second, TalkKickoffGrace: 5 * time.Second, MaxWaiters: DefaultMaxWaiters,
+	}
+}
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("Vision.Timeout"): the one range
+// check of each field; the bridge's command line names the variable a
+// value came from. The bounds the bridge leaves zero (MaxDevices,
+// MaxUpload, LongPoll) take their default then.
 func (c Config) Validate() error {
-	var errs []error
+	var errs fieldcheck.Errors
 	for _, m := range []struct {
-		name string
-		m    Model
-	}{{"vision", c.Vision}, {"audio caption", c.Audio}} {
-		if m.m.Timeout < 0 {
-			errs = append(errs, fmt.Errorf("%s timeout %s is negative", m.name, m.m.Timeout))
-		}
-		if m.m.URL != "" {
-			if u, err := url.Parse(m.m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("%s URL %q: want an http or https URL", m.name, m.m.URL))
-			}
-		}
+		field string
+		m     Model
+	}{{"Vision", c.Vision}, {"Audio", c.Audio}} {
+		errs.Check(m.field+".Timeout", m.m.Timeout > 0, m.m.Timeout, "more than 0")
+		u, err := url.Parse(m.m.URL)
+		errs.Check(m.field+".URL", m.m.URL == "" || (err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""), m.m.URL, "an http or https URL")
 	}
-	for name, d := range map[string]time.Duration{"room-view cooldown": c.RoomViewCooldown,
-		"talk kick-off grace": c.TalkKickoffGrace, "long-poll wait": c.LongPoll} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
-	}
-	if c.MaxDevices < 0 || c.MaxWaiters < 0 || c.MaxUpload < 0 {
-		errs = append(errs, fmt.Errorf("vision limits must not be negative (devices %d, waiters %d, upload %d)", c.MaxDevices, c.MaxWaiters, c.MaxUpload))
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return errors.Join(errs...)
+	errs.Check("RoomViewCooldown", c.RoomViewCooldown > 0, c.RoomViewCooldown, "more than 0")
+	errs.Check("TalkKickoffGrace", c.TalkKickoffGrace > 0, c.TalkKickoffGrace, "more than 0")
+	errs.Check("MaxWaiters", c.MaxWaiters >= 1, c.MaxWaiters, "at least 1")
+	errs.Check("LongPoll", c.LongPoll >= 0, c.LongPoll, "0 or more")
+	errs.Check("MaxDevices", c.MaxDevices >= 0, c.MaxDevices, "0 or more")
+	errs.Check("MaxUpload", c.MaxUpload >= 0, c.MaxUpload, "0 or more")
+	return errs.Err()
 }
 
 // Cache lifetimes, bridge.py's: a photo is current for a minute, a sound
@@ -227,11 +233,12 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
+	def := DefaultConfig()
 	if cfg.RoomViewCooldown <= 0 {
-		cfg.RoomViewCooldown = 120 * time.Second
+		cfg.RoomViewCooldown = def.RoomViewCooldown
 	}
 	if cfg.TalkKickoffGrace <= 0 {
-		cfg.TalkKickoffGrace = 5 * time.Second
+		cfg.TalkKickoffGrace = def.TalkKickoffGrace
 	}
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = 8 << 20
@@ -243,13 +250,13 @@ func New(cfg Config) *Service {
 		cfg.MaxDevices = perception.DefaultMaxDevices
 	}
 	if cfg.MaxWaiters <= 0 {
-		cfg.MaxWaiters = DefaultMaxWaiters
+		cfg.MaxWaiters = def.MaxWaiters
 	}
 	if cfg.Vision.Timeout <= 0 {
-		cfg.Vision.Timeout = 15 * time.Second
+		cfg.Vision.Timeout = def.Vision.Timeout
 	}
 	if cfg.Audio.Timeout <= 0 {
-		cfg.Audio.Timeout = 20 * time.Second
+		cfg.Audio.Timeout = def.Audio.Timeout
 	}
 	cache := cfg.Cache
 	if cache == nil {

@@ -1,0 +1,35 @@
+package fieldcheck
+
+import (
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestErrorsUnderAndSplit(t *testing.T) {
+	var errs Errors
+	errs.Check("Hour", false, 25, "an hour from 0 to 24")
+	errs.Check("Fine", true, 1, "at least 1")
+	errs.CheckRef("Max", false, 2, "at least", "Min")
+	err := Under("Outer", errors.Join(Under("Inner", errs.Err()), io.EOF))
+	var got []string
+	var fields []string
+	for _, e := range Split(err) {
+		got = append(got, e.Error())
+		var fe *Error
+		if errors.As(e, &fe) {
+			fields = append(fields, fe.Field+"|"+fe.Ref)
+		}
+	}
+	if d := cmp.Diff(got, []string{"Outer.Inner.Hour 25: want an hour from 0 to 24", "Outer.Inner.Max 2: want at least Outer.Inner.Min", "EOF"}); d != "" {
+		t.Errorf("errors (-got +want):\n%s", d)
+	}
+	if d := cmp.Diff(fields, []string{"Outer.Inner.Hour|", "Outer.Inner.Max|Outer.Inner.Min"}); d != "" {
+		t.Errorf("fields (-got +want):\n%s", d)
+	}
+	if (Errors{}).Err() != nil || Split(nil) != nil || Under("X", nil) != nil {
+		t.Error("no errors should be nil")
+	}
+}
