@@ -24,6 +24,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
 var (
@@ -59,11 +60,7 @@ func bridgeBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(buildDir, "zeroclaw-bridge")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/zeroclaw-bridge")
-		cmd.Dir = filepath.Join("..", "..") // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
+		buildErr = benchkit.Build(binPath, false)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
