@@ -75,9 +75,7 @@ type bridgeProc struct {
 	addr     string
 	stateDir string     // CONVO_LOG_DIR and the mode state files live here
 	exited   chan error // receives cmd.Wait's result once
-
-	mu     sync.Mutex
-	stderr strings.Builder
+	stderr   testkit.LogBuffer
 }
 
 var listenLine = regexp.MustCompile(`http server listening: addr=(\S+)`)
@@ -118,9 +116,7 @@ func runBridge(t *testing.T, cmd *exec.Cmd, stateDir string) *bridgeProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
+			_, _ = p.stderr.Write([]byte(sc.Text() + "\n"))
 			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addr <- m[1]:
@@ -166,8 +162,6 @@ func inMountNamespace(t *testing.T) bool {
 }
 
 func (p *bridgeProc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.stderr.String()
 }
 
