@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -225,8 +226,7 @@ func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 
 func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	dir := t.TempDir()
-	clk := newFakeClock()
-	clk.ignore = time.Hour // the nudging turns wait out their own ctx instead
+	clk := testkit.NewClock()
 	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
 	cfg.BackoffInitial, cfg.UnavailableGrace, cfg.Clock = 200*time.Millisecond, time.Hour, clk
 	h := startHarness(t, cfg, PoolConfig{})
@@ -248,12 +248,17 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 			cancel()
 		}
 	}()
+	// backoffs are the waits asked of the clock but the unavailable grace
+	// (an hour: never reached, the nudging turns wait out their own ctx).
+	backoffs := func() []time.Duration {
+		return slices.DeleteFunc(clk.Requested(), func(d time.Duration) bool { return d == time.Hour })
+	}
 	var delays []time.Duration
 	for len(delays) < 3 {
-		testkit.WaitFor(t, 10*time.Second, "a pending backoff", func() bool { return clk.Pending() > 0 })
-		req := clk.Requested()
-		delays = append(delays, req[len(req)-1])
-		clk.Advance(req[len(req)-1])
+		testkit.WaitFor(t, 10*time.Second, "a pending backoff", func() bool { return len(backoffs()) > len(delays) })
+		d := backoffs()[len(delays)]
+		delays = append(delays, d)
+		clk.Advance(d)
 	}
 	t.Logf("backoff delays %v (all requested: %v)", delays, clk.Requested())
 	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
@@ -269,9 +274,8 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return clk.Pending() > 0 })
-	req := clk.Requested()
-	if d := req[len(req)-1]; d > 240*time.Millisecond {
+	testkit.WaitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return len(backoffs()) > len(delays) })
+	if d := backoffs()[len(delays)]; d > 240*time.Millisecond {
 		t.Errorf("delay after a healthy minute = %s, want a reset to ~200ms", d)
 	}
 	if v := testutil.ToFloat64(h.metrics.Backoff); v <= 0 {
@@ -285,7 +289,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 // never advanced, so a turn that waited for the unavailable grace or for a
 // restart would never answer.
 func TestSupervisorMissingBinary(t *testing.T) {
-	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: newFakeClock()}, PoolConfig{})
+	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: testkit.NewClock()}, PoolConfig{})
 	testkit.WaitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
 	_, _, err := h.turn("k", "hello")
 	if !errors.Is(err, ErrBinaryMissing) {
@@ -338,7 +342,7 @@ func TestSupervisorStopsChildIgnoringSIGTERM(t *testing.T) {
 // 5 000 lines all fall in one window, however long the machine takes.
 func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 	cfg := fakeChild("spam-stderr")
-	cfg.Clock = newFakeClock()
+	cfg.Clock = testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	res, _ := h.mustTurn("k", "still fine")
@@ -610,7 +614,7 @@ func TestSupervisorLegacyDialects(t *testing.T) {
 // moves) for it, then recycles the child.
 func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=1h")
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{Clock: clk})
 	first := h.waitReady()
 	ctx, cancel := context.WithCancel(context.Background())
