@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -24,5 +25,45 @@ func TestProcessGone(t *testing.T) {
 	_ = cmd.Wait()
 	if !ProcessGone(pid) {
 		t.Error("a reaped child reported running")
+	}
+}
+
+// The clock records every wait in call order and fires a timer only when
+// Advance passes it.
+func TestClockRecordsWaits(t *testing.T) {
+	c := NewClock()
+	after := c.After(2 * time.Second)
+	timer := c.NewTimer(time.Second)
+	fired := make(chan struct{})
+	c.AfterFunc(3*time.Second, func() { close(fired) })
+	if got, want := c.Requested(), []time.Duration{2 * time.Second, time.Second, 3 * time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("Requested() = %v, want %v", got, want)
+	}
+	select {
+	case <-after:
+		t.Fatal("After fired before the clock moved")
+	default:
+	}
+	c.Advance(time.Second)
+	select {
+	case <-timer.Chan():
+	default:
+		t.Error("the 1 s timer did not fire when the clock passed it")
+	}
+	select {
+	case <-after:
+		t.Error("the 2 s After fired at 1 s")
+	default:
+	}
+	c.Advance(2 * time.Second)
+	select {
+	case <-after:
+	default:
+		t.Error("the 2 s After did not fire when the clock passed it")
+	}
+	select {
+	case <-fired:
+	case <-time.After(MinWait):
+		t.Error("the AfterFunc did not run when the clock passed it")
 	}
 }
