@@ -20,9 +20,14 @@ type Clock struct {
 }
 
 // NewClock is a Clock at a fixed instant (2023-11-14 22:13:20 UTC).
-func NewClock() *Clock {
-	return &Clock{FakeClock: clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0))}
-}
+func NewClock() *Clock { return NewClockAt(time.Unix(1_700_000_000, 0)) }
+
+// NewClockAt is a Clock at t.
+func NewClockAt(t time.Time) *Clock { return &Clock{FakeClock: clockwork.NewFakeClockAt(t)} }
+
+// Set moves the clock to t (Advance by the difference), firing the
+// timers it passes.
+func (c *Clock) Set(t time.Time) { c.Advance(t.Sub(c.Now())) }
 
 // record notes d once its timer is registered, so a test that sees d
 // in Requested can Advance past it.
