@@ -49,7 +49,7 @@ type harness struct {
 	pool    *Pool
 	metrics *Metrics
 	logs    *testkit.LogBuffer
-	stop    func() time.Duration // stops both; returns how long Run took to return
+	stop    func() time.Duration // stops both (testkit.RunAll)
 }
 
 // fakeChild returns a Config that runs the test binary as a fake agent.
@@ -63,7 +63,6 @@ func fakeChild(mode string, env ...string) Config {
 
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
 	h := &harness{t: t, logs: &testkit.LogBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -92,37 +91,7 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = NewSupervisor(cfg)
 	h.pool = NewPool(pcfg, h.sup)
-	ctx, cancel := context.WithCancel(context.Background())
-	supDone, poolDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(supDone); _ = h.sup.Run(ctx) }()
-	go func() { defer close(poolDone); _ = h.pool.Run(ctx) }()
-	stopped := false
-	var took time.Duration
-	h.stop = func() time.Duration {
-		if stopped {
-			return took
-		}
-		stopped = true
-		pid := h.sup.Health().PID
-		start := time.Now()
-		cancel()
-		for _, ch := range []chan struct{}{poolDone, supDone} {
-			select {
-			case <-ch:
-			case <-time.After(15 * time.Second):
-				t.Fatal("supervisor or pool did not stop")
-			}
-		}
-		took = time.Since(start)
-		if pid > 0 {
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("agent pid %d still exists after stop (kill 0: %v)", pid, err)
-			}
-		}
-		goleak.VerifyNone(t, ignore)
-		return took
-	}
-	t.Cleanup(func() { h.stop() })
+	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
 }
 
