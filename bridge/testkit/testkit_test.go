@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"context"
 	"os/exec"
 	"slices"
 	"testing"
@@ -66,4 +67,32 @@ func TestClockRecordsWaits(t *testing.T) {
 	case <-time.After(MinWait):
 		t.Error("the AfterFunc did not run when the clock passed it")
 	}
+}
+
+// runUntil is a Runner that runs until its context ends.
+type runUntil struct{ ran chan struct{} }
+
+func (r runUntil) Run(ctx context.Context) error {
+	close(r.ran)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// RunAll runs every runner until stop, which ends them all; a second stop
+// returns the first's duration.
+func TestRunAll(t *testing.T) {
+	a, b := runUntil{make(chan struct{})}, runUntil{make(chan struct{})}
+	stop := RunAll(t, func() int { return 0 }, a, b)
+	for _, r := range []runUntil{a, b} {
+		select {
+		case <-r.ran:
+		case <-time.After(MinWait):
+			t.Fatal("a runner was not started")
+		}
+	}
+	took := stop()
+	if again := stop(); again != took {
+		t.Errorf("second stop returned %s, want the first's %s", again, took)
+	}
+	t.Logf("stopped in %s", took)
 }
