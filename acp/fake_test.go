@@ -3,14 +3,12 @@ package acp
 import (
 	"context"
 	"io"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -122,85 +120,4 @@ func runPool(t testing.TB, p *Pool) {
 			t.Error("pool.Run did not return")
 		}
 	})
-}
-
-// fakeClock is a manually advanced clockwork.Clock that records every
-// wait asked of it, so tests can check the durations (backoff delays);
-// After fires when Advance passes it.
-type fakeClock struct {
-	clockwork.Clock // the methods acp does not use: nil, never called
-
-	mu        sync.Mutex
-	now       time.Time
-	waiters   []clockWaiter
-	requested []time.Duration // every After duration, in call order
-	// ignore is a duration whose timers never fire and are not recorded
-	// (a timeout the test does not exercise, such as UnavailableGrace).
-	ignore time.Duration
-}
-
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-// NewTicker is a real ticker: the pool's reaper runs on it, and the tests
-// drive idleness through Now instead.
-func (c *fakeClock) NewTicker(d time.Duration) clockwork.Ticker {
-	return clockwork.NewRealClock().NewTicker(d)
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if c.ignore != 0 && d == c.ignore {
-		return ch
-	}
-	c.requested = append(c.requested, d)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
-}
-
-// Requested returns the durations passed to After so far.
-func (c *fakeClock) Requested() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.requested...)
-}
-
-// Pending reports how many After calls are waiting.
-func (c *fakeClock) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
 }

@@ -131,7 +131,7 @@ func TestGuardPacesNotifications(t *testing.T) {
 }
 
 func TestLineLimiter(t *testing.T) {
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	var buf testkit.LogBuffer
 	l := newLineLimiter(hclogFor(&buf), 3, clk)
 	for i := 0; i < 10; i++ {

@@ -63,7 +63,7 @@ func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 // a grace again, it would never answer), so nothing depends on timing.
 func TestBrokenAgentFailsFast(t *testing.T) {
 	const grace = 500 * time.Millisecond
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	cfg := fakeChild("exit-1")
 	cfg.UnavailableGrace, cfg.Clock = grace, clk
 	h := startHarness(t, cfg, PoolConfig{})
@@ -97,7 +97,7 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 // waitGrace waits until a turn waits out the unavailable grace on clk and
 // checks that the turn (whose result goes to answered) has not answered:
 // only moving clk past grace lets it.
-func waitGrace(t *testing.T, clk *fakeClock, grace time.Duration, answered <-chan error) {
+func waitGrace(t *testing.T, clk *testkit.Clock, grace time.Duration, answered <-chan error) {
 	t.Helper()
 	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
 		return slices.Contains(clk.Requested(), grace)
@@ -223,13 +223,9 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 	killed := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	deadline := killed.Add(time.Second)
-	for !reexec.ProcessGone(agent) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(agent, syscall.SIGKILL)
-			t.Fatalf("agent %d still alive 1 s after its bridge was killed", agent)
-		}
-		time.Sleep(time.Millisecond)
+	if !testkit.Within(testkit.MinWait, func() bool { return reexec.ProcessGone(agent) }) {
+		_ = syscall.Kill(agent, syscall.SIGKILL)
+		t.Fatalf("agent %d still alive %s after its bridge was killed", agent, testkit.MinWait)
 	}
 	t.Logf("agent gone %v after its bridge was killed", time.Since(killed).Round(time.Millisecond))
 }
@@ -397,7 +393,7 @@ func TestToolTableBounded(t *testing.T) {
 // runs on real time and takes at least a StopGrace (3 s) to end.
 func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 	const grace = 300 * time.Millisecond
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	cfg := fakeChild("close-stdout")
 	cfg.UnavailableGrace, cfg.Clock = grace, clk
 	cfg.StopGrace = 3 * time.Second

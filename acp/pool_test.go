@@ -151,21 +151,21 @@ func TestPoolRotation(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     PoolConfig
-		between func(clk *fakeClock)
+		between func(clk *testkit.Clock)
 		turns   int
 		rotate  bool
 	}{
-		{"fresh session reused", PoolConfig{}, func(c *fakeClock) { c.Advance(299 * time.Second) }, 2, false},
-		{"idle over 300s", PoolConfig{}, func(c *fakeClock) { c.Advance(301 * time.Second) }, 2, true},
-		{"turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 4, true},
-		{"below turn limit", PoolConfig{SessionMaxTurns: 3}, func(*fakeClock) {}, 3, false},
-		{"age over max", PoolConfig{SessionMaxAge: 100 * time.Second, SessionIdle: time.Hour}, func(c *fakeClock) { c.Advance(60 * time.Second) }, 3, true},
+		{"fresh session reused", PoolConfig{}, func(c *testkit.Clock) { c.Advance(299 * time.Second) }, 2, false},
+		{"idle over 300s", PoolConfig{}, func(c *testkit.Clock) { c.Advance(301 * time.Second) }, 2, true},
+		{"turn limit", PoolConfig{SessionMaxTurns: 3}, func(*testkit.Clock) {}, 4, true},
+		{"below turn limit", PoolConfig{SessionMaxTurns: 3}, func(*testkit.Clock) {}, 3, false},
+		{"age over max", PoolConfig{SessionMaxAge: 100 * time.Second, SessionIdle: time.Hour}, func(c *testkit.Clock) { c.Advance(60 * time.Second) }, 3, true},
 		{"rotate all", PoolConfig{}, nil, 2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent()
-			clk := newFakeClock()
+			clk := testkit.NewClock()
 			cfg := tt.cfg
 			cfg.Logger, cfg.Clock = testLogger(t), clk
 			p := NewPool(cfg, dialFake(t, a, Config{}))
@@ -295,7 +295,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		}
 		return res, err
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: newFakeClock()}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: testkit.NewClock()}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
 	runPool(t, p)
 	warm := turnText(t, p, "k", "quick warm-up", nil)
 
@@ -453,7 +453,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 		}
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, Config{CancelGrace: 200 * time.Millisecond}))
 	t.Cleanup(func() { close(release) }) // before the connection's cleanup
 	runPool(t, p)
@@ -734,7 +734,7 @@ func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 	// closed it; the NoEvict turn waits for that, then takes it.
 	r := newFakeAgent()
 	gate := &gatedClose{fakeAgent: r, asked: make(chan struct{}, 1), open: make(chan struct{})}
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	q := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, SessionMaxTurns: 1, Clock: clk}, dialFakeAgent(t, r, gate, Config{}))
 	runPool(t, q)
 	turnText(t, q, "a", "quick a", nil)
@@ -799,7 +799,7 @@ func (g *gatedClose) CloseSession(ctx context.Context, r acpsdk.CloseSessionRequ
 
 func TestPoolReapsIdleSessions(t *testing.T) {
 	a := newFakeAgent()
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, Config{}))
 	r := turnText(t, p, "k", "hi", nil)
 	clk.Advance(301 * time.Second)

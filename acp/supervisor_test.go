@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,7 +49,7 @@ type harness struct {
 	pool    *Pool
 	metrics *Metrics
 	logs    *testkit.LogBuffer
-	stop    func() time.Duration // stops both; returns how long Run took to return
+	stop    func() time.Duration // stops both (testkit.RunAll)
 }
 
 // fakeChild returns a Config that runs the test binary as a fake agent.
@@ -62,7 +63,6 @@ func fakeChild(mode string, env ...string) Config {
 
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
 	h := &harness{t: t, logs: &testkit.LogBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -91,37 +91,7 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = NewSupervisor(cfg)
 	h.pool = NewPool(pcfg, h.sup)
-	ctx, cancel := context.WithCancel(context.Background())
-	supDone, poolDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(supDone); _ = h.sup.Run(ctx) }()
-	go func() { defer close(poolDone); _ = h.pool.Run(ctx) }()
-	stopped := false
-	var took time.Duration
-	h.stop = func() time.Duration {
-		if stopped {
-			return took
-		}
-		stopped = true
-		pid := h.sup.Health().PID
-		start := time.Now()
-		cancel()
-		for _, ch := range []chan struct{}{poolDone, supDone} {
-			select {
-			case <-ch:
-			case <-time.After(15 * time.Second):
-				t.Fatal("supervisor or pool did not stop")
-			}
-		}
-		took = time.Since(start)
-		if pid > 0 {
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("agent pid %d still exists after stop (kill 0: %v)", pid, err)
-			}
-		}
-		goleak.VerifyNone(t, ignore)
-		return took
-	}
-	t.Cleanup(func() { h.stop() })
+	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
 }
 
@@ -225,8 +195,7 @@ func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 
 func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	dir := t.TempDir()
-	clk := newFakeClock()
-	clk.ignore = time.Hour // the nudging turns wait out their own ctx instead
+	clk := testkit.NewClock()
 	cfg := fakeChild("crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=3")
 	cfg.BackoffInitial, cfg.UnavailableGrace, cfg.Clock = 200*time.Millisecond, time.Hour, clk
 	h := startHarness(t, cfg, PoolConfig{})
@@ -248,12 +217,17 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 			cancel()
 		}
 	}()
+	// backoffs are the waits asked of the clock but the unavailable grace
+	// (an hour: never reached, the nudging turns wait out their own ctx).
+	backoffs := func() []time.Duration {
+		return slices.DeleteFunc(clk.Requested(), func(d time.Duration) bool { return d == time.Hour })
+	}
 	var delays []time.Duration
 	for len(delays) < 3 {
-		testkit.WaitFor(t, 10*time.Second, "a pending backoff", func() bool { return clk.Pending() > 0 })
-		req := clk.Requested()
-		delays = append(delays, req[len(req)-1])
-		clk.Advance(req[len(req)-1])
+		testkit.WaitFor(t, 10*time.Second, "a pending backoff", func() bool { return len(backoffs()) > len(delays) })
+		d := backoffs()[len(delays)]
+		delays = append(delays, d)
+		clk.Advance(d)
 	}
 	t.Logf("backoff delays %v (all requested: %v)", delays, clk.Requested())
 	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
@@ -269,9 +243,8 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return clk.Pending() > 0 })
-	req := clk.Requested()
-	if d := req[len(req)-1]; d > 240*time.Millisecond {
+	testkit.WaitFor(t, 10*time.Second, "backoff after healthy run", func() bool { return len(backoffs()) > len(delays) })
+	if d := backoffs()[len(delays)]; d > 240*time.Millisecond {
 		t.Errorf("delay after a healthy minute = %s, want a reset to ~200ms", d)
 	}
 	if v := testutil.ToFloat64(h.metrics.Backoff); v <= 0 {
@@ -285,7 +258,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 // never advanced, so a turn that waited for the unavailable grace or for a
 // restart would never answer.
 func TestSupervisorMissingBinary(t *testing.T) {
-	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: newFakeClock()}, PoolConfig{})
+	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: testkit.NewClock()}, PoolConfig{})
 	testkit.WaitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
 	_, _, err := h.turn("k", "hello")
 	if !errors.Is(err, ErrBinaryMissing) {
@@ -338,7 +311,7 @@ func TestSupervisorStopsChildIgnoringSIGTERM(t *testing.T) {
 // 5 000 lines all fall in one window, however long the machine takes.
 func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 	cfg := fakeChild("spam-stderr")
-	cfg.Clock = newFakeClock()
+	cfg.Clock = testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	res, _ := h.mustTurn("k", "still fine")
@@ -610,7 +583,7 @@ func TestSupervisorLegacyDialects(t *testing.T) {
 // moves) for it, then recycles the child.
 func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=1h")
-	clk := newFakeClock()
+	clk := testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{Clock: clk})
 	first := h.waitReady()
 	ctx, cancel := context.WithCancel(context.Background())

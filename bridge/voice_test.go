@@ -36,6 +36,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -212,14 +213,9 @@ func (env *voiceEnv) records(t *testing.T) []map[string]any {
 // client can be faster than them.
 func (env *voiceEnv) waitRecords(t *testing.T, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		recs := env.records(t)
-		if len(recs) >= n || time.Now().After(deadline) {
-			return recs
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var recs []map[string]any
+	testkit.Within(testkit.MinWait, func() bool { recs = env.records(t); return len(recs) >= n })
+	return recs
 }
 
 var uuid4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -660,10 +656,7 @@ func TestBargeIn(t *testing.T) {
 	closed := time.Now()
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(2 * time.Second)
-	for len(a.CancelTimes()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { return len(a.CancelTimes()) > 0 })
 	times := a.CancelTimes()
 	if len(times) != 1 {
 		t.Fatalf("agent saw %d cancels", len(times))
@@ -718,10 +711,7 @@ func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
 		out["status"] = code
 		buffered <- out
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(a.Prompts()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { return len(a.Prompts()) >= 2 })
 	if n := len(a.Prompts()); n != 2 {
 		t.Fatalf("%d turns reached the agent, want both", n)
 	}
@@ -743,10 +733,7 @@ func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("buffered turn not answered after the grace")
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for len(a.Cancels()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { return len(a.Cancels()) >= 2 })
 	if n := len(a.Cancels()); n != 2 {
 		t.Errorf("agent saw %d cancels, want 2", n)
 	}
@@ -815,10 +802,7 @@ func TestBufferedCallerLeavesCancelsTurn(t *testing.T) {
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("request should have been cut by the client")
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(a.Cancels()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { return len(a.Cancels()) > 0 })
 	if len(a.Cancels()) != 1 {
 		t.Error("buffered turn not cancelled when its caller left")
 	}

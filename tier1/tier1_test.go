@@ -179,14 +179,11 @@ func TestRememberThenLookup(t *testing.T) {
 	if code != 204 || body != "" {
 		t.Fatalf("remember: %d %q", code, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var got string
-	for time.Now().Before(deadline) {
-		if got = e.escalate(t, "memory_lookup", map[string]any{"query": "favourite dinosaur"}); got != NoMemories {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool {
+		got = e.escalate(t, "memory_lookup", map[string]any{"query": "favourite dinosaur"})
+		return got != NoMemories
+	})
 	if got != "Alex's favourite dinosaur is the stegosaurus" {
 		t.Errorf("lookup %q", got)
 	}
@@ -201,10 +198,7 @@ func TestLookupSnippets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(memstoretest.Rows(t, e.db)) < 6 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { return len(memstoretest.Rows(t, e.db)) >= 6 })
 	got := e.escalate(t, "memory_lookup", map[string]any{"query": "robot"})
 	parts := strings.Split(got, " | ")
 	if len(parts) != 3 {
@@ -397,14 +391,8 @@ func TestMemoryWrites(t *testing.T) {
 			t.Errorf("%s: %d %q", tt.path, code, body)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var rows []memstoretest.Row
-	for time.Now().Before(deadline) {
-		if rows = memstoretest.Rows(t, e.db); len(rows) >= 3 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Within(testkit.MinWait, func() bool { rows = memstoretest.Rows(t, e.db); return len(rows) >= 3 })
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3 (blank inputs store nothing)", len(rows))
 	}
@@ -456,14 +444,12 @@ func TestMemoryWritesUnderLock(t *testing.T) {
 		t.Errorf("queue never filled (refused %d, counter %v)", refused, testutil.ToFloat64(e.dropped))
 	}
 	release()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if rows := memstoretest.Rows(t, e.db); len(rows) > 0 && rows[0].Content == "written later" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Within(testkit.MinWait, func() bool {
+		rows := memstoretest.Rows(t, e.db)
+		return len(rows) > 0 && rows[0].Content == "written later"
+	}) {
+		t.Error("the write accepted under the lock never arrived")
 	}
-	t.Error("the write accepted under the lock never arrived")
 }
 
 // TestJournalRefusalSaidByTheStoreOnce: with a journal that cannot be

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire/wiretest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // sidecarClient is a raw steerable client over pipes to ServeSteerable.
@@ -20,32 +20,15 @@ type sidecarClient struct {
 	in     *io.PipeWriter
 	frames chan map[string]any
 	served chan error
-	stderr *lockedBuffer
+	stderr *testkit.LogBuffer
 	id     int
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startSidecar(t *testing.T, ctx context.Context, opts Options) *sidecarClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &sidecarClient{t: t, in: inW, frames: make(chan map[string]any, 1000), served: make(chan error, 1), stderr: &lockedBuffer{}}
+	c := &sidecarClient{t: t, in: inW, frames: make(chan map[string]any, 1000), served: make(chan error, 1), stderr: &testkit.LogBuffer{}}
 	go func() {
 		c.served <- ServeSteerable(ctx, inR, outW, c.stderr, opts)
 		_ = outW.Close()

@@ -21,7 +21,7 @@ import (
 // calFixture is a calendar-only Periphery wired to the fake gws.
 type calFixture struct {
 	p       *Periphery
-	clock   *fakeClock
+	clock   *testkit.Clock
 	sa      string
 	metric  *prometheus.CounterVec
 	reg     *prometheus.Registry
@@ -39,7 +39,7 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 		t.Fatal(err)
 	}
 	f := &calFixture{
-		clock:   newFakeClock(morning),
+		clock:   testkit.NewClockAt(morning),
 		sa:      filepath.Join(t.TempDir(), "sa.json"),
 		reg:     prometheus.NewRegistry(),
 		sleeper: newFakeSleeper(),
@@ -57,7 +57,7 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 		CalendarSAPath:  f.sa,
 		Metrics:         metrics,
 		Logger:          hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
-		Clock:           f.clock.withSleeper(f.sleeper),
+		Clock:           withSleeper(f.clock, f.sleeper),
 		calendarTimeout: 10 * time.Second,
 	}
 	if mutate != nil {

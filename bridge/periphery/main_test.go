@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestMain doubles as the fake gws: Config.GWSBin points at the test binary,
@@ -267,54 +269,20 @@ func readCalls(t testing.TB, sa string) []gwsCall {
 // aest is Brisbane's zone without tzdata.
 var aest = time.FixedZone("AEST", 10*60*60)
 
-// fakeClock is a settable clock whose timers are real.
-type fakeClock struct {
-	clockwork.Clock // the methods periphery does not use: nil, never called
-
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-// sleepingClock is a fakeClock whose timers go through a sleeper: each
-// timer the code starts is handed to the test, which sees its duration and
-// ends it.
+// sleepingClock is the test clock with its timers going through a
+// sleeper: each timer the code starts is handed to the test, which sees
+// its duration and ends it without moving the clock.
 type sleepingClock struct {
-	*fakeClock
+	*testkit.Clock
 	sleeper *fakeSleeper
 }
 
 // withSleeper is c with its timers going through s.
-func (c *fakeClock) withSleeper(s *fakeSleeper) sleepingClock { return sleepingClock{c, s} }
+func withSleeper(c *testkit.Clock, s *fakeSleeper) sleepingClock { return sleepingClock{c, s} }
 
 func (c sleepingClock) NewTimer(d time.Duration) clockwork.Timer {
 	c.sleeper.calls <- d
 	return sleeperTimer{c.sleeper.release}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-func (c *fakeClock) NewTimer(d time.Duration) clockwork.Timer {
-	return clockwork.NewRealClock().NewTimer(d)
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // fakeSleeper hands each requested wait to the test, which releases it.

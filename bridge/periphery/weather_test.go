@@ -88,7 +88,7 @@ func TestFetchWeather(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := newWeatherServer(t, tc.handler)
 			defer ws.Close()
-			clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
+			clock := testkit.NewClockAt(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
 			p := New(Config{
 				Location: aest, WeatherLocation: "Brisbane", WeatherURL: ws.URL,
 				Clock: clock, weatherTimeout: 200 * time.Millisecond,
@@ -147,7 +147,7 @@ func TestWeatherLocationEscaping(t *testing.T) {
 func TestWeatherTTL(t *testing.T) {
 	ws := newWeatherServer(t, plainText(brisbaneWeather))
 	defer ws.Close()
-	clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
+	clock := testkit.NewClockAt(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
 	p := New(Config{WeatherLocation: "Brisbane", WeatherURL: ws.URL, WeatherTTL: 30 * time.Minute, Clock: clock})
 	if err := p.refreshWeather(context.Background(), 0); err != nil {
 		t.Fatal(err)
@@ -233,12 +233,12 @@ func TestRunWeather(t *testing.T) {
 	setMode := func(m string) { mu.Lock(); mode = m; mu.Unlock() }
 
 	logs := &testkit.LogBuffer{}
-	clock := newFakeClock(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
+	clock := testkit.NewClockAt(time.Date(2026, 5, 17, 8, 0, 0, 0, aest))
 	sl := newFakeSleeper()
 	p := New(Config{
 		Location: aest, WeatherLocation: "Brisbane", WeatherURL: ws.URL, WeatherTTL: 30 * time.Minute,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
-		Clock:  clock.withSleeper(sl),
+		Clock:  withSleeper(clock, sl),
 	})
 	stop := runPeriphery(t, p)
 	defer stop()

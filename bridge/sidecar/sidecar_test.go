@@ -26,6 +26,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // sttFake is an OpenAI-compatible transcription server that checks and
@@ -367,11 +368,7 @@ func TestListenWhileStopping(t *testing.T) {
 		defer e.voice.mu.Unlock()
 		return len(e.voice.keys) == 1
 	}
-	for deadline := time.Now().Add(10 * time.Second); !turning(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn did not reach the agent within 10 s")
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, "the turn to reach the agent", turning)
 	e.endRequests(httpapi.ErrShuttingDown)
 	select {
 	case raw := <-answer:

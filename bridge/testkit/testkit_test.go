@@ -1,7 +1,9 @@
 package testkit
 
 import (
+	"context"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,4 +27,72 @@ func TestProcessGone(t *testing.T) {
 	if !ProcessGone(pid) {
 		t.Error("a reaped child reported running")
 	}
+}
+
+// The clock records every wait in call order and fires a timer only when
+// Advance passes it.
+func TestClockRecordsWaits(t *testing.T) {
+	c := NewClock()
+	after := c.After(2 * time.Second)
+	timer := c.NewTimer(time.Second)
+	fired := make(chan struct{})
+	c.AfterFunc(3*time.Second, func() { close(fired) })
+	if got, want := c.Requested(), []time.Duration{2 * time.Second, time.Second, 3 * time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("Requested() = %v, want %v", got, want)
+	}
+	select {
+	case <-after:
+		t.Fatal("After fired before the clock moved")
+	default:
+	}
+	c.Advance(time.Second)
+	select {
+	case <-timer.Chan():
+	default:
+		t.Error("the 1 s timer did not fire when the clock passed it")
+	}
+	select {
+	case <-after:
+		t.Error("the 2 s After fired at 1 s")
+	default:
+	}
+	c.Advance(2 * time.Second)
+	select {
+	case <-after:
+	default:
+		t.Error("the 2 s After did not fire when the clock passed it")
+	}
+	select {
+	case <-fired:
+	case <-time.After(MinWait):
+		t.Error("the AfterFunc did not run when the clock passed it")
+	}
+}
+
+// runUntil is a Runner that runs until its context ends.
+type runUntil struct{ ran chan struct{} }
+
+func (r runUntil) Run(ctx context.Context) error {
+	close(r.ran)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// RunAll runs every runner until stop, which ends them all; a second stop
+// returns the first's duration.
+func TestRunAll(t *testing.T) {
+	a, b := runUntil{make(chan struct{})}, runUntil{make(chan struct{})}
+	stop := RunAll(t, func() int { return 0 }, a, b)
+	for _, r := range []runUntil{a, b} {
+		select {
+		case <-r.ran:
+		case <-time.After(MinWait):
+			t.Fatal("a runner was not started")
+		}
+	}
+	took := stop()
+	if again := stop(); again != took {
+		t.Errorf("second stop returned %s, want the first's %s", again, took)
+	}
+	t.Logf("stopped in %s", took)
 }

@@ -80,13 +80,9 @@ func run(o options, out io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "zeroclaw-bridge")
-		// Built as a release is (static, stripped), so memory is the
-		// shipped binary's.
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/zeroclaw-bridge")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build the bridge (run from the repository root): %w", err)
+		// Built as a release is, so memory is the shipped binary's.
+		if err := benchkit.Build(bin, true); err != nil {
+			return err
 		}
 	}
 	var rows []row

@@ -2,10 +2,11 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
 // TestMain lets the test binary be the empty server, as the command is.
@@ -18,9 +19,8 @@ func TestMain(m *testing.M) {
 // built binary: every row is measured and printed.
 func TestBenchSmoke(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "zeroclaw-bridge")
-	build := exec.Command("go", "build", "-o", bin, "../zeroclaw-bridge")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	if err := benchkit.Build(bin, false); err != nil {
+		t.Fatal(err)
 	}
 	var out strings.Builder
 	if err := run(options{bin: bin, turns: 20, cpuTurns: 20, conc: 2, events: 2000, sse: 5, sseRate: 100}, &out); err != nil {

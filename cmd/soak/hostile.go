@@ -260,7 +260,7 @@ func buildBridge(bin string) (string, func(), error) {
 		return "", nil, err
 	}
 	bin = filepath.Join(dir, "zeroclaw-bridge")
-	if err := goBuild(bin); err != nil {
+	if err := benchkit.Build(bin, false); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, err
 	}

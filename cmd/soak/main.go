@@ -58,7 +58,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -240,16 +239,6 @@ func worker(ctx context.Context, c *http.Client, base string, w, sessions int, s
 			streamTurn(c, base, session, text, r.IntN(5) == 0, st)
 		}
 	}
-}
-
-// goBuild builds the bridge into bin (run from the repository root).
-func goBuild(bin string) error {
-	build := exec.Command("go", "build", "-o", bin, "./cmd/zeroclaw-bridge")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build the bridge (run from the repository root): %w", err)
-	}
-	return nil
 }
 
 func body(session, text string) io.Reader {

@@ -9,13 +9,16 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
+	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/openapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
 
 // TestBadInputMatrix sends every route malformed, mistyped, oversized and
@@ -28,29 +31,36 @@ func TestBadInputMatrix(t *testing.T) {
 		t.Fatalf("remember: %d", code)
 	}
 	huge := `{"content":"` + strings.Repeat("a", 1<<20) + `"}`
-	routes := []string{"/api/message", "/api/message/stream", "/api/voice/escalate", "/api/voice/remember",
-		"/api/voice/memory_log", "/api/perception/event", "/admin/kid-mode", "/admin/smart-mode", "/admin/state",
-		"/admin/persona", "/admin/model", "/admin/safety"}
+	routes := postRoutes(t)
+	if !slices.ContainsFunc(routes.json, func(r matrixRoute) bool { return r.path == "/api/message" }) || len(routes.multipart) == 0 {
+		t.Fatalf("the routes found are not the bridge's: %+v", routes)
+	}
 	bodies := []struct {
 		name, body string
 		statuses   []int
+		// needsFields: only a route with a required field refuses it.
+		needsFields bool
 	}{
-		{"empty body", ``, []int{422}},
-		{"malformed JSON", `{"content": "x",`, []int{422}},
-		{"not an object", `["a","b"]`, []int{422}},
-		{"null", `null`, []int{422}},
-		{"wrong types", `{"content":5,"fact":[],"user":{},"assistant":1,"tool":7,"name":false,"enabled":"maybe","state":3,"file":1,"daemon":2,"action":[],"tool_name":null}`, []int{422}},
-		{"missing fields", `{}`, []int{422}},
-		{"over the 1 MiB limit", huge, []int{413}},
+		{"empty body", ``, []int{422}, false},
+		{"malformed JSON", `{"content": "x",`, []int{422}, false},
+		{"not an object", `["a","b"]`, []int{422}, false},
+		{"null", `null`, []int{422}, false},
+		{"wrong types", `{"content":5,"fact":[],"user":{},"assistant":1,"tool":7,"name":false,"enabled":"maybe","state":3,"file":1,"daemon":2,"action":[],"tool_name":null,` +
+			`"person_id":{},"id":4,"emoji":5,"filename":6,"text":[],"device_id":8,"model":9}`, []int{422}, false},
+		{"missing fields", `{}`, []int{422}, true},
+		{"over the 1 MiB limit", huge, []int{413}, false},
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	for _, route := range routes {
+	for _, route := range routes.json {
 		for _, b := range bodies {
-			req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+route, strings.NewReader(b.body))
+			if b.needsFields && !route.hasRequired {
+				continue
+			}
+			req, _ := http.NewRequest(route.method, "http://"+p.addr+route.path, strings.NewReader(b.body))
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := client.Do(req)
 			if err != nil {
-				t.Fatalf("%s %s: %v", route, b.name, err)
+				t.Fatalf("%s %s: %v", route.path, b.name, err)
 			}
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -62,7 +72,7 @@ func TestBadInputMatrix(t *testing.T) {
 				Detail json.RawMessage `json:"detail"`
 			}
 			if !ok || json.Unmarshal(raw, &shape) != nil || len(shape.Detail) == 0 {
-				t.Errorf("%s, %s: %d %.200s", route, b.name, resp.StatusCode, raw)
+				t.Errorf("%s, %s: %d %.200s", route.path, b.name, resp.StatusCode, raw)
 			}
 		}
 	}
@@ -110,7 +120,7 @@ func TestBadInputMatrix(t *testing.T) {
 		}
 	}
 	// Multipart routes: no file, not multipart, oversized.
-	for _, route := range []string{"/api/vision/explain", "/api/audio/explain"} {
+	for _, route := range routes.multipart {
 		resp, err := client.Post("http://"+p.addr+route, "application/json", strings.NewReader(`{}`))
 		if err != nil {
 			t.Fatal(err)
@@ -154,4 +164,86 @@ func TestSlowHeadersAreCut(t *testing.T) {
 		t.Fatal("the server kept a half-sent request open for 20 s")
 	}
 	t.Logf("half-sent request cut after %v", time.Since(start).Round(100*time.Millisecond))
+}
+
+// matrixRoute is a registered route the bad-input matrix sends JSON.
+type matrixRoute struct {
+	method, path string
+	// hasRequired: its body names a required field, so {} is refused.
+	hasRequired bool
+}
+
+// matrixRoutes are the routes the bad-input matrix covers.
+type matrixRoutes struct {
+	json      []matrixRoute // a required JSON object body
+	multipart []string      // a multipart form
+}
+
+// postRoutes sorts every write route the binary registers (assembled as
+// startBridge runs it) by the body bridge/openapi/openapi.json documents
+// for it, which TestOpenAPIDocumentCoversEveryRoute holds to the same
+// routes: a required JSON body gets the JSON matrix, a multipart one the
+// multipart checks. A route the document lacks gets the JSON matrix. The
+// routes left out are those whose body is optional (each acts on any
+// body: a restart, a dance) or neither JSON nor multipart.
+func postRoutes(t *testing.T) matrixRoutes {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody *struct {
+				Required bool                       `json:"required"`
+				Content  map[string]json.RawMessage `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.Document(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// required lists a media type's schema's required fields, through $refs.
+	required := func(media json.RawMessage) []string {
+		var m struct{ Schema json.RawMessage }
+		_ = json.Unmarshal(media, &m)
+		s := m.Schema
+		for {
+			var schema struct {
+				Ref      string   `json:"$ref"`
+				Required []string `json:"required"`
+			}
+			if err := json.Unmarshal(s, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if schema.Ref == "" {
+				return schema.Required
+			}
+			s = doc.Components.Schemas[strings.TrimPrefix(schema.Ref, "#/components/schemas/")]
+		}
+	}
+	var out matrixRoutes
+	var skipped []string
+	for _, r := range assembled(t).Routes() {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == echo.RouteNotFound {
+			continue
+		}
+		path := openAPIParam.ReplaceAllString(openAPIPath(r.Path), "dotty-test")
+		op, documented := doc.Paths[openAPIPath(r.Path)][strings.ToLower(r.Method)]
+		switch body := op.RequestBody; {
+		case !documented || body == nil:
+			out.json = append(out.json, matrixRoute{r.Method, path, true})
+		case body.Content["multipart/form-data"] != nil:
+			out.multipart = append(out.multipart, path)
+		case body.Content["application/json"] != nil && body.Required:
+			out.json = append(out.json, matrixRoute{r.Method, path, len(required(body.Content["application/json"])) > 0})
+		default:
+			skipped = append(skipped, r.Method+" "+r.Path)
+		}
+	}
+	slices.SortFunc(out.json, func(a, b matrixRoute) int { return strings.Compare(a.path, b.path) })
+	slices.Sort(out.multipart)
+	slices.Sort(skipped)
+	t.Logf("bad-input matrix: %d JSON routes, %d multipart; not sent bad bodies (optional or other body): %s",
+		len(out.json), len(out.multipart), strings.Join(skipped, ", "))
+	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
 var (
@@ -59,11 +60,7 @@ func bridgeBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(buildDir, "zeroclaw-bridge")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/zeroclaw-bridge")
-		cmd.Dir = filepath.Join("..", "..") // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
+		buildErr = benchkit.Build(binPath, false)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -78,9 +75,7 @@ type bridgeProc struct {
 	addr     string
 	stateDir string     // CONVO_LOG_DIR and the mode state files live here
 	exited   chan error // receives cmd.Wait's result once
-
-	mu     sync.Mutex
-	stderr strings.Builder
+	stderr   testkit.LogBuffer
 }
 
 var listenLine = regexp.MustCompile(`http server listening: addr=(\S+)`)
@@ -121,9 +116,7 @@ func runBridge(t *testing.T, cmd *exec.Cmd, stateDir string) *bridgeProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
+			_, _ = p.stderr.Write([]byte(sc.Text() + "\n"))
 			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addr <- m[1]:
@@ -169,8 +162,6 @@ func inMountNamespace(t *testing.T) bool {
 }
 
 func (p *bridgeProc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.stderr.String()
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the flush timer's goroutine.
@@ -79,16 +81,7 @@ func TestLogWriterFlushesALoneLine(t *testing.T) {
 	lw := newLogWriter(&out)
 	defer lw.Close()
 	fmt.Fprintln(lw, "alone")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got, _ := out.snapshot(); got == "alone\n" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a lone line was never written")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, "the lone line", func() bool { got, _ := out.snapshot(); return got == "alone\n" })
 }
 
 // A burst past the buffer's bound is written by the caller, after what was

@@ -18,6 +18,22 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/openapi"
 )
 
+// assembled is the bridge's echo server as the binary builds it from the
+// settings kv (name, value, … on top of isolatedEnv's, with no agent),
+// unstarted: its Routes are the routes the binary registers.
+func assembled(t *testing.T, kv ...string) *echo.Echo {
+	t.Helper()
+	cfg, err := parseConfig(nil, isolatedEnv(t, append([]string{"ZEROCLAW_BIN", "/nonexistent/zeroclaw"}, kv...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := build(cfg, hclog.NewNullLogger(), lookups{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.srv.Echo()
+}
+
 // echoParam is a path parameter in echo's syntax: :name, or * for the
 // rest of the path.
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)|\*`)
@@ -48,17 +64,8 @@ var openAPIParam = regexp.MustCompile(`\{[A-Za-z0-9_]+\}`)
 // streams nor long-polls asked with the credentials, are valid by the
 // document: a documented status with a body of its schema.
 func TestOpenAPIDocumentCoversEveryRoute(t *testing.T) {
-	cfg, err := parseConfig(nil, isolatedEnv(t, "ZEROCLAW_BIN", "/nonexistent/zeroclaw",
-		"STT_URL", "http://127.0.0.1:9/v1/audio/transcriptions", "SIDECAR_ALLOW_NO_TOKEN", "1",
-		"DOTTY_DASHBOARD_USER", "parent", "DOTTY_DASHBOARD_PASS", "s3cret"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := build(cfg, hclog.NewNullLogger(), lookups{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := app.srv.Echo()
+	e := assembled(t, "STT_URL", "http://127.0.0.1:9/v1/audio/transcriptions", "SIDECAR_ALLOW_NO_TOKEN", "1",
+		"DOTTY_DASHBOARD_USER", "parent", "DOTTY_DASHBOARD_PASS", "s3cret")
 
 	registered := map[string]bool{}
 	for _, r := range e.Routes() {

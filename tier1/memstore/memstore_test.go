@@ -53,17 +53,15 @@ func run(t *testing.T, s *memstore.Store) (stop func() error) {
 
 func waitRows(t *testing.T, path string, n int) []memstoretest.Row {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rows, err := memstoretest.TryRows(path) // the file may still be being created
-		if err == nil && len(rows) >= n {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows after 10 s, want %d (last error %v)", len(rows), n, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var rows []memstoretest.Row
+	var err error
+	if !testkit.Within(testkit.MinWait, func() bool {
+		rows, err = memstoretest.TryRows(path) // the file may still be being created
+		return err == nil && len(rows) >= n
+	}) {
+		t.Fatalf("%d rows after the wait, want %d (last error %v)", len(rows), n, err)
 	}
+	return rows
 }
 
 var keyRe = regexp.MustCompile(`^voice_(core|conversation)_(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)_([0-9a-f]{8})$`)

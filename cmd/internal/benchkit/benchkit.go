@@ -210,7 +210,29 @@ type Bridge struct {
 
 var listening = regexp.MustCompile(`http server listening: addr=(\S+)`)
 
-// Start builds (unless bin is given; run from the repository root) and
+// bridgePackage is the bridge's main package.
+const bridgePackage = "github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/zeroclaw-bridge"
+
+// Build builds the bridge binary into bin, from any directory of the
+// module; every tool and test that needs the binary builds it here.
+// release builds it as a release is (static, stripped, -trimpath), so
+// its memory is the shipped binary's.
+func Build(bin string, release bool) error {
+	args := []string{"build", "-o", bin}
+	if release {
+		args = append(args, "-trimpath", "-ldflags=-s -w")
+	}
+	cmd := exec.Command("go", append(args, bridgePackage)...)
+	if release {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the bridge: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Start builds (unless bin is given) and
 // starts a bridge on a free loopback port with its files in a temporary
 // directory, plus extra environment variables.
 func Start(bin string, extra ...string) (*Bridge, error) {
@@ -221,11 +243,9 @@ func Start(bin string, extra ...string) (*Bridge, error) {
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	if bin == "" {
 		bin = filepath.Join(dir, "zeroclaw-bridge")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/zeroclaw-bridge")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
+		if err := Build(bin, false); err != nil {
 			cleanup()
-			return nil, fmt.Errorf("build the bridge (run from the repository root): %w", err)
+			return nil, err
 		}
 	}
 	cmd := exec.Command(bin)
