@@ -105,7 +105,13 @@ func runSDK(mode string) int {
 		// and a tab, as real agents print them to a non-terminal.
 		_, _ = os.Stderr.WriteString("\x1b[2m2026-05-22T10:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m zeroclaw::acp:\tready\a\r\n")
 	}
-	conn := newAgentConn(a, a.out, os.Stdin, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	var in io.Reader = os.Stdin
+	if mode == "slow-chunks" {
+		// Reported as each line is read, not from the SDK's handler: the
+		// handler may still be queued when stdin ends and the fake exits.
+		in = &cancelTap{r: os.Stdin}
+	}
+	conn := newAgentConn(a, a.out, in, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()
@@ -180,13 +186,37 @@ func (a *sdkAgent) CloseSession(_ context.Context, p acpsdk.CloseSessionRequest)
 }
 
 // Cancel needs no work: the SDK cancels the session's prompt ctx.
-// slow-chunks reports it on stderr, so a test of the bridge can see its
-// turns cancelled in protocol.
-func (a *sdkAgent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
-	if a.mode == "slow-chunks" {
-		fmt.Fprintf(os.Stderr, "acptest: session/cancel %s\n", p.SessionId)
+// slow-chunks reports each session/cancel on stderr as it reads it
+// (cancelTap), so a test of the bridge can see its turns cancelled in
+// protocol.
+func (a *sdkAgent) Cancel(context.Context, acpsdk.CancelNotification) error { return nil }
+
+// cancelTap passes stdin through and reports every session/cancel line on
+// stderr as it is read, before the SDK dispatches it.
+type cancelTap struct {
+	r    io.Reader
+	line []byte
+}
+
+func (t *cancelTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	for _, b := range p[:n] {
+		if b != '\n' {
+			t.line = append(t.line, b)
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				SessionID string `json:"sessionId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(t.line, &m) == nil && m.Method == "session/cancel" {
+			fmt.Fprintf(os.Stderr, "acptest: session/cancel %s\n", m.Params.SessionID)
+		}
+		t.line = t.line[:0]
 	}
-	return nil
+	return n, err
 }
 
 // awaitFile waits until the file exists (true) or ctx ends (false).

@@ -239,6 +239,29 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 	return b
 }
 
+// holdsIn returns holds: it fails the test unless the script js on the
+// page becomes true within wait (what names the check).
+func holdsIn(t *testing.T, bctx context.Context, wait time.Duration) func(what, js string) {
+	return func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(wait),
+			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// clickIn returns click: it clicks the element sel selects, failing the
+// test when it cannot.
+func clickIn(t *testing.T, bctx context.Context) func(sel string) {
+	return func(sel string) {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+}
+
 // needChromium skips the test where Chromium is not installed; in CI,
 // which installs it, that is a failure.
 func needChromium(t *testing.T) {
@@ -297,13 +320,7 @@ func TestPageInBrowser(t *testing.T) {
 	bctx, closeBrowser := chromium(t, 60*time.Second)
 	defer closeBrowser()
 
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	holds := holdsIn(t, bctx, 5*time.Second)
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
 		t.Fatalf("load /ui: %v", err)
 	}
@@ -454,19 +471,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 
 	bctx, closeBrowser := chromium(t, 90*time.Second)
 	defer closeBrowser()
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	click := func(sel string) {
-		t.Helper()
-		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
+	holds := holdsIn(t, bctx, 10*time.Second)
+	click := clickIn(t, bctx)
 	result := func(what, kind, text string) {
 		t.Helper()
 		holds(what, fmt.Sprintf(`(r => r.dataset.kind === %q && r.textContent.includes(%q))(document.getElementById("result"))`, kind, text))

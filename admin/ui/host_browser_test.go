@@ -38,17 +38,7 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 	needChromium(t)
 	logDir := t.TempDir()
 	clog := convolog.New(convolog.Config{Dir: logDir, Location: time.UTC})
-	xzHTTP, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer xzHTTP.Close()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsPort := closed.Addr().(*net.TCPAddr).Port
-	closed.Close()
+	xzHTTP, wsPort := xiaozhiPorts(t)
 	httpPort := xzHTTP.Addr().(*net.TCPAddr).Port
 
 	// The dashboards' day is fixed, so no midnight falls within the test.
@@ -146,13 +136,7 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	holds := holdsIn(t, bctx, 10*time.Second)
 
 	// /proc/loadavg is sampled while the page reads it: the kernel
 	// changes it every 5 s, and the card shows one of its values.

@@ -186,20 +186,28 @@ func TestHostMatchesProc(t *testing.T) {
 	t.Logf("host: temp %v, load %v, memory %+v, disk %+v, up %v s", got.CPUTempC, l, *got.Memory, *got.Disk, *got.UptimeS)
 }
 
-// TestXiaozhiPortsProbedOncePerTTL: a flood of status polls dials each of
-// xiaozhi's ports once per probeTTL; the answers follow the ports.
-func TestXiaozhiPortsProbedOncePerTTL(t *testing.T) {
+// xiaozhiPorts stands in for xiaozhi's two ports: an HTTP port that
+// accepts (open until the test ends) and a WebSocket port that refuses.
+func xiaozhiPorts(t *testing.T) (httpLn net.Listener, wsPort int) {
+	t.Helper()
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer httpLn.Close()
+	t.Cleanup(func() { httpLn.Close() })
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsPort := closed.Addr().(*net.TCPAddr).Port
-	closed.Close() // the WebSocket port refuses
+	wsPort = closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	return httpLn, wsPort
+}
+
+// TestXiaozhiPortsProbedOncePerTTL: a flood of status polls dials each of
+// xiaozhi's ports once per probeTTL; the answers follow the ports.
+func TestXiaozhiPortsProbedOncePerTTL(t *testing.T) {
+	httpLn, wsPort := xiaozhiPorts(t)
 	clock := clockwork.NewFakeClock()
 	e := newEnv(t, Config{Clock: clock, XiaozhiHost: "127.0.0.1", XiaozhiHTTPPort: httpLn.Addr().(*net.TCPAddr).Port, XiaozhiWSPort: wsPort})
 	var dials atomic.Int32

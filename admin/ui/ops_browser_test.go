@@ -31,19 +31,8 @@ func TestOperatorControlsInBrowser(t *testing.T) {
 	p, r, _ := opPanel(t, []string{"sh", "-c", `echo run >> "$1"; echo "Restarting xiaozhi-esp32-server ... done"; echo "<b>warn</b>" >&2`, "sh", count},
 		func(c *OperatorConfig) { c.Units, c.Systemd = []string{"zeroclaw-discord", "nightly.timer"}, fake })
 
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	click := func(sel string) {
-		t.Helper()
-		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
-	}
+	holds := holdsIn(t, bctx, 10*time.Second)
+	click := clickIn(t, bctx)
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(p.url+"/ui")); err != nil {
 		t.Fatalf("load /ui: %v", err)
 	}

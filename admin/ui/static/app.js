@@ -402,7 +402,7 @@
       for (const b of btns) b.disabled = false;
     }
   }
-  window.dotty = { act, show }; // for ops.js
+  window.dotty = { $, el, act, show }; // for ops.js
   function toggle(id, path) {
     const box = $(id);
     box.addEventListener("change", async () => {

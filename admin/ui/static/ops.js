@@ -2,15 +2,9 @@
 // The operator controls: Restart bridge and Reboot all (each pressed
 // twice), the xiaozhi restart command's output, and a card per daemon
 // unit. State comes from app.js's status poll (the "dotty:status" event,
-// its "operator" object); actions go through app.js's act.
+// its "operator" object); actions go through app.js's act; its $ and el build the cards.
 (() => {
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, cls, text) => {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  };
+  const { $, el } = window.dotty; // app.js's, loaded first
   const CONFIRM_MS = 6000; // a first press waits this long for the second
   const BACK_MS = 90000; // how long the page waits for the bridge to come back
   const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
