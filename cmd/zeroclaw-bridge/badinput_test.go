@@ -130,6 +130,41 @@ func TestBadInputMatrix(t *testing.T) {
 			t.Errorf("%s not multipart: %d", route, resp.StatusCode)
 		}
 	}
+	// What a web page can send, to every write route registered: a
+	// cross-site request gets 403 and a body declared as a form or text
+	// 415 (the upload routes read their own types), before any handler.
+	uploads := map[string]bool{}
+	for _, path := range routes.multipart {
+		uploads[path] = true
+	}
+	for _, route := range routes.all() {
+		for _, attack := range []struct {
+			name, origin, ctype string
+			status              int
+		}{
+			{"a page on another site", "http://evil.example", "application/json", 403},
+			{"a form", "", "application/x-www-form-urlencoded", 415},
+			{"text", "", "text/plain", 415},
+		} {
+			if attack.status == 415 && uploads[route.path] {
+				continue
+			}
+			req, _ := http.NewRequest(route.method, "http://"+p.addr+route.path, strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", attack.ctype)
+			if attack.origin != "" {
+				req.Header.Set("Origin", attack.origin)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s, %s: %v", route.method, route.path, attack.name, err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != attack.status || !bytes.Contains(raw, []byte(`"detail"`)) {
+				t.Errorf("%s %s, %s: %d %.200s, want %d", route.method, route.path, attack.name, resp.StatusCode, raw, attack.status)
+			}
+		}
+	}
 	if code, body := p.get("/health"); code != 200 || !strings.Contains(body, `"status":"ok"`) {
 		t.Fatalf("bridge unhealthy after the matrix: %d %s", code, body)
 	}
@@ -177,6 +212,16 @@ type matrixRoute struct {
 type matrixRoutes struct {
 	json      []matrixRoute // a required JSON object body
 	multipart []string      // a multipart form
+	other     []matrixRoute // an optional body, or one of another type
+}
+
+// all is every write route, each once.
+func (r matrixRoutes) all() []matrixRoute {
+	out := append(slices.Clone(r.json), r.other...)
+	for _, path := range r.multipart {
+		out = append(out, matrixRoute{method: http.MethodPost, path: path})
+	}
+	return out
 }
 
 // postRoutes sorts every write route the binary registers (assembled as
@@ -238,10 +283,12 @@ func postRoutes(t *testing.T) matrixRoutes {
 			out.json = append(out.json, matrixRoute{r.Method, path, len(required(body.Content["application/json"])) > 0})
 		default:
 			skipped = append(skipped, r.Method+" "+r.Path)
+			out.other = append(out.other, matrixRoute{r.Method, path, false})
 		}
 	}
 	slices.SortFunc(out.json, func(a, b matrixRoute) int { return strings.Compare(a.path, b.path) })
 	slices.Sort(out.multipart)
+	slices.SortFunc(out.other, func(a, b matrixRoute) int { return strings.Compare(a.path, b.path) })
 	slices.Sort(skipped)
 	t.Logf("bad-input matrix: %d JSON routes, %d multipart; not sent bad bodies (optional or other body): %s",
 		len(out.json), len(out.multipart), strings.Join(skipped, ", "))
