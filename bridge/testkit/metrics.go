@@ -12,17 +12,25 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// UpdateGolden is the environment variable that makes Golden write the
-// file instead of comparing with it (UPDATE_GOLDEN=1 go test ...).
+// UpdateGolden is the environment variable that makes MetricsGolden
+// write its file instead of comparing with it (UPDATE_GOLDEN=1 go test).
 const UpdateGolden = "UPDATE_GOLDEN"
 
-// MetricsText registers the series register creates on a fresh registry
+// MetricsGolden fails the test unless what newMetrics (a package's
+// NewMetrics) puts on /metrics is, byte for byte, the package's
+// testdata/metrics.txt: see metricsText.
+func MetricsGolden[M any](t testing.TB, newMetrics func(prometheus.Registerer) M) {
+	t.Helper()
+	golden(t, "testdata/metrics.txt", metricsText(t, func(reg prometheus.Registerer) { newMetrics(reg) }))
+}
+
+// metricsText registers the series register creates on a fresh registry
 // and returns all that defines them on /metrics: a sorted line per
 // series family a collector describes (its Go type, name, HELP, constant
 // and variable label names, so a labelled family without a series yet is
 // there too), then the registry's text exposition (types, the series
 // created at zero, histogram buckets).
-func MetricsText(t testing.TB, register func(prometheus.Registerer)) string {
+func metricsText(t testing.TB, register func(prometheus.Registerer)) string {
 	t.Helper()
 	reg := &recordingRegistry{Registry: prometheus.NewRegistry()}
 	register(reg)
@@ -77,9 +85,9 @@ func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
 	}
 }
 
-// Golden fails the test unless got is the content of the file at path;
+// golden fails the test unless got is the content of the file at path;
 // with UPDATE_GOLDEN=1 in the environment it writes got there instead.
-func Golden(t testing.TB, path, got string) {
+func golden(t testing.TB, path, got string) {
 	t.Helper()
 	if os.Getenv(UpdateGolden) == "1" {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
