@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics holds the acp package's Prometheus series. Build it once with
@@ -47,72 +48,37 @@ type Metrics struct {
 
 // NewMetrics creates the series and registers them on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{}
-	m.ActiveSessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "dotty_active_acp_sessions",
-		Help: "Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).",
-	}, m.sessionCount)
-	m.ChildUp = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "dotty_acp_child_up",
-		Help: "1 while the supervised ACP agent child is initialised and ready, else 0.",
-	})
-	m.Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_acp_child_restarts_total",
-		Help: "ACP agent child restarts, partitioned by the reason the previous child ended.",
-	}, []string{"reason"})
-	m.Backoff = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "dotty_acp_backoff_seconds",
-		Help: "Delay before the next ACP agent start attempt; 0 when none is pending.",
-	})
-	m.Dialect = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dotty_acp_dialect",
-		Help: "Info gauge: 1 for the ACP dialect spoken by the running agent child.",
-	}, []string{"dialect"})
-	m.DroppedUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_acp_dropped_updates_total",
-		Help: "Agent updates not delivered to a turn, partitioned by reason.",
-	}, []string{"reason"})
-	m.SessionWaits = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dotty_acp_session_waits_total",
-		Help: "Voice turns that waited for an agent session slot because every session was in a turn.",
-	})
-	m.SessionYields = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dotty_acp_session_yields_total",
-		Help: "Agent sessions handed to a turn waiting for a slot because their key kept them busy turn after turn.",
-	})
-	m.KeysForgotten = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dotty_acp_session_keys_forgotten_total",
-		Help: "Caller session keys without an agent session dropped to keep the key table bounded.",
-	})
-	m.PermissionUnidentified = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_acp_permission_unnamed_total",
-
-		Help: "Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).",
-	}, []string{"decision"})
-	for _, d := range []Decision{Allow, Deny} {
-		m.PermissionUnidentified.WithLabelValues(d.String())
+	s := metric.On(reg)
+	m := &Metrics{
+		ChildUp: s.Gauge("dotty_acp_child_up",
+			"1 while the supervised ACP agent child is initialised and ready, else 0."),
+		Restarts: s.CounterVec("dotty_acp_child_restarts_total",
+			"ACP agent child restarts, partitioned by the reason the previous child ended.", "reason"),
+		Backoff: s.Gauge("dotty_acp_backoff_seconds",
+			"Delay before the next ACP agent start attempt; 0 when none is pending."),
+		Dialect: s.GaugeVec("dotty_acp_dialect",
+			"Info gauge: 1 for the ACP dialect spoken by the running agent child.", "dialect"),
+		DroppedUpdates: s.CounterVec("dotty_acp_dropped_updates_total",
+			"Agent updates not delivered to a turn, partitioned by reason.", "reason"),
+		SessionWaits: s.Counter("dotty_acp_session_waits_total",
+			"Voice turns that waited for an agent session slot because every session was in a turn."),
+		SessionYields: s.Counter("dotty_acp_session_yields_total",
+			"Agent sessions handed to a turn waiting for a slot because their key kept them busy turn after turn."),
+		KeysForgotten: s.Counter("dotty_acp_session_keys_forgotten_total",
+			"Caller session keys without an agent session dropped to keep the key table bounded."),
+		PermissionUnidentified: s.CounterVec("dotty_acp_permission_unnamed_total",
+			"Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).", "decision"),
+		SessionsRestored: s.CounterVec("dotty_agent_sessions_restored_total",
+			"Agent sessions reopened after their agent process restarted: resumed by the agent, or recreated with the conversation the bridge kept.", "how"),
+		SessionsLost: s.CounterVec("dotty_agent_sessions_lost_total",
+			"Agent sessions whose conversation was lost when their agent process restarted, partitioned by reason.", "reason"),
 	}
-	m.SessionsRestored = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_agent_sessions_restored_total",
-		Help: "Agent sessions reopened after their agent process restarted: resumed by the agent, or recreated with the conversation the bridge kept.",
-	}, []string{"how"})
-	m.SessionsLost = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_agent_sessions_lost_total",
-		Help: "Agent sessions whose conversation was lost when their agent process restarted, partitioned by reason.",
-	}, []string{"reason"})
-	for _, r := range RestartReasons {
-		m.Restarts.WithLabelValues(r)
-	}
-	for _, h := range RestoreHows {
-		m.SessionsRestored.WithLabelValues(h)
-	}
-	for _, r := range LossReasons {
-		m.SessionsLost.WithLabelValues(r)
-	}
-	if reg != nil {
-		reg.MustRegister(m.ActiveSessions, m.ChildUp, m.Restarts, m.Backoff, m.Dialect, m.DroppedUpdates,
-			m.SessionWaits, m.SessionYields, m.KeysForgotten, m.PermissionUnidentified, m.SessionsRestored, m.SessionsLost)
-	}
+	m.ActiveSessions = s.GaugeFunc("dotty_active_acp_sessions",
+		"Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).", m.sessionCount)
+	metric.Zero(m.Restarts.WithLabelValues, RestartReasons...)
+	metric.Zero(m.PermissionUnidentified.WithLabelValues, Allow.String(), Deny.String())
+	metric.Zero(m.SessionsRestored.WithLabelValues, RestoreHows...)
+	metric.Zero(m.SessionsLost.WithLabelValues, LossReasons...)
 	return m
 }
 

@@ -2,7 +2,7 @@ package admin
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics are admin's series.
@@ -13,10 +13,8 @@ type Metrics struct {
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{KidModeActive: promauto.With(reg).NewGauge(prometheus.GaugeOpts{
-		Name: "dotty_kid_mode_active",
-		Help: "1 if Kid Mode is currently enforcing child-safety guardrails, else 0.",
-	})}
+	return &Metrics{KidModeActive: metric.On(reg).Gauge("dotty_kid_mode_active",
+		"1 if Kid Mode is currently enforcing child-safety guardrails, else 0.")}
 }
 
 // kidGauge is the kid-mode gauge, nil without metrics.

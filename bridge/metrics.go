@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -49,66 +50,38 @@ var firstAudioBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10}
 var pythonDefaultBuckets = []float64{.005, .01, .025, .05, .075, .1, .25, .5, .75, 1, 2.5, 5, 7.5, 10}
 
 // NewMetrics creates every series, creates the dashboards' label values at
-// zero, and registers the series on reg. It panics if a name is already
-// registered on reg, as prometheus.MustRegister does.
+// zero, and registers the series on reg (nil: unregistered). It panics if
+// a name is already registered on reg, as prometheus.MustRegister does.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	s := metric.On(reg)
 	m := &Metrics{
-		FirstAudioLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "dotty_first_audio_latency_seconds",
-			Help:    "Wall-clock seconds from receiving a request to first audible TTS chunk.",
-			Buckets: firstAudioBuckets,
-		}),
-		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "dotty_request_duration_seconds",
-			Help:    "End-to-end bridge request duration, partitioned by endpoint.",
-			Buckets: pythonDefaultBuckets,
-		}, []string{"endpoint"}),
-		RequestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_request_errors_total",
-			Help: "Request errors, partitioned by endpoint and error kind.",
-		}, []string{"endpoint", "kind"}),
-		ContentFilterHits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_content_filter_hits_total",
-			Help: "Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).",
-		}, []string{"tier"}),
-		SmartModeInvocations: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_smart_mode_invocations_total",
-			Help: "Smart-Mode invocations (request opted into the larger LLM).",
-		}),
-		LLMTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_llm_tokens_total",
-			Help: "LLM token counts emitted/consumed, partitioned by direction and model.",
-		}, []string{"kind", "model"}),
-		ConnectionsTurnedAway: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_http_connections_turned_away_total",
-			Help: "Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked.",
-		}),
-		UploadBudgetInUse: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dotty_http_upload_budget_in_use_bytes",
-			Help: "Bytes of request bodies reserved from the upload budget (BRIDGE_UPLOAD_BUDGET) by requests in flight.",
-		}),
-		UploadBudgetWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dotty_http_upload_budget_waiting",
-			Help: "Requests waiting for room in the upload budget before their body is read.",
-		}),
-		UploadsRefused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_http_upload_budget_refused_total",
-			Help: "Requests answered 503 because the upload budget had no room for their body before its deadline.",
-		}),
+		FirstAudioLatency: s.Histogram("dotty_first_audio_latency_seconds",
+			"Wall-clock seconds from receiving a request to first audible TTS chunk.", firstAudioBuckets),
+		RequestDuration: s.HistogramVec("dotty_request_duration_seconds",
+			"End-to-end bridge request duration, partitioned by endpoint.", pythonDefaultBuckets, "endpoint"),
+		RequestErrors: s.CounterVec("dotty_request_errors_total",
+			"Request errors, partitioned by endpoint and error kind.", "endpoint", "kind"),
+		ContentFilterHits: s.CounterVec("dotty_content_filter_hits_total",
+			"Content-filter blocks partitioned by severity tier (redirect=profanity/slurs, log=sexual/violence, alert=hard drugs).", "tier"),
+		SmartModeInvocations: s.Counter("dotty_smart_mode_invocations_total",
+			"Smart-Mode invocations (request opted into the larger LLM)."),
+		LLMTokens: s.CounterVec("dotty_llm_tokens_total",
+			"LLM token counts emitted/consumed, partitioned by direction and model.", "kind", "model"),
+		ConnectionsTurnedAway: s.Counter("dotty_http_connections_turned_away_total",
+			"Connections closed unserved at the connection limit: parked too long for a slot, or none could be parked."),
+		UploadBudgetInUse: s.Gauge("dotty_http_upload_budget_in_use_bytes",
+			"Bytes of request bodies reserved from the upload budget (BRIDGE_UPLOAD_BUDGET) by requests in flight."),
+		UploadBudgetWaiting: s.Gauge("dotty_http_upload_budget_waiting",
+			"Requests waiting for room in the upload budget before their body is read."),
+		UploadsRefused: s.Counter("dotty_http_upload_budget_refused_total",
+			"Requests answered 503 because the upload budget had no room for their body before its deadline."),
 	}
+	metric.Zero(m.RequestDuration.WithLabelValues, voiceEndpoints...)
 	for _, ep := range voiceEndpoints {
-		m.RequestDuration.WithLabelValues(ep)
 		for _, kind := range errorKinds {
 			m.RequestErrors.WithLabelValues(ep, kind)
 		}
 	}
-	for _, v := range emoji.Tiers {
-		m.ContentFilterHits.WithLabelValues(string(v))
-	}
-	reg.MustRegister(
-		m.FirstAudioLatency, m.RequestDuration, m.RequestErrors, m.ContentFilterHits,
-		m.SmartModeInvocations, m.LLMTokens, m.ConnectionsTurnedAway,
-		m.UploadBudgetInUse, m.UploadBudgetWaiting, m.UploadsRefused,
-	)
+	metric.Zero(m.ContentFilterHits.WithLabelValues, emoji.Tiers...)
 	return m
 }

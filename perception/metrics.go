@@ -2,7 +2,7 @@ package perception
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // countedEvents are the only type labels of dotty_perception_events_total,
@@ -28,27 +28,17 @@ type Metrics struct {
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+	s := metric.On(reg)
 	m := &Metrics{
-		Events: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_perception_events_total",
-			Help: "Ambient-perception events ingested, partitioned by event type.",
-		}, []string{"type"}),
-		Dropped: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "dotty_perception_dropped_total",
-			Help: "Perception events dropped because a consumer's queue was full, partitioned by consumer.",
-		}, []string{"consumer"}),
-		Evictions: f.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_sse_evictions_total",
-			Help: "Perception feed subscribers disconnected because they fell behind.",
-		}),
-		DevicesEvicted: f.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_perception_devices_evicted_total",
-			Help: "Perception devices forgotten (state, recent events, caches) because the device table was full.",
-		}),
+		Events: s.CounterVec("dotty_perception_events_total",
+			"Ambient-perception events ingested, partitioned by event type.", "type"),
+		Dropped: s.CounterVec("dotty_perception_dropped_total",
+			"Perception events dropped because a consumer's queue was full, partitioned by consumer.", "consumer"),
+		Evictions: s.Counter("dotty_sse_evictions_total",
+			"Perception feed subscribers disconnected because they fell behind."),
+		DevicesEvicted: s.Counter("dotty_perception_devices_evicted_total",
+			"Perception devices forgotten (state, recent events, caches) because the device table was full."),
 	}
-	for _, n := range countedEvents {
-		m.Events.WithLabelValues(n)
-	}
+	metric.Zero(m.Events.WithLabelValues, countedEvents...)
 	return m
 }

@@ -2,7 +2,7 @@ package tier1
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics are tier1's series.
@@ -15,8 +15,6 @@ type Metrics struct {
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{MemoryWritesDropped: promauto.With(reg).NewCounter(prometheus.CounterOpts{
-		Name: "dotty_memory_writes_dropped_total",
-		Help: "Voice memory writes refused with 503 or 507: the writer queue was full, or the journal could not take them.",
-	})}
+	return &Metrics{MemoryWritesDropped: metric.On(reg).Counter("dotty_memory_writes_dropped_total",
+		"Voice memory writes refused with 503 or 507: the writer queue was full, or the journal could not take them.")}
 }

@@ -1,8 +1,9 @@
 // Package testkit holds the helpers every package's tests share: a log
 // sink safe to write from background goroutines, a bounded polling wait,
 // the recording fake clock, running components until the test ends,
-// whether a process still runs, and a private mount namespace to mount a
-// read-only or full file system in. It lives under bridge/ with the rest
+// whether a process still runs, a private mount namespace to mount a
+// read-only or full file system in, and a package's /metrics exposition
+// held to its golden file. It lives under bridge/ with the rest
 // of the shared plumbing, is imported only by tests, and imports no
 // package of this module, so any package's tests (acp's included) may use
 // it without a cycle.

@@ -2,7 +2,7 @@ package memstore
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics are the memory writer's series.
@@ -17,15 +17,11 @@ type Metrics struct {
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+	s := metric.On(reg)
 	return &Metrics{
-		Pending: f.NewGauge(prometheus.GaugeOpts{
-			Name: "dotty_memory_writes_pending",
-			Help: "Accepted voice memory writes in the journal, not yet in brain.db.",
-		}),
-		WriteFailures: f.NewCounter(prometheus.CounterOpts{
-			Name: "dotty_memory_write_failures_total",
-			Help: "Attempts to write a voice memory row to brain.db that failed for another reason than a lock; the row stays in the journal and is retried.",
-		}),
+		Pending: s.Gauge("dotty_memory_writes_pending",
+			"Accepted voice memory writes in the journal, not yet in brain.db."),
+		WriteFailures: s.Counter("dotty_memory_write_failures_total",
+			"Attempts to write a voice memory row to brain.db that failed for another reason than a lock; the row stays in the journal and is retried."),
 	}
 }
