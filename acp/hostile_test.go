@@ -320,11 +320,12 @@ func TestChildStdoutNoiseIsCleaned(t *testing.T) {
 // and the session the agent created late is closed instead of staying open
 // on the agent unknown to the pool. The agent answers once the turn has
 // failed, so the answer is late on any machine; the handshake gets a bound
-// a loaded machine meets (it failed at 200 ms).
+// a loaded machine meets (it failed at 200 ms, and at 3 s with two CI
+// builds and a dozen compilers sharing two cores).
 func TestLateSessionIsClosed(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "answer")
 	cfg := fakeChild("slow-new", "ZCB_ACPTEST_GATE="+gate)
-	cfg.InitTimeout = 3 * time.Second
+	cfg.InitTimeout = 10 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
@@ -426,7 +427,12 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 // The stop ladder's SIGTERM reaches the agent's whole process group, not
 // only the agent: its helper gets the SIGTERM before any SIGKILL.
 func TestStopTermReachesAgentGroup(t *testing.T) {
-	h := startHarness(t, fakeChild("term-grandchild"), PoolConfig{})
+	// The agent ignores stdin's end, so the polite step waits the whole
+	// grace; the SIGTERM step must not run out of it on a loaded machine
+	// (the harness's 500 ms did), or the check below would see a SIGKILL.
+	cfg := fakeChild("term-grandchild")
+	cfg.StopGrace = 5 * time.Second
+	h := startHarness(t, cfg, PoolConfig{})
 	h.waitReady()
 	testkit.WaitFor(t, 5*time.Second, "the helper's signal handler", func() bool {
 		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")

@@ -104,7 +104,9 @@ func (h *harness) logged(line string) bool {
 
 func (h *harness) waitReady() AgentHealth {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A bound only a hang reaches: a race-built child on a machine
+	// running two CI builds at once has taken over 10 s to start.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if _, err := h.sup.Acquire(ctx); err != nil {
 		h.t.Fatalf("agent not ready: %v", err)

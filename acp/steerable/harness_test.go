@@ -102,7 +102,7 @@ func start(t *testing.T, s setup) *harness {
 
 func (h *harness) waitReady() acp.AgentHealth {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if _, err := h.sup.Acquire(ctx); err != nil {
 		h.t.Fatalf("sidecar not ready: %v", err)
@@ -113,7 +113,7 @@ func (h *harness) waitReady() acp.AgentHealth {
 // turn runs one turn on key, collecting its chunks.
 func (h *harness) turn(key, prompt string) (acp.TurnResult, []string, error) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var chunks []string
 	res, err := h.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt },

@@ -646,20 +646,25 @@ func TestStdoutNoiseIsLogged(t *testing.T) {
 // The stop ladder: system.shutdown; if ignored, stdin closed and SIGTERM;
 // if that is ignored too, SIGKILL.
 func TestShutdownLadder(t *testing.T) {
-	const grace = 300 * time.Millisecond
+	// A step the fake obeys must not run out of its grace on a loaded
+	// machine (300 ms did): the sidecar's grace is one only a hang
+	// reaches, the SIGTERM step's one a loaded machine meets; the steps a
+	// fake ignores wait their grace in full, so there it is short.
+	const short, long = 300 * time.Millisecond, 5 * time.Second
 	tests := []struct {
 		mode      string
+		grace     time.Duration
 		min       time.Duration
 		want, not []string
 	}{
-		{"sidecar", 0, []string{"steertest: shutdown"}, []string{"did not exit after system.shutdown", "steertest: SIGTERM"}},
-		{"ignore-shutdown", grace, []string{"steertest: shutdown", "did not exit after system.shutdown", "steertest: SIGTERM"},
+		{"sidecar", time.Minute, 0, []string{"steertest: shutdown"}, []string{"did not exit after system.shutdown", "steertest: SIGTERM"}},
+		{"ignore-shutdown", long, long, []string{"steertest: shutdown", "did not exit after system.shutdown", "steertest: SIGTERM"},
 			[]string{"sending SIGKILL"}},
-		{"ignore-sigterm", 2 * grace, []string{"steertest: shutdown", "did not exit after system.shutdown", "did not exit after SIGTERM; sending SIGKILL"}, nil},
+		{"ignore-sigterm", short, 2 * short, []string{"steertest: shutdown", "did not exit after system.shutdown", "did not exit after SIGTERM; sending SIGKILL"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			h := start(t, setup{mode: tt.mode, cfg: acp.Config{StopGrace: grace}})
+			h := start(t, setup{mode: tt.mode, cfg: acp.Config{StopGrace: tt.grace}})
 			h.mustTurn("k", "hi")
 			// Each step waits its grace, so took has a floor; how far
 			// above it the stop ends depends on the machine, and which
