@@ -27,7 +27,7 @@ import (
 // the agent's sessions are all either still recorded by the pool or closed.
 func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 	h := startHarness(t, fakeChild("slow-new", "ZCB_ACPTEST_DELAY=300ms"), PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	for i := range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		_, err := h.pool.Turn(ctx, TurnRequest{Key: fmt.Sprint("impatient-", i), Prompt: func(int) string { return "hi" }})
@@ -45,7 +45,7 @@ func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 		return created == 3 && closed+live == created
 	})
 	// The key that left keeps its session: its next turn uses it.
-	res, _ := h.mustTurn("impatient-0", "again")
+	res, _ := h.MustTurn("impatient-0", "again")
 	if created, _, _ := accounted(); created != 3 || res.TurnIndex != 0 {
 		t.Errorf("next turn created a session (%d created) or index %d", created, res.TurnIndex)
 	}
@@ -73,7 +73,7 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 	})
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := h.turn("k0", "hi")
+		_, _, err := h.Turn("k0", "hi")
 		first <- err
 	}()
 	waitGrace(t, clk, grace, first)
@@ -86,7 +86,7 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("first turn did not answer once its grace had passed")
 	}
-	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
+	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
 	}
 	if hh := h.sup.Health(); hh.State == StateReady {
@@ -119,7 +119,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 	h := startHarness(t, cfg, PoolConfig{})
 	unavailable := 0
 	testkit.WaitFor(t, 20*time.Second, "a turn that succeeds after the crashes", func() bool {
-		_, _, err := h.turn("k", "hi")
+		_, _, err := h.Turn("k", "hi")
 		if errors.Is(err, ErrAgentUnavailable) {
 			unavailable++
 		}
@@ -134,7 +134,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 // characters.
 func TestChildStderrIsCleaned(t *testing.T) {
 	h := startHarness(t, fakeChild("ansi-stderr"), PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	testkit.WaitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
 	for _, line := range strings.Split(h.logs.String(), "\n") {
 		if !strings.Contains(line, "zeroclaw::acp:") {
@@ -152,7 +152,7 @@ func TestChildStderrIsCleaned(t *testing.T) {
 // The normal stop ladder reaches the agent's whole process group.
 func TestStopKillsAgentGroup(t *testing.T) {
 	h := startHarness(t, fakeChild("grandchild"), PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	re := regexp.MustCompile(`acptest: grandchild (\d+)`)
 	var pid int
 	testkit.WaitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
@@ -237,9 +237,9 @@ func TestUnidentifiedPermissionIsCounted(t *testing.T) {
 	cfg := fakeChild("perm")
 	cfg.Permissions = &Policy{}
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	for _, prompt := range []string{"cmd:ls -la /tmp", "cmd:cat /etc/hostname"} {
-		res, _ := h.mustTurn("k", prompt)
+		res, _ := h.MustTurn("k", prompt)
 		if res.Text != "😊 outcome=allow-once" {
 			t.Errorf("%s: text %q", prompt, res.Text)
 		}
@@ -281,14 +281,14 @@ func TestPlannedRestartIsNotAnOutage(t *testing.T) {
 	cfg.UnavailableGrace = time.Millisecond
 	cfg.BackoffInitial = time.Second // the restart's delay outlasts the grace by far
 	h := startHarness(t, cfg, PoolConfig{})
-	h.mustTurn("k", "before")
+	h.MustTurn("k", "before")
 	if !h.sup.Restart("model changed") {
 		t.Fatal("Restart found no ready agent")
 	}
 	testkit.WaitFor(t, 5*time.Second, "the old child's end", func() bool {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")) == 1
 	})
-	if res, _, err := h.turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
+	if res, _, err := h.Turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
 		t.Errorf("turn during the restart: %q, %v", res.Text, err)
 	}
 }
@@ -297,7 +297,7 @@ func TestPlannedRestartIsNotAnOutage(t *testing.T) {
 // cleaned like its stderr: no escape codes.
 func TestChildStdoutNoiseIsCleaned(t *testing.T) {
 	h := startHarness(t, fakeChild("legacy-l0"), PoolConfig{})
-	h.mustTurn("k", "hi")
+	h.MustTurn("k", "hi")
 	testkit.WaitFor(t, 5*time.Second, "a coloured stdout line", func() bool {
 		return strings.Count(h.logs.String(), "agent stdout:") >= 2
 	})
@@ -326,8 +326,8 @@ func TestLateSessionIsClosed(t *testing.T) {
 	cfg := fakeChild("slow-new", "ZCB_ACPTEST_GATE="+gate)
 	cfg.InitTimeout = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
+	h.WaitReady()
+	if _, _, err := h.Turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("turn: %v, want session/new's DeadlineExceeded", err)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -398,10 +398,10 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 	cfg.UnavailableGrace, cfg.Clock = grace, clk
 	cfg.StopGrace = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := h.turn("k0", "hi")
+		_, _, err := h.Turn("k0", "hi")
 		first <- err
 	}()
 	waitGrace(t, clk, grace, first)
@@ -414,7 +414,7 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("first turn did not answer once its grace had passed")
 	}
-	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
+	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
 	}
 	// Both answered while the ladder was still stopping the old child.
@@ -427,7 +427,7 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 // only the agent: its helper gets the SIGTERM before any SIGKILL.
 func TestStopTermReachesAgentGroup(t *testing.T) {
 	h := startHarness(t, fakeChild("term-grandchild"), PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	testkit.WaitFor(t, 5*time.Second, "the helper's signal handler", func() bool {
 		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")
 	})

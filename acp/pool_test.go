@@ -480,26 +480,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 // with the cancel.
 func bargeInAfterChunk(t *testing.T, p *Pool, key, text string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{}, 1)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return text },
-			OnChunk: func(string) {
-				select {
-				case started <- struct{}{}:
-				default:
-				}
-			}})
-		errc <- err
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the turn never started")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if _, err := driver(t, p, 0).BargeIn(key, text); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled turn: %v", err)
 	}
 }

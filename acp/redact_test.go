@@ -100,8 +100,8 @@ func FuzzRedactSecrets(f *testing.F) {
 // stdout and a key echoed on stderr are redacted.
 func TestChildSecretsRedacted(t *testing.T) {
 	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_OTP=1"), PoolConfig{})
-	h.waitReady()
-	h.mustTurn("k", "hi")
+	h.WaitReady()
+	h.MustTurn("k", "hi")
 	testkit.WaitFor(t, 5*time.Second, "the child's lines logged", func() bool {
 		l := h.logs.String()
 		return strings.Contains(l, "agent stdout: Enrollment URI: otpauth://[redacted]") && strings.Contains(l, "api_key=[redacted]")

@@ -55,18 +55,20 @@ func Pool(t testing.TB, a *acptest.Agent, cfg acp.Config, pcfg acp.PoolConfig) *
 		<-done
 		_ = toAgentW.Close()
 		_ = fromAgentW.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("agenttest: client did not close")
-		}
-		select {
-		case <-conn.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("agenttest: agent did not close")
-		}
+		acptest.WaitClosed(t, "agenttest: client", c.Done())
+		acptest.WaitClosed(t, "agenttest: agent", conn.Done())
 	})
 	return p
+}
+
+// Driver drives turns on p, each bounded by timeout, and waits for s's
+// agent to be ready.
+func Driver(t testing.TB, s *acp.Supervisor, p *acp.Pool, timeout time.Duration) acptest.Driver[acp.AgentHealth, acp.TurnResult] {
+	return acptest.Driver[acp.AgentHealth, acp.TurnResult]{T: t, Timeout: timeout,
+		Run: func(ctx context.Context, key, prompt string, onChunk func(string)) (acp.TurnResult, error) {
+			return p.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }, OnChunk: onChunk})
+		},
+		Ready: func(ctx context.Context) (acp.AgentHealth, error) { _, err := s.Acquire(ctx); return s.Health(), err }}
 }
 
 // DemoPool returns a pool on an in-process built-in demo agent with no

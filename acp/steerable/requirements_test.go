@@ -206,8 +206,8 @@ func TestFakeRefusesWhatTheSidecarRefuses(t *testing.T) {
 // its key's chat, and a barge-in's cancel names the stream.
 func TestBridgeSendsWhatTheSidecarRequires(t *testing.T) {
 	h := start(t, setup{mode: "sidecar"})
-	h.mustTurn("robot-1", "hi")
-	if _, err := h.bargeIn("robot-1", "tell me a slow story"); !errors.Is(err, context.Canceled) {
+	h.MustTurn("robot-1", "hi")
+	if _, err := h.BargeIn("robot-1", "tell me a slow story"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("barge-in: %v", err)
 	}
 	creates := h.requests("agent.session.create")
@@ -225,7 +225,7 @@ func TestBridgeSendsWhatTheSidecarRequires(t *testing.T) {
 // the turn fails with its answer.
 func TestChatWithoutModelRefused(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", noModel: true})
-	_, _, err := h.turn("k", "hi")
+	_, _, err := h.Turn("k", "hi")
 	var re *acp.RPCError
 	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, "model is required") {
 		t.Fatalf("turn without a model: %v", err)
