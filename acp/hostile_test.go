@@ -26,8 +26,7 @@ import (
 // A caller who leaves while its session is being created leaks nothing:
 // the agent's sessions are all either still recorded by the pool or closed.
 func TestCallerLeavingDuringSessionCreation(t *testing.T) {
-	h := startHarness(t, fakeChild("slow-new", "ZCB_ACPTEST_DELAY=300ms"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "slow-new", "ZCB_ACPTEST_DELAY=300ms")
 	for i := range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		_, err := h.pool.Turn(ctx, TurnRequest{Key: fmt.Sprint("impatient-", i), Prompt: func(int) string { return "hi" }})
@@ -71,12 +70,31 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed"))+
 			testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")) >= 1
 	})
+	failsFastAfterGrace(t, h, clk, grace)
+	if hh := h.sup.Health(); hh.State == StateReady {
+		t.Errorf("state %q", hh.State)
+	}
+}
+
+// failsFastAfterGrace checks that a turn on h's unavailable agent waits
+// out the unavailable grace on clk (it has not answered when the grace is
+// requested: only moving clk past grace lets it) and then answers
+// ErrAgentUnavailable, and that the next turn answers it at once.
+func failsFastAfterGrace(t *testing.T, h *harness, clk *testkit.Clock, grace time.Duration) {
+	t.Helper()
 	first := make(chan error, 1)
 	go func() {
 		_, _, err := h.Turn("k0", "hi")
 		first <- err
 	}()
-	waitGrace(t, clk, grace, first)
+	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
+		return slices.Contains(clk.Requested(), grace)
+	})
+	select {
+	case err := <-first:
+		t.Fatalf("turn answered before its grace passed: %v", err)
+	default:
+	}
 	clk.Advance(grace)
 	select {
 	case err := <-first:
@@ -88,24 +106,6 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 	}
 	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
-	}
-	if hh := h.sup.Health(); hh.State == StateReady {
-		t.Errorf("state %q", hh.State)
-	}
-}
-
-// waitGrace waits until a turn waits out the unavailable grace on clk and
-// checks that the turn (whose result goes to answered) has not answered:
-// only moving clk past grace lets it.
-func waitGrace(t *testing.T, clk *testkit.Clock, grace time.Duration, answered <-chan error) {
-	t.Helper()
-	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
-		return slices.Contains(clk.Requested(), grace)
-	})
-	select {
-	case err := <-answered:
-		t.Fatalf("turn answered before its grace passed: %v", err)
-	default:
 	}
 }
 
@@ -133,8 +133,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 // Child stderr lines reach the log without escape codes or control
 // characters.
 func TestChildStderrIsCleaned(t *testing.T) {
-	h := startHarness(t, fakeChild("ansi-stderr"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "ansi-stderr")
 	testkit.WaitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
 	for _, line := range strings.Split(h.logs.String(), "\n") {
 		if !strings.Contains(line, "zeroclaw::acp:") {
@@ -151,8 +150,7 @@ func TestChildStderrIsCleaned(t *testing.T) {
 
 // The normal stop ladder reaches the agent's whole process group.
 func TestStopKillsAgentGroup(t *testing.T) {
-	h := startHarness(t, fakeChild("grandchild"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "grandchild")
 	re := regexp.MustCompile(`acptest: grandchild (\d+)`)
 	var pid int
 	testkit.WaitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
@@ -399,24 +397,7 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 	cfg.StopGrace = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := h.Turn("k0", "hi")
-		first <- err
-	}()
-	waitGrace(t, clk, grace, first)
-	clk.Advance(grace)
-	select {
-	case err := <-first:
-		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("first turn did not answer once its grace had passed")
-	}
-	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
-		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
-	}
+	failsFastAfterGrace(t, h, clk, grace)
 	// Both answered while the ladder was still stopping the old child.
 	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {
 		t.Error("the turns waited for the end of the stop ladder")
@@ -426,8 +407,7 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 // The stop ladder's SIGTERM reaches the agent's whole process group, not
 // only the agent: its helper gets the SIGTERM before any SIGKILL.
 func TestStopTermReachesAgentGroup(t *testing.T) {
-	h := startHarness(t, fakeChild("term-grandchild"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "term-grandchild")
 	testkit.WaitFor(t, 5*time.Second, "the helper's signal handler", func() bool {
 		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // killAgent sends SIGKILL to the running agent child and waits for its
@@ -31,10 +30,7 @@ func (h *harness) killAgent() {
 // waitReplaced waits for a ready child other than pid old.
 func (h *harness) waitReplaced(old int) {
 	h.t.Helper()
-	testkit.WaitFor(h.t, 10*time.Second, "a new agent child", func() bool {
-		hh := h.sup.Health()
-		return hh.PID != old && hh.State == StateReady
-	})
+	h.WaitHealth("a new agent child", func(hh AgentHealth) bool { return hh.PID != old && hh.State == StateReady })
 }
 
 // restores checks the pool's restore counts on /health and in the metrics.

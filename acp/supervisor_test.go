@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 
@@ -26,16 +24,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(miniBridgeEnv) != "" {
 		os.Exit(runMiniBridge())
 	}
-	// Panic on an exec.Cmd that is started but never waited for.
-	_ = os.Setenv("GODEBUG", "execwait=2")
-	code := m.Run()
-	// Every test has cleaned up by now: no goroutine may outlive them.
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
+	code := acptest.RunTests(m)
 	if examplePath != "" {
 		_ = os.RemoveAll(filepath.Dir(examplePath))
 	}
@@ -74,12 +63,32 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	h.sup = NewSupervisor(cfg)
 	h.pool = NewPool(pcfg, h.sup)
 	h.Driver = driver(t, h.pool, 90*time.Second)
-	h.Ready = func(ctx context.Context) (AgentHealth, error) {
-		_, err := h.sup.Acquire(ctx)
-		return h.sup.Health(), err
-	}
+	h.Acquire, h.Health = func(ctx context.Context) error { _, err := h.sup.Acquire(ctx); return err }, h.sup.Health
 	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
+}
+
+// readyHarness runs a harness on the fake agent in mode and waits for the
+// agent to be ready.
+func readyHarness(t *testing.T, mode string, env ...string) *harness {
+	t.Helper()
+	h := startHarness(t, fakeChild(mode, env...), PoolConfig{})
+	h.WaitReady()
+	return h
+}
+
+// promptText is a prompt and the text of the reply it should get.
+type promptText struct{ prompt, want string }
+
+// wantTexts runs each prompt in turn on key "k" and checks its reply.
+func (h *harness) wantTexts(tts ...promptText) {
+	h.t.Helper()
+	for _, tt := range tts {
+		res, _ := h.MustTurn("k", tt.prompt)
+		if res.Text != tt.want {
+			h.t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
+		}
+	}
 }
 
 // driver drives turns on p, each bounded by timeout.
@@ -297,8 +306,7 @@ func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 }
 
 func TestSupervisorSurvivesNotificationFlood(t *testing.T) {
-	h := startHarness(t, fakeChild("flood", "ZCB_ACPTEST_FLOOD=3000"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "flood", "ZCB_ACPTEST_FLOOD=3000")
 	res, chunks := h.MustTurn("k", "flood me")
 	if len(chunks) != 3000 || res.Text != strings.Repeat("x", 3000) {
 		t.Errorf("got %d chunks (%d bytes), want 3000", len(chunks), len(res.Text))
@@ -309,8 +317,7 @@ func TestSupervisorSurvivesNotificationFlood(t *testing.T) {
 }
 
 func TestSupervisorSurvivesOversizeLines(t *testing.T) {
-	h := startHarness(t, fakeChild("bigline"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "bigline")
 	res, _ := h.MustTurn("k", "big")
 	if res.Text != "😊 small" {
 		t.Errorf("text %q, want the oversize chunk dropped", res.Text)
@@ -324,8 +331,7 @@ func TestSupervisorSurvivesOversizeLines(t *testing.T) {
 }
 
 func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
-	h := startHarness(t, fakeChild("bigresult"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "bigresult")
 	_, _, err := h.Turn("k", "big")
 	var re *RPCError
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "too large") {
@@ -337,21 +343,11 @@ func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
 }
 
 func TestSupervisorLostSessionRetry(t *testing.T) {
-	h := startHarness(t, fakeChild("lost-session"), PoolConfig{})
-	h.WaitReady()
-	res, _ := h.MustTurn("k", "hello")
-	if res.Text != "😊 echo: hello" {
-		t.Errorf("text %q", res.Text)
-	}
+	readyHarness(t, "lost-session").wantTexts(promptText{"hello", "😊 echo: hello"})
 }
 
 func TestSupervisorBusySessionRetry(t *testing.T) {
-	h := startHarness(t, fakeChild("busy"), PoolConfig{})
-	h.WaitReady()
-	res, _ := h.MustTurn("k", "hello")
-	if res.Text != "😊 echo: hello" {
-		t.Errorf("text %q", res.Text)
-	}
+	readyHarness(t, "busy").wantTexts(promptText{"hello", "😊 echo: hello"})
 }
 
 func TestSupervisorPermissions(t *testing.T) {
@@ -360,16 +356,11 @@ func TestSupervisorPermissions(t *testing.T) {
 	cfg.Permissions = &Policy{KidMode: func() bool { return kid }}
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
-	for _, tt := range []struct{ prompt, want string }{
-		{"tool:camera.take_photo", "😊 outcome=reject-once"},
-		{"tool:shell", "😊 outcome=allow-once"},
-		{"ask:which one?", "😊 outcome=cancelled"},
-	} {
-		res, _ := h.MustTurn("k", tt.prompt)
-		if res.Text != tt.want {
-			t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
-		}
-	}
+	h.wantTexts(
+		promptText{"tool:camera.take_photo", "😊 outcome=reject-once"},
+		promptText{"tool:shell", "😊 outcome=allow-once"},
+		promptText{"ask:which one?", "😊 outcome=cancelled"},
+	)
 }
 
 func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
@@ -473,8 +464,7 @@ func TestSupervisorZeroClawStandIn(t *testing.T) {
 }
 
 func TestSupervisorRequiresAliasConfigured(t *testing.T) {
-	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty"), PoolConfig{})
-	h.WaitReady()
+	h := readyHarness(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
 	_, _, err := h.Turn("k", "hi")
 	var re *RPCError
 	if !errors.As(err, &re) || re.Code != codeInvalidParams {

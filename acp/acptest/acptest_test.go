@@ -152,12 +152,20 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 const initFrame = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
 
-// ready starts mode, initializes it and opens a session.
-func ready(t *testing.T, mode string, env ...string) (*lineClient, string) {
+// initialize starts mode and initializes it, returning its initialize
+// result.
+func initialize(t *testing.T, mode string, env ...string) (*lineClient, map[string]any) {
 	t.Helper()
 	c := start(t, mode, env...)
 	c.send(initFrame)
-	c.until(1, nil)
+	_, resp := c.until(1, nil)
+	return c, result(t, resp)
+}
+
+// ready starts mode, initializes it and opens a session.
+func ready(t *testing.T, mode string, env ...string) (*lineClient, string) {
+	t.Helper()
+	c, _ := initialize(t, mode, env...)
 	return c, newSession(c, 2)
 }
 
@@ -198,10 +206,7 @@ func (c *lineClient) exitCode() int {
 }
 
 func TestEchoMode(t *testing.T) {
-	c := start(t, "echo")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "echo")
 	caps, _ := r["agentCapabilities"].(map[string]any)
 	sc, _ := caps["sessionCapabilities"].(map[string]any)
 	if r["protocolVersion"] != float64(1) || caps["loadSession"] == true || sc["close"] == nil {
@@ -336,10 +341,8 @@ func TestLegacyL1(t *testing.T) {
 }
 
 func TestLegacyL0SnakeCase(t *testing.T) {
-	c := start(t, "legacy-l0")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	if r := result(t, resp); r["protocol_version"] != "1.0" || r["server_info"] == nil {
+	c, r := initialize(t, "legacy-l0")
+	if r["protocol_version"] != "1.0" || r["server_info"] == nil {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
@@ -360,10 +363,7 @@ func TestLegacyL0SnakeCase(t *testing.T) {
 }
 
 func TestLegacyL2(t *testing.T) {
-	c := start(t, "legacy-l2")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "legacy-l2")
 	if methods, _ := json.Marshal(r["methods"]); !strings.Contains(string(methods), `"session/update"`) {
 		t.Errorf("initialize %v", r)
 	}
@@ -376,10 +376,7 @@ func TestLegacyL2(t *testing.T) {
 }
 
 func TestZeroClawV1(t *testing.T) {
-	c := start(t, "zeroclaw-v1")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "zeroclaw-v1")
 	meta, _ := r["_meta"].(map[string]any)
 	zc, _ := meta["zeroclaw"].(map[string]any)
 	info, _ := r["agentInfo"].(map[string]any)
@@ -487,9 +484,7 @@ func TestZeroClawToolCancel(t *testing.T) {
 }
 
 func TestZeroClawRequiresAlias(t *testing.T) {
-	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
-	c.send(initFrame)
-	c.until(1, nil)
+	c, _ := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"mcpServers":[]}}`)
 	if _, resp := c.until(2, nil); rpcCode(resp) != -32602 {
 		t.Errorf("session/new without alias answered %v", resp)
@@ -650,9 +645,7 @@ func TestExitOne(t *testing.T) {
 func TestCrashAfterInitCountsRuns(t *testing.T) {
 	dir := t.TempDir()
 	for run, wantCrash := range []bool{true, false} {
-		c := start(t, "crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1")
-		c.send(initFrame)
-		c.until(1, nil)
+		c, _ := initialize(t, "crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1")
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
 		if wantCrash {
 			if code := c.exitCode(); code != 3 {
@@ -708,10 +701,8 @@ func TestZeroClawSessionStore(t *testing.T) {
 	for _, method := range []string{"session/resume", "session/load"} {
 		t.Run(method, func(t *testing.T) {
 			defer func() { earlier++ }()
-			c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
-			c.send(initFrame)
-			_, resp := c.until(1, nil)
-			caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+			c, r := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
+			caps, _ := r["agentCapabilities"].(map[string]any)
 			if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] == nil || sc["close"] == nil {
 				t.Errorf("capabilities %v", caps)
 			}
@@ -758,10 +749,8 @@ func TestZeroClawSessionStore(t *testing.T) {
 // its methods and knows no earlier session; with ZCB_ACPTEST_RESTORE=load
 // it loads but cannot resume.
 func TestZeroClawStoreOffAndLoadOnly(t *testing.T) {
-	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE=off")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+	c, r := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE=off")
+	caps, _ := r["agentCapabilities"].(map[string]any)
 	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != false || len(sc) != 0 {
 		t.Errorf("capabilities without a store %v", caps)
 	}
@@ -770,10 +759,8 @@ func TestZeroClawStoreOffAndLoadOnly(t *testing.T) {
 		t.Errorf("resume without a store answered %v, want -32000", resp)
 	}
 
-	c = start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load")
-	c.send(initFrame)
-	_, resp = c.until(1, nil)
-	caps, _ = result(t, resp)["agentCapabilities"].(map[string]any)
+	c, r = initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load")
+	caps, _ = r["agentCapabilities"].(map[string]any)
 	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] != nil {
 		t.Errorf("load-only capabilities %v", caps)
 	}

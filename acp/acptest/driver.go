@@ -2,9 +2,13 @@ package acptest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -13,8 +17,8 @@ import (
 // supervisor harnesses, and acp's in-process pools) do with a supervisor
 // and a pool: wait for the agent, run bounded turns collecting their
 // chunks, and barge in. acptest cannot import acp, whose own tests use it,
-// so Driver is generic over acp.AgentHealth and acp.TurnResult, and Run and
-// Ready wrap the pool's and the supervisor's methods.
+// so Driver is generic over acp.AgentHealth and acp.TurnResult, and its
+// functions wrap the pool's and the supervisor's methods.
 type Driver[Health, Res any] struct {
 	T testing.TB
 	// Timeout bounds each turn Turn and MustTurn run.
@@ -22,9 +26,11 @@ type Driver[Health, Res any] struct {
 	// Run runs a turn of prompt on key, passing each chunk to onChunk
 	// (acp.Pool.Turn).
 	Run func(ctx context.Context, key, prompt string, onChunk func(string)) (Res, error)
-	// Ready waits until the agent is ready and reports on it
-	// (acp.Supervisor.Acquire, then Health); only WaitReady uses it.
-	Ready func(ctx context.Context) (Health, error)
+	// Acquire waits until the agent is ready (acp.Supervisor.Acquire), and
+	// Health reports on it (acp.Supervisor.Health); only WaitReady and
+	// WaitHealth use them.
+	Acquire func(ctx context.Context) error
+	Health  func() Health
 }
 
 // WaitReady waits 10 s at most for the agent to be ready and returns its
@@ -33,11 +39,17 @@ func (d Driver[Health, Res]) WaitReady() Health {
 	d.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h, err := d.Ready(ctx)
-	if err != nil {
+	if err := d.Acquire(ctx); err != nil {
 		d.T.Fatalf("agent not ready: %v", err)
 	}
-	return h
+	return d.Health()
+}
+
+// WaitHealth waits 10 s at most (testkit.WaitFor) for the agent's health
+// to satisfy cond; what says what it waits for.
+func (d Driver[Health, Res]) WaitHealth(what string, cond func(Health) bool) {
+	d.T.Helper()
+	testkit.WaitFor(d.T, 10*time.Second, what, func() bool { return cond(d.Health()) })
 }
 
 // Turn runs one turn of prompt on key, bounded by Timeout, and returns its
@@ -149,4 +161,20 @@ func WaitClosed(t testing.TB, what string, done <-chan struct{}) {
 	case <-time.After(5 * time.Second):
 		t.Errorf("%s did not close", what)
 	}
+}
+
+// RunTests runs m's tests as a TestMain of a package whose tests run real
+// children does, and returns the exit code: an exec.Cmd started and never
+// waited for panics (GODEBUG execwait=2), and a goroutine that outlives a
+// passing run (every test has cleaned up by then) fails it.
+func RunTests(m *testing.M) int {
+	_ = os.Setenv("GODEBUG", "execwait=2")
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	return code
 }

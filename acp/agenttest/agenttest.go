@@ -68,12 +68,13 @@ func Driver(t testing.TB, s *acp.Supervisor, p *acp.Pool, timeout time.Duration)
 		Run: func(ctx context.Context, key, prompt string, onChunk func(string)) (acp.TurnResult, error) {
 			return p.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }, OnChunk: onChunk})
 		},
-		Ready: func(ctx context.Context) (acp.AgentHealth, error) { _, err := s.Acquire(ctx); return s.Health(), err }}
+		Acquire: func(ctx context.Context) error { _, err := s.Acquire(ctx); return err }, Health: s.Health}
 }
 
-// DemoPool returns a pool on an in-process built-in demo agent with no
-// chunk delay (for benchmarks); it is shut down when the test ends.
-func DemoPool(t testing.TB) *acp.Pool {
+// DemoPool returns a pool with pcfg on an in-process built-in demo agent
+// with no chunk delay (for benchmarks; a zero SessionMaxTurns is
+// unbounded); it is shut down when the test ends.
+func DemoPool(t testing.TB, pcfg acp.PoolConfig) *acp.Pool {
 	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	fromAgentR, fromAgentW := io.Pipe()
@@ -93,5 +94,8 @@ func DemoPool(t testing.TB) *acp.Pool {
 		<-served
 		cancel()
 	})
-	return acp.NewPool(acp.PoolConfig{SessionMaxTurns: 1 << 30}, c)
+	if pcfg.SessionMaxTurns == 0 {
+		pcfg.SessionMaxTurns = 1 << 30
+	}
+	return acp.NewPool(pcfg, c)
 }

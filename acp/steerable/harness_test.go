@@ -1,7 +1,6 @@
 package steerable_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
@@ -21,16 +19,7 @@ import (
 
 func TestMain(m *testing.M) {
 	steerabletest.MaybeRunHelper()
-	// Panic on an exec.Cmd that is started but never waited for.
-	_ = os.Setenv("GODEBUG", "execwait=2")
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(acptest.RunTests(m))
 }
 
 // setup is one harness's configuration; zero fields get test defaults.
@@ -82,6 +71,12 @@ func start(t *testing.T, s setup) *harness {
 	h.Driver = agenttest.Driver(t, h.sup, h.pool, 20*time.Second)
 	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
+}
+
+// waitReplaced waits for a ready sidecar other than pid old.
+func (h *harness) waitReplaced(old int) {
+	h.t.Helper()
+	h.WaitHealth("a new sidecar", func(hh acp.AgentHealth) bool { return hh.PID != old && hh.State == acp.StateReady })
 }
 
 // waitCancel waits for an agent.chat.cancel to reach the fake.

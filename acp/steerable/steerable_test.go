@@ -308,10 +308,7 @@ func TestResumeAfterRestart(t *testing.T) {
 			} else if err := syscallKill(old); err != nil {
 				t.Fatal(err)
 			}
-			testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-				hh := h.sup.Health()
-				return hh.PID != old && hh.State == acp.StateReady
-			})
+			h.waitReplaced(old)
 			second, _ := h.MustTurn("k", "still there?")
 			if second.SessionID != first.SessionID || second.TurnIndex != 1 || second.Phases.Reused {
 				t.Errorf("turn after restart %+v, want session %s reopened at turn 1", second, first.SessionID)
@@ -341,10 +338,7 @@ func TestCreateWhenSidecarForgot(t *testing.T) {
 	first, _ := h.MustTurn("k", "remember me")
 	old := h.sup.Health().PID
 	h.sup.Restart("test")
-	testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-		hh := h.sup.Health()
-		return hh.PID != old && hh.State == acp.StateReady
-	})
+	h.waitReplaced(old)
 	second, _ := h.MustTurn("k", "still there?")
 	if second.SessionID == first.SessionID || second.TurnIndex != 1 {
 		t.Errorf("turn after restart %+v, want a new session at turn 1", second)
@@ -548,10 +542,7 @@ func TestConversationSurvivesKill(t *testing.T) {
 				h.waitCancel()
 				kill()
 			}
-			testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-				hh := h.sup.Health()
-				return hh.PID != old && hh.State == acp.StateReady
-			})
+			h.waitReplaced(old)
 			res, _ := h.MustTurn("k", "what was the number?")
 			if res.SessionID == first.SessionID || res.TurnIndex != 1 {
 				t.Errorf("turn after the kill %+v, want a new session at turn 1", res)
