@@ -19,6 +19,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -82,27 +83,18 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 // ErrAgentUnavailable, and that the next turn answers it at once.
 func failsFastAfterGrace(t *testing.T, h *harness, clk *testkit.Clock, grace time.Duration) {
 	t.Helper()
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := h.Turn("k0", "hi")
-		first <- err
-	}()
+	first := h.Go(context.Background(), "k0", "hi")
 	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
 		return slices.Contains(clk.Requested(), grace)
 	})
 	select {
-	case err := <-first:
-		t.Fatalf("turn answered before its grace passed: %v", err)
+	case o := <-first:
+		t.Fatalf("turn answered before its grace passed: %v", o.Err)
 	default:
 	}
 	clk.Advance(grace)
-	select {
-	case err := <-first:
-		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("first turn did not answer once its grace had passed")
+	if o := acptest.Await(t, first, 30*time.Second, "the first turn's answer once its grace had passed"); !errors.Is(o.Err, ErrAgentUnavailable) {
+		t.Fatalf("first turn: %v, want ErrAgentUnavailable", o.Err)
 	}
 	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)

@@ -78,13 +78,8 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 			case "kill-mid-turn":
 				errc := h.Start(context.Background(), "k", "slow story")
 				h.killAgent()
-				select {
-				case err := <-errc:
-					if !errors.Is(err, ErrAgentGone) {
-						t.Fatalf("the killed turn: %v, want ErrAgentGone", err)
-					}
-				case <-time.After(20 * time.Second):
-					t.Fatal("the killed turn did not end")
+				if err := acptest.Await(t, errc, 20*time.Second, "the killed turn's end"); !errors.Is(err, ErrAgentGone) {
+					t.Fatalf("the killed turn: %v, want ErrAgentGone", err)
 				}
 			}
 			res, chunks := h.MustTurn("k", "recall")

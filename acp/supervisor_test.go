@@ -407,27 +407,14 @@ func TestSupervisorCancelDuringZeroClawMayTool(t *testing.T) {
 	if _, err := h.BargeIn("k", "use a tool"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	type outcome struct {
-		res TurnResult
-		err error
-	}
-	waited := make(chan outcome, 1)
-	go func() {
-		res, err := h.pool.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "after" }})
-		waited <- outcome{res, err}
-	}()
+	waited := h.Go(context.Background(), "k", "after")
 	testkit.WaitFor(t, 10*time.Second, "the next turn waiting for the tool", func() bool { return h.pool.keyWaiters("k") == 1 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var next outcome
-	select {
-	case next = <-waited:
-	case <-time.After(time.Minute):
-		t.Fatal("the waiting turn never ran")
-	}
-	if next.err != nil || next.res.SessionID != warm.SessionID || next.res.TurnIndex != 1 || next.res.Text != acptest.Echo("after") {
-		t.Errorf("turn after the tool %+v (%v): want session %s kept at turn index 1", next.res, next.err, warm.SessionID)
+	next := acptest.Await(t, waited, time.Minute, "the waiting turn")
+	if next.Err != nil || next.Res.SessionID != warm.SessionID || next.Res.TurnIndex != 1 || next.Res.Text != acptest.Echo("after") {
+		t.Errorf("turn after the tool %+v (%v): want session %s kept at turn index 1", next.Res, next.Err, warm.SessionID)
 	}
 	logs := h.logs.String()
 	if strings.Contains(logs, "acptest: session/") || strings.Contains(logs, "retiring the session") {

@@ -111,13 +111,8 @@ func (d Driver[Health, Res]) BargeIn(key, prompt string) (time.Duration, error) 
 	errc := d.Start(ctx, key, prompt)
 	begin := time.Now()
 	cancel()
-	select {
-	case err := <-errc:
-		return time.Since(begin), err
-	case <-time.After(30 * time.Second):
-		d.T.Fatalf("turn %q did not return after its ctx ended", prompt)
-		return 0, nil
-	}
+	err := Await(d.T, errc, 30*time.Second, "the turn's return after its ctx ended")
+	return time.Since(begin), err
 }
 
 // Logs returns a buffer for a test's logs that is printed when the test
@@ -177,4 +172,35 @@ func RunTests(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// Outcome is how a turn run in the background ended.
+type Outcome[Res any] struct {
+	Res Res
+	Err error
+}
+
+// Go runs a turn of prompt on key under ctx in the background; its
+// outcome arrives on the channel returned (Await it).
+func (d Driver[Health, Res]) Go(ctx context.Context, key, prompt string) <-chan Outcome[Res] {
+	c := make(chan Outcome[Res], 1)
+	go func() {
+		res, err := d.Run(ctx, key, prompt, nil)
+		c <- Outcome[Res]{res, err}
+	}()
+	return c
+}
+
+// Await receives from c, failing the test if nothing comes within limit;
+// what names what it waits for.
+func Await[T any](t testing.TB, c <-chan T, limit time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(limit):
+		t.Fatalf("%s: nothing within %s", what, limit)
+		var zero T
+		return zero
+	}
 }
