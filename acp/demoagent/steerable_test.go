@@ -64,6 +64,18 @@ func (c *sidecarClient) wait() error {
 	}
 }
 
+// wantShutdown checks that the next frame is a lifecycle.shutdown for
+// reason and that ServeSteerable then returns nil.
+func (c *sidecarClient) wantShutdown(reason string) {
+	c.t.Helper()
+	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != reason {
+		c.t.Errorf("frame %v, want a lifecycle.shutdown for %q", f, reason)
+	}
+	if err := c.wait(); err != nil {
+		c.t.Errorf("ServeSteerable = %v", err)
+	}
+}
+
 func (c *sidecarClient) next() map[string]any {
 	c.t.Helper()
 	select {
@@ -187,12 +199,7 @@ func TestServeSteerable(t *testing.T) {
 	if _, ok := bye["result"]; ok || bye["error"] != nil {
 		t.Errorf("shutdown answer %v", bye)
 	}
-	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "normal" {
-		t.Errorf("after shutdown %v", f)
-	}
-	if err := c.wait(); err != nil {
-		t.Errorf("ServeSteerable = %v", err)
-	}
+	c.wantShutdown("normal")
 }
 
 func TestServeSteerableCancel(t *testing.T) {
@@ -223,12 +230,7 @@ func TestServeSteerableCancel(t *testing.T) {
 		t.Error("quiet-ready wrote the marker")
 	}
 	_ = c.in.Close()
-	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "eof" {
-		t.Errorf("at EOF %v", f)
-	}
-	if err := c.wait(); err != nil {
-		t.Errorf("ServeSteerable = %v", err)
-	}
+	c.wantShutdown("eof")
 }
 
 func TestServeSteerableStopsWhenContextEnds(t *testing.T) {
