@@ -191,16 +191,19 @@ func (d Driver[Health, Res]) Go(ctx context.Context, key, prompt string) <-chan 
 	return c
 }
 
-// Await receives from c, failing the test if nothing comes within limit;
-// what names what it waits for.
+// Await receives from c, failing the test if nothing comes within limit
+// (testkit.WaitFor's bound: at least testkit.MinWait); what names what it
+// waits for.
 func Await[T any](t testing.TB, c <-chan T, limit time.Duration, what string) T {
 	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(limit):
-		t.Fatalf("%s: nothing within %s", what, limit)
-		var zero T
-		return zero
-	}
+	var v T
+	testkit.WaitFor(t, limit, what, func() bool {
+		select {
+		case v = <-c:
+			return true
+		default:
+			return false
+		}
+	})
+	return v
 }
