@@ -38,8 +38,8 @@ func startSidecar(t *testing.T, ctx context.Context, opts Options) *sidecarClien
 		sc := bufio.NewScanner(outR)
 		for sc.Scan() {
 			var f map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-				t.Errorf("agent wrote a line that is not JSON: %q", sc.Text())
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
+				t.Errorf("agent wrote a line that is not a JSON object: %q", sc.Text())
 				continue
 			}
 			c.frames <- f
@@ -78,16 +78,11 @@ func (c *sidecarClient) wantShutdown(reason string) {
 
 func (c *sidecarClient) next() map[string]any {
 	c.t.Helper()
-	select {
-	case f, ok := <-c.frames:
-		if !ok {
-			c.t.Fatal("the agent's output ended")
-		}
-		return f
-	case <-time.After(waitLimit):
-		c.t.Fatal("no frame from the agent")
-		return nil
+	f := await(c.t, c.frames, "a frame from the agent")
+	if f == nil { // frames is closed: it carries only JSON objects
+		c.t.Fatal("the agent's output ended")
 	}
+	return f
 }
 
 // call sends a request and returns its response, collecting the
