@@ -107,7 +107,11 @@ func (h *harness) logged(line string) bool {
 }
 
 func TestSupervisorRunsEchoAgent(t *testing.T) {
-	h := startHarness(t, fakeChild("echo"), PoolConfig{})
+	cfg := fakeChild("echo")
+	// Only a hang outlasts a minute: a race-built child on a loaded machine
+	// can take longer than the harness's 500 ms to exit at stdin's close.
+	cfg.StopGrace = time.Minute
+	h := startHarness(t, cfg, PoolConfig{})
 	health := h.WaitReady()
 	if !health.Running || health.Dialect != "v1" || health.PID <= 0 || health.State != StateReady || health.Restarts != 0 {
 		t.Fatalf("health %+v", health)
