@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -180,39 +178,18 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), miniBridgeEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	bridge := acptest.StartChild(t, self, []string{"-test.run=^$"}, []string{miniBridgeEnv + "=1"}, nil, false)
+	l := bridge.Next(20 * time.Second)
 	var agent int
-	select {
-	case l := <-lines:
-		if _, err := fmt.Sscanf(l, "agent %d", &agent); err != nil || agent <= 0 {
-			t.Fatalf("mini bridge said %q", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("mini bridge did not report its agent")
+	if _, err := fmt.Sscanf(l, "agent %d", &agent); err != nil || agent <= 0 {
+		t.Fatalf("mini bridge said %q", l)
 	}
 	if reexec.ProcessGone(agent) {
 		t.Fatal("agent not running before the kill")
 	}
 	killed := time.Now()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	_ = bridge.Cmd.Process.Signal(syscall.SIGKILL)
+	_ = bridge.Wait(time.Minute)
 	if !testkit.Within(testkit.MinWait, func() bool { return reexec.ProcessGone(agent) }) {
 		_ = syscall.Kill(agent, syscall.SIGKILL)
 		t.Fatalf("agent %d still alive %s after its bridge was killed", agent, testkit.MinWait)
