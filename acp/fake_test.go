@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // fakeAgent is the test agent (acptest.Agent), named for these tests.
@@ -45,14 +44,7 @@ func storeMax(v *atomic.Int32, n int32) {
 // test fails. Goroutines may keep logging after the test ends (the SDK logs
 // "connection closed" late), so it never writes to t directly.
 func testLogger(t testing.TB) hclog.Logger {
-	t.Helper()
-	buf := &testkit.LogBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("log output:\n" + buf.String())
-		}
-	})
-	return hclogFor(buf)
+	return hclogFor(acptest.Logs(t))
 }
 
 // hclogFor returns a trace-level logger writing to w.
@@ -89,16 +81,8 @@ func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg Config) *C
 	t.Cleanup(func() {
 		_ = toAgentW.Close()
 		_ = fromAgentW.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("client did not notice the closed connection")
-		}
-		select {
-		case <-conn.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("fake agent connection did not close")
-		}
+		acptest.WaitClosed(t, "the client's connection", c.Done())
+		acptest.WaitClosed(t, "the fake agent's connection", conn.Done())
 	})
 	return c
 }

@@ -23,7 +23,7 @@ func TestFirstStartIsWaitedFor(t *testing.T) {
 	cfg.Command = script
 	cfg.UnavailableGrace = 10 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
-	res, _, err := h.turn("k", "first")
+	res, _, err := h.Turn("k", "first")
 	if errors.Is(err, ErrAgentUnavailable) {
 		t.Fatalf("the first start was cut short: %v", err)
 	}

@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,6 +17,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -26,8 +25,7 @@ import (
 // A caller who leaves while its session is being created leaks nothing:
 // the agent's sessions are all either still recorded by the pool or closed.
 func TestCallerLeavingDuringSessionCreation(t *testing.T) {
-	h := startHarness(t, fakeChild("slow-new", "ZCB_ACPTEST_DELAY=300ms"), PoolConfig{})
-	h.waitReady()
+	h := readyHarness(t, "slow-new", "ZCB_ACPTEST_DELAY=300ms")
 	for i := range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		_, err := h.pool.Turn(ctx, TurnRequest{Key: fmt.Sprint("impatient-", i), Prompt: func(int) string { return "hi" }})
@@ -45,7 +43,7 @@ func TestCallerLeavingDuringSessionCreation(t *testing.T) {
 		return created == 3 && closed+live == created
 	})
 	// The key that left keeps its session: its next turn uses it.
-	res, _ := h.mustTurn("impatient-0", "again")
+	res, _ := h.MustTurn("impatient-0", "again")
 	if created, _, _ := accounted(); created != 3 || res.TurnIndex != 0 {
 		t.Errorf("next turn created a session (%d created) or index %d", created, res.TurnIndex)
 	}
@@ -71,41 +69,33 @@ func TestBrokenAgentFailsFast(t *testing.T) {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("init_failed"))+
 			testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("exit")) >= 1
 	})
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := h.turn("k0", "hi")
-		first <- err
-	}()
-	waitGrace(t, clk, grace, first)
-	clk.Advance(grace)
-	select {
-	case err := <-first:
-		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("first turn did not answer once its grace had passed")
-	}
-	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
-		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
-	}
+	failsFastAfterGrace(t, h, clk, grace)
 	if hh := h.sup.Health(); hh.State == StateReady {
 		t.Errorf("state %q", hh.State)
 	}
 }
 
-// waitGrace waits until a turn waits out the unavailable grace on clk and
-// checks that the turn (whose result goes to answered) has not answered:
-// only moving clk past grace lets it.
-func waitGrace(t *testing.T, clk *testkit.Clock, grace time.Duration, answered <-chan error) {
+// failsFastAfterGrace checks that a turn on h's unavailable agent waits
+// out the unavailable grace on clk (it has not answered when the grace is
+// requested: only moving clk past grace lets it) and then answers
+// ErrAgentUnavailable, and that the next turn answers it at once.
+func failsFastAfterGrace(t *testing.T, h *harness, clk *testkit.Clock, grace time.Duration) {
 	t.Helper()
+	first := h.Go(context.Background(), "k0", "hi")
 	testkit.WaitFor(t, 10*time.Second, "a turn waiting out the grace", func() bool {
 		return slices.Contains(clk.Requested(), grace)
 	})
 	select {
-	case err := <-answered:
-		t.Fatalf("turn answered before its grace passed: %v", err)
+	case o := <-first:
+		t.Fatalf("turn answered before its grace passed: %v", o.Err)
 	default:
+	}
+	clk.Advance(grace)
+	if o := acptest.Await(t, first, 30*time.Second, "the first turn's answer once its grace had passed"); !errors.Is(o.Err, ErrAgentUnavailable) {
+		t.Fatalf("first turn: %v, want ErrAgentUnavailable", o.Err)
+	}
+	if _, _, err := h.Turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
+		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
 	}
 }
 
@@ -119,7 +109,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 	h := startHarness(t, cfg, PoolConfig{})
 	unavailable := 0
 	testkit.WaitFor(t, 20*time.Second, "a turn that succeeds after the crashes", func() bool {
-		_, _, err := h.turn("k", "hi")
+		_, _, err := h.Turn("k", "hi")
 		if errors.Is(err, ErrAgentUnavailable) {
 			unavailable++
 		}
@@ -133,8 +123,7 @@ func TestAgentUnavailableEndsWhenReady(t *testing.T) {
 // Child stderr lines reach the log without escape codes or control
 // characters.
 func TestChildStderrIsCleaned(t *testing.T) {
-	h := startHarness(t, fakeChild("ansi-stderr"), PoolConfig{})
-	h.waitReady()
+	h := readyHarness(t, "ansi-stderr")
 	testkit.WaitFor(t, 5*time.Second, "the child's line", func() bool { return strings.Contains(h.logs.String(), "zeroclaw::acp:") })
 	for _, line := range strings.Split(h.logs.String(), "\n") {
 		if !strings.Contains(line, "zeroclaw::acp:") {
@@ -151,8 +140,7 @@ func TestChildStderrIsCleaned(t *testing.T) {
 
 // The normal stop ladder reaches the agent's whole process group.
 func TestStopKillsAgentGroup(t *testing.T) {
-	h := startHarness(t, fakeChild("grandchild"), PoolConfig{})
-	h.waitReady()
+	h := readyHarness(t, "grandchild")
 	re := regexp.MustCompile(`acptest: grandchild (\d+)`)
 	var pid int
 	testkit.WaitFor(t, 5*time.Second, "the grandchild's pid", func() bool {
@@ -190,39 +178,18 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), miniBridgeEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	bridge := acptest.StartChild(t, self, []string{"-test.run=^$"}, []string{miniBridgeEnv + "=1"}, nil, false)
+	l := bridge.Next(20 * time.Second)
 	var agent int
-	select {
-	case l := <-lines:
-		if _, err := fmt.Sscanf(l, "agent %d", &agent); err != nil || agent <= 0 {
-			t.Fatalf("mini bridge said %q", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("mini bridge did not report its agent")
+	if _, err := fmt.Sscanf(l, "agent %d", &agent); err != nil || agent <= 0 {
+		t.Fatalf("mini bridge said %q", l)
 	}
 	if reexec.ProcessGone(agent) {
 		t.Fatal("agent not running before the kill")
 	}
 	killed := time.Now()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	_ = bridge.Cmd.Process.Signal(syscall.SIGKILL)
+	_ = bridge.Wait(time.Minute)
 	if !testkit.Within(testkit.MinWait, func() bool { return reexec.ProcessGone(agent) }) {
 		_ = syscall.Kill(agent, syscall.SIGKILL)
 		t.Fatalf("agent %d still alive %s after its bridge was killed", agent, testkit.MinWait)
@@ -237,9 +204,9 @@ func TestUnidentifiedPermissionIsCounted(t *testing.T) {
 	cfg := fakeChild("perm")
 	cfg.Permissions = &Policy{}
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	for _, prompt := range []string{"cmd:ls -la /tmp", "cmd:cat /etc/hostname"} {
-		res, _ := h.mustTurn("k", prompt)
+		res, _ := h.MustTurn("k", prompt)
 		if res.Text != "😊 outcome=allow-once" {
 			t.Errorf("%s: text %q", prompt, res.Text)
 		}
@@ -281,14 +248,14 @@ func TestPlannedRestartIsNotAnOutage(t *testing.T) {
 	cfg.UnavailableGrace = time.Millisecond
 	cfg.BackoffInitial = time.Second // the restart's delay outlasts the grace by far
 	h := startHarness(t, cfg, PoolConfig{})
-	h.mustTurn("k", "before")
+	h.MustTurn("k", "before")
 	if !h.sup.Restart("model changed") {
 		t.Fatal("Restart found no ready agent")
 	}
 	testkit.WaitFor(t, 5*time.Second, "the old child's end", func() bool {
 		return testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")) == 1
 	})
-	if res, _, err := h.turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
+	if res, _, err := h.Turn("k", "during"); err != nil || res.Text != "😊 echo: during" {
 		t.Errorf("turn during the restart: %q, %v", res.Text, err)
 	}
 }
@@ -297,7 +264,7 @@ func TestPlannedRestartIsNotAnOutage(t *testing.T) {
 // cleaned like its stderr: no escape codes.
 func TestChildStdoutNoiseIsCleaned(t *testing.T) {
 	h := startHarness(t, fakeChild("legacy-l0"), PoolConfig{})
-	h.mustTurn("k", "hi")
+	h.MustTurn("k", "hi")
 	testkit.WaitFor(t, 5*time.Second, "a coloured stdout line", func() bool {
 		return strings.Count(h.logs.String(), "agent stdout:") >= 2
 	})
@@ -327,8 +294,8 @@ func TestLateSessionIsClosed(t *testing.T) {
 	cfg := fakeChild("slow-new", "ZCB_ACPTEST_GATE="+gate)
 	cfg.InitTimeout = 10 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	if _, _, err := h.turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
+	h.WaitReady()
+	if _, _, err := h.Turn("k", "hi"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("turn: %v, want session/new's DeadlineExceeded", err)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -399,25 +366,8 @@ func TestWedgedAgentFailsFastDuringTeardown(t *testing.T) {
 	cfg.UnavailableGrace, cfg.Clock = grace, clk
 	cfg.StopGrace = 3 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := h.turn("k0", "hi")
-		first <- err
-	}()
-	waitGrace(t, clk, grace, first)
-	clk.Advance(grace)
-	select {
-	case err := <-first:
-		if !errors.Is(err, ErrAgentUnavailable) {
-			t.Fatalf("first turn: %v, want ErrAgentUnavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("first turn did not answer once its grace had passed")
-	}
-	if _, _, err := h.turn("k1", "hi"); !errors.Is(err, ErrAgentUnavailable) {
-		t.Fatalf("second turn: %v, want ErrAgentUnavailable at once", err)
-	}
+	h.WaitReady()
+	failsFastAfterGrace(t, h, clk, grace)
 	// Both answered while the ladder was still stopping the old child.
 	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {
 		t.Error("the turns waited for the end of the stop ladder")
@@ -433,7 +383,7 @@ func TestStopTermReachesAgentGroup(t *testing.T) {
 	cfg := fakeChild("term-grandchild")
 	cfg.StopGrace = 5 * time.Second
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	testkit.WaitFor(t, 5*time.Second, "the helper's signal handler", func() bool {
 		return strings.Contains(h.logs.String(), "acptest: term-logger ready ")
 	})

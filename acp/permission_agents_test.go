@@ -126,18 +126,13 @@ func TestSupervisorPermissionPerRequest(t *testing.T) {
 	cfg := fakeChild("perm")
 	cfg.Permissions = kidPolicy(true, "shell")
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	for _, tt := range []struct{ prompt, want string }{
-		{"tools:zeroclaw:weather", "😊 weather=allow-once"},
-		{"tools:zeroclaw/ja:camera.take_photo,weather,shell", "😊 camera.take_photo=reject-once weather=allow-once shell=reject-once"},
-		{"tools:zeroclaw-may:camera.take_photo,weather", "😊 camera.take_photo=reject-once weather=allow-once"},
-		{"tools:gemini:run_shell_command|ls -la", "😊 run_shell_command=cancel"},
-	} {
-		res, _ := h.mustTurn("k", tt.prompt)
-		if res.Text != tt.want {
-			t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
-		}
-	}
+	h.WaitReady()
+	h.wantTexts(
+		promptText{"tools:zeroclaw:weather", "😊 weather=allow-once"},
+		promptText{"tools:zeroclaw/ja:camera.take_photo,weather,shell", "😊 camera.take_photo=reject-once weather=allow-once shell=reject-once"},
+		promptText{"tools:zeroclaw-may:camera.take_photo,weather", "😊 camera.take_photo=reject-once weather=allow-once"},
+		promptText{"tools:gemini:run_shell_command|ls -la", "😊 run_shell_command=cancel"},
+	)
 	// Logged before the request is answered, so before its turn ended.
 	if !strings.Contains(h.logs.String(), "permission request does not identify its tool") {
 		t.Error("the unidentified request was not logged")

@@ -9,12 +9,7 @@ import (
 func TestPolicyDecide(t *testing.T) {
 	kid := false
 	p := &Policy{Allow: []string{"shell"}, Deny: []string{"file_write"}, KidMode: func() bool { return kid }}
-	tests := []struct {
-		name string
-		kid  bool
-		req  PermissionRequest
-		want Decision
-	}{
+	checkDecide(t, p, &kid, []decideCase{
 		{"allowed tool", false, PermissionRequest{Tool: "shell"}, Allow},
 		{"unknown tool allowed", false, PermissionRequest{Tool: "web_search"}, Allow},
 		{"denied tool", false, PermissionRequest{Tool: "file_write"}, Deny},
@@ -22,10 +17,25 @@ func TestPolicyDecide(t *testing.T) {
 		{"camera denied in kid mode", true, PermissionRequest{Tool: "camera.take_photo"}, Deny},
 		{"self. prefix stripped", true, PermissionRequest{Tool: "self.camera.take_photo"}, Deny},
 		{"question cancelled", false, PermissionRequest{Tool: "ask_user", ToolCallID: "ask-user-1"}, Cancel},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// decideCase is a request, whether kid mode is on, and the decision it
+// should get.
+type decideCase struct {
+	name string
+	kid  bool
+	req  PermissionRequest
+	want Decision
+}
+
+// checkDecide checks p's decision on each case, setting *kid (which p's
+// KidMode reads) as the case says.
+func checkDecide(t *testing.T, p *Policy, kid *bool, cases []decideCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			kid = tt.kid
+			*kid = tt.kid
 			if got := p.Decide(context.Background(), tt.req); got != tt.want {
 				t.Errorf("Decide = %v, want %v", got, tt.want)
 			}
@@ -39,12 +49,7 @@ func TestPolicyDecide(t *testing.T) {
 func TestPolicyKindEntries(t *testing.T) {
 	kid := false
 	p := &Policy{Deny: []string{"kind:Delete"}, KidDeny: []string{"camera.take_photo", " kind:execute "}, KidMode: func() bool { return kid }}
-	for _, tt := range []struct {
-		name string
-		kid  bool
-		req  PermissionRequest
-		want Decision
-	}{
+	checkDecide(t, p, &kid, []decideCase{
 		{"unidentified command allowed", false, PermissionRequest{ToolCallID: "c1", Title: "ls -la", Kind: "execute"}, Allow},
 		{"unidentified command refused in kid mode", true, PermissionRequest{ToolCallID: "c1", Title: "ls -la", Kind: "execute"}, Deny},
 		{"identified command refused in kid mode by its kind", true, PermissionRequest{Tool: "Bash", Kind: "execute"}, Deny},
@@ -53,14 +58,7 @@ func TestPolicyKindEntries(t *testing.T) {
 		{"another kind in kid mode, identified", true, PermissionRequest{Tool: "read_file", Kind: "read"}, Allow},
 		{"camera still refused by name", true, PermissionRequest{Tool: "camera.take_photo", Kind: "other"}, Deny},
 		{"a tool named like an entry is not a kind", false, PermissionRequest{Tool: "kind:delete"}, Allow},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			kid = tt.kid
-			if got := p.Decide(context.Background(), tt.req); got != tt.want {
-				t.Errorf("Decide = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // A tool name read from codex-acp's title may be a display name
@@ -69,25 +67,13 @@ func TestPolicyKindEntries(t *testing.T) {
 func TestPolicyGuessedTool(t *testing.T) {
 	kid := false
 	p := &Policy{Deny: []string{"weather"}, Allow: []string{"forecast"}, KidMode: func() bool { return kid }}
-	for _, tt := range []struct {
-		name string
-		kid  bool
-		req  PermissionRequest
-		want Decision
-	}{
+	checkDecide(t, p, &kid, []decideCase{
 		{"guessed, kid mode off: allowed", false, PermissionRequest{Tool: "Camera", Guessed: true}, Allow},
 		{"guessed, kid mode on: refused", true, PermissionRequest{Tool: "Camera", Guessed: true}, Deny},
 		{"guessed name on the deny list", false, PermissionRequest{Tool: "weather", Guessed: true}, Deny},
 		{"guessed name on the allow list, kid mode on", true, PermissionRequest{Tool: "forecast", Guessed: true}, Allow},
 		{"ZeroClaw's title names the tool: kid mode allows what no list names", true, PermissionRequest{Tool: "weather_now"}, Allow},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			kid = tt.kid
-			if got := p.Decide(context.Background(), tt.req); got != tt.want {
-				t.Errorf("Decide = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestPolicyUnidentifiedTool(t *testing.T) {

@@ -377,25 +377,12 @@ func TestPoolCancelDuringToolKeepsSession(t *testing.T) {
 
 	// The tool ends while the next turn waits for it: same session.
 	bargeIn()
-	type outcome struct {
-		res TurnResult
-		err error
-	}
-	waited := make(chan outcome, 1)
-	go func() {
-		res, err := p.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "and now?" }})
-		waited <- outcome{res, err}
-	}()
+	waited := driver(t, p, 0).Go(context.Background(), "k", "and now?")
 	testkit.WaitFor(t, 10*time.Second, "the next turn waiting for the key", func() bool { return p.keyWaiters("k") == 1 })
 	close(tools[0])
-	var next outcome
-	select {
-	case next = <-waited:
-	case <-time.After(time.Minute):
-		t.Fatal("the waiting turn never ran")
-	}
-	if next.err != nil || next.res.SessionID != warm.SessionID || next.res.TurnIndex != 1 || next.res.Text != acptest.Echo("and now?") {
-		t.Errorf("turn after the tool %+v (%v): want session %s kept, turn index 1, its own echo", next.res, next.err, warm.SessionID)
+	next := acptest.Await(t, waited, time.Minute, "the waiting turn")
+	if next.Err != nil || next.Res.SessionID != warm.SessionID || next.Res.TurnIndex != 1 || next.Res.Text != acptest.Echo("and now?") {
+		t.Errorf("turn after the tool %+v (%v): want session %s kept, turn index 1, its own echo", next.Res, next.Err, warm.SessionID)
 	}
 
 	// A waiting turn whose caller hangs up (a second barge-in) says nothing
@@ -480,26 +467,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 // with the cancel.
 func bargeInAfterChunk(t *testing.T, p *Pool, key, text string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{}, 1)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return text },
-			OnChunk: func(string) {
-				select {
-				case started <- struct{}{}:
-				default:
-				}
-			}})
-		errc <- err
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the turn never started")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if _, err := driver(t, p, 0).BargeIn(key, text); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled turn: %v", err)
 	}
 }

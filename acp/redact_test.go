@@ -99,9 +99,8 @@ func FuzzRedactSecrets(f *testing.F) {
 // A child's secrets never reach the log: ZeroClaw's OTP enrollment URI on
 // stdout and a key echoed on stderr are redacted.
 func TestChildSecretsRedacted(t *testing.T) {
-	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_OTP=1"), PoolConfig{})
-	h.waitReady()
-	h.mustTurn("k", "hi")
+	h := readyHarness(t, "zeroclaw-v1", "ZCB_ACPTEST_OTP=1")
+	h.MustTurn("k", "hi")
 	testkit.WaitFor(t, 5*time.Second, "the child's lines logged", func() bool {
 		l := h.logs.String()
 		return strings.Contains(l, "agent stdout: Enrollment URI: otpauth://[redacted]") && strings.Contains(l, "api_key=[redacted]")

@@ -14,14 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // killAgent sends SIGKILL to the running agent child and waits for its
 // replacement to be ready.
 func (h *harness) killAgent() {
 	h.t.Helper()
-	old := h.waitReady().PID
+	old := h.WaitReady().PID
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		h.t.Fatal(err)
 	}
@@ -31,10 +30,7 @@ func (h *harness) killAgent() {
 // waitReplaced waits for a ready child other than pid old.
 func (h *harness) waitReplaced(old int) {
 	h.t.Helper()
-	testkit.WaitFor(h.t, 10*time.Second, "a new agent child", func() bool {
-		hh := h.sup.Health()
-		return hh.PID != old && hh.State == StateReady
-	})
+	h.WaitHealth("a new agent child", func(hh AgentHealth) bool { return hh.PID != old && hh.State == StateReady })
 }
 
 // restores checks the pool's restore counts on /health and in the metrics.
@@ -69,8 +65,8 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 	for _, how := range []string{"kill", "restart", "kill-mid-turn"} {
 		t.Run(how, func(t *testing.T) {
 			h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir()), PoolConfig{})
-			old := h.waitReady().PID
-			first, _ := h.mustTurn("k", "my name is Ada")
+			old := h.WaitReady().PID
+			first, _ := h.MustTurn("k", "my name is Ada")
 			switch how {
 			case "kill":
 				h.killAgent()
@@ -80,29 +76,13 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 				}
 				h.waitReplaced(old)
 			case "kill-mid-turn":
-				got := make(chan string, 100)
-				errc := make(chan error, 1)
-				go func() {
-					_, err := h.pool.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "slow story" },
-						OnChunk: func(s string) { got <- s }})
-					errc <- err
-				}()
-				select {
-				case <-got:
-				case <-time.After(10 * time.Second):
-					t.Fatal("no chunk of the slow turn")
-				}
+				errc := h.Start(context.Background(), "k", "slow story")
 				h.killAgent()
-				select {
-				case err := <-errc:
-					if !errors.Is(err, ErrAgentGone) {
-						t.Fatalf("the killed turn: %v, want ErrAgentGone", err)
-					}
-				case <-time.After(20 * time.Second):
-					t.Fatal("the killed turn did not end")
+				if err := acptest.Await(t, errc, 20*time.Second, "the killed turn's end"); !errors.Is(err, ErrAgentGone) {
+					t.Fatalf("the killed turn: %v, want ErrAgentGone", err)
 				}
 			}
-			res, chunks := h.mustTurn("k", "recall")
+			res, chunks := h.MustTurn("k", "recall")
 			want := acptest.Recall(1, "my name is Ada")
 			if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Phases.Reused {
 				t.Errorf("turn after the restart %+v, want session %s reopened at turn 1", res, first.SessionID)
@@ -128,12 +108,12 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 func TestResumeSurvivesDeathWhileReopening(t *testing.T) {
 	die := filepath.Join(t.TempDir(), "die-on-reopen")
 	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_DIE_ON_REOPEN="+die), PoolConfig{})
-	first, _ := h.mustTurn("k", "my name is Ada")
+	first, _ := h.MustTurn("k", "my name is Ada")
 	if err := os.WriteFile(die, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.killAgent()
-	res, _ := h.mustTurn("k", "recall")
+	res, _ := h.MustTurn("k", "recall")
 	if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Text != acptest.Recall(1, "my name is Ada") {
 		t.Errorf("turn after a death while reopening %+v, want session %s resumed at turn 1", res, first.SessionID)
 	}
@@ -149,12 +129,12 @@ func TestResumeSurvivesDeathWhileReopening(t *testing.T) {
 // resumed rather than started afresh.
 func TestResumeAtSessionLimitEvictsAndRetries(t *testing.T) {
 	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_HIDE_LIMITS=1"), PoolConfig{MaxSessions: 20})
-	first, _ := h.mustTurn("k", "my name is Ada")
+	first, _ := h.MustTurn("k", "my name is Ada")
 	h.killAgent()
 	for i := range 10 { // ZeroClaw's default max_sessions: the new process is full
-		h.mustTurn(fmt.Sprint("other-", i), "hello")
+		h.MustTurn(fmt.Sprint("other-", i), "hello")
 	}
-	res, _ := h.mustTurn("k", "recall")
+	res, _ := h.MustTurn("k", "recall")
 	if res.SessionID != first.SessionID || res.TurnIndex != 1 || res.Text != acptest.Recall(1, "my name is Ada") {
 		t.Errorf("turn after a full restart %+v, want session %s resumed at turn 1", res, first.SessionID)
 	}
@@ -170,9 +150,9 @@ func TestResumeAtSessionLimitEvictsAndRetries(t *testing.T) {
 // once, on a new session from turn 0.
 func TestResumeRefusedStartsAfresh(t *testing.T) {
 	h := startHarness(t, fakeChild("zeroclaw-v1"), PoolConfig{})
-	first, _ := h.mustTurn("k", "my name is Ada")
+	first, _ := h.MustTurn("k", "my name is Ada")
 	h.killAgent()
-	res, _ := h.mustTurn("k", "recall")
+	res, _ := h.MustTurn("k", "recall")
 	if res.SessionID == first.SessionID || res.TurnIndex != 0 || res.Text != acptest.Recall(0, "") {
 		t.Errorf("turn after the refused resume %+v, want a new session at turn 0", res)
 	}
@@ -181,7 +161,7 @@ func TestResumeRefusedStartsAfresh(t *testing.T) {
 	}
 	h.restores(0, 0, 1)
 	// The new session is the key's from now on.
-	if next, _ := h.mustTurn("k", "recall"); next.SessionID != res.SessionID || next.TurnIndex != 1 {
+	if next, _ := h.MustTurn("k", "recall"); next.SessionID != res.SessionID || next.TurnIndex != 1 {
 		t.Errorf("next turn %+v, want session %s at turn 1", next, res.SessionID)
 	}
 }
@@ -191,9 +171,9 @@ func TestResumeRefusedStartsAfresh(t *testing.T) {
 // (agent_restart).
 func TestNoRestoreCapabilityLosesSession(t *testing.T) {
 	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE=off"), PoolConfig{})
-	first, _ := h.mustTurn("k", "my name is Ada")
+	first, _ := h.MustTurn("k", "my name is Ada")
 	h.killAgent()
-	res, _ := h.mustTurn("k", "recall")
+	res, _ := h.MustTurn("k", "recall")
 	if res.SessionID == first.SessionID || res.TurnIndex != 0 || res.Text != acptest.Recall(0, "") {
 		t.Errorf("turn after the restart %+v, want a new session at turn 0", res)
 	}
@@ -208,10 +188,10 @@ func TestNoRestoreCapabilityLosesSession(t *testing.T) {
 // and counted, and none of them reaches the next turn's text or chunks.
 func TestLoadReplayNeverReachesTurn(t *testing.T) {
 	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load"), PoolConfig{})
-	first, _ := h.mustTurn("k", "my name is Ada")
-	h.mustTurn("k", "use a tool")
+	first, _ := h.MustTurn("k", "my name is Ada")
+	h.MustTurn("k", "use a tool")
 	h.killAgent()
-	res, chunks := h.mustTurn("k", "recall")
+	res, chunks := h.MustTurn("k", "recall")
 	want := acptest.Recall(2, "use a tool")
 	if res.SessionID != first.SessionID || res.TurnIndex != 2 {
 		t.Errorf("turn after the restart %+v, want session %s reopened at turn 2", res, first.SessionID)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 var (
@@ -47,11 +46,11 @@ func TestSDKExampleAgentTurn(t *testing.T) {
 	path := sdkExampleAgent(t)
 	// Run without arguments: the example treats them as a client to spawn.
 	h := startHarness(t, Config{Command: path, Args: []string{}}, PoolConfig{})
-	health := h.waitReady()
+	health := h.WaitReady()
 	if health.Dialect != "v1" {
 		t.Fatalf("health %+v", health)
 	}
-	res, chunks := h.mustTurn("k", "hello")
+	res, chunks := h.MustTurn("k", "hello")
 	if !strings.Contains(res.Text, "successfully updated") || len(chunks) < 3 || res.StopReason != "end_turn" {
 		t.Errorf("text %q (%d chunks, %s): the permission request should have been allowed", res.Text, len(chunks), res.StopReason)
 	}
@@ -60,24 +59,11 @@ func TestSDKExampleAgentTurn(t *testing.T) {
 func TestSDKExampleAgentCancel(t *testing.T) {
 	path := sdkExampleAgent(t)
 	h := startHarness(t, Config{Command: path, Args: []string{}}, PoolConfig{})
-	h.waitReady()
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan string, 10)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "hi" }, OnChunk: func(s string) { got <- s }})
-		errc <- err
-	}()
-	select {
-	case <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no first chunk")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	h.WaitReady()
+	if _, err := h.BargeIn("k", "hi"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	res, _ := h.mustTurn("k", "again")
+	res, _ := h.MustTurn("k", "again")
 	if res.TurnIndex != 0 || !res.Phases.Reused {
 		t.Errorf("turn after cancel %+v: want the same session, cancelled turn not counted", res)
 	}

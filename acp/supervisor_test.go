@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 
@@ -26,16 +24,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(miniBridgeEnv) != "" {
 		os.Exit(runMiniBridge())
 	}
-	// Panic on an exec.Cmd that is started but never waited for.
-	_ = os.Setenv("GODEBUG", "execwait=2")
-	code := m.Run()
-	// Every test has cleaned up by now: no goroutine may outlive them.
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
+	code := acptest.RunTests(m)
 	if examplePath != "" {
 		_ = os.RemoveAll(filepath.Dir(examplePath))
 	}
@@ -44,6 +33,7 @@ func TestMain(m *testing.M) {
 
 // harness runs a supervisor and a pool against a fake child.
 type harness struct {
+	acptest.Driver[AgentHealth, TurnResult]
 	t       *testing.T
 	sup     *Supervisor
 	pool    *Pool
@@ -63,36 +53,50 @@ func fakeChild(mode string, env ...string) Config {
 
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &testkit.LogBuffer{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("log output:\n" + h.logs.String())
-		}
-	})
+	h := &harness{t: t, logs: acptest.Logs(t)}
 	log := hclogFor(h.logs)
 	reg := prometheus.NewRegistry()
 	h.metrics = NewMetrics(reg)
 	cfg.Logger, cfg.Metrics = log, h.metrics
-	if cfg.BackoffInitial == 0 {
-		cfg.BackoffInitial = 20 * time.Millisecond
-	}
-	if cfg.StopGrace == 0 {
-		cfg.StopGrace = 500 * time.Millisecond
-	}
-	// Bounds only a hang reaches, unless a test exercises them: on a
-	// loaded machine a race-built child takes seconds to start, and a
-	// restart must not outlast the grace nor a handshake its timeout.
-	if cfg.UnavailableGrace == 0 {
-		cfg.UnavailableGrace = time.Minute
-	}
-	if cfg.InitTimeout == 0 {
-		cfg.InitTimeout = time.Minute
-	}
+	acptest.Bounds(&cfg.BackoffInitial, &cfg.StopGrace, &cfg.UnavailableGrace, &cfg.InitTimeout)
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = NewSupervisor(cfg)
 	h.pool = NewPool(pcfg, h.sup)
+	h.Driver = driver(t, h.pool, 90*time.Second)
+	h.Acquire, h.Health = func(ctx context.Context) error { _, err := h.sup.Acquire(ctx); return err }, h.sup.Health
 	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
+}
+
+// readyHarness runs a harness on the fake agent in mode and waits for the
+// agent to be ready.
+func readyHarness(t *testing.T, mode string, env ...string) *harness {
+	t.Helper()
+	h := startHarness(t, fakeChild(mode, env...), PoolConfig{})
+	h.WaitReady()
+	return h
+}
+
+// promptText is a prompt and the text of the reply it should get.
+type promptText struct{ prompt, want string }
+
+// wantTexts runs each prompt in turn on key "k" and checks its reply.
+func (h *harness) wantTexts(tts ...promptText) {
+	h.t.Helper()
+	for _, tt := range tts {
+		res, _ := h.MustTurn("k", tt.prompt)
+		if res.Text != tt.want {
+			h.t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
+		}
+	}
+}
+
+// driver drives turns on p, each bounded by timeout.
+func driver(t testing.TB, p *Pool, timeout time.Duration) acptest.Driver[AgentHealth, TurnResult] {
+	return acptest.Driver[AgentHealth, TurnResult]{T: t, Timeout: timeout,
+		Run: func(ctx context.Context, key, prompt string, onChunk func(string)) (TurnResult, error) {
+			return p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return prompt }, OnChunk: onChunk})
+		}}
 }
 
 // logged reports whether the agent logged line within testkit.MinWait: the child's
@@ -102,44 +106,17 @@ func (h *harness) logged(line string) bool {
 	return testkit.Within(testkit.MinWait, func() bool { return strings.Contains(h.logs.String(), line) })
 }
 
-func (h *harness) waitReady() AgentHealth {
-	h.t.Helper()
-	// A bound only a hang reaches: a race-built child on a machine
-	// running two CI builds at once has taken over 10 s to start.
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if _, err := h.sup.Acquire(ctx); err != nil {
-		h.t.Fatalf("agent not ready: %v", err)
-	}
-	return h.sup.Health()
-}
-
-func (h *harness) turn(key, prompt string) (TurnResult, []string, error) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var chunks []string
-	res, err := h.pool.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return prompt },
-		OnChunk: func(s string) { chunks = append(chunks, s) }})
-	return res, chunks, err
-}
-
-func (h *harness) mustTurn(key, prompt string) (TurnResult, []string) {
-	h.t.Helper()
-	res, chunks, err := h.turn(key, prompt)
-	if err != nil {
-		h.t.Fatalf("turn %q: %v", prompt, err)
-	}
-	return res, chunks
-}
-
 func TestSupervisorRunsEchoAgent(t *testing.T) {
-	h := startHarness(t, fakeChild("echo"), PoolConfig{})
-	health := h.waitReady()
+	cfg := fakeChild("echo")
+	// Only a hang outlasts a minute: a race-built child on a loaded machine
+	// can take longer than the harness's 500 ms to exit at stdin's close.
+	cfg.StopGrace = time.Minute
+	h := startHarness(t, cfg, PoolConfig{})
+	health := h.WaitReady()
 	if !health.Running || health.Dialect != "v1" || health.PID <= 0 || health.State != StateReady || health.Restarts != 0 {
 		t.Fatalf("health %+v", health)
 	}
-	res, chunks := h.mustTurn("k", "hello robot")
+	res, chunks := h.MustTurn("k", "hello robot")
 	if res.Text != "😊 echo: hello robot" || strings.Join(chunks, "") != res.Text || len(chunks) < 2 {
 		t.Errorf("text %q chunks %q", res.Text, chunks)
 	}
@@ -165,13 +142,13 @@ func TestSupervisorRunsEchoAgent(t *testing.T) {
 func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 	dir := t.TempDir()
 	h := startHarness(t, fakeChild("crash-mid-turn", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1"), PoolConfig{})
-	first := h.waitReady()
-	_, _, err := h.turn("k", "doomed")
+	first := h.WaitReady()
+	_, _, err := h.Turn("k", "doomed")
 	if !errors.Is(err, ErrAgentGone) {
 		t.Fatalf("turn during crash: err = %v, want ErrAgentGone", err)
 	}
 	crashed := time.Now()
-	res, _ := h.mustTurn("k", "after crash")
+	res, _ := h.MustTurn("k", "after crash")
 	t.Logf("crash to next good turn: %s", time.Since(crashed))
 	if res.Text != "😊 echo: after crash" || res.TurnIndex != 0 {
 		t.Errorf("turn after restart %+v", res)
@@ -239,7 +216,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 		}
 	}
 	// The fourth child is healthy; after a minute of health the backoff resets.
-	h.waitReady()
+	h.WaitReady()
 	clk.Advance(61 * time.Second)
 	pid := h.sup.Health().PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -253,7 +230,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 		t.Errorf("backoff gauge = %v while waiting", v)
 	}
 	clk.Advance(time.Second)
-	h.waitReady()
+	h.WaitReady()
 }
 
 // A missing binary fails turns at once: the supervisor's clock is fake and
@@ -262,7 +239,7 @@ func TestSupervisorBackoffGrowsAndResets(t *testing.T) {
 func TestSupervisorMissingBinary(t *testing.T) {
 	h := startHarness(t, Config{Command: filepath.Join(t.TempDir(), "no-such-zeroclaw"), Clock: testkit.NewClock()}, PoolConfig{})
 	testkit.WaitFor(t, 5*time.Second, "missing binary reported", func() bool { return h.sup.Health().BinaryMissing })
-	_, _, err := h.turn("k", "hello")
+	_, _, err := h.Turn("k", "hello")
 	if !errors.Is(err, ErrBinaryMissing) {
 		t.Fatalf("err = %v, want ErrBinaryMissing", err)
 	}
@@ -295,8 +272,8 @@ func TestSupervisorStopsChildIgnoringSIGTERM(t *testing.T) {
 	cfg := fakeChild("ignore-sigterm")
 	cfg.StopGrace = 300 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	h.mustTurn("k", "hi")
+	h.WaitReady()
+	h.MustTurn("k", "hi")
 	// Each step waits its grace, so the stop has a floor; which steps ran
 	// is read from the log, not from the time.
 	took := h.stop()
@@ -315,8 +292,8 @@ func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 	cfg := fakeChild("spam-stderr")
 	cfg.Clock = testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	res, _ := h.mustTurn("k", "still fine")
+	h.WaitReady()
+	res, _ := h.MustTurn("k", "still fine")
 	if res.Text != "😊 echo: still fine" {
 		t.Errorf("text %q", res.Text)
 	}
@@ -333,9 +310,8 @@ func TestSupervisorStderrFloodIsRateLimited(t *testing.T) {
 }
 
 func TestSupervisorSurvivesNotificationFlood(t *testing.T) {
-	h := startHarness(t, fakeChild("flood", "ZCB_ACPTEST_FLOOD=3000"), PoolConfig{})
-	h.waitReady()
-	res, chunks := h.mustTurn("k", "flood me")
+	h := readyHarness(t, "flood", "ZCB_ACPTEST_FLOOD=3000")
+	res, chunks := h.MustTurn("k", "flood me")
 	if len(chunks) != 3000 || res.Text != strings.Repeat("x", 3000) {
 		t.Errorf("got %d chunks (%d bytes), want 3000", len(chunks), len(res.Text))
 	}
@@ -345,9 +321,8 @@ func TestSupervisorSurvivesNotificationFlood(t *testing.T) {
 }
 
 func TestSupervisorSurvivesOversizeLines(t *testing.T) {
-	h := startHarness(t, fakeChild("bigline"), PoolConfig{})
-	h.waitReady()
-	res, _ := h.mustTurn("k", "big")
+	h := readyHarness(t, "bigline")
+	res, _ := h.MustTurn("k", "big")
 	if res.Text != "😊 small" {
 		t.Errorf("text %q, want the oversize chunk dropped", res.Text)
 	}
@@ -360,9 +335,8 @@ func TestSupervisorSurvivesOversizeLines(t *testing.T) {
 }
 
 func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
-	h := startHarness(t, fakeChild("bigresult"), PoolConfig{})
-	h.waitReady()
-	_, _, err := h.turn("k", "big")
+	h := readyHarness(t, "bigresult")
+	_, _, err := h.Turn("k", "big")
 	var re *RPCError
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "too large") {
 		t.Fatalf("err = %v, want an RPC error saying too large", err)
@@ -373,21 +347,11 @@ func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
 }
 
 func TestSupervisorLostSessionRetry(t *testing.T) {
-	h := startHarness(t, fakeChild("lost-session"), PoolConfig{})
-	h.waitReady()
-	res, _ := h.mustTurn("k", "hello")
-	if res.Text != "😊 echo: hello" {
-		t.Errorf("text %q", res.Text)
-	}
+	readyHarness(t, "lost-session").wantTexts(promptText{"hello", "😊 echo: hello"})
 }
 
 func TestSupervisorBusySessionRetry(t *testing.T) {
-	h := startHarness(t, fakeChild("busy"), PoolConfig{})
-	h.waitReady()
-	res, _ := h.mustTurn("k", "hello")
-	if res.Text != "😊 echo: hello" {
-		t.Errorf("text %q", res.Text)
-	}
+	readyHarness(t, "busy").wantTexts(promptText{"hello", "😊 echo: hello"})
 }
 
 func TestSupervisorPermissions(t *testing.T) {
@@ -395,24 +359,19 @@ func TestSupervisorPermissions(t *testing.T) {
 	cfg := fakeChild("perm")
 	cfg.Permissions = &Policy{KidMode: func() bool { return kid }}
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
-	for _, tt := range []struct{ prompt, want string }{
-		{"tool:camera.take_photo", "😊 outcome=reject-once"},
-		{"tool:shell", "😊 outcome=allow-once"},
-		{"ask:which one?", "😊 outcome=cancelled"},
-	} {
-		res, _ := h.mustTurn("k", tt.prompt)
-		if res.Text != tt.want {
-			t.Errorf("%s: text %q, want %q", tt.prompt, res.Text, tt.want)
-		}
-	}
+	h.WaitReady()
+	h.wantTexts(
+		promptText{"tool:camera.take_photo", "😊 outcome=reject-once"},
+		promptText{"tool:shell", "😊 outcome=allow-once"},
+		promptText{"ask:which one?", "😊 outcome=cancelled"},
+	)
 }
 
 func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
 	cfg := fakeChild("perm-hold")
 	cfg.Permissions = &blockingPerm{asked: make(chan PermissionRequest, 1)}
 	h := startHarness(t, cfg, PoolConfig{})
-	h.waitReady()
+	h.WaitReady()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -428,7 +387,7 @@ func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	res, _ := h.mustTurn("k", "tool:shell")
+	res, _ := h.MustTurn("k", "tool:shell")
 	if res.Text != "😊 outcome=allow-once" || res.TurnIndex != 0 {
 		t.Errorf("turn after cancel %+v", res)
 	}
@@ -444,48 +403,22 @@ func TestSupervisorCancelDuringZeroClawMayTool(t *testing.T) {
 	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1", "ZCB_ACPTEST_GATE="+gate)
 	cfg.CancelGrace = 100 * time.Millisecond
 	h := startHarness(t, cfg, PoolConfig{})
-	if health := h.waitReady(); health.AgentVersion != "0.8.0-beta-1" {
+	if health := h.WaitReady(); health.AgentVersion != "0.8.0-beta-1" {
 		t.Fatalf("health %+v", health)
 	}
-	warm, _ := h.mustTurn("k", "hi")
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan string, 10)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "use a tool" },
-			OnChunk: func(s string) { got <- s }})
-		errc <- err
-	}()
-	select {
-	case <-got: // the chunk before the tool call
-	case <-time.After(10 * time.Second):
-		t.Fatal("no chunk")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	warm, _ := h.MustTurn("k", "hi")
+	// Cancelled after the chunk before the tool call.
+	if _, err := h.BargeIn("k", "use a tool"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	type outcome struct {
-		res TurnResult
-		err error
-	}
-	waited := make(chan outcome, 1)
-	go func() {
-		res, err := h.pool.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "after" }})
-		waited <- outcome{res, err}
-	}()
+	waited := h.Go(context.Background(), "k", "after")
 	testkit.WaitFor(t, 10*time.Second, "the next turn waiting for the tool", func() bool { return h.pool.keyWaiters("k") == 1 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var next outcome
-	select {
-	case next = <-waited:
-	case <-time.After(time.Minute):
-		t.Fatal("the waiting turn never ran")
-	}
-	if next.err != nil || next.res.SessionID != warm.SessionID || next.res.TurnIndex != 1 || next.res.Text != acptest.Echo("after") {
-		t.Errorf("turn after the tool %+v (%v): want session %s kept at turn index 1", next.res, next.err, warm.SessionID)
+	next := acptest.Await(t, waited, time.Minute, "the waiting turn")
+	if next.Err != nil || next.Res.SessionID != warm.SessionID || next.Res.TurnIndex != 1 || next.Res.Text != acptest.Echo("after") {
+		t.Errorf("turn after the tool %+v (%v): want session %s kept at turn index 1", next.Res, next.Err, warm.SessionID)
 	}
 	logs := h.logs.String()
 	if strings.Contains(logs, "acptest: session/") || strings.Contains(logs, "retiring the session") {
@@ -497,48 +430,33 @@ func TestSupervisorZeroClawStandIn(t *testing.T) {
 	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_CONTENT=override", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
 	cfg.AgentAlias = "dotty"
 	h := startHarness(t, cfg, PoolConfig{})
-	health := h.waitReady()
+	health := h.WaitReady()
 	if health.AgentName != "zeroclaw-acp" || health.Dialect != "v1" {
 		t.Errorf("health %+v", health)
 	}
-	res, chunks := h.mustTurn("k", "hi")
+	res, chunks := h.MustTurn("k", "hi")
 	if res.Text != "😊 from content" || len(chunks) == 0 {
 		t.Errorf("text %q (chunks %q): result.content must win", res.Text, chunks)
 	}
 	for i := 0; i < 3; i++ {
-		h.mustTurn("k", "more")
+		h.MustTurn("k", "more")
 	}
 	if !strings.Contains(h.logs.String(), "trimmed session history") {
 		t.Error("history_trimmed not logged")
 	}
 	// Barge-in: the cancel marker is never spoken and the session survives.
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan string, 100)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "slow story" },
-			OnChunk: func(s string) { got <- s }})
-		errc <- err
-	}()
-	select {
-	case <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no chunk")
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if _, err := h.BargeIn("k", "slow story"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	next, _ := h.mustTurn("k", "after")
+	next, _ := h.MustTurn("k", "after")
 	if next.SessionID != res.SessionID {
 		t.Errorf("session replaced after barge-in")
 	}
 }
 
 func TestSupervisorRequiresAliasConfigured(t *testing.T) {
-	h := startHarness(t, fakeChild("zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty"), PoolConfig{})
-	h.waitReady()
-	_, _, err := h.turn("k", "hi")
+	h := readyHarness(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
+	_, _, err := h.Turn("k", "hi")
 	var re *RPCError
 	if !errors.As(err, &re) || re.Code != codeInvalidParams {
 		t.Fatalf("err = %v, want -32602", err)
@@ -552,26 +470,26 @@ func TestSupervisorLegacyDialects(t *testing.T) {
 	for _, mode := range []string{"legacy-l0", "legacy-l1", "legacy-l2"} {
 		t.Run(mode, func(t *testing.T) {
 			h := startHarness(t, fakeChild(mode), PoolConfig{})
-			health := h.waitReady()
+			health := h.WaitReady()
 			if health.Dialect != mode {
 				t.Errorf("dialect %q", health.Dialect)
 			}
-			res, chunks := h.mustTurn("k", "hello legacy")
+			res, chunks := h.MustTurn("k", "hello legacy")
 			if res.Text != "😊 echo: hello legacy" {
 				t.Errorf("text %q", res.Text)
 			}
 			if len(chunks) < 2 {
 				t.Errorf("chunks %q: legacy streaming not forwarded", chunks)
 			}
-			second, _ := h.mustTurn("k", "again")
+			second, _ := h.MustTurn("k", "again")
 			if second.SessionID != res.SessionID || second.TurnIndex != 1 {
 				t.Errorf("second turn %+v", second)
 			}
 			// A failed legacy turn deletes its session; the pool recovers.
-			if _, _, err := h.turn("k", "FAIL please"); err == nil {
+			if _, _, err := h.Turn("k", "FAIL please"); err == nil {
 				t.Error("FAIL prompt succeeded")
 			}
-			after, _ := h.mustTurn("k", "recovered")
+			after, _ := h.MustTurn("k", "recovered")
 			if after.Text != "😊 echo: recovered" || after.TurnIndex != 0 {
 				t.Errorf("after failure %+v", after)
 			}
@@ -587,30 +505,13 @@ func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 	cfg := fakeChild("legacy-l1", "ZCB_ACPTEST_DELAY=1h")
 	clk := testkit.NewClock()
 	h := startHarness(t, cfg, PoolConfig{Clock: clk})
-	first := h.waitReady()
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan string, 10)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.pool.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "slow story" }, OnChunk: func(s string) { got <- s }})
-		errc <- err
-	}()
-	select {
-	case <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no chunk from the legacy agent")
+	first := h.WaitReady()
+	// BargeIn fails the test if the barge-in blocks, waiting for the agent's turn.
+	took, err := h.BargeIn("k", "slow story")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v; want the barge-in's context.Canceled", err)
 	}
-	start := time.Now()
-	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("err %v; want the barge-in's context.Canceled", err)
-		}
-		t.Logf("legacy barge-in answered after %s", time.Since(start).Round(time.Millisecond))
-	case <-time.After(30 * time.Second):
-		t.Fatal("legacy barge-in blocked: it waits for the agent's turn")
-	}
+	t.Logf("legacy barge-in answered after %s", took.Round(time.Millisecond))
 	// The next turn waits InitTimeout for the detached turn, then the child
 	// is recycled: the pool's clock is moved on until the turn is answered.
 	type answer struct {
@@ -619,7 +520,7 @@ func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 	}
 	next := make(chan answer, 1)
 	go func() {
-		res, _, err := h.turn("k", "next")
+		res, _, err := h.Turn("k", "next")
 		next <- answer{res, err}
 	}()
 	var a answer
@@ -648,7 +549,7 @@ func TestSupervisorLegacyBargeInDetachesThenRecycles(t *testing.T) {
 
 func TestSupervisorRestartOnRequest(t *testing.T) {
 	h := startHarness(t, fakeChild("echo"), PoolConfig{})
-	h.mustTurn("k", "before")
+	h.MustTurn("k", "before")
 	first := h.sup.Health()
 	if !h.sup.Restart("model changed") {
 		t.Fatal("Restart found no ready agent")
@@ -657,7 +558,7 @@ func TestSupervisorRestartOnRequest(t *testing.T) {
 		hh := h.sup.Health()
 		return hh.PID != first.PID && hh.State == StateReady
 	})
-	if res, _ := h.mustTurn("k", "after"); res.Text != "😊 echo: after" || res.TurnIndex != 0 {
+	if res, _ := h.MustTurn("k", "after"); res.Text != "😊 echo: after" || res.TurnIndex != 0 {
 		t.Errorf("turn after the restart: %+v", res)
 	}
 	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
@@ -685,14 +586,14 @@ func TestRestartWhileStarting(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ready := h.waitReady()
+	ready := h.WaitReady()
 	if ready.PID == first.PID {
 		t.Errorf("the child started before the restart (pid %d) is the one serving", ready.PID)
 	}
 	if v := testutil.ToFloat64(h.metrics.Restarts.WithLabelValues("recycled")); v != 1 {
 		t.Errorf("restarts{recycled} = %v, want 1", v)
 	}
-	if res, _ := h.mustTurn("k", "hi"); res.Text != acptest.Echo("hi") {
+	if res, _ := h.MustTurn("k", "hi"); res.Text != acptest.Echo("hi") {
 		t.Errorf("text %q", res.Text)
 	}
 	if !strings.Contains(h.logs.String(), "restarting the agent as asked while it was starting") {

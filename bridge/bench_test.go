@@ -146,7 +146,7 @@ func BenchmarkChunkForwarding(b *testing.B) {
 // BenchmarkTurnThroughDemoAgent is a whole streamed turn through the pool
 // and the in-process demo agent (ACP on both SDK sides included).
 func BenchmarkTurnThroughDemoAgent(b *testing.B) {
-	url := benchServer(b, agenttest.DemoPool(b)) + "/api/message/stream"
+	url := benchServer(b, agenttest.DemoPool(b, acp.PoolConfig{})) + "/api/message/stream"
 	timeTurns(b, url)
 }
 

@@ -164,11 +164,7 @@
 package acptest
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
@@ -222,17 +218,7 @@ var (
 // and reports whether its old value was below ZCB_ACPTEST_CRASHES (always
 // true without a state dir).
 func bumpCounter(name string) bool {
-	dir := os.Getenv("ZCB_ACPTEST_STATE_DIR")
-	if dir == "" {
-		return true
-	}
-	p := filepath.Join(dir, name)
-	b, _ := os.ReadFile(p)
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "acptest: counter:", err)
-	}
-	return n < envInt("ZCB_ACPTEST_CRASHES", 1<<30)
+	return reexec.Bump("acptest", os.Getenv("ZCB_ACPTEST_STATE_DIR"), name, "ZCB_ACPTEST_CRASHES")
 }
 
 // blockForever parks the process until a signal kills it. A sleeping timer

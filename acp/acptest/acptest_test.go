@@ -1,11 +1,9 @@
 package acptest
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,12 +19,9 @@ func TestMain(m *testing.M) {
 
 // lineClient speaks raw JSON lines to a fake agent child.
 type lineClient struct {
+	*Child
 	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string
 	stderr strings.Builder
-	exited chan error
 }
 
 // waitLimit bounds every wait for the agent: only a hung agent gets near
@@ -36,70 +31,24 @@ const waitLimit = time.Minute
 func start(t *testing.T, mode string, env ...string) *lineClient {
 	t.Helper()
 	path, args, e := Command(mode, env...)
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), e...)
-	c := &lineClient{t: t, cmd: cmd, lines: make(chan string, 10000), exited: make(chan error, 1)}
-	cmd.Stderr = &c.stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = stdin
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 32<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-		close(c.lines)
-		c.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		select {
-		case <-c.exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-c.exited
-		}
-	})
+	c := &lineClient{t: t}
+	c.Child = StartChild(t, path, args, e, &c.stderr, false)
 	return c
-}
-
-func (c *lineClient) send(v string) {
-	c.t.Helper()
-	if _, err := io.WriteString(c.stdin, v+"\n"); err != nil {
-		c.t.Fatal(err)
-	}
 }
 
 // next returns the next JSON frame, skipping non-JSON lines into noise.
 func (c *lineClient) next(noise *[]string) map[string]any {
 	c.t.Helper()
 	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				c.t.Fatal("agent closed stdout")
+		l := c.Next(waitLimit)
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			if noise != nil {
+				*noise = append(*noise, l)
 			}
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) != nil {
-				if noise != nil {
-					*noise = append(*noise, l)
-				}
-				continue
-			}
-			return m
-		case <-time.After(waitLimit):
-			c.t.Fatalf("no frame within %s", waitLimit)
+			continue
 		}
+		return m
 	}
 }
 
@@ -139,7 +88,7 @@ func result(t *testing.T, resp map[string]any) map[string]any {
 }
 
 func newSession(c *lineClient, id int) string {
-	c.send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	c.Send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
 	_, resp := c.until(float64(id), nil)
 	r := result(c.t, resp)
 	if s, ok := r["sessionId"].(string); ok {
@@ -152,12 +101,20 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 const initFrame = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
 
+// initialize starts mode and initializes it, returning its initialize
+// result.
+func initialize(t *testing.T, mode string, env ...string) (*lineClient, map[string]any) {
+	t.Helper()
+	c := start(t, mode, env...)
+	c.Send(initFrame)
+	_, resp := c.until(1, nil)
+	return c, result(t, resp)
+}
+
 // ready starts mode, initializes it and opens a session.
 func ready(t *testing.T, mode string, env ...string) (*lineClient, string) {
 	t.Helper()
-	c := start(t, mode, env...)
-	c.send(initFrame)
-	c.until(1, nil)
+	c, _ := initialize(t, mode, env...)
 	return c, newSession(c, 2)
 }
 
@@ -180,35 +137,26 @@ func rpcCode(resp map[string]any) float64 {
 // exitCode waits for the child to exit and returns its status.
 func (c *lineClient) exitCode() int {
 	c.t.Helper()
-	select {
-	case err := <-c.exited:
-		c.exited <- err // for the cleanup
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			c.t.Fatalf("wait: %v", err)
-		}
-		return 0
-	case <-time.After(waitLimit):
-		c.t.Fatal("the agent did not exit")
-		return -1
+	err := c.Wait(waitLimit)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
 	}
+	if err != nil {
+		c.t.Fatalf("wait: %v", err)
+	}
+	return 0
 }
 
 func TestEchoMode(t *testing.T) {
-	c := start(t, "echo")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "echo")
 	caps, _ := r["agentCapabilities"].(map[string]any)
 	sc, _ := caps["sessionCapabilities"].(map[string]any)
 	if r["protocolVersion"] != float64(1) || caps["loadSession"] == true || sc["close"] == nil {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(prompt(3, sid, "hi"))
+	c.Send(prompt(3, sid, "hi"))
 	notes, resp := c.until(3, nil)
 	if got := chunkTexts(notes); got != "😊 echo: hi" || len(notes) != 3 {
 		t.Errorf("chunks %q in %d notes", got, len(notes))
@@ -216,19 +164,19 @@ func TestEchoMode(t *testing.T) {
 	if r := result(t, resp); r["stopReason"] != "end_turn" {
 		t.Errorf("result %v", r)
 	}
-	c.send(prompt(4, sid, "please FAIL"))
+	c.Send(prompt(4, sid, "please FAIL"))
 	if _, resp := c.until(4, nil); rpcCode(resp) != -32603 {
 		t.Errorf("FAIL prompt answered %v", resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":5,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
 	if _, resp := c.until(5, nil); resp["error"] != nil {
 		t.Errorf("close answered %v", resp)
 	}
-	c.send(prompt(6, sid, "gone?"))
+	c.Send(prompt(6, sid, "gone?"))
 	if _, resp := c.until(6, nil); rpcCode(resp) != -32000 {
 		t.Errorf("prompt on a closed session answered %v", resp)
 	}
-	_ = c.stdin.Close()
+	_ = c.Stdin.Close()
 	if code := c.exitCode(); code != 0 {
 		t.Errorf("exit status %d at stdin EOF", code)
 	}
@@ -236,9 +184,9 @@ func TestEchoMode(t *testing.T) {
 
 func TestSlowChunksCancel(t *testing.T) {
 	c, sid := ready(t, "slow-chunks", "ZCB_ACPTEST_DELAY=100ms")
-	c.send(prompt(3, sid, "go"))
+	c.Send(prompt(3, sid, "go"))
 	c.next(nil) // the first chunk: the turn is running
-	c.send(cancelFrame(sid))
+	c.Send(cancelFrame(sid))
 	notes, resp := c.until(3, nil)
 	if r := result(t, resp); r["stopReason"] != "cancelled" || len(notes) > 3 {
 		t.Errorf("result %v after %d more chunks", r, len(notes))
@@ -251,16 +199,16 @@ func TestSlowChunksCancel(t *testing.T) {
 func TestSlowChunksGate(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	c, sid := ready(t, "slow-chunks", "ZCB_ACPTEST_CHUNKS=3", "ZCB_ACPTEST_DELAY=1ms", "ZCB_ACPTEST_GATE="+gate)
-	c.send(prompt(3, sid, "held"))
+	c.Send(prompt(3, sid, "held"))
 	if first := chunkTexts([]map[string]any{c.next(nil)}); first != "c0 " {
 		t.Fatalf("first frame %q, want the chunk c0", first)
 	}
-	c.send(cancelFrame(sid))
+	c.Send(cancelFrame(sid))
 	if notes, resp := c.until(3, nil); result(t, resp)["stopReason"] != "cancelled" || len(notes) != 0 {
 		t.Errorf("held turn cancelled: result %v after %d more frames, want cancelled after none", resp, len(notes))
 	}
 
-	c.send(prompt(4, sid, "released"))
+	c.Send(prompt(4, sid, "released"))
 	c.next(nil) // c0: the turn waits for the gate
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -269,7 +217,7 @@ func TestSlowChunksGate(t *testing.T) {
 	if r := result(t, resp); r["stopReason"] != "end_turn" || chunkTexts(notes) != "c1 c2 " {
 		t.Errorf("released turn: result %v, chunks %q after c0, want end_turn after c1 c2", r, chunkTexts(notes))
 	}
-	_ = c.stdin.Close()
+	_ = c.Stdin.Close()
 	if code := c.exitCode(); code != 0 {
 		t.Errorf("exit status %d at stdin EOF", code)
 	}
@@ -285,12 +233,12 @@ func TestLostSessionAndBusy(t *testing.T) {
 		code float64
 	}{{"lost-session", -32000}, {"busy", -32002}} {
 		c, sid := ready(t, tt.mode)
-		c.send(prompt(3, sid, "a"))
+		c.Send(prompt(3, sid, "a"))
 		if _, resp := c.until(3, nil); rpcCode(resp) != tt.code {
 			t.Errorf("%s: first prompt answered %v", tt.mode, resp)
 		}
 		sid = newSession(c, 4)
-		c.send(prompt(5, sid, "b"))
+		c.Send(prompt(5, sid, "b"))
 		if notes, resp := c.until(5, nil); resp["result"] == nil || chunkTexts(notes) != "😊 echo: b" {
 			t.Errorf("%s: second prompt answered %v", tt.mode, resp)
 		}
@@ -300,18 +248,18 @@ func TestLostSessionAndBusy(t *testing.T) {
 func TestLegacyL1(t *testing.T) {
 	c := start(t, "legacy-l1")
 	var noise []string
-	c.send(initFrame)
+	c.Send(initFrame)
 	_, resp := c.until(1, &noise)
 	if r := result(t, resp); r["protocolVersion"] != "1.0" {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(prompt(3, sid, "x"))
+	c.Send(prompt(3, sid, "x"))
 	_, resp = c.until(3, &noise)
 	if e, _ := resp["error"].(map[string]any); e["code"] != float64(-32602) || e["message"] != "Missing required parameter: prompt" {
 		t.Errorf("array prompt answered %v, want -32602", resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hello"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hello"}}`)
 	notes, resp := c.until(4, &noise)
 	if got := chunkTexts(notes); got != "😊 echo: hello" {
 		t.Errorf("chunks %q", got)
@@ -336,23 +284,21 @@ func TestLegacyL1(t *testing.T) {
 }
 
 func TestLegacyL0SnakeCase(t *testing.T) {
-	c := start(t, "legacy-l0")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	if r := result(t, resp); r["protocol_version"] != "1.0" || r["server_info"] == nil {
+	c, r := initialize(t, "legacy-l0")
+	if r["protocol_version"] != "1.0" || r["server_info"] == nil {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"FAIL now"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"FAIL now"}}`)
 	if _, resp := c.until(3, nil); rpcCode(resp) != -32603 {
 		t.Errorf("FAIL answered %v", resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"again"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"again"}}`)
 	if _, resp := c.until(4, nil); rpcCode(resp) != -32000 {
 		t.Errorf("prompt after a failed turn answered %v, want -32000", resp)
 	}
 	sid = newSession(c, 5)
-	c.send(`{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"ok"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"session_id":"` + sid + `","prompt":"ok"}}`)
 	notes, resp := c.until(6, nil)
 	if r := result(t, resp); r["session_id"] != sid || r["content"] != "😊 echo: ok" || chunkTexts(notes) != "😊 echo: ok" {
 		t.Errorf("result %v chunks %q", r, chunkTexts(notes))
@@ -360,15 +306,12 @@ func TestLegacyL0SnakeCase(t *testing.T) {
 }
 
 func TestLegacyL2(t *testing.T) {
-	c := start(t, "legacy-l2")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "legacy-l2")
 	if methods, _ := json.Marshal(r["methods"]); !strings.Contains(string(methods), `"session/update"`) {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(prompt(3, sid, "hey"))
+	c.Send(prompt(3, sid, "hey"))
 	notes, resp := c.until(3, nil)
 	if r := result(t, resp); r["stopReason"] != "end_turn" || r["content"] != "😊 echo: hey" || chunkTexts(notes) != "😊 echo: hey" {
 		t.Errorf("result %v chunks %q", r, chunkTexts(notes))
@@ -376,10 +319,7 @@ func TestLegacyL2(t *testing.T) {
 }
 
 func TestZeroClawV1(t *testing.T) {
-	c := start(t, "zeroclaw-v1")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	r := result(t, resp)
+	c, r := initialize(t, "zeroclaw-v1")
 	meta, _ := r["_meta"].(map[string]any)
 	zc, _ := meta["zeroclaw"].(map[string]any)
 	info, _ := r["agentInfo"].(map[string]any)
@@ -387,15 +327,15 @@ func TestZeroClawV1(t *testing.T) {
 		t.Errorf("initialize %v", r)
 	}
 	sid := newSession(c, 2)
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hey"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":"hey"}}`)
 	notes, resp := c.until(3, nil)
 	if chunkTexts(notes) != "😊 echo: hey" || len(notes) != 3 || result(t, resp)["content"] != "😊 echo: hey" {
 		t.Errorf("chunks %q result %v", chunkTexts(notes), resp)
 	}
-	c.send(prompt(4, sid, "slow one"))
+	c.Send(prompt(4, sid, "slow one"))
 	c.next(nil) // the first tick
-	c.send(prompt(5, sid, "second"))
-	c.send(cancelFrame(sid))
+	c.Send(prompt(5, sid, "second"))
+	c.Send(cancelFrame(sid))
 	var busy map[string]any
 	notes = nil
 	for resp = nil; resp == nil; {
@@ -425,16 +365,16 @@ func TestZeroClawV1(t *testing.T) {
 		t.Errorf("cancel: marker %v result %v", marker, r)
 	}
 	// The third prompt of the process is preceded by history_trimmed.
-	c.send(prompt(6, sid, "third"))
+	c.Send(prompt(6, sid, "third"))
 	notes, _ = c.until(6, nil)
 	if len(notes) == 0 || notes[0]["method"] != "_zeroclaw/history_trimmed" {
 		t.Errorf("third prompt's notifications %v", notes)
 	}
-	c.send(`{"jsonrpc":"2.0","id":7,"method":"session/stop","params":{"sessionId":"` + sid + `"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":7,"method":"session/stop","params":{"sessionId":"` + sid + `"}}`)
 	if _, resp := c.until(7, nil); result(t, resp)["stopped"] != true {
 		t.Errorf("stop answered %v", resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":8,"method":"session/nope","params":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":8,"method":"session/nope","params":{}}`)
 	if _, resp := c.until(8, nil); rpcCode(resp) != -32601 {
 		t.Errorf("unknown method answered %v", resp)
 	}
@@ -452,16 +392,16 @@ func TestZeroClawToolCancel(t *testing.T) {
 				env = append(env, "ZCB_ACPTEST_ZEROCLAW=0.8.0-beta-1")
 			}
 			c, sid := ready(t, "zeroclaw-v1", env...)
-			c.send(prompt(3, sid, "use a tool"))
+			c.Send(prompt(3, sid, "use a tool"))
 			for {
 				u, _ := c.next(nil)["params"].(map[string]any)["update"].(map[string]any)
 				if u["sessionUpdate"] == "tool_call" {
 					break
 				}
 			}
-			c.send(cancelFrame(sid))
+			c.Send(cancelFrame(sid))
 			if may {
-				c.send(prompt(4, sid, "too soon"))
+				c.Send(prompt(4, sid, "too soon"))
 				if _, resp := c.until(4, nil); rpcCode(resp) != -32002 {
 					t.Errorf("prompt during the tool: %v, want -32002", resp)
 				}
@@ -487,17 +427,15 @@ func TestZeroClawToolCancel(t *testing.T) {
 }
 
 func TestZeroClawRequiresAlias(t *testing.T) {
-	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
-	c.send(initFrame)
-	c.until(1, nil)
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"mcpServers":[]}}`)
+	c, _ := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty", "ZCB_ACPTEST_CONTENT=override")
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"mcpServers":[]}}`)
 	if _, resp := c.until(2, nil); rpcCode(resp) != -32602 {
 		t.Errorf("session/new without alias answered %v", resp)
 	}
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"mcpServers":[],"agentAlias":"dotty"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"mcpServers":[],"agentAlias":"dotty"}}`)
 	_, resp := c.until(3, nil)
 	sid, _ := result(t, resp)["sessionId"].(string)
-	c.send(prompt(4, sid, "hi"))
+	c.Send(prompt(4, sid, "hi"))
 	notes, resp := c.until(4, nil)
 	if result(t, resp)["content"] != "😊 from content" || chunkTexts(notes) != "😊 echo: hi" {
 		t.Errorf("result %v chunks %q", resp, chunkTexts(notes))
@@ -506,7 +444,7 @@ func TestZeroClawRequiresAlias(t *testing.T) {
 
 func TestPermMode(t *testing.T) {
 	c, sid := ready(t, "perm")
-	c.send(prompt(3, sid, "tool:shell"))
+	c.Send(prompt(3, sid, "tool:shell"))
 	var req, call map[string]any
 	for req == nil {
 		m := c.next(nil)
@@ -532,7 +470,7 @@ func TestPermMode(t *testing.T) {
 		t.Errorf("toolCall %v", tc)
 	}
 	id, _ := json.Marshal(req["id"])
-	c.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	notes, resp := c.until(3, nil)
 	if got := chunkTexts(notes); got != "😊 outcome=allow-once" || result(t, resp)["stopReason"] != "end_turn" {
 		t.Errorf("chunks %q result %v", got, resp)
@@ -558,7 +496,7 @@ func TestToolShapesOnTheWire(t *testing.T) {
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			c, sid := ready(t, "perm")
-			c.send(prompt(3, sid, "tools:"+tt.spec))
+			c.Send(prompt(3, sid, "tools:"+tt.spec))
 			var seen []string
 			for {
 				m := c.next(nil)
@@ -581,7 +519,7 @@ func TestToolShapesOnTheWire(t *testing.T) {
 						}
 					}
 					rid, _ := json.Marshal(m["id"])
-					c.send(`{"jsonrpc":"2.0","id":` + string(rid) + `,"result":{"outcome":{"outcome":"selected","optionId":"` + allow + `"}}}`)
+					c.Send(`{"jsonrpc":"2.0","id":` + string(rid) + `,"result":{"outcome":{"outcome":"selected","optionId":"` + allow + `"}}}`)
 				case "session/update":
 					u := params["update"].(map[string]any)
 					id, _ := u["toolCallId"].(string)
@@ -605,7 +543,7 @@ func TestToolShapesOnTheWire(t *testing.T) {
 
 func TestFloodMode(t *testing.T) {
 	c, sid := ready(t, "flood", "ZCB_ACPTEST_FLOOD=3000")
-	c.send(prompt(3, sid, "go"))
+	c.Send(prompt(3, sid, "go"))
 	notes, resp := c.until(3, nil)
 	if got := chunkTexts(notes); got != strings.Repeat("x", 3000) || len(notes) != 3000 {
 		t.Errorf("got %d notifications, %d bytes of chunks", len(notes), len(got))
@@ -617,22 +555,17 @@ func TestFloodMode(t *testing.T) {
 
 func TestBigModes(t *testing.T) {
 	c, sid := ready(t, "bigline")
-	c.send(prompt(3, sid, "big"))
+	c.Send(prompt(3, sid, "big"))
 	notes, _ := c.until(3, nil)
 	if got := chunkTexts(notes); len(notes) != 2 || len(got) != 12<<20+len("😊 small") || !strings.HasSuffix(got, "a😊 small") {
 		t.Errorf("bigline: %d notifications, %d bytes", len(notes), len(got))
 	}
 	c, sid = ready(t, "bigresult")
-	c.send(prompt(3, sid, "big"))
+	c.Send(prompt(3, sid, "big"))
 	line := ""
 	for line == "" {
-		select {
-		case l := <-c.lines:
-			if strings.Contains(l, `"id":3`) {
-				line = l
-			}
-		case <-time.After(waitLimit):
-			t.Fatal("no bigresult response")
+		if l := c.Next(waitLimit); strings.Contains(l, `"id":3`) {
+			line = l
 		}
 	}
 	if len(line) <= 12<<20 || !strings.Contains(line, `"stopReason":"end_turn"`) {
@@ -650,10 +583,8 @@ func TestExitOne(t *testing.T) {
 func TestCrashAfterInitCountsRuns(t *testing.T) {
 	dir := t.TempDir()
 	for run, wantCrash := range []bool{true, false} {
-		c := start(t, "crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1")
-		c.send(initFrame)
-		c.until(1, nil)
-		c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+		c, _ := initialize(t, "crash-after-init", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1")
+		c.Send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
 		if wantCrash {
 			if code := c.exitCode(); code != 3 {
 				t.Errorf("run %d: exit status %d, want 3", run, code)
@@ -668,7 +599,7 @@ func TestCrashAfterInitCountsRuns(t *testing.T) {
 
 func TestCrashMidTurn(t *testing.T) {
 	c, sid := ready(t, "crash-mid-turn")
-	c.send(prompt(3, sid, "doomed"))
+	c.Send(prompt(3, sid, "doomed"))
 	if m := c.next(nil); m["method"] != "session/update" {
 		t.Errorf("first frame %v, want a chunk", m)
 	}
@@ -684,22 +615,22 @@ func TestCrashMidTurn(t *testing.T) {
 func TestZeroClawSessionStore(t *testing.T) {
 	store := t.TempDir()
 	c, sid := ready(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
-	c.send(prompt(3, sid, "my name is Ada"))
+	c.Send(prompt(3, sid, "my name is Ada"))
 	c.until(3, nil)
-	c.send(prompt(4, sid, "use a tool"))
+	c.Send(prompt(4, sid, "use a tool"))
 	c.until(4, nil)
-	c.send(prompt(5, sid, "slow story"))
+	c.Send(prompt(5, sid, "slow story"))
 	c.next(nil) // the first tick
-	c.send(cancelFrame(sid))
+	c.Send(cancelFrame(sid))
 	c.until(5, nil)
-	c.send(prompt(6, sid, "recall"))
+	c.Send(prompt(6, sid, "recall"))
 	if notes, resp := c.until(6, nil); chunkTexts(notes) != Recall(2, "use a tool") || result(t, resp)["content"] != Recall(2, "use a tool") {
 		t.Errorf("recall in the first process: %q %v", chunkTexts(notes), resp)
 	}
 	if _, err := os.Stat(filepath.Join(store, "sessions", "acp-sessions.json")); err != nil {
 		t.Fatalf("no store file: %v", err)
 	}
-	_ = c.stdin.Close()
+	_ = c.Stdin.Close()
 	if code := c.exitCode(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -708,14 +639,12 @@ func TestZeroClawSessionStore(t *testing.T) {
 	for _, method := range []string{"session/resume", "session/load"} {
 		t.Run(method, func(t *testing.T) {
 			defer func() { earlier++ }()
-			c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
-			c.send(initFrame)
-			_, resp := c.until(1, nil)
-			caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+			c, r := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+store)
+			caps, _ := r["agentCapabilities"].(map[string]any)
 			if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] == nil || sc["close"] == nil {
 				t.Errorf("capabilities %v", caps)
 			}
-			c.send(`{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
+			c.Send(`{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
 			notes, resp := c.until(2, nil)
 			result(t, resp)
 			var kinds []string
@@ -731,22 +660,22 @@ func TestZeroClawSessionStore(t *testing.T) {
 			if got := strings.Join(kinds, " "); got != want {
 				t.Errorf("replayed %q, want %q", got, want)
 			}
-			c.send(`{"jsonrpc":"2.0","id":3,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
+			c.Send(`{"jsonrpc":"2.0","id":3,"method":"` + method + `","params":{"sessionId":"` + sid + `","mcpServers":[]}}`)
 			if _, resp := c.until(3, nil); rpcCode(resp) != -32602 {
 				t.Errorf("reopening a live session answered %v, want -32602", resp)
 			}
-			c.send(`{"jsonrpc":"2.0","id":4,"method":"` + method + `","params":{"sessionId":"nope","mcpServers":[]}}`)
+			c.Send(`{"jsonrpc":"2.0","id":4,"method":"` + method + `","params":{"sessionId":"nope","mcpServers":[]}}`)
 			if _, resp := c.until(4, nil); rpcCode(resp) != -32000 {
 				t.Errorf("an unknown session answered %v, want -32000", resp)
 			}
-			c.send(prompt(5, sid, "recall"))
+			c.Send(prompt(5, sid, "recall"))
 			if notes, _ := c.until(5, nil); chunkTexts(notes) != Recall(earlier, "recall") {
 				t.Errorf("recall after %s: %q", method, chunkTexts(notes))
 			}
 			// session/close forgets the live session; the store keeps it.
-			c.send(`{"jsonrpc":"2.0","id":6,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
+			c.Send(`{"jsonrpc":"2.0","id":6,"method":"session/close","params":{"sessionId":"` + sid + `"}}`)
 			c.until(6, nil)
-			c.send(`{"jsonrpc":"2.0","id":7,"method":"session/resume","params":{"sessionId":"` + sid + `"}}`)
+			c.Send(`{"jsonrpc":"2.0","id":7,"method":"session/resume","params":{"sessionId":"` + sid + `"}}`)
 			if _, resp := c.until(7, nil); resp["error"] != nil {
 				t.Errorf("resume after close answered %v", resp)
 			}
@@ -758,26 +687,22 @@ func TestZeroClawSessionStore(t *testing.T) {
 // its methods and knows no earlier session; with ZCB_ACPTEST_RESTORE=load
 // it loads but cannot resume.
 func TestZeroClawStoreOffAndLoadOnly(t *testing.T) {
-	c := start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE=off")
-	c.send(initFrame)
-	_, resp := c.until(1, nil)
-	caps, _ := result(t, resp)["agentCapabilities"].(map[string]any)
+	c, r := initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE=off")
+	caps, _ := r["agentCapabilities"].(map[string]any)
 	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != false || len(sc) != 0 {
 		t.Errorf("capabilities without a store %v", caps)
 	}
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
 	if _, resp := c.until(2, nil); rpcCode(resp) != -32000 {
 		t.Errorf("resume without a store answered %v, want -32000", resp)
 	}
 
-	c = start(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load")
-	c.send(initFrame)
-	_, resp = c.until(1, nil)
-	caps, _ = result(t, resp)["agentCapabilities"].(map[string]any)
+	c, r = initialize(t, "zeroclaw-v1", "ZCB_ACPTEST_STORE="+t.TempDir(), "ZCB_ACPTEST_RESTORE=load")
+	caps, _ = r["agentCapabilities"].(map[string]any)
 	if sc, _ := caps["sessionCapabilities"].(map[string]any); caps["loadSession"] != true || sc["resume"] != nil {
 		t.Errorf("load-only capabilities %v", caps)
 	}
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s"}}`)
 	if _, resp := c.until(2, nil); rpcCode(resp) != -32601 {
 		t.Errorf("resume on a load-only agent answered %v, want -32601", resp)
 	}

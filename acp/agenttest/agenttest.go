@@ -55,23 +55,26 @@ func Pool(t testing.TB, a *acptest.Agent, cfg acp.Config, pcfg acp.PoolConfig) *
 		<-done
 		_ = toAgentW.Close()
 		_ = fromAgentW.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("agenttest: client did not close")
-		}
-		select {
-		case <-conn.Done():
-		case <-time.After(5 * time.Second):
-			t.Error("agenttest: agent did not close")
-		}
+		acptest.WaitClosed(t, "agenttest: client", c.Done())
+		acptest.WaitClosed(t, "agenttest: agent", conn.Done())
 	})
 	return p
 }
 
-// DemoPool returns a pool on an in-process built-in demo agent with no
-// chunk delay (for benchmarks); it is shut down when the test ends.
-func DemoPool(t testing.TB) *acp.Pool {
+// Driver drives turns on p, each bounded by timeout, and waits for s's
+// agent to be ready.
+func Driver(t testing.TB, s *acp.Supervisor, p *acp.Pool, timeout time.Duration) acptest.Driver[acp.AgentHealth, acp.TurnResult] {
+	return acptest.Driver[acp.AgentHealth, acp.TurnResult]{T: t, Timeout: timeout,
+		Run: func(ctx context.Context, key, prompt string, onChunk func(string)) (acp.TurnResult, error) {
+			return p.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt }, OnChunk: onChunk})
+		},
+		Acquire: func(ctx context.Context) error { _, err := s.Acquire(ctx); return err }, Health: s.Health}
+}
+
+// DemoPool returns a pool with pcfg on an in-process built-in demo agent
+// with no chunk delay (for benchmarks; a zero SessionMaxTurns is
+// unbounded); it is shut down when the test ends.
+func DemoPool(t testing.TB, pcfg acp.PoolConfig) *acp.Pool {
 	t.Helper()
 	toAgentR, toAgentW := io.Pipe()
 	fromAgentR, fromAgentW := io.Pipe()
@@ -91,5 +94,8 @@ func DemoPool(t testing.TB) *acp.Pool {
 		<-served
 		cancel()
 	})
-	return acp.NewPool(acp.PoolConfig{SessionMaxTurns: 1 << 30}, c)
+	if pcfg.SessionMaxTurns == 0 {
+		pcfg.SessionMaxTurns = 1 << 30
+	}
+	return acp.NewPool(pcfg, c)
 }

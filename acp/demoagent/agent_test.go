@@ -179,13 +179,8 @@ func TestWireFormat(t *testing.T) {
 	}
 
 	_ = toAgentW.Close()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("Serve did not return at EOF")
+	if err := await(t, served, "Serve's return at EOF"); err != nil {
+		t.Errorf("Serve = %v, want nil", err)
 	}
 	_ = fromAgentW.Close()
 	for range lines {
@@ -258,7 +253,7 @@ func TestCancelAfterFirstChunk(t *testing.T) {
 	if err := hs.conn.Cancel(ctx, acp.CancelNotification{SessionId: sid}); err != nil {
 		t.Fatalf("session/cancel: %v", err)
 	}
-	r := await(t, res, waitLimit)
+	r := await(t, res, "the prompt's result")
 	t.Logf("prompt ended %s after session/cancel", time.Since(cancelled).Round(time.Millisecond))
 	if r.err != nil || r.resp.StopReason != acp.StopReasonCancelled {
 		t.Fatalf("cancelled prompt = %+v, %v; want stopReason cancelled", r.resp, r.err)
@@ -300,15 +295,11 @@ func TestCancelBeforeFirstChunk(t *testing.T) {
 	ctx := within(t)
 
 	res := hs.promptAsync(ctx, sid, "hello")
-	select {
-	case <-started:
-	case <-time.After(waitLimit):
-		t.Fatal("turn did not start")
-	}
+	await(t, started, "the turn's start")
 	if err := hs.conn.Cancel(ctx, acp.CancelNotification{SessionId: sid}); err != nil {
 		t.Fatalf("session/cancel: %v", err)
 	}
-	r := await(t, res, waitLimit)
+	r := await(t, res, "the prompt's result")
 	if r.err != nil || r.resp.StopReason != acp.StopReasonCancelled {
 		t.Fatalf("prompt = %+v, %v; want stopReason cancelled", r.resp, r.err)
 	}
@@ -342,18 +333,14 @@ func TestBusySession(t *testing.T) {
 	ctx := within(t)
 
 	res := hs.promptAsync(ctx, sid, "first")
-	select {
-	case <-started:
-	case <-time.After(waitLimit):
-		t.Fatal("first turn did not start")
-	}
+	await(t, started, "the first turn's start")
 	_, err := hs.prompt(ctx, sid, "second")
 	re := rpcError(t, err)
 	if want := "Session already has an active prompt turn: " + string(sid); re.Code != -32002 || re.Message != want {
 		t.Errorf("second prompt error = %d %q, want -32002 %q", re.Code, re.Message, want)
 	}
 	close(release)
-	r := await(t, res, waitLimit)
+	r := await(t, res, "the prompt's result")
 	if r.err != nil || r.resp.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("first prompt = %+v, %v; want end_turn (the rejected prompt must not cancel it)", r.resp, r.err)
 	}
@@ -400,7 +387,7 @@ func TestConcurrentSessions(t *testing.T) {
 		results[i] = hs.promptAsync(ctx, sid, "[User] I am caller "+string(rune('A'+i)))
 	}
 	for i, sid := range sids {
-		r := await(t, results[i], waitLimit)
+		r := await(t, results[i], "the prompt's result")
 		if r.err != nil || r.resp.StopReason != acp.StopReasonEndTurn {
 			t.Errorf("session %d: %+v, %v", i, r.resp, r.err)
 		}
@@ -444,7 +431,7 @@ func TestCloseSessionCancelsTurn(t *testing.T) {
 	if _, err := hs.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: sid}); err != nil {
 		t.Fatalf("session/close: %v", err)
 	}
-	if r := await(t, res, waitLimit); r.err != nil || r.resp.StopReason != acp.StopReasonCancelled {
+	if r := await(t, res, "the prompt's result"); r.err != nil || r.resp.StopReason != acp.StopReasonCancelled {
 		t.Errorf("prompt on the closed session = %+v, %v; want cancelled", r.resp, r.err)
 	}
 	_, err := hs.prompt(ctx, sid, "hello?")

@@ -187,17 +187,9 @@ func (hs *harness) shutdown() error {
 	hs.stopOnce.Do(func() {
 		defer hs.cancel()
 		_ = hs.toAgent.Close()
-		select {
-		case hs.serveErr = <-hs.served:
-		case <-time.After(waitLimit):
-			hs.tb.Fatal("Serve did not return after the client closed its pipe")
-		}
+		hs.serveErr = await(hs.tb, hs.served, "Serve's return after the client closed its pipe")
 		_ = hs.fromAgent.Close()
-		select {
-		case <-hs.conn.Done():
-		case <-time.After(waitLimit):
-			hs.tb.Fatal("client connection did not end")
-		}
+		await(hs.tb, hs.conn.Done(), "the client connection's end")
 	})
 	return hs.serveErr
 }
@@ -234,15 +226,17 @@ func (hs *harness) promptAsync(ctx context.Context, sid acp.SessionId, text stri
 	return ch
 }
 
-// await waits for a turn result for at most limit.
-func await(tb testing.TB, ch <-chan turnResult, limit time.Duration) turnResult {
+// await receives from ch, failing the test if nothing comes within
+// waitLimit; what names what it waits for.
+func await[T any](tb testing.TB, ch <-chan T, what string) T {
 	tb.Helper()
 	select {
-	case r := <-ch:
-		return r
-	case <-time.After(limit):
-		tb.Fatalf("prompt did not finish within %s", limit)
-		return turnResult{}
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		tb.Fatalf("%s: nothing within %s", what, waitLimit)
+		var zero T
+		return zero
 	}
 }
 

@@ -16,18 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// awaitServe waits for Serve's result for at most waitLimit.
-func awaitServe(t *testing.T, served <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-served:
-		return err
-	case <-time.After(waitLimit):
-		t.Fatal("Serve did not return")
-		return nil
-	}
-}
-
 func TestServeReturnsNilAtEOF(t *testing.T) {
 	verifyNoLeaks(t)
 	hs := startAgent(t, Options{}, hooks{})
@@ -50,7 +38,7 @@ func TestServeReturnsAtEOFDuringTurn(t *testing.T) {
 		t.Errorf("Serve = %v, want nil", err)
 	}
 	// The client went away mid-turn; its call ends one way or another.
-	await(t, res, waitLimit)
+	await(t, res, "the prompt's result")
 }
 
 func TestServeStopsWhenContextEnds(t *testing.T) {
@@ -84,7 +72,7 @@ func TestServeStopsWhenContextEnds(t *testing.T) {
 	cl.waitChunks(r.SessionId, 1)
 
 	cancel()
-	if err := awaitServe(t, served); err != nil {
+	if err := await(t, served, "Serve's return"); err != nil {
 		t.Errorf("Serve = %v, want nil when ctx ends", err)
 	}
 	// Serve closed its input to stop the reader.
@@ -108,7 +96,7 @@ func TestServeWithEndedContext(t *testing.T) {
 	var out bytes.Buffer
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, in, &out, Options{}) }()
-	if err := awaitServe(t, served); err != nil {
+	if err := await(t, served, "Serve's return"); err != nil {
 		t.Errorf("Serve = %v, want nil", err)
 	}
 	if out.Len() != 0 {
@@ -132,7 +120,7 @@ func TestServeAbandonsUninterruptibleRead(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, in, io.Discard, Options{}) }()
 	cancel()
-	if err := awaitServe(t, served); err != nil {
+	if err := await(t, served, "Serve's return"); err != nil {
 		t.Errorf("Serve = %v, want nil", err)
 	}
 }
@@ -142,7 +130,7 @@ func TestServeReportsReadError(t *testing.T) {
 	boom := errors.New("boom")
 	served := make(chan error, 1)
 	go func() { served <- Serve(context.Background(), iotest.ErrReader(boom), io.Discard, Options{}) }()
-	if err := awaitServe(t, served); !errors.Is(err, boom) {
+	if err := await(t, served, "Serve's return"); !errors.Is(err, boom) {
 		t.Errorf("Serve = %v, want an error wrapping %v", err, boom)
 	}
 }

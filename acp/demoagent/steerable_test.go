@@ -38,8 +38,8 @@ func startSidecar(t *testing.T, ctx context.Context, opts Options) *sidecarClien
 		sc := bufio.NewScanner(outR)
 		for sc.Scan() {
 			var f map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-				t.Errorf("agent wrote a line that is not JSON: %q", sc.Text())
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
+				t.Errorf("agent wrote a line that is not a JSON object: %q", sc.Text())
 				continue
 			}
 			c.frames <- f
@@ -64,18 +64,25 @@ func (c *sidecarClient) wait() error {
 	}
 }
 
+// wantShutdown checks that the next frame is a lifecycle.shutdown for
+// reason and that ServeSteerable then returns nil.
+func (c *sidecarClient) wantShutdown(reason string) {
+	c.t.Helper()
+	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != reason {
+		c.t.Errorf("frame %v, want a lifecycle.shutdown for %q", f, reason)
+	}
+	if err := c.wait(); err != nil {
+		c.t.Errorf("ServeSteerable = %v", err)
+	}
+}
+
 func (c *sidecarClient) next() map[string]any {
 	c.t.Helper()
-	select {
-	case f, ok := <-c.frames:
-		if !ok {
-			c.t.Fatal("the agent's output ended")
-		}
-		return f
-	case <-time.After(waitLimit):
-		c.t.Fatal("no frame from the agent")
-		return nil
+	f := await(c.t, c.frames, "a frame from the agent")
+	if f == nil { // frames is closed: it carries only JSON objects
+		c.t.Fatal("the agent's output ended")
 	}
+	return f
 }
 
 // call sends a request and returns its response, collecting the
@@ -187,12 +194,7 @@ func TestServeSteerable(t *testing.T) {
 	if _, ok := bye["result"]; ok || bye["error"] != nil {
 		t.Errorf("shutdown answer %v", bye)
 	}
-	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "normal" {
-		t.Errorf("after shutdown %v", f)
-	}
-	if err := c.wait(); err != nil {
-		t.Errorf("ServeSteerable = %v", err)
-	}
+	c.wantShutdown("normal")
 }
 
 func TestServeSteerableCancel(t *testing.T) {
@@ -223,12 +225,7 @@ func TestServeSteerableCancel(t *testing.T) {
 		t.Error("quiet-ready wrote the marker")
 	}
 	_ = c.in.Close()
-	if f := c.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "eof" {
-		t.Errorf("at EOF %v", f)
-	}
-	if err := c.wait(); err != nil {
-		t.Errorf("ServeSteerable = %v", err)
-	}
+	c.wantShutdown("eof")
 }
 
 func TestServeSteerableStopsWhenContextEnds(t *testing.T) {

@@ -23,28 +23,28 @@ func TestDemoAgentSteerable(t *testing.T) {
 	// waited for the cancel's grace would never return.
 	h := start(t, setup{mode: "demo", env: []string{"ZCB_STEERTEST_DELAY=30ms"}, cfg: acp.Config{StopGrace: 2 * time.Second},
 		pcfg: acp.PoolConfig{Clock: clockwork.NewFakeClock()}})
-	health := h.waitReady()
+	health := h.WaitReady()
 	if health.Dialect != "steerable" || health.AgentName != demoagent.Name || health.ProtocolVersion != "0.1.0" {
 		t.Errorf("health %+v", health)
 	}
 	prompt := "[User] hello demo"
-	res, chunks := h.mustTurn("k", prompt)
+	res, chunks := h.MustTurn("k", prompt)
 	if res.Text != demoagent.Reply(prompt) || strings.Join(chunks, "") != res.Text || len(chunks) < 3 {
 		t.Errorf("text %q chunks %q, want %q streamed", res.Text, chunks, demoagent.Reply(prompt))
 	}
-	second, _ := h.mustTurn("k", "[User] again")
+	second, _ := h.MustTurn("k", "[User] again")
 	if second.Text != demoagent.Reply("[User] again") || second.TurnIndex != 1 || second.SessionID != res.SessionID {
 		t.Errorf("second turn %+v", second)
 	}
 	if d := cmp.Diff(h.chats()[1].Messages, msgs(prompt, res.Text, "[User] again")); d != "" {
 		t.Errorf("messages (-got +want):\n%s", d)
 	}
-	took, err := h.bargeIn("k", "[User] a long story please")
+	took, err := h.BargeIn("k", "[User] a long story please")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("barge-in: %v after %s", err, took)
 	}
 	t.Logf("barge-in answered after %s", took.Round(time.Millisecond))
-	after, _ := h.mustTurn("k", "[User] after")
+	after, _ := h.MustTurn("k", "[User] after")
 	if after.SessionID != res.SessionID || after.TurnIndex != 2 {
 		t.Errorf("turn after barge-in %+v", after)
 	}

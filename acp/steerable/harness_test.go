@@ -1,8 +1,6 @@
 package steerable_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,9 +8,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -20,16 +19,7 @@ import (
 
 func TestMain(m *testing.M) {
 	steerabletest.MaybeRunHelper()
-	// Panic on an exec.Cmd that is started but never waited for.
-	_ = os.Setenv("GODEBUG", "execwait=2")
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(acptest.RunTests(m))
 }
 
 // setup is one harness's configuration; zero fields get test defaults.
@@ -47,6 +37,7 @@ type setup struct {
 // harness runs a real Supervisor and Pool over the steerable protocol
 // against a fake sidecar child.
 type harness struct {
+	acptest.Driver[acp.AgentHealth, acp.TurnResult]
 	t       *testing.T
 	sup     *acp.Supervisor
 	pool    *acp.Pool
@@ -61,32 +52,13 @@ type harness struct {
 // goroutines and processes, when the test ends.
 func start(t *testing.T, s setup) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &testkit.LogBuffer{}, record: filepath.Join(t.TempDir(), "frames")}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("log output:\n" + h.logs.String())
-		}
-	})
+	h := &harness{t: t, logs: acptest.Logs(t), record: filepath.Join(t.TempDir(), "frames")}
 	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: h.logs})
 	h.metrics = acp.NewMetrics(prometheus.NewRegistry())
 	path, args, env := steerabletest.Command(s.mode, append([]string{"ZCB_STEERTEST_RECORD=" + h.record}, s.env...)...)
 	cfg := s.cfg
 	cfg.Command, cfg.Args, cfg.Env = path, args, env
-	if cfg.BackoffInitial == 0 {
-		cfg.BackoffInitial = 20 * time.Millisecond
-	}
-	if cfg.StopGrace == 0 {
-		cfg.StopGrace = 500 * time.Millisecond
-	}
-	// Bounds only a hang reaches, as in acp's harness: on a loaded machine
-	// a race-built sidecar takes seconds to start, and a restart must not
-	// outlast the grace nor a handshake its timeout.
-	if cfg.UnavailableGrace == 0 {
-		cfg.UnavailableGrace = time.Minute
-	}
-	if cfg.InitTimeout == 0 {
-		cfg.InitTimeout = time.Minute
-	}
+	acptest.Bounds(&cfg.BackoffInitial, &cfg.StopGrace, &cfg.UnavailableGrace, &cfg.InitTimeout)
 	if s.scfg.Model == "" && !s.noModel {
 		s.scfg.Model = "test-model"
 	}
@@ -96,69 +68,15 @@ func start(t *testing.T, s setup) *harness {
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = acp.NewSupervisor(cfg)
 	h.pool = acp.NewPool(pcfg, h.sup)
+	h.Driver = agenttest.Driver(t, h.sup, h.pool, 90*time.Second)
 	h.stop = testkit.RunAll(t, func() int { return h.sup.Health().PID }, h.sup, h.pool)
 	return h
 }
 
-func (h *harness) waitReady() acp.AgentHealth {
+// waitReplaced waits for a ready sidecar other than pid old.
+func (h *harness) waitReplaced(old int) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if _, err := h.sup.Acquire(ctx); err != nil {
-		h.t.Fatalf("sidecar not ready: %v", err)
-	}
-	return h.sup.Health()
-}
-
-// turn runs one turn on key, collecting its chunks.
-func (h *harness) turn(key, prompt string) (acp.TurnResult, []string, error) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var chunks []string
-	res, err := h.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt },
-		OnChunk: func(s string) { chunks = append(chunks, s) }})
-	return res, chunks, err
-}
-
-func (h *harness) mustTurn(key, prompt string) (acp.TurnResult, []string) {
-	h.t.Helper()
-	res, chunks, err := h.turn(key, prompt)
-	if err != nil {
-		h.t.Fatalf("turn %q: %v", prompt, err)
-	}
-	return res, chunks
-}
-
-// bargeIn starts a turn, waits for its first chunk, ends its ctx and
-// returns how long Turn took to return after that, and its error.
-func (h *harness) bargeIn(key, prompt string) (time.Duration, error) {
-	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan string, 1000)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.pool.Turn(ctx, acp.TurnRequest{Key: key, Prompt: func(int) string { return prompt },
-			OnChunk: func(s string) { got <- s }})
-		errc <- err
-	}()
-	select {
-	case <-got:
-	case err := <-errc:
-		h.t.Fatalf("turn ended before its first chunk: %v", err)
-	case <-time.After(10 * time.Second):
-		h.t.Fatal("no first chunk")
-	}
-	begin := time.Now()
-	cancel()
-	select {
-	case err := <-errc:
-		return time.Since(begin), err
-	case <-time.After(5 * time.Second):
-		h.t.Fatal("Turn did not return after its ctx ended")
-		return 0, nil
-	}
+	h.WaitHealth("a new sidecar", func(hh acp.AgentHealth) bool { return hh.PID != old && hh.State == acp.StateReady })
 }
 
 // waitCancel waits for an agent.chat.cancel to reach the fake.

@@ -1,19 +1,16 @@
 package steerable_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire/wiretest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
@@ -22,76 +19,27 @@ import (
 // rawSidecar is the fake sidecar driven frame by frame, as the real one
 // was by hand: what it answers to what.
 type rawSidecar struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	frames chan map[string]any
-	exited chan error
-	id     int
+	*acptest.Child
+	t  *testing.T
+	id int
 }
 
 func startRaw(t *testing.T, mode string) *rawSidecar {
 	t.Helper()
 	path, args, env := steerabletest.Command(mode)
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &rawSidecar{t: t, cmd: cmd, in: in, frames: make(chan map[string]any, 1000), exited: make(chan error, 1)}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var f map[string]any
-			if json.Unmarshal(sc.Bytes(), &f) != nil {
-				f = map[string]any{"noise": sc.Text()}
-			}
-			s.frames <- f
-		}
-		close(s.frames)
-		s.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = in.Close()
-		select {
-		case err := <-s.exited:
-			s.exited <- err
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("the fake sidecar did not exit at stdin EOF")
-			<-s.exited
-		}
-	})
-	return s
+	return &rawSidecar{Child: acptest.StartChild(t, path, args, env, nil, true), t: t}
 }
 
+// next is the sidecar's next frame; a line that is not JSON is a frame
+// {"noise": line}.
 func (s *rawSidecar) next() map[string]any {
 	s.t.Helper()
-	select {
-	case f, ok := <-s.frames:
-		if !ok {
-			s.t.Fatal("the sidecar's stdout ended")
-		}
-		return f
-	case <-time.After(10 * time.Second):
-		s.t.Fatal("no frame from the sidecar")
-		return nil
+	l := s.Next(10 * time.Second)
+	var f map[string]any
+	if json.Unmarshal([]byte(l), &f) != nil {
+		f = map[string]any{"noise": l}
 	}
-}
-
-func (s *rawSidecar) write(line string) {
-	s.t.Helper()
-	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
-		s.t.Fatal(err)
-	}
+	return f
 }
 
 // call sends a request (params left out when nil) and returns its answer,
@@ -104,7 +52,7 @@ func (s *rawSidecar) call(method string, params any) (map[string]any, []map[stri
 		req["params"] = params
 	}
 	b, _ := json.Marshal(req)
-	s.write(string(b))
+	s.Send(string(b))
 	var notes []map[string]any
 	for {
 		f := s.next()
@@ -176,11 +124,11 @@ func TestFakeRefusesWhatTheSidecarRefuses(t *testing.T) {
 	}
 	// An unreadable frame is answered without an id; a notification is
 	// not answered at all.
-	s.write("{not json")
+	s.Send("{not json")
 	if f := s.next(); f["id"] != nil || f["error"].(map[string]any)["code"] != -32700.0 || f["error"].(map[string]any)["kind"] != "parse" {
 		t.Errorf("answer to an unreadable frame %v", f)
 	}
-	s.write(`{"jsonrpc":"2.0","method":"agent.session.create","params":{}}`)
+	s.Send(`{"jsonrpc":"2.0","method":"agent.session.create","params":{}}`)
 	if r, notes := s.call("system.ping", nil); len(notes) != 0 || r["result"].(map[string]any)["status"] != "ok" {
 		t.Errorf("after a notification: %v, then %v", notes, r)
 	}
@@ -191,14 +139,8 @@ func TestFakeRefusesWhatTheSidecarRefuses(t *testing.T) {
 	if f := s.next(); f["method"] != "lifecycle.shutdown" || f["params"].(map[string]any)["reason"] != "normal" {
 		t.Errorf("after shutdown %v", f)
 	}
-	select {
-	case err := <-s.exited:
-		s.exited <- err
-		if err != nil {
-			t.Errorf("exit after shutdown: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("no exit after system.shutdown")
+	if err := s.Wait(10 * time.Second); err != nil {
+		t.Errorf("exit after shutdown: %v", err)
 	}
 }
 
@@ -206,8 +148,8 @@ func TestFakeRefusesWhatTheSidecarRefuses(t *testing.T) {
 // its key's chat, and a barge-in's cancel names the stream.
 func TestBridgeSendsWhatTheSidecarRequires(t *testing.T) {
 	h := start(t, setup{mode: "sidecar"})
-	h.mustTurn("robot-1", "hi")
-	if _, err := h.bargeIn("robot-1", "tell me a slow story"); !errors.Is(err, context.Canceled) {
+	h.MustTurn("robot-1", "hi")
+	if _, err := h.BargeIn("robot-1", "tell me a slow story"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("barge-in: %v", err)
 	}
 	creates := h.requests("agent.session.create")
@@ -225,7 +167,7 @@ func TestBridgeSendsWhatTheSidecarRequires(t *testing.T) {
 // the turn fails with its answer.
 func TestChatWithoutModelRefused(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", noModel: true})
-	_, _, err := h.turn("k", "hi")
+	_, _, err := h.Turn("k", "hi")
 	var re *acp.RPCError
 	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, "model is required") {
 		t.Fatalf("turn without a model: %v", err)

@@ -30,7 +30,7 @@ func TestReadySignals(t *testing.T) {
 	for _, mode := range []string{"sidecar", "quiet-ready", "marker-only"} {
 		t.Run(mode, func(t *testing.T) {
 			h := start(t, setup{mode: mode})
-			health := h.waitReady()
+			health := h.WaitReady()
 			if health.Dialect != "steerable" || health.AgentVersion != "0.1.0-test" || health.ProtocolVersion != "0.1.0" ||
 				health.State != acp.StateReady || !health.Running || health.Restarts != 0 {
 				t.Errorf("health %+v", health)
@@ -39,7 +39,7 @@ func TestReadySignals(t *testing.T) {
 			testkit.WaitFor(t, 5*time.Second, "dotty_acp_dialect{steerable} = 1", func() bool {
 				return counterValue(h.metrics.Dialect.WithLabelValues("steerable")) == 1
 			})
-			if res, _ := h.mustTurn("k", "hello"); res.Text != steerabletest.Echo("hello") {
+			if res, _ := h.MustTurn("k", "hello"); res.Text != steerabletest.Echo("hello") {
 				t.Errorf("text %q", res.Text)
 			}
 		})
@@ -62,7 +62,7 @@ func TestNeverReadyIsRestarted(t *testing.T) {
 // A slow start within InitTimeout is waited for.
 func TestSlowReadyWithinInitTimeout(t *testing.T) {
 	h := start(t, setup{mode: "slow-ready", env: []string{"ZCB_STEERTEST_DELAY=400ms"}})
-	if res, _ := h.mustTurn("k", "eventually"); res.Text != steerabletest.Echo("eventually") {
+	if res, _ := h.MustTurn("k", "eventually"); res.Text != steerabletest.Echo("eventually") {
 		t.Errorf("text %q", res.Text)
 	}
 	if n := h.sup.Health().Restarts; n != 0 {
@@ -78,7 +78,7 @@ func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 	temp := 0.3
 	h := start(t, setup{mode: "sidecar", scfg: steerable.Config{Provider: "openai_compat", Model: "gpt-test",
 		BaseURL: "http://llm.local/v1", APIKey: "sk-test-secret", Temperature: &temp}})
-	res, chunks := h.mustTurn("k", "hello robot")
+	res, chunks := h.MustTurn("k", "hello robot")
 	want := steerabletest.Echo("hello robot")
 	if res.Text != want || strings.Join(chunks, "") != want || len(chunks) != 3 {
 		t.Fatalf("text %q chunks %q, want %q in 3 chunks", res.Text, chunks, want)
@@ -86,7 +86,7 @@ func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 	if res.StopReason != "end_turn" || res.TurnIndex != 0 || res.Phases.Reused {
 		t.Errorf("result %+v", res)
 	}
-	second, _ := h.mustTurn("k", "and again")
+	second, _ := h.MustTurn("k", "and again")
 	if second.SessionID != res.SessionID || second.TurnIndex != 1 || !second.Phases.Reused {
 		t.Errorf("second turn %+v", second)
 	}
@@ -122,7 +122,7 @@ func TestTurnStreamsInOrderWithHistory(t *testing.T) {
 // system.ping fills /health's agent details in the background.
 func TestHealthFromPing(t *testing.T) {
 	h := start(t, setup{mode: "quiet-ready", scfg: steerable.Config{PingInterval: 50 * time.Millisecond, PingTimeout: 40 * time.Millisecond}})
-	h.waitReady()
+	h.WaitReady()
 	testkit.WaitFor(t, 5*time.Second, "ping details", func() bool {
 		hh := h.sup.Health()
 		return hh.LoadedTools != nil && hh.AgentUptimeSeconds > 0
@@ -144,8 +144,8 @@ func TestHealthFromPing(t *testing.T) {
 func TestCancelOnBargeIn(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", cfg: acp.Config{CancelGrace: 4 * time.Second},
 		pcfg: acp.PoolConfig{Clock: clockwork.NewFakeClock()}})
-	warm, _ := h.mustTurn("k", "warm up")
-	took, err := h.bargeIn("k", "tell me a slow story")
+	warm, _ := h.MustTurn("k", "warm up")
+	took, err := h.BargeIn("k", "tell me a slow story")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -153,7 +153,7 @@ func TestCancelOnBargeIn(t *testing.T) {
 	cancelled := time.Now()
 	h.waitCancel()
 	t.Logf("cancel reached the sidecar %s after Turn returned", time.Since(cancelled).Round(time.Millisecond))
-	next, _ := h.mustTurn("k", "what now")
+	next, _ := h.MustTurn("k", "what now")
 	if next.SessionID != warm.SessionID || next.TurnIndex != 1 || next.Text != steerabletest.Echo("what now") {
 		t.Errorf("turn after barge-in %+v", next)
 	}
@@ -168,7 +168,7 @@ func TestCancelOnBargeIn(t *testing.T) {
 // Two conversations run at once, each on its own sidecar session.
 func TestTwoSessionsAtOnce(t *testing.T) {
 	h := start(t, setup{mode: "sidecar"})
-	h.waitReady()
+	h.WaitReady()
 	type out struct {
 		res acp.TurnResult
 		err error
@@ -211,8 +211,8 @@ func TestTwoSessionsAtOnce(t *testing.T) {
 			t.Fatal("turn did not return")
 		}
 	}
-	a, _ := h.mustTurn("robot-a", "quick a")
-	b, _ := h.mustTurn("robot-b", "quick b")
+	a, _ := h.MustTurn("robot-a", "quick a")
+	b, _ := h.MustTurn("robot-b", "quick b")
 	if a.SessionID == b.SessionID {
 		t.Error("two keys share a session")
 	}
@@ -245,11 +245,11 @@ func TestHistoryRotation(t *testing.T) {
 			pcfg := tt.pcfg
 			pcfg.Clock = clk
 			h := start(t, setup{mode: "sidecar", pcfg: pcfg})
-			first, _ := h.mustTurn("k", "one")
+			first, _ := h.MustTurn("k", "one")
 			clk.Advance(tt.gap1)
-			second, _ := h.mustTurn("k", "two")
+			second, _ := h.MustTurn("k", "two")
 			clk.Advance(tt.gap2)
-			third, _ := h.mustTurn("k", "three")
+			third, _ := h.MustTurn("k", "three")
 			if second.SessionID != first.SessionID || second.TurnIndex != 1 {
 				t.Errorf("second turn %+v: want the first session at turn 1", second)
 			}
@@ -274,7 +274,7 @@ func TestHistoryCharacterCap(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", scfg: steerable.Config{HistoryChars: 200}})
 	p := func(i int) string { return fmt.Sprintf("prompt number %02d ...", i) } // 20 characters
 	for i := 1; i <= 5; i++ {
-		h.mustTurn("k", p(i))
+		h.MustTurn("k", p(i))
 	}
 	e := steerabletest.Echo
 	chats := h.chats()
@@ -286,7 +286,7 @@ func TestHistoryCharacterCap(t *testing.T) {
 		t.Errorf("fourth messages (-got +want):\n%s", d)
 	}
 	long := strings.Repeat("é", 250)
-	h.mustTurn("k", long)
+	h.MustTurn("k", long)
 	chats = h.chats()
 	if d := cmp.Diff(chats[5].Messages, msgs(long)); d != "" {
 		t.Errorf("a prompt over the cap (-got +want):\n%s", d)
@@ -299,7 +299,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	for _, how := range []string{"restart", "crash"} {
 		t.Run(how, func(t *testing.T) {
 			h := start(t, setup{mode: "sidecar", env: []string{"ZCB_STEERTEST_STATE_DIR=" + t.TempDir()}})
-			first, _ := h.mustTurn("k", "remember me")
+			first, _ := h.MustTurn("k", "remember me")
 			old := h.sup.Health().PID
 			if how == "restart" {
 				if !h.sup.Restart("test") {
@@ -308,11 +308,8 @@ func TestResumeAfterRestart(t *testing.T) {
 			} else if err := syscallKill(old); err != nil {
 				t.Fatal(err)
 			}
-			testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-				hh := h.sup.Health()
-				return hh.PID != old && hh.State == acp.StateReady
-			})
-			second, _ := h.mustTurn("k", "still there?")
+			h.waitReplaced(old)
+			second, _ := h.MustTurn("k", "still there?")
 			if second.SessionID != first.SessionID || second.TurnIndex != 1 || second.Phases.Reused {
 				t.Errorf("turn after restart %+v, want session %s reopened at turn 1", second, first.SessionID)
 			}
@@ -338,14 +335,11 @@ func TestResumeAfterRestart(t *testing.T) {
 // carries the conversation over.
 func TestCreateWhenSidecarForgot(t *testing.T) {
 	h := start(t, setup{mode: "sidecar"})
-	first, _ := h.mustTurn("k", "remember me")
+	first, _ := h.MustTurn("k", "remember me")
 	old := h.sup.Health().PID
 	h.sup.Restart("test")
-	testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-		hh := h.sup.Health()
-		return hh.PID != old && hh.State == acp.StateReady
-	})
-	second, _ := h.mustTurn("k", "still there?")
+	h.waitReplaced(old)
+	second, _ := h.MustTurn("k", "still there?")
 	if second.SessionID == first.SessionID || second.TurnIndex != 1 {
 		t.Errorf("turn after restart %+v, want a new session at turn 1", second)
 	}
@@ -394,7 +388,7 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.env, func(t *testing.T) {
 			h := start(t, setup{mode: tt.mode, env: []string{tt.env}})
-			_, _, err := h.turn("k", "hi")
+			_, _, err := h.Turn("k", "hi")
 			var ae *acp.AgentError
 			if !errors.As(err, &ae) || ae.Kind != tt.kind || ae.Code != tt.code {
 				t.Fatalf("err = %v, want an AgentError of kind %s, code %d", err, tt.kind, tt.code)
@@ -405,7 +399,7 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 			if n := len(h.chats()); n != 1 {
 				t.Errorf("%d chats sent, want no retry", n)
 			}
-			if _, _, err := h.turn("k", "again"); !errors.As(err, &ae) {
+			if _, _, err := h.Turn("k", "again"); !errors.As(err, &ae) {
 				t.Errorf("second turn: %v", err)
 			}
 			if n := len(h.requests("agent.session.create")); n != 2 {
@@ -415,7 +409,7 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	}
 	t.Run("unknown stream error kind", func(t *testing.T) {
 		h := start(t, setup{mode: "stream-error", env: []string{"ZCB_STEERTEST_KIND=ValueError"}})
-		_, _, err := h.turn("k", "hi")
+		_, _, err := h.Turn("k", "hi")
 		var ae *acp.AgentError
 		if !errors.As(err, &ae) || ae.Kind != "" || ae.Class != "ValueError" {
 			t.Fatalf("err = %v, want an unclassified AgentError", err)
@@ -425,7 +419,7 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	// raises, are plain RPC errors; -32004 is its "session not found".
 	t.Run("catalogue code", func(t *testing.T) {
 		h := start(t, setup{mode: "error", env: []string{"ZCB_STEERTEST_CODE=-32004"}})
-		_, _, err := h.turn("k", "hi")
+		_, _, err := h.Turn("k", "hi")
 		var re *acp.RPCError
 		var ae *acp.AgentError
 		if !errors.As(err, &re) || re.Code != -32004 || errors.As(err, &ae) {
@@ -442,7 +436,7 @@ func TestHangIsBoundedAndRestarted(t *testing.T) {
 	// machine.
 	h := start(t, setup{mode: "hang", cfg: acp.Config{InitTimeout: 3 * time.Second},
 		scfg: steerable.Config{PingInterval: 100 * time.Millisecond, PingTimeout: 80 * time.Millisecond, PingMisses: 2}})
-	h.waitReady()
+	h.WaitReady()
 	begin := time.Now()
 	errc := make(chan error, 1)
 	go func() {
@@ -468,7 +462,7 @@ func TestHangIsBoundedAndRestarted(t *testing.T) {
 // confirmed, the session is retired and the next turn gets a new one.
 func TestStalledStreamIsBounded(t *testing.T) {
 	h := start(t, setup{mode: "stall-stream", cfg: acp.Config{CancelGrace: 300 * time.Millisecond}})
-	h.waitReady()
+	h.WaitReady()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	res, err := h.pool.Turn(ctx, acp.TurnRequest{Key: "k", Prompt: func(int) string { return "hi" }})
@@ -489,12 +483,12 @@ func TestStalledStreamIsBounded(t *testing.T) {
 // kept: see TestConversationSurvivesKill).
 func TestCrashMidStream(t *testing.T) {
 	h := start(t, setup{mode: "crash-mid-stream", env: []string{"ZCB_STEERTEST_STATE_DIR=" + t.TempDir(), "ZCB_STEERTEST_CRASHES=1"}})
-	h.waitReady()
-	_, _, err := h.turn("k", "doomed")
+	h.WaitReady()
+	_, _, err := h.Turn("k", "doomed")
 	if !errors.Is(err, acp.ErrAgentGone) {
 		t.Fatalf("err = %v, want ErrAgentGone", err)
 	}
-	res, _ := h.mustTurn("k", "after the crash")
+	res, _ := h.MustTurn("k", "after the crash")
 	if res.Text != steerabletest.Echo("after the crash") || res.TurnIndex != 0 {
 		t.Errorf("turn after crash %+v", res)
 	}
@@ -522,7 +516,7 @@ func TestConversationSurvivesKill(t *testing.T) {
 				s = setup{mode: "hang", env: []string{"ZCB_STEERTEST_HANG=agent.chat.cancel"}, cfg: acp.Config{CancelGrace: time.Minute}}
 			}
 			h := start(t, s)
-			first, _ := h.mustTurn("k", "remember the number 7")
+			first, _ := h.MustTurn("k", "remember the number 7")
 			old := h.sup.Health().PID
 			kill := func() {
 				if err := syscallKill(old); err != nil {
@@ -542,17 +536,14 @@ func TestConversationSurvivesKill(t *testing.T) {
 					t.Fatalf("turn killed mid-stream: %v, want ErrAgentGone", err)
 				}
 			case "during a cancel":
-				if _, err := h.bargeIn("k", "tell me a slow story"); !errors.Is(err, context.Canceled) {
+				if _, err := h.BargeIn("k", "tell me a slow story"); !errors.Is(err, context.Canceled) {
 					t.Fatalf("barge-in: %v", err)
 				}
 				h.waitCancel()
 				kill()
 			}
-			testkit.WaitFor(t, 10*time.Second, "a new sidecar", func() bool {
-				hh := h.sup.Health()
-				return hh.PID != old && hh.State == acp.StateReady
-			})
-			res, _ := h.mustTurn("k", "what was the number?")
+			h.waitReplaced(old)
+			res, _ := h.MustTurn("k", "what was the number?")
 			if res.SessionID == first.SessionID || res.TurnIndex != 1 {
 				t.Errorf("turn after the kill %+v, want a new session at turn 1", res)
 			}
@@ -580,7 +571,7 @@ func TestConversationSurvivesKill(t *testing.T) {
 // excess is counted.
 func TestChunkFlood(t *testing.T) {
 	h := start(t, setup{mode: "flood", env: []string{"ZCB_STEERTEST_FLOOD=20000", "ZCB_STEERTEST_FLOOD_BYTES=100"}})
-	h.waitReady()
+	h.WaitReady()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	first := true
@@ -603,7 +594,7 @@ func TestChunkFlood(t *testing.T) {
 	if hh := h.sup.Health(); hh.Restarts != 0 {
 		t.Errorf("the flood restarted the sidecar: %+v", hh)
 	}
-	if res, _ := h.mustTurn("k2", "flood again"); len(res.Text) > steerable.DefaultMaxReply {
+	if res, _ := h.MustTurn("k2", "flood again"); len(res.Text) > steerable.DefaultMaxReply {
 		t.Errorf("second flood: %d bytes", len(res.Text))
 	}
 }
@@ -612,7 +603,7 @@ func TestChunkFlood(t *testing.T) {
 // turn's text is only its own.
 func TestUnknownStreamsDropped(t *testing.T) {
 	h := start(t, setup{mode: "unknown-streams"})
-	res, chunks := h.mustTurn("k", "mine")
+	res, chunks := h.MustTurn("k", "mine")
 	if res.Text != steerabletest.Echo("mine") || len(chunks) != 3 {
 		t.Errorf("text %q chunks %q", res.Text, chunks)
 	}
@@ -623,7 +614,7 @@ func TestUnknownStreamsDropped(t *testing.T) {
 // Chunks written before agent.chat.stream's answer are not lost.
 func TestChunkBeforeAnswerIsDelivered(t *testing.T) {
 	h := start(t, setup{mode: "early-chunk"})
-	res, chunks := h.mustTurn("k", "early bird")
+	res, chunks := h.MustTurn("k", "early bird")
 	if res.Text != steerabletest.Echo("early bird") || len(chunks) != 3 {
 		t.Errorf("text %q chunks %q", res.Text, chunks)
 	}
@@ -635,7 +626,7 @@ func TestChunkBeforeAnswerIsDelivered(t *testing.T) {
 // Lines on stdout that are not frames are logged, not fatal.
 func TestStdoutNoiseIsLogged(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", env: []string{"ZCB_STEERTEST_NOISE=1"}})
-	if res, _ := h.mustTurn("k", "hi"); res.Text != steerabletest.Echo("hi") {
+	if res, _ := h.MustTurn("k", "hi"); res.Text != steerabletest.Echo("hi") {
 		t.Errorf("text %q", res.Text)
 	}
 	testkit.WaitFor(t, 5*time.Second, "the noise logged", func() bool {
@@ -665,7 +656,7 @@ func TestShutdownLadder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			h := start(t, setup{mode: tt.mode, cfg: acp.Config{StopGrace: tt.grace}})
-			h.mustTurn("k", "hi")
+			h.MustTurn("k", "hi")
 			// Each step waits its grace, so took has a floor; how far
 			// above it the stop ends depends on the machine, and which
 			// steps ran is read from the log below.

@@ -339,7 +339,7 @@ func (f *fake) stream(id, text string, parts []string, chunk func(string), cance
 	case "stall-stream":
 		return
 	case "crash-mid-stream":
-		if bump(f.stateDir, "crashes") {
+		if reexec.Bump("steertest", f.stateDir, "crashes", "ZCB_STEERTEST_CRASHES") {
 			chunk(parts[0])
 			time.Sleep(20 * time.Millisecond)
 			fmt.Fprintln(os.Stderr, "steertest: crashing mid-stream")
@@ -442,21 +442,6 @@ func thirds(s string) []string {
 	}
 	a, b := len(r)/3, 2*len(r)/3
 	return []string{string(r[:a]), string(r[a:b]), string(r[b:])}
-}
-
-// bump increments the named counter in dir and reports whether its old
-// value was below ZCB_STEERTEST_CRASHES (always true without a dir).
-func bump(dir, name string) bool {
-	if dir == "" {
-		return true
-	}
-	p := filepath.Join(dir, name)
-	b, _ := os.ReadFile(p)
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "steertest: counter:", err)
-	}
-	return n < envInt("ZCB_STEERTEST_CRASHES", 1<<30)
 }
 
 var (

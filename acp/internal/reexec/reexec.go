@@ -7,7 +7,9 @@
 package reexec
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +59,24 @@ func EnvDuration(name string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// Bump increments the counter file name in dir and reports whether its
+// old value was below the integer in the environment variable limitEnv
+// (always true when dir is empty: a fake without a state dir fails every
+// time). A counter that cannot be written is reported on stderr as
+// "<who>: counter: <error>".
+func Bump(who, dir, name, limitEnv string) bool {
+	if dir == "" {
+		return true
+	}
+	p := filepath.Join(dir, name)
+	b, _ := os.ReadFile(p)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, who+": counter:", err)
+	}
+	return n < EnvInt(limitEnv, 1<<30)
 }
 
 // ProcessGone reports whether pid no longer runs (testkit.ProcessGone: a
