@@ -126,6 +126,20 @@ func scene(at time.Time, text, face, state string) map[string]any {
 	return map[string]any{"text": text, "ts_wall": float64(at.UnixNano()) / 1e9, "face_id": faceID, "state": state}
 }
 
+// counted wraps one of the routes an older bridge lacks: under the lock,
+// it counts the request in n and answers 404 while b.missing is set.
+func (b *bridgeStub) counted(n *int, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		(*n)++
+		if b.missing {
+			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		}
+		return h(c)
+	}
+}
+
 // fakeBridge serves the bridge routes the page reads besides its own:
 // /health, /api/perception/{state,recent,feed,scene} and
 // /api/security/recent.
@@ -171,13 +185,7 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			map[string]any{"ts": now - 9, "name": "sound_event", "data": map[string]any{"direction": "left", "energy": 0.61}},
 		})
 	})
-	e.GET("/api/perception/scene", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.sceneCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	e.GET("/api/perception/scene", b.counted(&b.sceneCalls, func(c echo.Context) error {
 		out := map[string]any{}
 		for id, sc := range b.scenes {
 			if want := c.QueryParam("device_id"); want == "" || want == id {
@@ -185,14 +193,8 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			}
 		}
 		return c.JSON(http.StatusOK, out)
-	})
-	e.GET("/api/security/recent", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.securityCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	}))
+	e.GET("/api/security/recent", b.counted(&b.securityCalls, func(c echo.Context) error {
 		out := []any{}
 		for _, r := range b.records {
 			if want := c.QueryParam("device_id"); want == "" || r.(map[string]any)["device"] == want {
@@ -203,20 +205,14 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			out = out[:n]
 		}
 		return c.JSON(http.StatusOK, out)
-	})
-	e.GET("/api/journal/today", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.journalCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	}))
+	e.GET("/api/journal/today", b.counted(&b.journalCalls, func(c echo.Context) error {
 		if b.journal == nil {
 			return c.JSON(http.StatusOK, map[string]any{"date": time.Now().Format(time.DateOnly),
 				"dreams": []any{}, "dances": []any{}, "greetings": []any{}})
 		}
 		return c.JSON(http.StatusOK, b.journal)
-	})
+	}))
 	e.GET("/api/perception/feed", func(c echo.Context) error {
 		w := c.Response()
 		w.Header().Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")

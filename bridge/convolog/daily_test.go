@@ -151,21 +151,9 @@ func TestDailyHealthConditions(t *testing.T) {
 		strings.Count(logs.String(), "not a directory") != 1 {
 		t.Errorf("want one Warn line for the directory, got:\n%s", logs.String())
 	}
-	conds.Recheck(t)
-	if got := conds.Problems(); len(got) != 1 {
-		t.Errorf("problems %q after a re-check with the blocker in place, want it kept", got)
-	}
-
 	// The blocker goes: the re-check clears the directory's condition
 	// without a record.
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems %q after the re-check, want none", got)
-	}
+	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(blocker) })
 	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
 		!strings.Contains(lines[0], "[INFO]  log directory "+dir+" recovered: its re-check passed: problem=") {
 		t.Errorf("want one Info line for the re-checked directory, got:\n%s", logs.String())
@@ -190,19 +178,7 @@ func TestDailyHealthConditions(t *testing.T) {
 		strings.Count(lines[0], convo.Path(at)) != 1 {
 		t.Errorf("want one Warn naming the file once, got:\n%s", logs.String())
 	}
-	conds.Recheck(t)
-	if got := conds.Problems(); len(got) != 1 {
-		t.Errorf("problems %q after a re-check with the directory in the file's place, want it kept", got)
-	}
-
-	if err := os.Remove(convo.Path(at)); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q, want none", got)
-	}
+	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(convo.Path(at)) })
 	if _, err := os.Stat(convo.Path(at)); err == nil {
 		t.Error("the re-check created the conversation log")
 	}

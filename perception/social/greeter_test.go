@@ -365,17 +365,7 @@ func TestGreeterStateUnsavable(t *testing.T) {
 		strings.Count(warns[0], "not a directory") != 1 || strings.Count(e.logs.String(), "[DEBUG] proactive_greeter: cannot save the greeter state") != 2 {
 		t.Errorf("want one Warn line with the error once, then Debug, got:\n%s", e.logs.String())
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the condition with the blocker in place")
-	}
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q", got)
-	}
+	conds.Recovers(t, 1, func() error { return os.Remove(blocker) })
 	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
@@ -408,17 +398,7 @@ func TestGreeterStateUnreadableRechecked(t *testing.T) {
 	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "greeter state: ") || !strings.HasSuffix(got[0], "is a directory") {
 		t.Errorf("problems %q, want the greeter state's, a directory", got)
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the condition while the file cannot be read")
-	}
-	if err := os.Remove(state); err != nil {
-		t.Fatal(err)
-	}
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q", got)
-	}
+	conds.Recovers(t, 1, func() error { return os.Remove(state) })
 	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
