@@ -567,11 +567,7 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "stream handler never ran")
 	// stop fails after 10 s, ShutdownGrace is 30 s: stop succeeding
 	// shows Stopping ended the stream; how soon is printed.
 	start := time.Now()
@@ -609,11 +605,7 @@ func TestShutdownGraceClosesStuckRequests(t *testing.T) {
 		}
 		clientDone <- err
 	}()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -639,11 +631,7 @@ func TestShutdownGraceClosesStuckRequests(t *testing.T) {
 		}
 	}
 	close(release)
-	select {
-	case <-handlerDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler did not return after release")
-	}
+	testkit.Recv(t, 5*time.Second, handlerDone, "handler did not return after release")
 }
 
 // TestShutdownGraceLetsRequestsFinish: once Run is stopping it keeps
@@ -676,18 +664,10 @@ func TestShutdownGraceLetsRequestsFinish(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		answer <- string(b)
 	}()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	select {
-	case <-s.Stopping():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stopping not closed after cancel")
-	}
+	testkit.Recv(t, 5*time.Second, s.Stopping(), "Stopping not closed after cancel")
 	if body, _ := scrape(t, "http://"+s.Addr()+"/health"); !strings.Contains(body, `"status":"stopping"`) {
 		t.Errorf("/health while stopping: %s", body)
 	}
@@ -733,11 +713,7 @@ func TestShutdownGraceEndsRequestsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

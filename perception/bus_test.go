@@ -69,11 +69,7 @@ func TestConsumerRun(t *testing.T) {
 		t.Errorf("the panic was not logged under the consumer's name:\n%s", s)
 	}
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end with its ctx")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end with its ctx")
 	if b.Subscribers() != 0 {
 		t.Error("Run's end left the subscription open")
 	}

@@ -259,11 +259,7 @@ func TestProbeWaitersShareTheDial(t *testing.T) {
 	first := make(chan bool, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { first <- p.open(ctx, "x:1") }()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no dial")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "no dial")
 	gone, leave := context.WithCancel(context.Background())
 	leave()
 	if p.open(gone, "x:1") {

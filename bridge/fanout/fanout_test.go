@@ -254,11 +254,7 @@ func TestRunHandsValuesAndTicks(t *testing.T) {
 		t.Fatalf("got %s after a minute of silence, want tick", v)
 	}
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end with its ctx")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end with its ctx")
 	if !isDone(s) || b.Subscribers() != 0 {
 		t.Error("Run ended without closing the subscription")
 	}
@@ -274,9 +270,5 @@ func TestRunEndsWithTheBus(t *testing.T) {
 		s.Run(context.Background(), func(int) {}, Idle{})
 	}()
 	b.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end when the bus closed")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end when the bus closed")
 }

@@ -1,5 +1,6 @@
 // Package testkit holds the helpers every package's tests share: a log
-// sink safe to write from background goroutines, a bounded polling wait,
+// sink safe to write from background goroutines, a bounded polling wait
+// and a bounded receive,
 // the recording fake clock, running components until the test ends,
 // whether a process still runs, and a private mount namespace to mount a
 // read-only or full file system in. It lives under bridge/ with the rest
@@ -75,6 +76,20 @@ func Within(d time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+// Recv returns the next value from ch (the zero value once ch is closed),
+// failing the test with msg when none comes within d.
+func Recv[T any](t testing.TB, d time.Duration, ch <-chan T, msg string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s (waited %s)", msg, d)
+		var zero T
+		return zero
+	}
 }
 
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:

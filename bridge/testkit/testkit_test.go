@@ -96,3 +96,17 @@ func TestRunAll(t *testing.T) {
 	}
 	t.Logf("stopped in %s", took)
 }
+
+// TestRecv: Recv hands back the value sent, and the zero value of a
+// closed channel.
+func TestRecv(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	if got := Recv(t, time.Second, ch, "no value"); got != 7 {
+		t.Errorf("Recv = %d, want 7", got)
+	}
+	close(ch)
+	if got := Recv(t, time.Second, ch, "closed channel not seen"); got != 0 {
+		t.Errorf("Recv of a closed channel = %d, want 0", got)
+	}
+}

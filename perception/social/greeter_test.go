@@ -158,11 +158,7 @@ func TestGreeterFallbacks(t *testing.T) {
 			return "too late", nil
 		})
 		e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
-		select {
-		case <-e.agent.called:
-		case <-time.After(wait):
-			t.Fatal("agent not called")
-		}
+		testkit.Recv(t, wait, e.agent.called, "agent not called")
 		e.clock.Advance(89 * time.Second)
 		if len(e.says()) != 0 {
 			t.Fatal("gave up before 90 s")

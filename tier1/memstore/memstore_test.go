@@ -40,11 +40,7 @@ func run(t *testing.T, s *memstore.Store) (stop func() error) {
 		}
 		once = true
 		cancel()
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run did not return")
-		}
+		err = testkit.Recv(t, 30*time.Second, done, "Run did not return")
 		return err
 	}
 	t.Cleanup(func() { _ = stop() })
