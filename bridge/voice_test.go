@@ -40,7 +40,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
-var brisbane, _ = time.LoadLocation("Australia/Brisbane")
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 // fixedNow is 21:37 on Sunday 17 May 2026 in Brisbane, the time of the worked sandwich example.
 var fixedNow = time.Date(2026, 5, 17, 11, 37, 0, 0, time.UTC)

@@ -10,17 +10,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-var brisbane = mustZone("Australia/Brisbane")
-
-func mustZone(name string) *time.Location {
-	l, err := time.LoadLocation(name)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 func TestEncodeKeyOrderAndValues(t *testing.T) {
 	ts := time.Date(2026, 5, 17, 11, 37, 17, 123456000, time.UTC)

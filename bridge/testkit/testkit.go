@@ -92,6 +92,16 @@ func Recv[T any](t testing.TB, d time.Duration, ch <-chan T, msg string) T {
 	}
 }
 
+// Zone is the time zone name from the system's database; it panics when
+// the zone is missing, so a package's tests can load one in a var.
+func Zone(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:
 // in a container its reaper may be a PID 1 that never reaps.
 func ProcessGone(pid int) bool {

@@ -26,13 +26,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var brisbane = func() *time.Location {
-	loc, err := time.LoadLocation("Australia/Brisbane")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 // t0 is a Sunday morning in Brisbane.
 var t0 = time.Date(2026, 5, 17, 9, 0, 0, 0, brisbane)

@@ -32,13 +32,7 @@ import (
 // cache, a fake VLM, and a recording fake xiaozhi that plays the robot
 // (an accepted take-photo uploads a JPEG to /api/vision/explain).
 
-var brisbane = func() *time.Location {
-	loc, err := time.LoadLocation("Australia/Brisbane")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 type camEnv struct {
 	*env

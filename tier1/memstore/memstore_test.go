@@ -60,6 +60,17 @@ func waitRows(t *testing.T, path string, n int) []memstoretest.Row {
 	return rows
 }
 
+// stoppedRows waits for n rows in path, then stops the store; an error
+// from its Run fails the test.
+func stoppedRows(t *testing.T, path string, n int, stop func() error) []memstoretest.Row {
+	t.Helper()
+	rows := waitRows(t, path, n)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 var keyRe = regexp.MustCompile(`^voice_(core|conversation)_(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)_([0-9a-f]{8})$`)
 
 func TestWritesOnBothSchemas(t *testing.T) {
@@ -81,10 +92,7 @@ func TestWritesOnBothSchemas(t *testing.T) {
 			if err := s.Enqueue(memstore.Write{Content: "user: hi | assistant: 😊 hello", Category: "conversation", Importance: 0.3}); err != nil {
 				t.Fatal(err)
 			}
-			rows := waitRows(t, tt.path, 2)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
+			rows := stoppedRows(t, tt.path, 2, stop)
 			for i, want := range []struct {
 				cat, content string
 				imp          float64
@@ -118,10 +126,7 @@ func TestRowsStampedByTheClock(t *testing.T) {
 	if err := s.Enqueue(memstore.Write{Content: "stamped", Category: "core", Importance: 0.7}); err != nil {
 		t.Fatal(err)
 	}
-	rows := waitRows(t, path, 1)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	rows := stoppedRows(t, path, 1, stop)
 	if rows[0].CreatedAt != "2026-11-24T11:05:09.123456+00:00" {
 		t.Errorf("created_at %q", rows[0].CreatedAt)
 	}

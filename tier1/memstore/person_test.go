@@ -54,10 +54,7 @@ func TestEnqueuePersonRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rows := waitRows(t, sc.path, 2)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
+			rows := stoppedRows(t, sc.path, 2, stop)
 			for i, want := range []struct {
 				ns, content string
 				session     bool
