@@ -672,13 +672,8 @@ func TestShutdownGraceLetsRequestsFinish(t *testing.T) {
 		t.Errorf("/health while stopping: %s", body)
 	}
 	close(release)
-	select {
-	case got := <-answer:
-		if got != "done" {
-			t.Errorf("request in flight answered %q, want it to finish normally", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("request in flight not answered")
+	if got := testkit.Recv(t, 5*time.Second, answer, "request in flight not answered"); got != "done" {
+		t.Errorf("request in flight answered %q, want it to finish normally", got)
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("Run: %v", err)

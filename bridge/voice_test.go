@@ -725,13 +725,8 @@ func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
 	if string(rest) != want {
 		t.Errorf("after the grace the stream sent %q, want the one line %s", rest, want)
 	}
-	select {
-	case out := <-buffered:
-		if out["status"] != 200 || out["response"] != FallbackOffline || out["session_id"] != "s2" {
-			t.Errorf("buffered turn answered %v, want 200 with the offline fallback", out)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("buffered turn not answered after the grace")
+	if out := testkit.Recv(t, 5*time.Second, buffered, "buffered turn not answered after the grace"); out["status"] != 200 || out["response"] != FallbackOffline || out["session_id"] != "s2" {
+		t.Errorf("buffered turn answered %v, want 200 with the offline fallback", out)
 	}
 	testkit.Within(testkit.MinWait, func() bool { return len(a.Cancels()) >= 2 })
 	if n := len(a.Cancels()); n != 2 {
@@ -1099,12 +1094,8 @@ func TestMetricsAndTurnBus(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for i := 0; i < 2; i++ {
-		select {
-		case ev := <-events:
-			got[ev.ResponseText] = true
-		case <-time.After(2 * time.Second):
-			t.Fatal("no turn event")
-		}
+		ev := testkit.Recv(t, 2*time.Second, events, "no turn event")
+		got[ev.ResponseText] = true
 	}
 	if !got["😊 ok"] || !got["😐 Let's talk about something fun instead! What's your favorite animal?"] {
 		t.Errorf("turn events %v", got)

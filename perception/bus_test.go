@@ -50,13 +50,7 @@ func TestConsumerRun(t *testing.T) {
 		c.Run(ctx)
 	}()
 	next := func() string {
-		select {
-		case v := <-got:
-			return v
-		case <-time.After(5 * time.Second):
-			t.Fatal("nothing handled within 5s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, got, "nothing handled within 5s")
 	}
 	if v := next(); v != "a" {
 		t.Fatalf("first handled %q, want a", v)

@@ -154,13 +154,8 @@ func TestFeedEvictsSlowClient(t *testing.T) {
 		e.s.Ingest(ev("d", "tick", float64(i), pad))
 	}
 	elapsed := time.Since(start)
-	select {
-	case n := <-got:
-		if n != 5000 {
-			t.Errorf("fast client got %d of 5000", n)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("fast client stuck")
+	if n := testkit.Recv(t, 20*time.Second, got, "fast client stuck"); n != 5000 {
+		t.Errorf("fast client got %d of 5000", n)
 	}
 	t.Logf("5000 events ingested in %v with a stalled feed client", elapsed)
 	// The slow one was evicted: its socket buffers fill first, then its

@@ -270,13 +270,8 @@ func TestProbeWaitersShareTheDial(t *testing.T) {
 	cancel() // the first caller leaves: the dial goes on for the second
 	close(release)
 	for _, c := range []chan bool{first, second} {
-		select {
-		case open := <-c:
-			if !open {
-				t.Error("the shared dial was cut short")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiter did not get the answer")
+		if open := testkit.Recv(t, 5*time.Second, c, "a waiter did not get the answer"); !open {
+			t.Error("the shared dial was cut short")
 		}
 	}
 	if n := dials.Load(); n != 1 {

@@ -45,13 +45,7 @@ func drained(t *testing.T, body io.Reader) string {
 		b, _ := io.ReadAll(body)
 		got <- string(b)
 	}()
-	select {
-	case s := <-got:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream did not end within 5 s")
-		return ""
-	}
+	return testkit.Recv(t, 5*time.Second, got, "stream did not end within 5 s")
 }
 
 func newEnv(t *testing.T, cfg Config) *env { return newEnvOn(t, cfg, nil) }
@@ -212,13 +206,7 @@ func stream(t *testing.T, ctx context.Context, url string) (*http.Response, func
 		}
 	}()
 	return resp, func() string {
-		select {
-		case f := <-frames:
-			return f
-		case <-time.After(5 * time.Second):
-			t.Fatal("no frame within 5 s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, frames, "no frame within 5 s")
 	}
 }
 

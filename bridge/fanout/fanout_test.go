@@ -231,13 +231,7 @@ func TestRunHandsValuesAndTicks(t *testing.T) {
 		s.Run(ctx, func(v int) { got <- fmt.Sprint(v) }, Idle{Every: time.Minute, Clock: clock, Fn: func() { got <- "tick" }})
 	}()
 	next := func() string {
-		select {
-		case v := <-got:
-			return v
-		case <-time.After(5 * time.Second):
-			t.Fatal("Run handed nothing within 5s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, got, "Run handed nothing within 5s")
 	}
 	b.Publish(1)
 	b.Publish(2)

@@ -283,14 +283,10 @@ func TestSecurityWatchStopsMidCycle(t *testing.T) {
 	c.waiters(t, 1)
 	start := time.Now()
 	c.cancel()
-	select {
-	case err := <-c.done:
-		c.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
+	err := testkit.Recv(t, 5*time.Second, c.done, "Run did not return")
+	c.done <- err
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The cycle waits on the fake clock, which is not advanced: Run
 	// returning at all shows shutdown ended the wait; how soon is printed.

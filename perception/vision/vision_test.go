@@ -217,13 +217,7 @@ func waitWaiters(t *testing.T, s *Service, device string, n int) {
 
 func recv(t *testing.T, ch <-chan [2]string) [2]string {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(5 * time.Second):
-		t.Fatal("long-poll did not answer")
-		return [2]string{}
-	}
+	return testkit.Recv(t, 5*time.Second, ch, "long-poll did not answer")
 }
 
 func TestLatestLongPoll(t *testing.T) {

@@ -199,13 +199,8 @@ func TestWriteWaitsOutALock(t *testing.T) {
 	go func() {
 		accepted <- s.Enqueue(memstore.Write{Content: "written after the lock", Category: "core", Importance: 0.7})
 	}()
-	select {
-	case err := <-accepted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Enqueue waited for the locked database")
+	if err := testkit.Recv(t, 10*time.Second, accepted, "Enqueue waited for the locked database"); err != nil {
+		t.Fatal(err)
 	}
 	// Hold the lock until the writer has met it and retried.
 	testkit.WaitFor(t, 10*time.Second, "the writer to report the busy database", func() bool {

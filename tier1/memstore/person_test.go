@@ -375,13 +375,8 @@ func TestReviewWaitsOutALock(t *testing.T) {
 		return strings.Contains(logs.String(), "retrying")
 	})
 	release()
-	select {
-	case r := <-done:
-		if !r.ok || r.err != nil {
-			t.Errorf("approve after the lock: %v %v", r.ok, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("approve never finished")
+	if r := testkit.Recv(t, 10*time.Second, done, "approve never finished"); !r.ok || r.err != nil {
+		t.Errorf("approve after the lock: %v %v", r.ok, r.err)
 	}
 	if r := memstoretest.Rows(t, path); r[0].Namespace != "person:alex" {
 		t.Errorf("row %+v", r[0])
