@@ -642,10 +642,7 @@ func TestRunRestartsQueuedUnits(t *testing.T) {
 // the file's place) is not re-checked: the next save that succeeds
 // clears it.
 func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "state"))
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	conds := healthtest.New(t, nil)

@@ -76,10 +76,7 @@ func TestWriteFilesModesAndDates(t *testing.T) {
 }
 
 func TestWriteFailureIsLoggedNotFatal(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "file"))
 	var buf bytes.Buffer
 	l := New(Config{Dir: filepath.Join(blocker, "logs"), Logger: hclog.New(&hclog.LoggerOptions{Output: &buf})})
 	l.Write(Record{TS: time.Now(), ResponseText: "x"})

@@ -80,10 +80,7 @@ func TestDailyConcurrentAppendsNeverTear(t *testing.T) {
 // path is usable.
 func TestDailyFailureCountedAndRecovers(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "logs")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "logs"))
 	var buf bytes.Buffer
 	m := NewMetrics(prometheus.NewRegistry())
 	d := NewDaily(DailyConfig{Dir: blocker, Prefix: "scene-synthesis", Logger: hclog.New(&hclog.LoggerOptions{Output: &buf}),
@@ -123,10 +120,7 @@ func TestDailyFailureCountedAndRecovers(t *testing.T) {
 // nothing more.
 func TestDailyHealthConditions(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "state"))
 	dir := filepath.Join(blocker, "logs") // under a regular file: ENOTDIR, even for root
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})

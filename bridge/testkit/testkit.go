@@ -102,6 +102,16 @@ func Zone(name string) *time.Location {
 	return loc
 }
 
+// Blocker writes an empty file at path, where the code under test wants
+// a directory (or a file inside one), and returns path.
+func Blocker(t testing.TB, path string) string {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:
 // in a container its reaper may be a PID 1 that never reaps.
 func ProcessGone(pid int) bool {

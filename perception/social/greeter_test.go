@@ -333,10 +333,7 @@ func TestGreeterStateFileReplaced(t *testing.T) {
 // clears it, saying so once, before any greeting; the next save has
 // nothing more to say.
 func TestGreeterStateUnsavable(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "state"))
 	conds := healthtest.New(t, nil)
 	e := newEnv(t, func(c *Config) {
 		c.Settings.GreeterStatePath = filepath.Join(blocker, "greeter_state.json")

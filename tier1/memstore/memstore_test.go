@@ -296,10 +296,7 @@ func TestDatabaseAppearsLater(t *testing.T) {
 // the database and the row reaches it, with nothing more to say.
 func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "memory")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
 	path := filepath.Join(blocker, "brain.db")
 	var logs testkit.LogBuffer
 	conds := healthtest.New(t, nil)
@@ -445,10 +442,7 @@ func TestCompactionHasItsOwnCondition(t *testing.T) {
 		t.Skip("needs chattr (e2fsprogs) to make the journal append-only")
 	}
 	path := memstoretest.V1(t)
-	journal := filepath.Join(t.TempDir(), "journal")
-	if err := os.WriteFile(journal, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	journal := testkit.Blocker(t, filepath.Join(t.TempDir(), "journal"))
 	if out, err := exec.Command(chattr, "+a", journal).CombinedOutput(); err != nil {
 		t.Skipf("this file system takes no append-only attribute: %v %s", err, out)
 	}

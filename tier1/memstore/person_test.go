@@ -286,10 +286,7 @@ func TestPersonRecords(t *testing.T) {
 // that works clears it.
 func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "memory")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
 	path := filepath.Join(blocker, "brain.db")
 	var logs testkit.LogBuffer
 	conds := healthtest.New(t, nil)
