@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,14 +84,7 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.Pool
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	env.voice = NewVoice(vcfg)
 	env.voice.Routes(e)
-	ts := httptest.NewUnstartedServer(e)
-	base, end := context.WithCancelCause(context.Background())
-	env.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	env.url = ts.URL
+	env.url, env.endRequests = testkit.ServeEndable(t, e)
 	return env
 }
 

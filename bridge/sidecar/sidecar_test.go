@@ -131,14 +131,7 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 	}
 	ech := echo.New()
 	New(cfg).Routes(ech)
-	ts := httptest.NewUnstartedServer(ech)
-	base, end := context.WithCancelCause(context.Background())
-	e.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	e.url = ts.URL
+	e.url, e.endRequests = testkit.ServeEndable(t, ech)
 	return e
 }
 

@@ -1,17 +1,21 @@
 // Package testkit holds the helpers every package's tests share: a log
 // sink safe to write from background goroutines, a bounded polling wait
-// and a bounded receive,
-// the recording fake clock, running components until the test ends,
-// whether a process still runs, and a private mount namespace to mount a
-// read-only or full file system in. It lives under bridge/ with the rest
-// of the shared plumbing, is imported only by tests, and imports no
-// package of this module, so any package's tests (acp's included) may use
-// it without a cycle.
+// and a bounded receive, the recording fake clock, running components
+// until the test ends, a test server whose requests a test can end, test
+// time zones, a file that blocks a directory, whether a process still
+// runs, and a private mount namespace to mount a read-only or full file
+// system in. It lives under bridge/ with the rest of the shared plumbing,
+// is imported only by tests, and imports no package of this module, so
+// any package's tests (acp's included) may use it without a cycle.
 package testkit
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -110,6 +114,19 @@ func Blocker(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// ServeEndable serves h on a loopback test server until the test ends;
+// end(cause) cancels the contexts of its requests with cause, as the
+// server's shutdown grace does.
+func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelCauseFunc) {
+	ts := httptest.NewUnstartedServer(h)
+	base, end := context.WithCancelCause(context.Background())
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { end(nil) })
+	return ts.URL, end
 }
 
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:

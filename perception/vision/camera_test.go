@@ -357,16 +357,24 @@ func TestSecurityWatchFlood(t *testing.T) {
 	}
 }
 
-// TestIdlePhotographer: after its sleep, an idle robot is photographed
-// silently; a new view is kept (file and state), a repeat is not, and a
-// busy robot is left alone.
-func TestIdlePhotographer(t *testing.T) {
+// idleCamEnv runs the idle photographer alone with a 180 s sleep, the
+// photographer asleep and robot d1 not listening.
+func idleCamEnv(t *testing.T) *camEnv {
+	t.Helper()
 	c := newCamEnv(t, func(p *perception.Config) {
 		p.Consumers.SecurityEnabled, p.Consumers.IdleEnabled = false, true
 		p.Consumers.IdleSleepMin, p.Consumers.IdleSleepMax = 180*time.Second, 180*time.Second
 	})
 	c.run(t, 2) // the refresher and the photographer's sleep
 	c.event("d1", "chat_status", map[string]any{"listening": false})
+	return c
+}
+
+// TestIdlePhotographer: after its sleep, an idle robot is photographed
+// silently; a new view is kept (file and state), a repeat is not, and a
+// busy robot is left alone.
+func TestIdlePhotographer(t *testing.T) {
+	c := idleCamEnv(t)
 	view := "Late sun on the bookshelf; a blue mug by the lamp."
 	c.model.Answer(view)
 	c.clock.Advance(180 * time.Second)
@@ -530,12 +538,7 @@ func TestSceneSynthesis(t *testing.T) {
 // in the first 770 s (without the wait it was 180, 360, 540 and 720),
 // then, with every shot refused, at 780, 960 and 1140 s.
 func TestIdlePhotographerWaitsAfterEveryShot(t *testing.T) {
-	c := newCamEnv(t, func(p *perception.Config) {
-		p.Consumers.SecurityEnabled, p.Consumers.IdleEnabled = false, true
-		p.Consumers.IdleSleepMin, p.Consumers.IdleSleepMax = 180*time.Second, 180*time.Second
-	})
-	c.run(t, 2) // the refresher and the photographer's sleep
-	c.event("d1", "chat_status", map[string]any{"listening": false})
+	c := idleCamEnv(t)
 	shots := func() int { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) }
 	// Time moves on in 10 s steps, each once the photographer is back on
 	// the clock and every accepted photo has been described.

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/textproto"
 	"os"
 	"path/filepath"
@@ -81,14 +79,7 @@ func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perceptio
 	ech.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	e.s.Routes(ech)
 	e.p.Routes(ech)
-	ts := httptest.NewUnstartedServer(ech)
-	base, end := context.WithCancelCause(context.Background())
-	e.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	e.url = ts.URL
+	e.url, e.endRequests = testkit.ServeEndable(t, ech)
 	return e
 }
 
