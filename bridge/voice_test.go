@@ -290,20 +290,26 @@ func nextLine(t *testing.T, lines <-chan string) string {
 	}
 }
 
+// gatedAgent streams reply as one chunk once gate closes, or gives up
+// with its turn's context.
+func gatedAgent(gate <-chan struct{}, reply string) Turner {
+	return turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return acp.TurnResult{}, ctx.Err()
+		}
+		req.OnChunk(reply)
+		return acp.TurnResult{Text: reply}, nil
+	})
+}
+
 // S2: headers arrive before the agent is asked anything back; exact
 // content type, chunked, never compressed. The agent answers only after
 // the client has the headers, so a bridge that delayed them would hang.
 func TestStreamHeadersImmediately(t *testing.T) {
 	gotHeaders := make(chan struct{})
-	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
-		select {
-		case <-gotHeaders:
-		case <-ctx.Done():
-			return acp.TurnResult{}, ctx.Err()
-		}
-		req.OnChunk("😊 late")
-		return acp.TurnResult{Text: "😊 late"}, nil
-	})
+	agent := gatedAgent(gotHeaders, "😊 late")
 	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent}, acp.PoolConfig{})
 	req, _ := http.NewRequest(http.MethodPost, env.url+"/api/message/stream", body(map[string]any{"content": "x"}))
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -549,15 +555,7 @@ func TestFallbacks(t *testing.T) {
 // speaks only after the client has seen three.
 func TestStreamHeartbeats(t *testing.T) {
 	beats := make(chan struct{})
-	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
-		select {
-		case <-beats:
-		case <-ctx.Done():
-			return acp.TurnResult{}, ctx.Err()
-		}
-		req.OnChunk("😊 finally")
-		return acp.TurnResult{Text: "😊 finally"}, nil
-	})
+	agent := gatedAgent(beats, "😊 finally")
 	clk := clockwork.NewFakeClockAt(fixedNow)
 	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent, Heartbeat: 15 * time.Second, Clock: clk}, acp.PoolConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
