@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,17 +31,9 @@ func TestDailyConcurrentAppendsNeverTear(t *testing.T) {
 		Pad    string `json:"pad"`
 	}
 	const writers, each = 16, 20
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range each {
-				d.Append(at, rec{Writer: w, N: n, Pad: strings.Repeat("<é>", (w*each+n)%4096*8)})
-			}
-		}()
-	}
-	wg.Wait()
+	testkit.Together(writers, each, func(w, n int) {
+		d.Append(at, rec{Writer: w, N: n, Pad: strings.Repeat("<é>", (w*each+n)%4096*8)})
+	})
 	f, err := os.Open(filepath.Join(dir, "security-2026-11-25.ndjson"))
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,20 @@ func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelC
 	return ts.URL, end
 }
 
+// Together runs n goroutines at once, goroutine w calling f(w, i) for
+// each i below each, and returns when all are done.
+func Together(n, each int, f func(w, i int)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			for i := range each {
+				f(w, i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:
 // in a container its reaper may be a PID 1 that never reaps.
 func ProcessGone(pid int) bool {

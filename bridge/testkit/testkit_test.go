@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -108,5 +109,24 @@ func TestRecv(t *testing.T) {
 	close(ch)
 	if got := Recv(t, time.Second, ch, "closed channel not seen"); got != 0 {
 		t.Errorf("Recv of a closed channel = %d, want 0", got)
+	}
+}
+
+// TestTogether: every goroutine makes every call.
+func TestTogether(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[[2]int]int{}
+	Together(3, 4, func(w, i int) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[[2]int{w, i}]++
+	})
+	if len(seen) != 12 {
+		t.Fatalf("%d distinct calls, want 12: %v", len(seen), seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("call %v made %d times", k, n)
+		}
 	}
 }
