@@ -1,7 +1,6 @@
 package perception
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 // sseClient reads an SSE stream frame by frame on a background goroutine.
 type sseClient struct {
 	resp   *http.Response
-	frames chan string // closed at the end of the stream
+	frames <-chan string // closed at the end of the stream
 	cancel context.CancelFunc
 }
 
@@ -33,31 +32,13 @@ func openFeed(t *testing.T, url string) *sseClient {
 		cancel()
 		t.Fatal(err)
 	}
-	c := &sseClient{resp: resp, frames: make(chan string, 16), cancel: cancel}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(c.frames)
-		r := bufio.NewReader(resp.Body)
-		var b strings.Builder
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line != "\n" {
-				b.WriteString(line)
-				continue
-			}
-			select {
-			case c.frames <- b.String():
-			case <-ctx.Done():
-				return
-			}
-			b.Reset()
+	c := &sseClient{resp: resp, frames: testkit.SSEFrames(ctx, resp.Body), cancel: cancel}
+	t.Cleanup(func() {
+		c.cancel()
+		resp.Body.Close()
+		for range c.frames { // until the reader is gone
 		}
-	}()
-	t.Cleanup(func() { c.cancel(); resp.Body.Close(); <-done })
+	})
 	return c
 }
 

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,24 +186,7 @@ func stream(t *testing.T, ctx context.Context, url string) (*http.Response, func
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	frames := make(chan string, 16)
-	go func() {
-		defer close(frames)
-		r := bufio.NewReader(resp.Body)
-		var b strings.Builder
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line == "\n" {
-				frames <- b.String()
-				b.Reset()
-				continue
-			}
-			b.WriteString(line)
-		}
-	}()
+	frames := testkit.SSEFrames(ctx, resp.Body)
 	return resp, func() string {
 		return testkit.Recv(t, 5*time.Second, frames, "no frame within 5 s")
 	}

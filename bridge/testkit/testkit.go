@@ -10,9 +10,11 @@
 package testkit
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -141,6 +143,35 @@ func Together(n, each int, f func(w, i int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// SSEFrames reads the server-sent events stream r on a goroutine and
+// delivers each frame (its lines, without the blank line that ends it) on
+// the channel, which closes at the end of the stream or once ctx is done.
+func SSEFrames(ctx context.Context, r io.Reader) <-chan string {
+	frames := make(chan string, 16)
+	go func() {
+		defer close(frames)
+		br := bufio.NewReader(r)
+		var b strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line != "\n" {
+				b.WriteString(line)
+				continue
+			}
+			select {
+			case frames <- b.String():
+			case <-ctx.Done():
+				return
+			}
+			b.Reset()
+		}
+	}()
+	return frames
 }
 
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:

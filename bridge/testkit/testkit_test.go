@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,5 +129,18 @@ func TestTogether(t *testing.T) {
 		if n != 1 {
 			t.Errorf("call %v made %d times", k, n)
 		}
+	}
+}
+
+// TestSSEFrames: frames come without their blank line, and the channel
+// closes at the end of the stream.
+func TestSSEFrames(t *testing.T) {
+	frames := SSEFrames(context.Background(), strings.NewReader("data: 1\n\nretry: 2\ndata: x\n\npartial"))
+	var got []string
+	for f := range frames {
+		got = append(got, f)
+	}
+	if want := []string{"data: 1\n", "retry: 2\ndata: x\n"}; !slices.Equal(got, want) {
+		t.Errorf("frames %q, want %q", got, want)
 	}
 }
