@@ -515,7 +515,11 @@ func TestRunServesAndStops(t *testing.T) {
 	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), Agent: agentStub{acp.AgentHealth{Running: true}}})
 	stop := startRun(t, s)
 
-	if m := regexp.MustCompile(`\[INFO\]  bridge: http server listening: addr=(\S+)`).FindStringSubmatch(logs.String()); m == nil || m[1] != s.Addr() {
+	// Run sets the address before it logs the line: wait for the line.
+	listening := regexp.MustCompile(`\[INFO\]  bridge: http server listening: addr=(\S+)`)
+	var m []string
+	testkit.Within(testkit.MinWait, func() bool { m = listening.FindStringSubmatch(logs.String()); return m != nil })
+	if m == nil || m[1] != s.Addr() {
 		t.Errorf("listening line %q does not carry the bound address %s:\n%s", m, s.Addr(), logs.String())
 	}
 	if strings.HasSuffix(s.Addr(), ":0") {
