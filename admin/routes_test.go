@@ -642,10 +642,7 @@ func TestRunRestartsQueuedUnits(t *testing.T) {
 // the file's place) is not re-checked: the next save that succeeds
 // clears it.
 func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "state"))
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	conds := healthtest.New(t, nil)
@@ -682,20 +679,8 @@ func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 			t.Errorf("error text not said once: %s", l)
 		}
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 2 {
-		t.Errorf("problems %q after a re-check with the blocker in place, want both kept", conds.Problems())
-	}
-
 	// The directory can be made: the re-check clears both, no save needed.
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q", got)
-	}
+	conds.Recovers(t, 2, func() error { logs.Reset(); return os.Remove(blocker) })
 	for _, want := range []string{"[INFO]  kid mode state recovered: its re-check passed", "[INFO]  tool allow list recovered: its re-check passed"} {
 		if strings.Count(logs.String(), want) != 1 {
 			t.Errorf("want one %q line, got:\n%s", want, logs.String())
@@ -776,16 +761,7 @@ func TestReadOnlyStateDirectoryRechecked(t *testing.T) {
 		!strings.HasSuffix(got[0], "read-only file system") || !strings.HasSuffix(got[1], "read-only file system") {
 		t.Errorf("problems %q, want the smart mode state's and the allow list's, read-only", got)
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 2 {
-		t.Error("a re-check cleared a condition while read-only")
-	}
-	testkit.Remount(t, mnt, false)
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems %q after the re-check on a writable file system", got)
-	}
+	conds.Recovers(t, 2, func() error { testkit.Remount(t, mnt, false); logs.Reset(); return nil })
 	if n := strings.Count(logs.String(), "recovered: its re-check passed"); n != 2 {
 		t.Errorf("%d recovery lines, want 2:\n%s", n, logs.String())
 	}

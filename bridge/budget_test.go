@@ -172,9 +172,17 @@ func TestUploadBudgetRefusesAtTheDeadline(t *testing.T) {
 	if code, _, body := readAnswer(t, a, ra); code != http.StatusOK {
 		t.Errorf("the upload holding the budget: %d %s", code, body)
 	}
+	budgetBack(t, m, stop, a, b)
+}
+
+// budgetBack waits for the whole budget to be given back, closes conns
+// and stops the server.
+func budgetBack(t *testing.T, m *Metrics, stop func() error, conns ...net.Conn) {
+	t.Helper()
 	testkit.WaitFor(t, 10*time.Second, "the budget to be given back", func() bool { return gauge(m.UploadBudgetInUse) == 0 })
-	a.Close()
-	b.Close()
+	for _, c := range conns {
+		c.Close()
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -238,12 +246,7 @@ func TestUploadBudgetChunkedBody(t *testing.T) {
 	if code, _, got := readAnswer(t, big, rbig); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked body over the limit: %d %s", code, got)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the budget to be given back", func() bool { return gauge(m.UploadBudgetInUse) == 0 })
-	c.Close()
-	big.Close()
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	budgetBack(t, m, stop, c, big)
 }
 
 // A JSON body declared larger than httpapi.MaxBody is refused before it

@@ -515,7 +515,11 @@ func TestRunServesAndStops(t *testing.T) {
 	s, _ := newTestServer(t, Config{Logger: testLogger(&logs), Agent: agentStub{acp.AgentHealth{Running: true}}})
 	stop := startRun(t, s)
 
-	if m := regexp.MustCompile(`\[INFO\]  bridge: http server listening: addr=(\S+)`).FindStringSubmatch(logs.String()); m == nil || m[1] != s.Addr() {
+	// Run sets the address before it logs the line: wait for the line.
+	listening := regexp.MustCompile(`\[INFO\]  bridge: http server listening: addr=(\S+)`)
+	var m []string
+	testkit.Within(testkit.MinWait, func() bool { m = listening.FindStringSubmatch(logs.String()); return m != nil })
+	if m == nil || m[1] != s.Addr() {
 		t.Errorf("listening line %q does not carry the bound address %s:\n%s", m, s.Addr(), logs.String())
 	}
 	if strings.HasSuffix(s.Addr(), ":0") {
@@ -567,11 +571,7 @@ func TestStreamingHandlerEndsOnStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "stream handler never ran")
 	// stop fails after 10 s, ShutdownGrace is 30 s: stop succeeding
 	// shows Stopping ended the stream; how soon is printed.
 	start := time.Now()
@@ -609,11 +609,7 @@ func TestShutdownGraceClosesStuckRequests(t *testing.T) {
 		}
 		clientDone <- err
 	}()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -639,11 +635,7 @@ func TestShutdownGraceClosesStuckRequests(t *testing.T) {
 		}
 	}
 	close(release)
-	select {
-	case <-handlerDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler did not return after release")
-	}
+	testkit.Recv(t, 5*time.Second, handlerDone, "handler did not return after release")
 }
 
 // TestShutdownGraceLetsRequestsFinish: once Run is stopping it keeps
@@ -676,29 +668,16 @@ func TestShutdownGraceLetsRequestsFinish(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		answer <- string(b)
 	}()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	select {
-	case <-s.Stopping():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stopping not closed after cancel")
-	}
+	testkit.Recv(t, 5*time.Second, s.Stopping(), "Stopping not closed after cancel")
 	if body, _ := scrape(t, "http://"+s.Addr()+"/health"); !strings.Contains(body, `"status":"stopping"`) {
 		t.Errorf("/health while stopping: %s", body)
 	}
 	close(release)
-	select {
-	case got := <-answer:
-		if got != "done" {
-			t.Errorf("request in flight answered %q, want it to finish normally", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("request in flight not answered")
+	if got := testkit.Recv(t, 5*time.Second, answer, "request in flight not answered"); got != "done" {
+		t.Errorf("request in flight answered %q, want it to finish normally", got)
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -733,11 +712,7 @@ func TestShutdownGraceEndsRequestsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler never ran")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "handler never ran")
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

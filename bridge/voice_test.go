@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +39,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
-var brisbane, _ = time.LoadLocation("Australia/Brisbane")
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 // fixedNow is 21:37 on Sunday 17 May 2026 in Brisbane, the time of the worked sandwich example.
 var fixedNow = time.Date(2026, 5, 17, 11, 37, 0, 0, time.UTC)
@@ -85,14 +84,7 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.Pool
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	env.voice = NewVoice(vcfg)
 	env.voice.Routes(e)
-	ts := httptest.NewUnstartedServer(e)
-	base, end := context.WithCancelCause(context.Background())
-	env.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	env.url = ts.URL
+	env.url, env.endRequests = testkit.ServeEndable(t, e)
 	return env
 }
 
@@ -298,20 +290,26 @@ func nextLine(t *testing.T, lines <-chan string) string {
 	}
 }
 
+// gatedAgent streams reply as one chunk once gate closes, or gives up
+// with its turn's context.
+func gatedAgent(gate <-chan struct{}, reply string) Turner {
+	return turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return acp.TurnResult{}, ctx.Err()
+		}
+		req.OnChunk(reply)
+		return acp.TurnResult{Text: reply}, nil
+	})
+}
+
 // S2: headers arrive before the agent is asked anything back; exact
 // content type, chunked, never compressed. The agent answers only after
 // the client has the headers, so a bridge that delayed them would hang.
 func TestStreamHeadersImmediately(t *testing.T) {
 	gotHeaders := make(chan struct{})
-	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
-		select {
-		case <-gotHeaders:
-		case <-ctx.Done():
-			return acp.TurnResult{}, ctx.Err()
-		}
-		req.OnChunk("😊 late")
-		return acp.TurnResult{Text: "😊 late"}, nil
-	})
+	agent := gatedAgent(gotHeaders, "😊 late")
 	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent}, acp.PoolConfig{})
 	req, _ := http.NewRequest(http.MethodPost, env.url+"/api/message/stream", body(map[string]any{"content": "x"}))
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -557,15 +555,7 @@ func TestFallbacks(t *testing.T) {
 // speaks only after the client has seen three.
 func TestStreamHeartbeats(t *testing.T) {
 	beats := make(chan struct{})
-	agent := turnerFunc(func(ctx context.Context, req acp.TurnRequest) (acp.TurnResult, error) {
-		select {
-		case <-beats:
-		case <-ctx.Done():
-			return acp.TurnResult{}, ctx.Err()
-		}
-		req.OnChunk("😊 finally")
-		return acp.TurnResult{Text: "😊 finally"}, nil
-	})
+	agent := gatedAgent(beats, "😊 finally")
 	clk := clockwork.NewFakeClockAt(fixedNow)
 	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent, Heartbeat: 15 * time.Second, Clock: clk}, acp.PoolConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -725,13 +715,8 @@ func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
 	if string(rest) != want {
 		t.Errorf("after the grace the stream sent %q, want the one line %s", rest, want)
 	}
-	select {
-	case out := <-buffered:
-		if out["status"] != 200 || out["response"] != FallbackOffline || out["session_id"] != "s2" {
-			t.Errorf("buffered turn answered %v, want 200 with the offline fallback", out)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("buffered turn not answered after the grace")
+	if out := testkit.Recv(t, 5*time.Second, buffered, "buffered turn not answered after the grace"); out["status"] != 200 || out["response"] != FallbackOffline || out["session_id"] != "s2" {
+		t.Errorf("buffered turn answered %v, want 200 with the offline fallback", out)
 	}
 	testkit.Within(testkit.MinWait, func() bool { return len(a.Cancels()) >= 2 })
 	if n := len(a.Cancels()); n != 2 {
@@ -1099,12 +1084,8 @@ func TestMetricsAndTurnBus(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for i := 0; i < 2; i++ {
-		select {
-		case ev := <-events:
-			got[ev.ResponseText] = true
-		case <-time.After(2 * time.Second):
-			t.Fatal("no turn event")
-		}
+		ev := testkit.Recv(t, 2*time.Second, events, "no turn event")
+		got[ev.ResponseText] = true
 	}
 	if !got["😊 ok"] || !got["😐 Let's talk about something fun instead! What's your favorite animal?"] {
 		t.Errorf("turn events %v", got)

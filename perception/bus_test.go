@@ -50,13 +50,7 @@ func TestConsumerRun(t *testing.T) {
 		c.Run(ctx)
 	}()
 	next := func() string {
-		select {
-		case v := <-got:
-			return v
-		case <-time.After(5 * time.Second):
-			t.Fatal("nothing handled within 5s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, got, "nothing handled within 5s")
 	}
 	if v := next(); v != "a" {
 		t.Fatalf("first handled %q, want a", v)
@@ -69,11 +63,7 @@ func TestConsumerRun(t *testing.T) {
 		t.Errorf("the panic was not logged under the consumer's name:\n%s", s)
 	}
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end with its ctx")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end with its ctx")
 	if b.Subscribers() != 0 {
 		t.Error("Run's end left the subscription open")
 	}

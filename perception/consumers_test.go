@@ -283,13 +283,8 @@ func TestConsumersRun(t *testing.T) {
 	e.clock.Advance(3 * time.Second)
 	testkit.WaitFor(t, 5*time.Second, "the refresher's call", func() bool { return len(e.xz.CallsTo("/xiaozhi/admin/set-face-identified")) > 0 })
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
+	if err := testkit.Recv(t, 5*time.Second, done, "Run did not return"); err != nil {
+		t.Fatal(err)
 	}
 	paths := map[string]bool{}
 	for _, c := range e.xz.Calls() {

@@ -1,7 +1,6 @@
 package perception
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 // sseClient reads an SSE stream frame by frame on a background goroutine.
 type sseClient struct {
 	resp   *http.Response
-	frames chan string // closed at the end of the stream
+	frames <-chan string // closed at the end of the stream
 	cancel context.CancelFunc
 }
 
@@ -33,31 +32,13 @@ func openFeed(t *testing.T, url string) *sseClient {
 		cancel()
 		t.Fatal(err)
 	}
-	c := &sseClient{resp: resp, frames: make(chan string, 16), cancel: cancel}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(c.frames)
-		r := bufio.NewReader(resp.Body)
-		var b strings.Builder
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line != "\n" {
-				b.WriteString(line)
-				continue
-			}
-			select {
-			case c.frames <- b.String():
-			case <-ctx.Done():
-				return
-			}
-			b.Reset()
+	c := &sseClient{resp: resp, frames: testkit.SSEFrames(ctx, resp.Body), cancel: cancel}
+	t.Cleanup(func() {
+		c.cancel()
+		resp.Body.Close()
+		for range c.frames { // until the reader is gone
 		}
-	}()
-	t.Cleanup(func() { c.cancel(); resp.Body.Close(); <-done })
+	})
 	return c
 }
 
@@ -154,13 +135,8 @@ func TestFeedEvictsSlowClient(t *testing.T) {
 		e.s.Ingest(ev("d", "tick", float64(i), pad))
 	}
 	elapsed := time.Since(start)
-	select {
-	case n := <-got:
-		if n != 5000 {
-			t.Errorf("fast client got %d of 5000", n)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("fast client stuck")
+	if n := testkit.Recv(t, 20*time.Second, got, "fast client stuck"); n != 5000 {
+		t.Errorf("fast client got %d of 5000", n)
 	}
 	t.Logf("5000 events ingested in %v with a stalled feed client", elapsed)
 	// The slow one was evicted: its socket buffers fill first, then its
@@ -215,11 +191,7 @@ func TestStuckConsumerCannotDelayOthers(t *testing.T) {
 		b.Publish(Event{Name: "x", TS: float64(i)})
 	}
 	var seen []float64
-	select {
-	case seen = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("live subscriber stalled")
-	}
+	seen = testkit.Recv(t, 10*time.Second, done, "live subscriber stalled")
 	for i, ts := range seen {
 		if ts != float64(i) {
 			t.Fatalf("event %d out of order: %v", i, ts)

@@ -24,17 +24,12 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var brisbane = func() *time.Location {
-	loc, err := time.LoadLocation("Australia/Brisbane")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 // t0 is 10:00 in Brisbane, inside the greeting hours.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, brisbane)

@@ -424,11 +424,7 @@ func TestSpeakerConcurrent(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("concurrent resolutions did not finish")
-		}
+		testkit.Recv(t, 10*time.Second, done, "concurrent resolutions did not finish")
 	}
 }
 

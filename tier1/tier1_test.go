@@ -457,10 +457,7 @@ func TestMemoryWritesUnderLock(t *testing.T) {
 // the cause is logged once, by the store, however many writes are
 // refused.
 func TestJournalRefusalSaidByTheStoreOnce(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "file"))
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	e := newEnvAt(t, memstoretest.V1(t), func(c *memstore.Config) {

@@ -494,25 +494,27 @@ func (m *fakeMemory) call(ctx context.Context, what string) error {
 }
 
 func (m *fakeMemory) approve(ctx context.Context, id string) (bool, error) {
-	if err := m.call(ctx, "approve "+id); err != nil {
-		return false, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.busy != nil {
-		return false, m.busy
-	}
-	for i, r := range m.records {
-		if r.ID == id && r.Pending {
-			m.records[i].Pending = false
-			return true, nil
+	return m.change(ctx, "approve", id, func(i int) bool {
+		if !m.records[i].Pending {
+			return false
 		}
-	}
-	return false, nil
+		m.records[i].Pending = false
+		return true
+	})
 }
 
 func (m *fakeMemory) redact(ctx context.Context, id string) (bool, error) {
-	if err := m.call(ctx, "redact "+id); err != nil {
+	return m.change(ctx, "redact", id, func(i int) bool {
+		m.records = slices.Delete(m.records, i, i+1)
+		return true
+	})
+}
+
+// change records the call "verb id" and, unless the store is busy, applies
+// apply under the lock to the record with that id; it reports whether
+// apply changed one.
+func (m *fakeMemory) change(ctx context.Context, verb, id string, apply func(i int) bool) (bool, error) {
+	if err := m.call(ctx, verb+" "+id); err != nil {
 		return false, err
 	}
 	m.mu.Lock()
@@ -521,8 +523,7 @@ func (m *fakeMemory) redact(ctx context.Context, id string) (bool, error) {
 		return false, m.busy
 	}
 	for i, r := range m.records {
-		if r.ID == id {
-			m.records = slices.Delete(m.records, i, i+1)
+		if r.ID == id && apply(i) {
 			return true, nil
 		}
 	}

@@ -126,6 +126,20 @@ func scene(at time.Time, text, face, state string) map[string]any {
 	return map[string]any{"text": text, "ts_wall": float64(at.UnixNano()) / 1e9, "face_id": faceID, "state": state}
 }
 
+// counted wraps one of the routes an older bridge lacks: under the lock,
+// it counts the request in n and answers 404 while b.missing is set.
+func (b *bridgeStub) counted(n *int, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		(*n)++
+		if b.missing {
+			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		}
+		return h(c)
+	}
+}
+
 // fakeBridge serves the bridge routes the page reads besides its own:
 // /health, /api/perception/{state,recent,feed,scene} and
 // /api/security/recent.
@@ -171,13 +185,7 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			map[string]any{"ts": now - 9, "name": "sound_event", "data": map[string]any{"direction": "left", "energy": 0.61}},
 		})
 	})
-	e.GET("/api/perception/scene", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.sceneCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	e.GET("/api/perception/scene", b.counted(&b.sceneCalls, func(c echo.Context) error {
 		out := map[string]any{}
 		for id, sc := range b.scenes {
 			if want := c.QueryParam("device_id"); want == "" || want == id {
@@ -185,14 +193,8 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			}
 		}
 		return c.JSON(http.StatusOK, out)
-	})
-	e.GET("/api/security/recent", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.securityCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	}))
+	e.GET("/api/security/recent", b.counted(&b.securityCalls, func(c echo.Context) error {
 		out := []any{}
 		for _, r := range b.records {
 			if want := c.QueryParam("device_id"); want == "" || r.(map[string]any)["device"] == want {
@@ -203,20 +205,14 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 			out = out[:n]
 		}
 		return c.JSON(http.StatusOK, out)
-	})
-	e.GET("/api/journal/today", func(c echo.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.journalCalls++
-		if b.missing {
-			return c.JSON(http.StatusNotFound, map[string]string{"detail": "Not Found"})
-		}
+	}))
+	e.GET("/api/journal/today", b.counted(&b.journalCalls, func(c echo.Context) error {
 		if b.journal == nil {
 			return c.JSON(http.StatusOK, map[string]any{"date": time.Now().Format(time.DateOnly),
 				"dreams": []any{}, "dances": []any{}, "greetings": []any{}})
 		}
 		return c.JSON(http.StatusOK, b.journal)
-	})
+	}))
 	e.GET("/api/perception/feed", func(c echo.Context) error {
 		w := c.Response()
 		w.Header().Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
@@ -242,13 +238,88 @@ func fakeBridge(e *echo.Echo, feed <-chan string, done <-chan struct{}) *bridgeS
 // holdsIn returns holds: it fails the test unless the script js on the
 // page becomes true within wait (what names the check).
 func holdsIn(t *testing.T, bctx context.Context, wait time.Duration) func(what, js string) {
+	return holdsWatched(t, bctx, wait, nil)
+}
+
+// holdsWatched is holdsIn for a page watched by watchDialogs: a check
+// that fails after a dialog opened says that a script from the data ran.
+func holdsWatched(t *testing.T, bctx context.Context, wait time.Duration, dialog *atomic.Pointer[string]) func(what, js string) {
 	return func(what, js string) {
 		t.Helper()
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(wait),
 			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+			if dialog != nil {
+				if m := dialog.Load(); m != nil {
+					t.Fatalf("%s: a script from the data ran (dialog %q)", what, *m)
+				}
+			}
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+}
+
+// watchDialogs keeps the message of the first dialog the page opens and
+// closes the tab at once: a dialog means markup from the data ran, and
+// it would block the page until the deadline.
+func watchDialogs(t *testing.T, bctx context.Context, closeBrowser func()) *atomic.Pointer[string] {
+	t.Helper()
+	var dialog atomic.Pointer[string]
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialog.Store(&d.Message)
+			go closeBrowser()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &dialog
+}
+
+// runUI serves e and runs u's loop; stop closes done (when not nil, so
+// the fake bridge's feed handler returns), ends the loop and the server.
+func runUI(u *UI, e *echo.Echo, done chan struct{}) (srv *httptest.Server, stop func()) {
+	srv = httptest.NewServer(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = u.Run(ctx) }()
+	return srv, func() {
+		if done != nil {
+			close(done)
+		}
+		cancel()
+		<-ran
+		srv.Close()
+	}
+}
+
+// serveUI is runUI until the test ends.
+func serveUI(t *testing.T, u *UI, e *echo.Echo, done chan struct{}) *httptest.Server {
+	srv, stop := runUI(u, e, done)
+	t.Cleanup(stop)
+	return srv
+}
+
+// feedSender returns send: it writes evs to the fake bridge's event feed
+// as frames of one write, failing the test when the page does not read it.
+func feedSender(t *testing.T, feed chan<- string) func(evs ...string) {
+	return func(evs ...string) {
+		t.Helper()
+		select {
+		case feed <- strings.Join(evs, "\n\ndata: "): // several frames, one write
+		case <-time.After(5 * time.Second):
+			t.Fatal("the page is not reading the feed")
+		}
+	}
+}
+
+// burst is n copies of an event, a millisecond apart, for one write.
+func burst(n int, name, device, data string) []string {
+	ts := float64(time.Now().UnixNano()) / 1e9
+	var evs []string
+	for i := range n {
+		evs = append(evs, fmt.Sprintf(`{"name":%q,"data":%s,"device_id":%q,"ts":%.3f}`, name, data, device, ts+float64(i)/1000))
+	}
+	return evs
 }
 
 // clickIn returns click: it clicks the element sel selects, failing the
@@ -304,13 +375,7 @@ func TestPageInBrowser(t *testing.T) {
 	u.Routes(e)
 	feed, done := make(chan string), make(chan struct{})
 	fakeBridge(e, feed, done)
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	defer close(done) // before srv.Close: the feed handler returns
-	runCtx, stopRun := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = u.Run(runCtx) }()
-	defer func() { stopRun(); <-ran }()
+	srv := serveUI(t, u, e, done)
 
 	ts := time.Now()
 	bus.Publish(turnbus.Turn{TS: ts.Add(-time.Minute), Channel: "dotty", RequestText: "[User] what's a comet?",
@@ -331,14 +396,7 @@ func TestPageInBrowser(t *testing.T) {
 	holds("both feeds live", `document.querySelectorAll('.conn[data-state="live"]').length === 2`)
 	holds("ring turn", `document.querySelector('#feed [data-kind="turn"] .lat.fast')?.textContent === "900 ms"`)
 
-	send := func(ev string) {
-		t.Helper()
-		select {
-		case feed <- ev:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the page is not reading the feed")
-		}
-	}
+	send := feedSender(t, feed)
 	send(fmt.Sprintf(`{"name":%s,"data":{"html":"<b>bold</b>"},"device_id":"dotty-kitchen","ts":%d}`, strconv.Quote(xss), ts.Unix()))
 	send(fmt.Sprintf(`{"name":"face_detected","data":{},"device_id":"dotty-hall","ts":%d}`, ts.Unix()))
 	holds("live event", `!!document.querySelector('#feed [data-event-name="face_detected"][data-device="dotty-hall"]')`)
@@ -446,13 +504,8 @@ func TestControlPanelInBrowser(t *testing.T) {
 		b.journal = journalDay(time.Now(), "Dotty walked singing dunes under two moons, and the songs followed it to the sea.")
 		b.journal["greetings"].([]any)[1].(map[string]any)["text"] = "Hello there, Brett!"
 	})
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	defer close(done)
-	runCtx, stopRun := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = u.Run(runCtx) }()
-	defer func() { stopRun(); <-ran }()
+	srv := serveUI(t, u, e, done)
+	runCtx := t.Context()
 	// The robot answers every utterance, as a voice turn.
 	go func() {
 		seen := 0
@@ -643,55 +696,12 @@ func TestSceneAndSecurityInBrowser(t *testing.T) {
 	stub := fakeBridge(e, feed, done)
 	records := stub.records
 	stub.set(func(b *bridgeStub) { b.records = nil }) // nothing recorded, nobody watching yet
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	defer close(done) // before srv.Close: the feed handler returns
-	runCtx, stopRun := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = u.Run(runCtx) }()
-	defer func() { stopRun(); <-ran }()
+	srv := serveUI(t, u, e, done)
 
 	bctx, closeBrowser := chromium(t, 60*time.Second)
 	defer closeBrowser()
-	// A dialog means markup from the data ran; it would block the page
-	// until the deadline, so the tab closes at once.
-	var dialog atomic.Pointer[string]
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialog.Store(&d.Message)
-			go closeBrowser()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			if m := dialog.Load(); m != nil {
-				t.Fatalf("%s: a script from the data ran (dialog %q)", what, *m)
-			}
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	send := func(evs ...string) {
-		t.Helper()
-		select {
-		case feed <- strings.Join(evs, "\n\ndata: "): // several frames, one write
-		case <-time.After(5 * time.Second):
-			t.Fatal("the page is not reading the feed")
-		}
-	}
-	// burst is n copies of an event, a millisecond apart, in one write.
-	burst := func(n int, name, device, data string) []string {
-		ts := float64(time.Now().UnixNano()) / 1e9
-		var evs []string
-		for i := range n {
-			evs = append(evs, fmt.Sprintf(`{"name":%q,"data":%s,"device_id":%q,"ts":%.3f}`, name, data, device, ts+float64(i)/1000))
-		}
-		return evs
-	}
+	holds := holdsWatched(t, bctx, 5*time.Second, watchDialogs(t, bctx, closeBrowser))
+	send := feedSender(t, feed)
 	// oneRequest waits until a burst's request has come and the page has
 	// had time to send any more, then checks it sent one or two at most.
 	oneRequest := func(what string, before int, count func() int) {
@@ -842,38 +852,13 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	stub := fakeBridge(e, feed, done)
 	t0 := time.Now()
 	stub.set(func(b *bridgeStub) { b.journal = journalDay(t0, "") })
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	defer close(done) // before srv.Close: the feed handler returns
-	runCtx, stopRun := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = u.Run(runCtx) }()
-	defer func() { stopRun(); <-ran }()
+	srv := serveUI(t, u, e, done)
 
 	bctx, closeBrowser := chromium(t, 90*time.Second)
 	defer closeBrowser()
-	// The page never opens a dialog (Redact confirms with a second press):
-	// one means markup from the data ran, and would block the page until
-	// the deadline, so the tab closes at once.
-	var dialog atomic.Pointer[string]
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialog.Store(&d.Message)
-			go closeBrowser()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	holds := func(what, js string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second),
-			chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
-			if m := dialog.Load(); m != nil {
-				t.Fatalf("%s: a script from the data ran (dialog %q)", what, *m)
-			}
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	// The page never opens a dialog (Redact confirms with a second press).
+	dialog := watchDialogs(t, bctx, closeBrowser)
+	holds := holdsWatched(t, bctx, 10*time.Second, dialog)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(bctx, steps...); err != nil {
@@ -897,14 +882,7 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 		t.Helper()
 		holds(what, fmt.Sprintf(`(r => r.dataset.kind === %q && r.textContent === %q)(document.getElementById("mem-result"))`, kind, text))
 	}
-	send := func(evs ...string) {
-		t.Helper()
-		select {
-		case feed <- strings.Join(evs, "\n\ndata: "): // several frames, one write
-		case <-time.After(5 * time.Second):
-			t.Fatal("the page is not reading the feed")
-		}
-	}
+	send := feedSender(t, feed)
 	// sendUntil sends evs until js holds: after a navigation the first
 	// frames can go to the previous page's stream before the server
 	// notices it is gone.
@@ -918,14 +896,6 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 			}
 		}
 		t.Fatalf("%s: not after 5 tries", what)
-	}
-	event := func(n int, name, device, data string) []string {
-		ts := float64(time.Now().UnixNano()) / 1e9
-		var evs []string
-		for i := range n {
-			evs = append(evs, fmt.Sprintf(`{"name":%q,"data":%s,"device_id":%q,"ts":%.3f}`, name, data, device, ts+float64(i)/1000))
-		}
-		return evs
 	}
 	pending := func(id, action string) string {
 		return fmt.Sprintf(`#mem-pending li[data-id=%q] button[data-action=%q]`, id, action)
@@ -1036,8 +1006,8 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	// can fetch it once per burst.
 	testkit.WaitFor(t, 5*time.Second, "the first journal request", func() bool { return stub.journalCount() > 0 })
 	before := stub.journalCount()
-	send(event(3, "face_detected", "dotty-kitchen", `{}`)...)
-	send(event(1, "state_changed", "dotty-kitchen", `{"state":"talk"}`)...)
+	send(burst(3, "face_detected", "dotty-kitchen", `{}`)...)
+	send(burst(1, "state_changed", "dotty-kitchen", `{"state":"talk"}`)...)
 	time.Sleep(800 * time.Millisecond) // past the page's 300 ms debounce
 	if n := stub.journalCount() - before; n != 0 {
 		t.Errorf("%d journal requests for events that cannot change it", n)
@@ -1047,7 +1017,7 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 		"dance": "wiggle", "reflection": "The hall is an <em>echo</em>; I liked dancing with myself."}}, later["dances"].([]any)...)
 	stub.set(func(b *bridgeStub) { b.journal = later })
 	before = stub.journalCount()
-	send(event(10, "dance_ended", "dotty-hall", `{"dance":"wiggle"}`)...)
+	send(burst(10, "dance_ended", "dotty-hall", `{"dance":"wiggle"}`)...)
 	holds("the new reflection, as text", `document.getElementById("today-dance-text").textContent === "The hall is an <em>echo</em>; I liked dancing with myself." &&
 		document.getElementById("today-dance-meta").textContent.startsWith("wiggle · dotty-hall · ") && !document.querySelector("#today-card em")`)
 	testkit.WaitFor(t, 5*time.Second, "the journal fetched again", func() bool { return stub.journalCount() > before })
@@ -1057,12 +1027,12 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	}
 	// Waking from sleep: the night's dream, now with a summary.
 	stub.set(func(b *bridgeStub) { b.journal = journalDay(time.Now(), "Dotty walked singing dunes under two moons.") })
-	send(event(1, "state_changed", "dotty-kitchen", `{"state":"sleep"}`)...)
+	send(burst(1, "state_changed", "dotty-kitchen", `{"state":"sleep"}`)...)
 	holds("dream summary", `document.getElementById("today-dream-text").textContent === "Dotty walked singing dunes under two moons." &&
 		!document.getElementById("today-dream-more").hidden`)
 	// A day with nothing in it: no card.
 	stub.set(func(b *bridgeStub) { b.journal = nil })
-	send(event(1, "face_recognized", "dotty-kitchen", `{"identity":"hudson"}`)...)
+	send(burst(1, "face_recognized", "dotty-kitchen", `{"identity":"hudson"}`)...)
 	holds("no card for an empty day", `document.getElementById("today-card").hidden`)
 
 	// A page on another site cannot redact: its request reaches the
@@ -1102,10 +1072,10 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	holds("memory still works", `document.getElementById("mem-count").textContent === "1 to review"`)
 	holds("the feed connected", `document.getElementById("conn-feed").dataset.state === "live"`)
 	sendUntil("the feed goes on", `!!document.querySelector('#feed [data-event-name="face_detected"][data-device="dotty-hall"]')`,
-		event(1, "face_detected", "dotty-hall", `{}`)...)
+		burst(1, "face_detected", "dotty-hall", `{}`)...)
 	stub.set(func(b *bridgeStub) { b.missing, b.journal = false, journalDay(time.Now(), "") })
 	sendUntil("notice gone once the route answers", `document.getElementById("today-note").hidden && !document.getElementById("today-dream").hidden`,
-		event(1, "dance_ended", "dotty-kitchen", `{}`)...)
+		burst(1, "dance_ended", "dotty-kitchen", `{}`)...)
 
 	// The phone layout with both cards, the disclosures open: nothing
 	// wider than the screen.
@@ -1188,12 +1158,7 @@ func TestFeedRenderTime(t *testing.T) {
 	}
 	e.GET("/health", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"status": "ok"}) })
 	e.GET("/api/perception/state", func(c echo.Context) error { return c.JSON(http.StatusOK, states) })
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	runCtx, stopRun := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = u.Run(runCtx) }()
-	defer func() { stopRun(); <-ran }()
+	srv := serveUI(t, u, e, nil)
 	for i := range 50 {
 		bus.Publish(turnbus.Turn{TS: time.Now().Add(-time.Duration(i) * time.Second), ResponseText: "😊 ok", Latency: time.Second})
 	}

@@ -1,11 +1,9 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,11 +53,8 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 		u.Routes(e)
 		feed, done := make(chan string), make(chan struct{})
 		fakeBridge(e, feed, done)
-		srv := httptest.NewServer(e)
-		ctx, cancel := context.WithCancel(context.Background())
-		ran := make(chan struct{})
-		go func() { defer close(ran); _ = u.Run(ctx) }()
-		return srv.URL, bus, func() { close(done); cancel(); <-ran; srv.Close() }
+		srv, stop := runUI(u, e, done)
+		return srv.URL, bus, stop
 	}
 	// failed is a failed voice turn: logged and published, as the voice
 	// routes do.

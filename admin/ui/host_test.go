@@ -259,11 +259,7 @@ func TestProbeWaitersShareTheDial(t *testing.T) {
 	first := make(chan bool, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { first <- p.open(ctx, "x:1") }()
-	select {
-	case <-entered:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no dial")
-	}
+	testkit.Recv(t, 5*time.Second, entered, "no dial")
 	gone, leave := context.WithCancel(context.Background())
 	leave()
 	if p.open(gone, "x:1") {
@@ -274,13 +270,8 @@ func TestProbeWaitersShareTheDial(t *testing.T) {
 	cancel() // the first caller leaves: the dial goes on for the second
 	close(release)
 	for _, c := range []chan bool{first, second} {
-		select {
-		case open := <-c:
-			if !open {
-				t.Error("the shared dial was cut short")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiter did not get the answer")
+		if open := testkit.Recv(t, 5*time.Second, c, "a waiter did not get the answer"); !open {
+			t.Error("the shared dial was cut short")
 		}
 	}
 	if n := dials.Load(); n != 1 {

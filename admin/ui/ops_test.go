@@ -224,13 +224,8 @@ func TestRebootAllOneAtATime(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case out := <-first:
-		if out["ok"] != true {
-			t.Errorf("first reboot: %v", out)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first Reboot all did not answer")
+	if out := testkit.Recv(t, 10*time.Second, first, "the first Reboot all did not answer"); out["ok"] != true {
+		t.Errorf("first reboot: %v", out)
 	}
 	if b, _ := os.ReadFile(started); string(b) != "x\n" {
 		t.Errorf("the command ran %q, want once", b)

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,13 +44,7 @@ func drained(t *testing.T, body io.Reader) string {
 		b, _ := io.ReadAll(body)
 		got <- string(b)
 	}()
-	select {
-	case s := <-got:
-		return s
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream did not end within 5 s")
-		return ""
-	}
+	return testkit.Recv(t, 5*time.Second, got, "stream did not end within 5 s")
 }
 
 func newEnv(t *testing.T, cfg Config) *env { return newEnvOn(t, cfg, nil) }
@@ -193,32 +186,9 @@ func stream(t *testing.T, ctx context.Context, url string) (*http.Response, func
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	frames := make(chan string, 16)
-	go func() {
-		defer close(frames)
-		r := bufio.NewReader(resp.Body)
-		var b strings.Builder
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line == "\n" {
-				frames <- b.String()
-				b.Reset()
-				continue
-			}
-			b.WriteString(line)
-		}
-	}()
+	frames := testkit.SSEFrames(ctx, resp.Body)
 	return resp, func() string {
-		select {
-		case f := <-frames:
-			return f
-		case <-time.After(5 * time.Second):
-			t.Fatal("no frame within 5 s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, frames, "no frame within 5 s")
 	}
 }
 

@@ -137,9 +137,5 @@ func TestStatesWithAWedgedBus(t *testing.T) {
 		t.Errorf("error %v, want ErrUnreachable at the deadline", err)
 	}
 	r.Close()
-	select {
-	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the dial outlived Close")
-	}
+	testkit.Recv(t, 5*time.Second, ended, "the dial outlived Close")
 }

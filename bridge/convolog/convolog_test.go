@@ -10,17 +10,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
-var brisbane = mustZone("Australia/Brisbane")
-
-func mustZone(name string) *time.Location {
-	l, err := time.LoadLocation(name)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 func TestEncodeKeyOrderAndValues(t *testing.T) {
 	ts := time.Date(2026, 5, 17, 11, 37, 17, 123456000, time.UTC)
@@ -82,10 +76,7 @@ func TestWriteFilesModesAndDates(t *testing.T) {
 }
 
 func TestWriteFailureIsLoggedNotFatal(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "file"))
 	var buf bytes.Buffer
 	l := New(Config{Dir: filepath.Join(blocker, "logs"), Logger: hclog.New(&hclog.LoggerOptions{Output: &buf})})
 	l.Write(Record{TS: time.Now(), ResponseText: "x"})

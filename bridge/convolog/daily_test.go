@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,17 +31,9 @@ func TestDailyConcurrentAppendsNeverTear(t *testing.T) {
 		Pad    string `json:"pad"`
 	}
 	const writers, each = 16, 20
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range each {
-				d.Append(at, rec{Writer: w, N: n, Pad: strings.Repeat("<é>", (w*each+n)%4096*8)})
-			}
-		}()
-	}
-	wg.Wait()
+	testkit.Together(writers, each, func(w, n int) {
+		d.Append(at, rec{Writer: w, N: n, Pad: strings.Repeat("<é>", (w*each+n)%4096*8)})
+	})
 	f, err := os.Open(filepath.Join(dir, "security-2026-11-25.ndjson"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +71,7 @@ func TestDailyConcurrentAppendsNeverTear(t *testing.T) {
 // path is usable.
 func TestDailyFailureCountedAndRecovers(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "logs")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "logs"))
 	var buf bytes.Buffer
 	m := NewMetrics(prometheus.NewRegistry())
 	d := NewDaily(DailyConfig{Dir: blocker, Prefix: "scene-synthesis", Logger: hclog.New(&hclog.LoggerOptions{Output: &buf}),
@@ -123,10 +111,7 @@ func TestDailyFailureCountedAndRecovers(t *testing.T) {
 // nothing more.
 func TestDailyHealthConditions(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "state"))
 	dir := filepath.Join(blocker, "logs") // under a regular file: ENOTDIR, even for root
 	var logs testkit.LogBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
@@ -151,21 +136,9 @@ func TestDailyHealthConditions(t *testing.T) {
 		strings.Count(logs.String(), "not a directory") != 1 {
 		t.Errorf("want one Warn line for the directory, got:\n%s", logs.String())
 	}
-	conds.Recheck(t)
-	if got := conds.Problems(); len(got) != 1 {
-		t.Errorf("problems %q after a re-check with the blocker in place, want it kept", got)
-	}
-
 	// The blocker goes: the re-check clears the directory's condition
 	// without a record.
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems %q after the re-check, want none", got)
-	}
+	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(blocker) })
 	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
 		!strings.Contains(lines[0], "[INFO]  log directory "+dir+" recovered: its re-check passed: problem=") {
 		t.Errorf("want one Info line for the re-checked directory, got:\n%s", logs.String())
@@ -190,19 +163,7 @@ func TestDailyHealthConditions(t *testing.T) {
 		strings.Count(lines[0], convo.Path(at)) != 1 {
 		t.Errorf("want one Warn naming the file once, got:\n%s", logs.String())
 	}
-	conds.Recheck(t)
-	if got := conds.Problems(); len(got) != 1 {
-		t.Errorf("problems %q after a re-check with the directory in the file's place, want it kept", got)
-	}
-
-	if err := os.Remove(convo.Path(at)); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q, want none", got)
-	}
+	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(convo.Path(at)) })
 	if _, err := os.Stat(convo.Path(at)); err == nil {
 		t.Error("the re-check created the conversation log")
 	}

@@ -231,13 +231,7 @@ func TestRunHandsValuesAndTicks(t *testing.T) {
 		s.Run(ctx, func(v int) { got <- fmt.Sprint(v) }, Idle{Every: time.Minute, Clock: clock, Fn: func() { got <- "tick" }})
 	}()
 	next := func() string {
-		select {
-		case v := <-got:
-			return v
-		case <-time.After(5 * time.Second):
-			t.Fatal("Run handed nothing within 5s")
-			return ""
-		}
+		return testkit.Recv(t, 5*time.Second, got, "Run handed nothing within 5s")
 	}
 	b.Publish(1)
 	b.Publish(2)
@@ -254,11 +248,7 @@ func TestRunHandsValuesAndTicks(t *testing.T) {
 		t.Fatalf("got %s after a minute of silence, want tick", v)
 	}
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end with its ctx")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end with its ctx")
 	if !isDone(s) || b.Subscribers() != 0 {
 		t.Error("Run ended without closing the subscription")
 	}
@@ -274,9 +264,5 @@ func TestRunEndsWithTheBus(t *testing.T) {
 		s.Run(context.Background(), func(int) {}, Idle{})
 	}()
 	b.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not end when the bus closed")
-	}
+	testkit.Recv(t, 5*time.Second, done, "Run did not end when the bus closed")
 }

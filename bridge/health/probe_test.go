@@ -18,10 +18,7 @@ import (
 // file should be — and the probes leaving nothing behind.
 func TestProbesOnPlainFiles(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "state"))
 	dir := filepath.Join(blocker, "logs")
 	if err := Writable(dir); !errors.Is(err, syscall.ENOTDIR) {
 		t.Errorf("Writable under a file: %v, want ENOTDIR", err)

@@ -15,17 +15,33 @@ func detail(t *testing.T, body string, read func(b *Binder)) string {
 	if err != nil {
 		t.Fatalf("Bind(%s): %v", body, err)
 	}
+	return detailOf(t, b, read)
+}
+
+// detailOf runs read on b and returns its 422 detail as JSON, or "".
+func detailOf(t *testing.T, b *Binder, read func(b *Binder)) string {
+	t.Helper()
 	read(b)
-	err = b.Err()
-	if err == nil {
+	e := asValidation(t, b.Err())
+	if e == nil {
 		return ""
 	}
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != 422 {
+	out, _ := Marshal(e.Detail)
+	return string(out)
+}
+
+// asValidation returns err as its 422 APIError (nil for nil), failing the
+// test on any other error.
+func asValidation(t *testing.T, err error) *APIError {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var e *APIError
+	if !errors.As(err, &e) || e.Status != 422 {
 		t.Fatalf("Err() = %v, want a 422", err)
 	}
-	out, _ := Marshal(apiErr.Detail)
-	return string(out)
+	return e
 }
 
 func TestBinderItems(t *testing.T) {
@@ -130,13 +146,9 @@ func FuzzBinder(f *testing.F) {
 		b.ObjectOr("o3", &m)
 		b.OptNumber("n")
 		b.Bool("b")
-		err := b.Err()
-		if err == nil {
+		e := asValidation(t, b.Err())
+		if e == nil {
 			return
-		}
-		var e *APIError
-		if !errors.As(err, &e) || e.Status != 422 {
-			t.Fatalf("Err() = %v", err)
 		}
 		if _, err := json.Marshal(e.Detail); err != nil {
 			t.Fatalf("detail does not encode: %v", err)
@@ -153,17 +165,7 @@ func queryDetail(t *testing.T, q string, read func(b *Binder)) string {
 		t.Fatalf("ParseQuery(%q): %v", q, err)
 	}
 	b := BindQuery(vals)
-	read(b)
-	err = b.Err()
-	if err == nil {
-		return ""
-	}
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != 422 {
-		t.Fatalf("Err() = %v, want a 422", err)
-	}
-	out, _ := Marshal(apiErr.Detail)
-	return string(out)
+	return detailOf(t, b, read)
 }
 
 func TestBindQueryItems(t *testing.T) {

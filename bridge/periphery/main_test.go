@@ -221,13 +221,7 @@ func newGate(t *testing.T, f *calFixture) *gwsGate {
 // arrive waits (bounded) for the next gated run to reach the gate.
 func (g *gwsGate) arrive(t testing.TB) net.Conn {
 	t.Helper()
-	select {
-	case c := <-g.runs:
-		return c
-	case <-time.After(5 * time.Second):
-		t.Fatal("no gws run reached the gate within 5s")
-		return nil
-	}
+	return testkit.Recv(t, 5*time.Second, g.runs, "no gws run reached the gate within 5s")
 }
 
 // release lets the held run c go on as mode.
@@ -307,13 +301,7 @@ func (t sleeperTimer) Reset(d time.Duration) bool { return true }
 // next waits (bounded) for the loop's next sleep request.
 func (s *fakeSleeper) next(t testing.TB) time.Duration {
 	t.Helper()
-	select {
-	case d := <-s.calls:
-		return d
-	case <-time.After(5 * time.Second):
-		t.Fatal("no sleep requested within 5s")
-		return 0
-	}
+	return testkit.Recv(t, 5*time.Second, s.calls, "no sleep requested within 5s")
 }
 
 // wake ends the current sleep (bounded).
@@ -338,13 +326,8 @@ func runPeriphery(t testing.TB, p *Periphery) (stop func()) {
 		t.Helper()
 		once.Do(func() {
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run = %v, want nil", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Run did not return within 5s of cancel")
+			if err := testkit.Recv(t, 5*time.Second, done, "Run did not return within 5s of cancel"); err != nil {
+				t.Errorf("Run = %v, want nil", err)
 			}
 		})
 	}

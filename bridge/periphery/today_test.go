@@ -111,6 +111,20 @@ func (r *routeFixture) fetch(ctx context.Context, query string) (answer, error) 
 	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}, nil
 }
 
+// fetchLater GETs today's events in the background; the answer arrives
+// on the channel, and a failed request fails the test (what names it).
+func (r *routeFixture) fetchLater(t testing.TB, what string) <-chan answer {
+	out := make(chan answer, 1)
+	go func() {
+		a, err := r.fetch(context.Background(), "")
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+		out <- a
+	}()
+	return out
+}
+
 func (r *routeFixture) get(t testing.TB, query string) answer {
 	t.Helper()
 	a, err := r.fetch(context.Background(), query)
@@ -548,34 +562,17 @@ func TestCalendarTodayAbandonedRefresh(t *testing.T) {
 	runA := gate.arrive(t)
 	defer runA.Close()
 
-	doneB := make(chan answer, 1)
-	go func() {
-		a, err := r.fetch(context.Background(), "")
-		if err != nil {
-			t.Errorf("request B: %v", err)
-		}
-		doneB <- a
-	}()
+	doneB := r.fetchLater(t, "request B")
 	testkit.WaitFor(t, 5*time.Second, "request B to join", func() bool { return r.p.refreshWaiters() == 1 })
 
 	cancelA()
-	select {
-	case err := <-doneA:
-		if err == nil {
-			t.Error("request A answered after its cancel")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("request A did not end within 5s of its cancel")
+	if err := testkit.Recv(t, 5*time.Second, doneA, "request A did not end within 5s of its cancel"); err == nil {
+		t.Error("request A answered after its cancel")
 	}
 	runB := gate.arrive(t) // B's own refresh, after A's gws was killed
 	gate.release(t, runB, "context")
-	select {
-	case a := <-doneB:
-		if a.status != http.StatusOK || !strings.Contains(a.body, `"events":["all-day Bin night","09:30 [Alex] Swimming"]`) {
-			t.Errorf("request B: %d %s", a.status, a.body)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("request B did not answer within 10s")
+	if a := testkit.Recv(t, 10*time.Second, doneB, "request B did not answer within 10s"); a.status != http.StatusOK || !strings.Contains(a.body, `"events":["all-day Bin night","09:30 [Alex] Swimming"]`) {
+		t.Errorf("request B: %d %s", a.status, a.body)
 	}
 	if calls := readCalls(t, r.sa); len(calls) != 2 {
 		t.Errorf("%d gws runs, want 2", len(calls))
@@ -606,23 +603,11 @@ func TestRunSharesRefreshWithRequests(t *testing.T) {
 	defer stop()
 
 	run := gate.arrive(t) // the loop's first round
-	done := make(chan answer, 1)
-	go func() {
-		a, err := r.fetch(context.Background(), "")
-		if err != nil {
-			t.Errorf("request: %v", err)
-		}
-		done <- a
-	}()
+	done := r.fetchLater(t, "request")
 	testkit.WaitFor(t, 5*time.Second, "the request to join the loop's refresh", func() bool { return r.p.refreshWaiters() == 1 })
 	gate.release(t, run, "context")
-	select {
-	case a := <-done:
-		if a.status != http.StatusOK || !strings.Contains(a.body, `"count":2`) {
-			t.Errorf("request: %d %s", a.status, a.body)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer within 10s")
+	if a := testkit.Recv(t, 10*time.Second, done, "no answer within 10s"); a.status != http.StatusOK || !strings.Contains(a.body, `"count":2`) {
+		t.Errorf("request: %d %s", a.status, a.body)
 	}
 	if d := r.sleeper.next(t); d != DefaultCalendarPoll {
 		t.Errorf("loop waits %v after the shared round, want the poll", d)
@@ -640,26 +625,14 @@ func TestRunJoinsFailedRequestRefresh(t *testing.T) {
 	r.setMode(t, "gate")
 	gate := newGate(t, r.calFixture)
 
-	done := make(chan answer, 1)
-	go func() {
-		a, err := r.fetch(context.Background(), "")
-		if err != nil {
-			t.Errorf("request: %v", err)
-		}
-		done <- a
-	}()
+	done := r.fetchLater(t, "request")
 	run := gate.arrive(t) // the request's refresh
 	stop := runPeriphery(t, r.p)
 	defer stop()
 	testkit.WaitFor(t, 5*time.Second, "the loop to join the request's refresh", func() bool { return r.p.refreshWaiters() == 1 })
 	gate.release(t, run, "fail")
-	select {
-	case a := <-done:
-		if a.status != http.StatusInternalServerError {
-			t.Errorf("request: %d %s, want 500", a.status, a.body)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer within 10s")
+	if a := testkit.Recv(t, 10*time.Second, done, "no answer within 10s"); a.status != http.StatusInternalServerError {
+		t.Errorf("request: %d %s, want 500", a.status, a.body)
 	}
 	if d := r.sleeper.next(t); d != 60*time.Second {
 		t.Errorf("loop waits %v after the failed round, want the 60s backoff", d)

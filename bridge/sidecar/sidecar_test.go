@@ -131,14 +131,7 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 	}
 	ech := echo.New()
 	New(cfg).Routes(ech)
-	ts := httptest.NewUnstartedServer(ech)
-	base, end := context.WithCancelCause(context.Background())
-	e.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	e.url = ts.URL
+	e.url, e.endRequests = testkit.ServeEndable(t, ech)
 	return e
 }
 
@@ -370,13 +363,9 @@ func TestListenWhileStopping(t *testing.T) {
 	}
 	testkit.WaitFor(t, 10*time.Second, "the turn to reach the agent", turning)
 	e.endRequests(httpapi.ErrShuttingDown)
-	select {
-	case raw := <-answer:
-		if r := firmware(raw); !r.ok || r.text != "restarting, try again" || !bytes.Contains(raw, []byte(`"code":"shutting_down"`)) {
-			t.Errorf("turn ended by the shutdown grace: robot shows %+v from %q", r, raw)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no answer after the grace ended the turn")
+	raw = testkit.Recv(t, 20*time.Second, answer, "no answer after the grace ended the turn")
+	if r := firmware(raw); !r.ok || r.text != "restarting, try again" || !bytes.Contains(raw, []byte(`"code":"shutting_down"`)) {
+		t.Errorf("turn ended by the shutdown grace: robot shows %+v from %q", r, raw)
 	}
 }
 

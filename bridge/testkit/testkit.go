@@ -1,17 +1,24 @@
 // Package testkit holds the helpers every package's tests share: a log
-// sink safe to write from background goroutines, a bounded polling wait,
-// the recording fake clock, running components until the test ends,
-// whether a process still runs, a private mount namespace to mount a
-// read-only or full file system in, and a package's /metrics exposition
-// held to its golden file. It lives under bridge/ with the rest
-// of the shared plumbing, is imported only by tests, and imports no
-// package of this module, so any package's tests (acp's included) may use
-// it without a cycle.
+// sink safe to write from background goroutines, a bounded polling wait
+// and a bounded receive, the recording fake clock, running components
+// until the test ends, a test server whose requests a test can end, test
+// time zones, a file that blocks a directory, whether a process still
+// runs, a private mount namespace to mount a read-only or full file
+// system in, and a package's /metrics exposition held to its golden file.
+// It lives under bridge/ with the rest of the shared plumbing,
+// is imported only by tests, and imports no package of this module, so
+// any package's tests (acp's included) may use it without a cycle.
 package testkit
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -76,6 +83,96 @@ func Within(d time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+// Recv returns the next value from ch (the zero value once ch is closed),
+// failing the test with msg when none comes within d.
+func Recv[T any](t testing.TB, d time.Duration, ch <-chan T, msg string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s (waited %s)", msg, d)
+		var zero T
+		return zero
+	}
+}
+
+// Zone is the time zone name from the system's database; it panics when
+// the zone is missing, so a package's tests can load one in a var.
+func Zone(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
+// Blocker writes an empty file at path, where the code under test wants
+// a directory (or a file inside one), and returns path.
+func Blocker(t testing.TB, path string) string {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ServeEndable serves h on a loopback test server until the test ends;
+// end(cause) cancels the contexts of its requests with cause, as the
+// server's shutdown grace does.
+func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelCauseFunc) {
+	ts := httptest.NewUnstartedServer(h)
+	base, end := context.WithCancelCause(context.Background())
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { end(nil) })
+	return ts.URL, end
+}
+
+// Together runs n goroutines at once, goroutine w calling f(w, i) for
+// each i below each, and returns when all are done.
+func Together(n, each int, f func(w, i int)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			for i := range each {
+				f(w, i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// SSEFrames reads the server-sent events stream r on a goroutine and
+// delivers each frame (its lines, without the blank line that ends it) on
+// the channel, which closes at the end of the stream or once ctx is done.
+func SSEFrames(ctx context.Context, r io.Reader) <-chan string {
+	frames := make(chan string, 16)
+	go func() {
+		defer close(frames)
+		br := bufio.NewReader(r)
+		var b strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line != "\n" {
+				b.WriteString(line)
+				continue
+			}
+			select {
+			case frames <- b.String():
+			case <-ctx.Done():
+				return
+			}
+			b.Reset()
+		}
+	}()
+	return frames
 }
 
 // ProcessGone reports whether pid no longer runs. A zombie counts as gone:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -95,4 +97,50 @@ func TestRunAll(t *testing.T) {
 		t.Errorf("second stop returned %s, want the first's %s", again, took)
 	}
 	t.Logf("stopped in %s", took)
+}
+
+// TestRecv: Recv hands back the value sent, and the zero value of a
+// closed channel.
+func TestRecv(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	if got := Recv(t, time.Second, ch, "no value"); got != 7 {
+		t.Errorf("Recv = %d, want 7", got)
+	}
+	close(ch)
+	if got := Recv(t, time.Second, ch, "closed channel not seen"); got != 0 {
+		t.Errorf("Recv of a closed channel = %d, want 0", got)
+	}
+}
+
+// TestTogether: every goroutine makes every call.
+func TestTogether(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[[2]int]int{}
+	Together(3, 4, func(w, i int) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[[2]int{w, i}]++
+	})
+	if len(seen) != 12 {
+		t.Fatalf("%d distinct calls, want 12: %v", len(seen), seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("call %v made %d times", k, n)
+		}
+	}
+}
+
+// TestSSEFrames: frames come without their blank line, and the channel
+// closes at the end of the stream.
+func TestSSEFrames(t *testing.T) {
+	frames := SSEFrames(context.Background(), strings.NewReader("data: 1\n\nretry: 2\ndata: x\n\npartial"))
+	var got []string
+	for f := range frames {
+		got = append(got, f)
+	}
+	if want := []string{"data: 1\n", "retry: 2\ndata: x\n"}; !slices.Equal(got, want) {
+		t.Errorf("frames %q, want %q", got, want)
+	}
 }

@@ -158,11 +158,7 @@ func TestGreeterFallbacks(t *testing.T) {
 			return "too late", nil
 		})
 		e.ingest("d1", "face_recognized", map[string]any{"identity": "brett"})
-		select {
-		case <-e.agent.called:
-		case <-time.After(wait):
-			t.Fatal("agent not called")
-		}
+		testkit.Recv(t, wait, e.agent.called, "agent not called")
 		e.clock.Advance(89 * time.Second)
 		if len(e.says()) != 0 {
 			t.Fatal("gave up before 90 s")
@@ -337,10 +333,7 @@ func TestGreeterStateFileReplaced(t *testing.T) {
 // clears it, saying so once, before any greeting; the next save has
 // nothing more to say.
 func TestGreeterStateUnsavable(t *testing.T) {
-	blocker := filepath.Join(t.TempDir(), "state")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(t.TempDir(), "state"))
 	conds := healthtest.New(t, nil)
 	e := newEnv(t, func(c *Config) {
 		c.Settings.GreeterStatePath = filepath.Join(blocker, "greeter_state.json")
@@ -365,17 +358,7 @@ func TestGreeterStateUnsavable(t *testing.T) {
 		strings.Count(warns[0], "not a directory") != 1 || strings.Count(e.logs.String(), "[DEBUG] proactive_greeter: cannot save the greeter state") != 2 {
 		t.Errorf("want one Warn line with the error once, then Debug, got:\n%s", e.logs.String())
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the condition with the blocker in place")
-	}
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q", got)
-	}
+	conds.Recovers(t, 1, func() error { return os.Remove(blocker) })
 	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}
@@ -408,17 +391,7 @@ func TestGreeterStateUnreadableRechecked(t *testing.T) {
 	if got := conds.Problems(); len(got) != 1 || !strings.HasPrefix(got[0], "greeter state: ") || !strings.HasSuffix(got[0], "is a directory") {
 		t.Errorf("problems %q, want the greeter state's, a directory", got)
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the condition while the file cannot be read")
-	}
-	if err := os.Remove(state); err != nil {
-		t.Fatal(err)
-	}
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems after the re-check %q", got)
-	}
+	conds.Recovers(t, 1, func() error { return os.Remove(state) })
 	if n := strings.Count(e.logs.String(), "greeter state recovered: its re-check passed"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, e.logs.String())
 	}

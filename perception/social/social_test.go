@@ -26,13 +26,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var brisbane = func() *time.Location {
-	loc, err := time.LoadLocation("Australia/Brisbane")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 // t0 is a Sunday morning in Brisbane.
 var t0 = time.Date(2026, 5, 17, 9, 0, 0, 0, brisbane)
@@ -408,11 +402,7 @@ func TestRunStopsWithCallsInFlight(t *testing.T) {
 	e.ingest("d2", "dance_ended", nil)
 	e.ingest("d3", "face_recognized", map[string]any{"identity": "brett"})
 	testkit.WaitFor(t, wait, "the model calls", func() bool { return e.model.Count() == 2 })
-	select {
-	case <-e.agent.called:
-	case <-time.After(wait):
-		t.Fatal("agent not called")
-	}
+	testkit.Recv(t, wait, e.agent.called, "agent not called")
 	// The model and agent calls are held until the test ends: stop
 	// returning at all (it fails after wait) shows Run did not wait for
 	// them; how soon is printed.

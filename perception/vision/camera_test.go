@@ -32,13 +32,7 @@ import (
 // cache, a fake VLM, and a recording fake xiaozhi that plays the robot
 // (an accepted take-photo uploads a JPEG to /api/vision/explain).
 
-var brisbane = func() *time.Location {
-	loc, err := time.LoadLocation("Australia/Brisbane")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var brisbane = testkit.Zone("Australia/Brisbane")
 
 type camEnv struct {
 	*env
@@ -289,14 +283,10 @@ func TestSecurityWatchStopsMidCycle(t *testing.T) {
 	c.waiters(t, 1)
 	start := time.Now()
 	c.cancel()
-	select {
-	case err := <-c.done:
-		c.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
+	err := testkit.Recv(t, 5*time.Second, c.done, "Run did not return")
+	c.done <- err
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The cycle waits on the fake clock, which is not advanced: Run
 	// returning at all shows shutdown ended the wait; how soon is printed.
@@ -367,16 +357,24 @@ func TestSecurityWatchFlood(t *testing.T) {
 	}
 }
 
-// TestIdlePhotographer: after its sleep, an idle robot is photographed
-// silently; a new view is kept (file and state), a repeat is not, and a
-// busy robot is left alone.
-func TestIdlePhotographer(t *testing.T) {
+// idleCamEnv runs the idle photographer alone with a 180 s sleep, the
+// photographer asleep and robot d1 not listening.
+func idleCamEnv(t *testing.T) *camEnv {
+	t.Helper()
 	c := newCamEnv(t, func(p *perception.Config) {
 		p.Consumers.SecurityEnabled, p.Consumers.IdleEnabled = false, true
 		p.Consumers.IdleSleepMin, p.Consumers.IdleSleepMax = 180*time.Second, 180*time.Second
 	})
 	c.run(t, 2) // the refresher and the photographer's sleep
 	c.event("d1", "chat_status", map[string]any{"listening": false})
+	return c
+}
+
+// TestIdlePhotographer: after its sleep, an idle robot is photographed
+// silently; a new view is kept (file and state), a repeat is not, and a
+// busy robot is left alone.
+func TestIdlePhotographer(t *testing.T) {
+	c := idleCamEnv(t)
 	view := "Late sun on the bookshelf; a blue mug by the lamp."
 	c.model.Answer(view)
 	c.clock.Advance(180 * time.Second)
@@ -540,12 +538,7 @@ func TestSceneSynthesis(t *testing.T) {
 // in the first 770 s (without the wait it was 180, 360, 540 and 720),
 // then, with every shot refused, at 780, 960 and 1140 s.
 func TestIdlePhotographerWaitsAfterEveryShot(t *testing.T) {
-	c := newCamEnv(t, func(p *perception.Config) {
-		p.Consumers.SecurityEnabled, p.Consumers.IdleEnabled = false, true
-		p.Consumers.IdleSleepMin, p.Consumers.IdleSleepMax = 180*time.Second, 180*time.Second
-	})
-	c.run(t, 2) // the refresher and the photographer's sleep
-	c.event("d1", "chat_status", map[string]any{"listening": false})
+	c := idleCamEnv(t)
 	shots := func() int { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) }
 	// Time moves on in 10 s steps, each once the photographer is back on
 	// the clock and every accepted photo has been described.

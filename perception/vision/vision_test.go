@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/textproto"
 	"os"
 	"path/filepath"
@@ -81,14 +79,7 @@ func newEnvWith(t *testing.T, edit func(*Config), editPerception func(*perceptio
 	ech.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
 	e.s.Routes(ech)
 	e.p.Routes(ech)
-	ts := httptest.NewUnstartedServer(ech)
-	base, end := context.WithCancelCause(context.Background())
-	e.endRequests = end
-	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { end(nil) })
-	e.url = ts.URL
+	e.url, e.endRequests = testkit.ServeEndable(t, ech)
 	return e
 }
 
@@ -217,13 +208,7 @@ func waitWaiters(t *testing.T, s *Service, device string, n int) {
 
 func recv(t *testing.T, ch <-chan [2]string) [2]string {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(5 * time.Second):
-		t.Fatal("long-poll did not answer")
-		return [2]string{}
-	}
+	return testkit.Recv(t, 5*time.Second, ch, "long-poll did not answer")
 }
 
 func TestLatestLongPoll(t *testing.T) {

@@ -23,10 +23,7 @@ func TestAcceptedWritesSurviveACrash(t *testing.T) {
 	// crashed never runs: its queue is lost with the process.
 	next := memstore.New(memstore.Config{Path: path})
 	stop := run(t, next)
-	rows := waitRows(t, path, 20)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	rows := stoppedRows(t, path, 20, stop)
 	if len(rows) != 20 || rows[0].Content != "fact 0" || rows[19].Content != "fact 19" {
 		t.Errorf("%d rows after replay", len(rows))
 	}
@@ -71,10 +68,7 @@ func TestCutJournalLineNotContinued(t *testing.T) {
 	// crashed dies too; the next start replays both whole lines.
 	next := memstore.New(memstore.Config{Path: path})
 	stop := run(t, next)
-	rows := waitRows(t, path, 2)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	rows := stoppedRows(t, path, 2, stop)
 	if len(rows) != 2 || rows[0].Content != "whole" || rows[1].Content != "after the crash" {
 		t.Errorf("rows %+v", rows)
 	}

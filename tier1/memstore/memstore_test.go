@@ -40,11 +40,7 @@ func run(t *testing.T, s *memstore.Store) (stop func() error) {
 		}
 		once = true
 		cancel()
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run did not return")
-		}
+		err = testkit.Recv(t, 30*time.Second, done, "Run did not return")
 		return err
 	}
 	t.Cleanup(func() { _ = stop() })
@@ -60,6 +56,17 @@ func waitRows(t *testing.T, path string, n int) []memstoretest.Row {
 		return err == nil && len(rows) >= n
 	}) {
 		t.Fatalf("%d rows after the wait, want %d (last error %v)", len(rows), n, err)
+	}
+	return rows
+}
+
+// stoppedRows waits for n rows in path, then stops the store; an error
+// from its Run fails the test.
+func stoppedRows(t *testing.T, path string, n int, stop func() error) []memstoretest.Row {
+	t.Helper()
+	rows := waitRows(t, path, n)
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 	return rows
 }
@@ -85,10 +92,7 @@ func TestWritesOnBothSchemas(t *testing.T) {
 			if err := s.Enqueue(memstore.Write{Content: "user: hi | assistant: 😊 hello", Category: "conversation", Importance: 0.3}); err != nil {
 				t.Fatal(err)
 			}
-			rows := waitRows(t, tt.path, 2)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
+			rows := stoppedRows(t, tt.path, 2, stop)
 			for i, want := range []struct {
 				cat, content string
 				imp          float64
@@ -122,10 +126,7 @@ func TestRowsStampedByTheClock(t *testing.T) {
 	if err := s.Enqueue(memstore.Write{Content: "stamped", Category: "core", Importance: 0.7}); err != nil {
 		t.Fatal(err)
 	}
-	rows := waitRows(t, path, 1)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	rows := stoppedRows(t, path, 1, stop)
 	if rows[0].CreatedAt != "2026-11-24T11:05:09.123456+00:00" {
 		t.Errorf("created_at %q", rows[0].CreatedAt)
 	}
@@ -198,13 +199,8 @@ func TestWriteWaitsOutALock(t *testing.T) {
 	go func() {
 		accepted <- s.Enqueue(memstore.Write{Content: "written after the lock", Category: "core", Importance: 0.7})
 	}()
-	select {
-	case err := <-accepted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Enqueue waited for the locked database")
+	if err := testkit.Recv(t, 10*time.Second, accepted, "Enqueue waited for the locked database"); err != nil {
+		t.Fatal(err)
 	}
 	// Hold the lock until the writer has met it and retried.
 	testkit.WaitFor(t, 10*time.Second, "the writer to report the busy database", func() bool {
@@ -300,10 +296,7 @@ func TestDatabaseAppearsLater(t *testing.T) {
 // the database and the row reaches it, with nothing more to say.
 func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "memory")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
 	path := filepath.Join(blocker, "brain.db")
 	var logs testkit.LogBuffer
 	conds := healthtest.New(t, nil)
@@ -399,16 +392,7 @@ func TestDatabaseConditionRecheckedOnlyWhenHonest(t *testing.T) {
 		!strings.HasSuffix(got[0], "read-only file system)") {
 		t.Errorf("problems %q, want the database read-only, saying why", got)
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the condition while the file system is read-only")
-	}
-	testkit.Remount(t, mnt, false)
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems %q after the re-check on a writable file system", got)
-	}
+	conds.Recovers(t, 1, func() error { testkit.Remount(t, mnt, false); logs.Reset(); return nil })
 	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 1 ||
 		!strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") {
 		t.Errorf("want one Info line for the recovery, got:\n%s", logs.String())
@@ -458,10 +442,7 @@ func TestCompactionHasItsOwnCondition(t *testing.T) {
 		t.Skip("needs chattr (e2fsprogs) to make the journal append-only")
 	}
 	path := memstoretest.V1(t)
-	journal := filepath.Join(t.TempDir(), "journal")
-	if err := os.WriteFile(journal, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	journal := testkit.Blocker(t, filepath.Join(t.TempDir(), "journal"))
 	if out, err := exec.Command(chattr, "+a", journal).CombinedOutput(); err != nil {
 		t.Skipf("this file system takes no append-only attribute: %v %s", err, out)
 	}

@@ -54,10 +54,7 @@ func TestEnqueuePersonRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rows := waitRows(t, sc.path, 2)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
+			rows := stoppedRows(t, sc.path, 2, stop)
 			for i, want := range []struct {
 				ns, content string
 				session     bool
@@ -289,10 +286,7 @@ func TestPersonRecords(t *testing.T) {
 // that works clears it.
 func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
 	root := t.TempDir()
-	blocker := filepath.Join(root, "memory")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
 	path := filepath.Join(blocker, "brain.db")
 	var logs testkit.LogBuffer
 	conds := healthtest.New(t, nil)
@@ -313,18 +307,7 @@ func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
 		strings.Count(lines[0], "not a directory") != 1 {
 		t.Errorf("want one Warn line, got:\n%s", logs.String())
 	}
-	conds.Recheck(t)
-	if len(conds.Problems()) != 1 {
-		t.Error("the re-check cleared the review's condition with the blocker in place")
-	}
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	logs.Reset()
-	conds.Recheck(t)
-	if got := conds.Problems(); got != nil {
-		t.Errorf("problems %q after the re-check", got)
-	}
+	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(blocker) })
 	if !strings.Contains(logs.String(), "[INFO]  memory review recovered: its re-check passed") {
 		t.Errorf("want the recovery's Info line, got:\n%s", logs.String())
 	}
@@ -389,13 +372,8 @@ func TestReviewWaitsOutALock(t *testing.T) {
 		return strings.Contains(logs.String(), "retrying")
 	})
 	release()
-	select {
-	case r := <-done:
-		if !r.ok || r.err != nil {
-			t.Errorf("approve after the lock: %v %v", r.ok, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("approve never finished")
+	if r := testkit.Recv(t, 10*time.Second, done, "approve never finished"); !r.ok || r.err != nil {
+		t.Errorf("approve after the lock: %v %v", r.ok, r.err)
 	}
 	if r := memstoretest.Rows(t, path); r[0].Namespace != "person:alex" {
 		t.Errorf("row %+v", r[0])

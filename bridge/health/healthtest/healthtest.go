@@ -56,3 +56,21 @@ func (s *Set) Recheck(t testing.TB) {
 		t.Fatal("the re-checks did not finish within 10 s")
 	}
 }
+
+// Recovers checks a condition's recovery: a re-check while the cause is
+// in place keeps the set's want problems; fix then removes the cause (an
+// error from it fails the test) and the next re-check clears the set.
+func (s *Set) Recovers(t testing.TB, want int, fix func() error) {
+	t.Helper()
+	s.Recheck(t)
+	if got := s.Problems(); len(got) != want {
+		t.Errorf("problems %q after a re-check with the cause in place, want %d kept", got, want)
+	}
+	if err := fix(); err != nil {
+		t.Fatal(err)
+	}
+	s.Recheck(t)
+	if got := s.Problems(); got != nil {
+		t.Errorf("problems %q after the re-check once the cause is gone, want none", got)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func post(ctx context.Context, url, auth, body string) (int, string, error) {
@@ -87,9 +89,5 @@ func TestBlockEndsWithTheTest(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	})
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the held request was not released")
-	}
+	testkit.Recv(t, 5*time.Second, done, "the held request was not released")
 }
