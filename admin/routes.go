@@ -232,6 +232,17 @@ func parse(c echo.Context) (*httpapi.Binder, error) {
 	return httpapi.Bind(c.Request().Body, 0)
 }
 
+// parseStrings binds a JSON object body with the two required string
+// fields a and b.
+func parseStrings(c echo.Context, a, b string) (string, string, error) {
+	f, err := parse(c)
+	if err != nil {
+		return "", "", err
+	}
+	x, y := f.String(a), f.String(b)
+	return x, y, f.Err()
+}
+
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
 const pushTimeout = 4 * time.Second
 
@@ -462,13 +473,8 @@ var PersonaFiles = []string{"AGENTS.md", "BOOTSTRAP.md", "HEARTBEAT.md", "IDENTI
 
 // persona is POST /admin/persona.
 func (h *Handler) persona(c echo.Context) error {
-	f, err := parse(c)
+	file, content, err := parseStrings(c, "file", "content")
 	if err != nil {
-		return err
-	}
-	file := f.String("file")
-	content := f.String("content")
-	if err := f.Err(); err != nil {
 		return err
 	}
 	if !slices.Contains(PersonaFiles, file) {
