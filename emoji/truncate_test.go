@@ -9,7 +9,8 @@ import (
 // TestTruncate pins, for each Cut a caller uses, the outputs of the
 // function that Cut replaced (FirstRunes, the ellipsis cuts in periphery
 // and llm, prompttext.Cut, tier1's memory snippet, the demo agent's
-// quote, convolog.Clip and perception's data-value cut, sidecar.Shorten).
+// quote, convolog.Clip and perception's data-value cut, acp's log snippet
+// cut, sidecar.Shorten).
 func TestTruncate(t *testing.T) {
 	shortenTrim := func(r rune) bool { return strings.ContainsRune(" ,;:-", r) }
 	ins := []string{"", "short", "héllo wörld", "abcdef", "éééé", "one two, three", "a    \x1cb  c d e f", "😊😆😢😮🤔😠😐", "word word word word word word word", "Supercalifragilisticexpialidocious"}
@@ -29,6 +30,7 @@ func TestTruncate(t *testing.T) {
 		{"clipBytes 6", Cut{Max: 6, Bytes: true, Mark: "…", MarkInside: true}, []string{"", "short", "hé…", "abcdef", "é…", "one…", "a  …", "…", "wor…", "Sup…"}},
 		{"clipBytes 8", Cut{Max: 8, Bytes: true, Mark: "…", MarkInside: true}, []string{"", "short", "héll…", "abcdef", "éééé", "one t…", "a    …", "😊…", "word …", "Super…"}},
 		{"shorten 12", Cut{Max: 12, Bytes: true, AtSpace: true, Trim: shortenTrim}, []string{"", "short", "héllo", "abcdef", "éééé", "one two", "a    \x1cb  c", "😊😆😢", "word word", "Supercalifra"}},
+		{"acp snippet 5", Cut{Max: 5, Bytes: true}, []string{"", "short", "héll", "abcde", "éé", "one t", "a    ", "😊", "word ", "Super"}},
 		{"shorten 24", Cut{Max: 24, Bytes: true, AtSpace: true, Trim: shortenTrim}, []string{"", "short", "héllo wörld", "abcdef", "éééé", "one two, three", "a    \x1cb  c d e f", "😊😆😢😮🤔😠", "word word word word", "Supercalifragilisticexpi"}},
 	} {
 		for i, in := range ins {
