@@ -154,7 +154,7 @@ func (c *Client) initialize(ctx context.Context) error {
 	}
 	caps, err := detectDialect(raw)
 	if err != nil {
-		c.log.Error("agent initialize result not understood", "result", string(truncateBytes(raw, 2048)))
+		c.log.Error("agent initialize result not understood", "result", string(raw[:min(len(raw), 2048)]))
 		return fmt.Errorf("initialize: %w", err)
 	}
 	c.caps = caps
@@ -338,7 +338,7 @@ func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error
 		SessionID2 string `json:"session_id"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || cmp.Or(r.SessionID, r.SessionID2) == "" {
-		return "", fmt.Errorf("session/new: no session id in %s", truncateBytes(raw, 256))
+		return "", fmt.Errorf("session/new: no session id in %s", raw[:min(len(raw), 256)])
 	}
 	sid := cmp.Or(r.SessionID, r.SessionID2)
 	c.mu.Lock()
@@ -490,7 +490,7 @@ func (c *Client) handle(ctx context.Context, method string, params json.RawMessa
 	defer c.notified()
 	if strings.HasPrefix(method, "_zeroclaw/") {
 		if method == "_zeroclaw/history_trimmed" {
-			c.log.Info("agent trimmed session history", "details", string(truncateBytes(params, 512)))
+			c.log.Info("agent trimmed session history", "details", string(params[:min(len(params), 512)]))
 		}
 		return nil, nil
 	}
@@ -534,7 +534,7 @@ func (c *Client) route(sid string, ev event) {
 		c.log.Debug("agent tool update", "session", sid, "tool", ev.tool, "id", ev.toolID, "status", ev.status)
 		c.noteToolCall(sid, ev)
 	case evHistoryTrimmed:
-		c.log.Info("agent trimmed session history", "session", sid, "details", string(truncateBytes(ev.raw, 512)))
+		c.log.Info("agent trimmed session history", "session", sid, "details", string(ev.raw[:min(len(ev.raw), 512)]))
 	case evThought, evPlan, evCancelMarker:
 		c.log.Trace("agent update", "session", sid, "kind", ev.kind)
 	default:

@@ -200,7 +200,7 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
 		// Cleaned like stderr (legacy agents colour these tracing lines),
 		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).
-		g.noise.emit(hclog.Info, noiseLine(string(truncateBytes(trimmed, 4096))))
+		g.noise.emit(hclog.Info, noiseLine(string(trimmed[:min(len(trimmed), 4096)])))
 		return nil
 	}
 	oversize := len(trimmed) > g.sdkLine
@@ -272,13 +272,6 @@ func (g *stdoutGuard) answer(frame []byte) error {
 		g.log.Debug("could not answer agent request", "error", err)
 	}
 	return nil
-}
-
-func truncateBytes(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	return b[:n]
 }
 
 // lockedWriter serialises whole frames onto the child's stdin and bounds each

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 const (
@@ -289,9 +290,7 @@ func noiseLine(line string) string { return "agent stdout: " + redactedSnippet(l
 // cleaned and redacted on its first 4 KiB (so a secret is found before
 // the text is cut), then cut to 512 bytes.
 func redactedSnippet(text string) string {
-	s := redactSecrets(cleanLine(text[:min(len(text), 4096)]))
-	if len(s) > 512 {
-		s = strings.ToValidUTF8(s[:512], "")
-	}
-	return s
+	// cleanLine's output is valid UTF-8, so the cut drops no more than a
+	// split code point.
+	return emoji.Truncate(redactSecrets(cleanLine(text[:min(len(text), 4096)])), emoji.Cut{Max: 512, Bytes: true})
 }

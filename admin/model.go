@@ -30,13 +30,8 @@ var (
 
 // model is POST /admin/model.
 func (h *Handler) model(c echo.Context) error {
-	f, err := parse(c)
+	daemon, model, err := parseStrings(c, "daemon", "model")
 	if err != nil {
-		return err
-	}
-	daemon := f.String("daemon")
-	model := f.String("model")
-	if err := f.Err(); err != nil {
 		return err
 	}
 	if daemon != "voice" && daemon != "discord" {

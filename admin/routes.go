@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -232,6 +233,17 @@ func parse(c echo.Context) (*httpapi.Binder, error) {
 	return httpapi.Bind(c.Request().Body, 0)
 }
 
+// parseStrings binds a JSON object body with the two required string
+// fields a and b.
+func parseStrings(c echo.Context, a, b string) (string, string, error) {
+	f, err := parse(c)
+	if err != nil {
+		return "", "", err
+	}
+	x, y := f.String(a), f.String(b)
+	return x, y, f.Err()
+}
+
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
 const pushTimeout = 4 * time.Second
 
@@ -338,9 +350,11 @@ func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (Mod
 	return m, nil
 }
 
-// modeRequest binds {enabled, device_id}.
-func modeRequest(c echo.Context) (on bool, device string, err error) {
-	f, err := parse(c)
+// ModeRequest binds a toggle's JSON body, {enabled, device_id?}, of at
+// most limit bytes (0: httpapi's default); /admin's toggles and the
+// dashboard's share it.
+func ModeRequest(body io.Reader, limit int64) (on bool, device string, err error) {
+	f, err := httpapi.Bind(body, limit)
 	if err != nil {
 		return false, "", err
 	}
@@ -349,9 +363,22 @@ func modeRequest(c echo.Context) (on bool, device string, err error) {
 	return on, device, f.Err()
 }
 
+// StateRequest binds a robot-state JSON body, {state, device_id?}, of at
+// most limit bytes (0: httpapi's default), for /admin/state and the
+// dashboard's state buttons.
+func StateRequest(body io.Reader, limit int64) (state, device string, err error) {
+	f, err := httpapi.Bind(body, limit)
+	if err != nil {
+		return "", "", err
+	}
+	state = f.String("state")
+	device = f.StringOr("device_id", "")
+	return state, device, f.Err()
+}
+
 // kidMode is POST /admin/kid-mode.
 func (h *Handler) kidMode(c echo.Context) error {
-	on, device, err := modeRequest(c)
+	on, device, err := ModeRequest(c.Request().Body, 0)
 	if err != nil {
 		return err
 	}
@@ -390,7 +417,7 @@ func (h *Handler) SmartModels() (off, on string) {
 
 // smartMode is POST /admin/smart-mode.
 func (h *Handler) smartMode(c echo.Context) error {
-	on, device, err := modeRequest(c)
+	on, device, err := ModeRequest(c.Request().Body, 0)
 	if err != nil {
 		return err
 	}
@@ -437,13 +464,8 @@ func (h *Handler) SetRobotState(ctx context.Context, state, device string) error
 
 // state is POST /admin/state.
 func (h *Handler) state(c echo.Context) error {
-	f, err := parse(c)
+	st, device, err := StateRequest(c.Request().Body, 0)
 	if err != nil {
-		return err
-	}
-	st := f.String("state")
-	device := f.StringOr("device_id", "")
-	if err := f.Err(); err != nil {
 		return err
 	}
 	err = h.SetRobotState(c.Request().Context(), st, device)
@@ -462,13 +484,8 @@ var PersonaFiles = []string{"AGENTS.md", "BOOTSTRAP.md", "HEARTBEAT.md", "IDENTI
 
 // persona is POST /admin/persona.
 func (h *Handler) persona(c echo.Context) error {
-	f, err := parse(c)
+	file, content, err := parseStrings(c, "file", "content")
 	if err != nil {
-		return err
-	}
-	file := f.String("file")
-	content := f.String("content")
-	if err := f.Err(); err != nil {
 		return err
 	}
 	if !slices.Contains(PersonaFiles, file) {

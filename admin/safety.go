@@ -89,13 +89,8 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9._]+$`)
 
 // safety is POST /admin/safety.
 func (h *Handler) safety(c echo.Context) error {
-	f, err := parse(c)
+	action, tool, err := parseStrings(c, "action", "tool")
 	if err != nil {
-		return err
-	}
-	action := f.String("action")
-	tool := f.String("tool")
-	if err := f.Err(); err != nil {
 		return err
 	}
 	if action != "add" && action != "remove" {

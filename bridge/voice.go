@@ -440,7 +440,7 @@ func (v *Voice) record(o turnOutcome) {
 	}
 	if v.cfg.Turns != nil {
 		v.cfg.Turns.Publish(turnbus.Turn{TS: now, Channel: o.req.channel, SessionID: o.req.sessionID,
-			RequestText: convolog.Clip(o.req.content, convolog.MaxText), ResponseText: convolog.Clip(o.text, convolog.MaxText), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
+			RequestText: emoji.Truncate(o.req.content, convolog.TextCut), ResponseText: emoji.Truncate(o.text, convolog.TextCut), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
 			Latency: o.elapsed, Error: o.kind, Phases: phases})
 	}
 }

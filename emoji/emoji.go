@@ -42,14 +42,6 @@ func IsSpace(r rune) bool {
 // .strip() uses it, so both agree on what whitespace is.
 func Strip(s string) string { return strings.TrimFunc(s, IsSpace) }
 
-// FirstRunes is s[:n] in Python: at most its first n code points.
-func FirstRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
-}
-
 // trimLeft removes leading whitespace.
 func trimLeft(t string) string { return strings.TrimLeftFunc(t, IsSpace) }
 

@@ -2,12 +2,14 @@ package perception
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Limits on what one caller-supplied event may cost.
@@ -56,14 +58,9 @@ func capData(d map[string]any) map[string]any {
 	if jsonSize(d, MaxData) <= MaxData {
 		return d
 	}
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	out := make(map[string]any, len(d))
 	size, dropped := 2, 0
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		v := summarise(d[k])
 		enc, err := json.Marshal(v)
 		if err != nil {
@@ -144,14 +141,7 @@ func quotedSize(s string) int {
 func summarise(v any) any {
 	switch x := v.(type) {
 	case string:
-		if len(x) <= maxDataValue {
-			return x
-		}
-		cut := maxDataValue - len("…")
-		for cut > 0 && !utf8.RuneStart(x[cut]) {
-			cut--
-		}
-		return x[:cut] + "…"
+		return emoji.Truncate(x, emoji.Cut{Max: maxDataValue, Bytes: true, Mark: "…", MarkInside: true})
 	case map[string]any, []any:
 		enc, err := json.Marshal(x)
 		if err != nil || len(enc) > maxDataValue {

@@ -97,8 +97,8 @@ func (c *consumers) synthesise(device, reason string, create bool) {
 	appendTo(c.journals.scene, now, SceneRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Type: "scene_synthesis",
 		Device: device, Text: scene.Text, FaceID: scene.FaceID, State: scene.State, HasVision: vision != "", HasAudioCaption: audio != ""})
 	c.s.Broadcast(Event{DeviceID: device, TS: wall, Name: "scene_synthesised",
-		Data: map[string]any{"reason": reason, "preview": emoji.FirstRunes(scene.Text, 80)}})
-	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", emoji.FirstRunes(scene.Text, 160))
+		Data: map[string]any{"reason": reason, "preview": emoji.Truncate(scene.Text, emoji.Cut{Max: 80})}})
+	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", emoji.Truncate(scene.Text, emoji.Cut{Max: 160}))
 }
 
 // composeScene is the scene line: "<YYYY-MM-DD HH:MM> — <who>", then

@@ -43,7 +43,7 @@ func (h *Handler) storePerson(name, fact, session string, hasSession bool) perso
 		SessionID: session, HasSession: hasSession})
 	switch {
 	case errors.Is(err, memstore.ErrInvalidPersonFact):
-		h.log.Warn("person memory store failed", "person", emoji.FirstRunes(id, memstore.MaxPersonIDLen), "error", err)
+		h.log.Warn("person memory store failed", "person", emoji.Truncate(id, emoji.Cut{Max: memstore.MaxPersonIDLen}), "error", err)
 	case err != nil:
 		h.refused("core", err)
 		out.refused = err

@@ -92,5 +92,5 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 		h.log.Warn("thinker answered no choices")
 		return ThinkingFailed, nil
 	}
-	return emoji.FirstRunes(emoji.Strip(resp.Choices[0].Message.Content), 500), nil
+	return emoji.Truncate(emoji.Strip(resp.Choices[0].Message.Content), emoji.Cut{Max: 500}), nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -137,9 +136,7 @@ func (h *Handler) escalate(c echo.Context) error {
 	}
 	start := time.Now() // a latency, on the real clock
 	result := h.run(c.Request().Context(), tool, session, args)
-	if utf8.RuneCountInString(result) > ResultCap {
-		result = string([]rune(result)[:ResultCap])
-	}
+	result = emoji.Truncate(result, emoji.Cut{Max: ResultCap})
 	h.log.Info("escalation", "tool", tool, "session", session, "elapsed", time.Since(start))
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"result": result})
 }
@@ -203,7 +200,7 @@ func (h *Handler) remember(c echo.Context) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	f := emoji.FirstRunes(emoji.Strip(fact), 300)
+	f := emoji.Truncate(emoji.Strip(fact), emoji.Cut{Max: 300})
 	if f == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -221,7 +218,7 @@ func (h *Handler) memoryLog(c echo.Context) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	u, a := emoji.FirstRunes(emoji.Strip(user), 500), emoji.FirstRunes(emoji.Strip(assistant), 1000)
+	u, a := emoji.Truncate(emoji.Strip(user), emoji.Cut{Max: 500}), emoji.Truncate(emoji.Strip(assistant), emoji.Cut{Max: 1000})
 	if u == "" && a == "" {
 		return c.NoContent(http.StatusNoContent)
 	}

@@ -54,11 +54,7 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 		if len(snippets) == memoryUsed {
 			break
 		}
-		c := emoji.Strip(r.Content)
-		if len([]rune(c)) > snippetCap {
-			c = string([]rune(c)[:snippetCap-3]) + "..."
-		}
-		snippets = append(snippets, c)
+		snippets = append(snippets, emoji.Truncate(emoji.Strip(r.Content), emoji.Cut{Max: snippetCap, Mark: "...", MarkInside: true}))
 	}
 	if len(snippets) == 0 {
 		return NoMemories, nil
@@ -75,7 +71,7 @@ func (h *Handler) takePhoto() string {
 	if !ok || desc == "" || age > photoFreshness {
 		return NothingFresh
 	}
-	return emoji.FirstRunes(desc, photoCap)
+	return emoji.Truncate(desc, emoji.Cut{Max: photoCap})
 }
 
 // songCache keeps the last non-empty song catalogue for a minute.
@@ -133,7 +129,7 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, "", asset)
 	switch {
 	case resp.Status != 0 && resp.Status != http.StatusOK: // success is exactly 200
-		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, emoji.FirstRunes(string(resp.Body), playErrBodyCap)), nil
+		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, emoji.Truncate(string(resp.Body), emoji.Cut{Max: playErrBodyCap})), nil
 	case err != nil:
 		return fmt.Sprintf("(couldn't play %s: %v)", file, err), nil
 	}

@@ -4,7 +4,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // emojiSet is the nine reply emoji in the bridge's order, one code point
@@ -97,11 +98,7 @@ func UserLine(prompt string) string {
 	if line == "" {
 		return nothingSaid
 	}
-	if utf8.RuneCountInString(line) > quoteLimit {
-		runes := []rune(line)[:quoteLimit-1]
-		line = strings.TrimRightFunc(string(runes), unicode.IsSpace) + "…"
-	}
-	return line
+	return emoji.Truncate(line, emoji.Cut{Max: quoteLimit, Mark: "…", MarkInside: true, Trim: unicode.IsSpace})
 }
 
 // voiceContent finds the user's content in the bridge's voice prompt: the

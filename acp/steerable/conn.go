@@ -444,7 +444,7 @@ func sessionResult(method string, raw json.RawMessage) (string, error) {
 		ID         string `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || cmp.Or(r.SessionID, r.SessionID2, r.ID) == "" {
-		return "", fmt.Errorf("%s: no session id in %s", method, truncate(raw, 256))
+		return "", fmt.Errorf("%s: no session id in %s", method, raw[:min(len(raw), 256)])
 	}
 	return cmp.Or(r.SessionID, r.SessionID2, r.ID), nil
 }
@@ -667,7 +667,7 @@ func (c *conn) bind(st *stream, res json.RawMessage) error {
 		StreamID2 string `json:"stream_id"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil || cmp.Or(r.StreamID, r.StreamID2) == "" {
-		return fmt.Errorf("%s: no streamId in %s", methodChatStream, truncate(res, 256))
+		return fmt.Errorf("%s: no streamId in %s", methodChatStream, res[:min(len(res), 256)])
 	}
 	id := cmp.Or(r.StreamID, r.StreamID2)
 	c.mu.Lock()
@@ -860,7 +860,7 @@ func (c *conn) chunk(st *stream, p streamParams) {
 		c.log.Info("agent tool call", "session", st.sid, "stream", p.StreamID, "tool", toolName(p.ToolCall))
 	}
 	if len(p.Usage) > 0 && string(p.Usage) != "null" {
-		c.log.Trace("agent usage", "stream", p.StreamID, "usage", string(truncate(p.Usage, 256)))
+		c.log.Trace("agent usage", "stream", p.StreamID, "usage", string(p.Usage[:min(len(p.Usage), 256)]))
 	}
 	text := deltaText(p.Delta)
 	st.mu.Lock()

@@ -57,7 +57,7 @@ func (c *conn) newRPC(stdin io.Writer) *jsonrpc.Conn {
 		MaxLine: c.cfg.MaxLine,
 		Handle:  c.frame,
 		Noise: func(line []byte, _ error) {
-			c.noise(string(truncate(line, 4096))) // redacted on this much, then cut to 512
+			c.noise(string(line[:min(len(line), 4096)])) // redacted on this much, then cut to 512
 		},
 		Oversize: func() {
 			c.log.Warn("discarded sidecar stdout line over the size limit", "limit", c.cfg.MaxLine)
@@ -240,11 +240,4 @@ func kindForClass(class string) string {
 		}
 	}
 	return ""
-}
-
-func truncate(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	return b[:n]
 }

@@ -183,9 +183,10 @@ func Requests(path string, methods ...string) ([]Request, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		m, _, err := jsonrpc.Decode(sc.Bytes())
+		line := sc.Bytes()
+		m, _, err := jsonrpc.Decode(line)
 		if err != nil {
-			return nil, fmt.Errorf("recorded frame %q: %w", truncate(sc.Text(), 120), err)
+			return nil, fmt.Errorf("recorded frame %q: %w", line[:min(len(line), 120)], err)
 		}
 		if len(methods) == 0 || contains(methods, m.Method) {
 			out = append(out, Request{ID: m.ID, Method: m.Method, Params: m.Params})
@@ -201,11 +202,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

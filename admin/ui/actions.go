@@ -156,13 +156,8 @@ func (u *UI) setMode(c echo.Context, set func(context.Context, bool, string) (ad
 	if u.cfg.Controls == nil {
 		return unavailable("mode control")
 	}
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	on, device, err := admin.ModeRequest(c.Request().Body, 4<<10)
 	if err != nil {
-		return err
-	}
-	on := b.Bool("enabled")
-	device := b.StringOr("device_id", "")
-	if err := b.Err(); err != nil {
 		return err
 	}
 	m, err := set(c.Request().Context(), on, device)
@@ -186,13 +181,8 @@ func (u *UI) setState(c echo.Context) error {
 	if u.cfg.Controls == nil {
 		return unavailable("robot state")
 	}
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
+	st, device, err := admin.StateRequest(c.Request().Body, 4<<10)
 	if err != nil {
-		return err
-	}
-	st := b.String("state")
-	device := b.StringOr("device_id", "")
-	if err := b.Err(); err != nil {
 		return err
 	}
 	err = u.cfg.Controls.SetRobotState(c.Request().Context(), st, device)

@@ -23,9 +23,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Errors callers branch on.
@@ -150,7 +151,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 	if resp.StatusCode < 400 {
 		return r, nil
 	}
-	snippet := truncate(string(b), 200)
+	snippet := emoji.Truncate(string(b), emoji.Cut{Max: 200})
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "no device connected"):
 		c.log.Debug("xiaozhi has no robot connected", "path", path)
@@ -167,13 +168,6 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 	}
 	c.log.Debug("xiaozhi admin call refused", "path", path, "status", resp.StatusCode, "body", snippet)
 	return r, &StatusError{Path: path, Status: resp.StatusCode, Body: snippet}
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
 
 const (

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Record is one completed turn.
@@ -141,19 +142,9 @@ type phasesJSON struct {
 // keeps; the log lives on an SD card and one turn must not fill it.
 const MaxText = 4 << 10
 
-// Clip returns s cut to at most n bytes on a rune boundary, ending in "…"
-// when it was cut.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := max(n-len(mark), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
+// TextCut cuts a record's string to at most MaxText bytes on a rune
+// boundary, ending in "…" when it was cut (emoji.Truncate).
+var TextCut = emoji.Cut{Max: MaxText, Bytes: true, Mark: "…", MarkInside: true}
 
 // Encode returns r as one NDJSON line (with its newline), raw UTF-8. Its
 // strings are clipped to MaxText bytes each (the voice routes already
@@ -167,11 +158,11 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 	out := record{
 		TS:           Timestamp(r.TS.In(loc)),
 		Type:         r.Type,
-		Channel:      Clip(r.Channel, MaxText),
-		SessionID:    Clip(r.SessionID, MaxText),
-		RequestText:  Clip(r.RequestText, MaxText),
+		Channel:      emoji.Truncate(r.Channel, TextCut),
+		SessionID:    emoji.Truncate(r.SessionID, TextCut),
+		RequestText:  emoji.Truncate(r.RequestText, TextCut),
 		ResponseLen:  utf8.RuneCountInString(r.ResponseText),
-		ResponseText: Clip(r.ResponseText, MaxText),
+		ResponseText: emoji.Truncate(r.ResponseText, TextCut),
 		EmojiUsed:    r.EmojiUsed,
 		LatencyMS:    r.Latency.Round(time.Millisecond).Milliseconds(),
 	}

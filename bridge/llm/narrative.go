@@ -9,10 +9,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/openai/openai-go"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // DefaultNarrativeModel is NARRATIVE_MODEL's default.
@@ -119,7 +120,7 @@ func (n *Narrative) Complete(ctx context.Context, system, user string, maxTokens
 	if err == nil {
 		text := ""
 		if len(resp.Choices) > 0 {
-			text = strings.TrimFunc(resp.Choices[0].Message.Content, isSpace)
+			text = emoji.Strip(resp.Choices[0].Message.Content)
 		}
 		if text == "" {
 			err = ErrEmpty
@@ -154,9 +155,9 @@ func classify(err error, cctx context.Context) (kind, detail string) {
 		if msg == "" {
 			msg = http.StatusText(status)
 		}
-		return fmt.Sprintf("status %d", status), clip(msg, 200)
+		return fmt.Sprintf("status %d", status), emoji.Truncate(msg, emoji.Cut{Max: 200, Mark: "…"})
 	default:
-		return "transport", clip(err.Error(), 300)
+		return "transport", emoji.Truncate(err.Error(), emoji.Cut{Max: 300, Mark: "…"})
 	}
 }
 
@@ -184,16 +185,4 @@ func (n *Narrative) succeeded() {
 	if recovered {
 		n.log.Info("narrative model answering again", "model", n.cfg.Model)
 	}
-}
-
-// isSpace is Python's str.isspace() for one code point, so answers are
-// trimmed as bridge.py's .strip() trimmed them.
-func isSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F) }
-
-// clip cuts s to n runes.
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -265,7 +266,7 @@ func opViewOf(d spec, method, path string, op operation) opView {
 		o.BodyRequired = rb.Required
 		o.Body = mediaViews(rb.Content)
 	}
-	for _, code := range sortedKeys(op.Responses) {
+	for _, code := range slices.Sorted(maps.Keys(op.Responses)) {
 		r := op.Responses[code]
 		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
 			r = d.Components.Responses[name]
@@ -278,7 +279,7 @@ func opViewOf(d spec, method, path string, op operation) opView {
 // mediaViews are a content map's media types with their schemas.
 func mediaViews(content map[string]json.RawMessage) []mediaView {
 	var out []mediaView
-	for _, mt := range sortedKeys(content) {
+	for _, mt := range slices.Sorted(maps.Keys(content)) {
 		var media struct {
 			Schema json.RawMessage `json:"schema"`
 		}
@@ -286,15 +287,6 @@ func mediaViews(content map[string]json.RawMessage) []mediaView {
 		out = append(out, mediaView{Type: mt, Schema: schemaHTML(media.Schema)})
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // schemaRef is a reference to a named schema in escaped JSON text.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/subproc"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 const (
@@ -198,7 +199,7 @@ func (p *Periphery) parseEvents(data []byte) ([]event, error) {
 		return nil, &fetchError{KindParse, fmt.Errorf("decode gws output: %w", err)}
 	}
 	if e := bytes.TrimSpace(ans.Error); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
-		return nil, &fetchError{KindOther, fmt.Errorf("calendar api error: %s", truncate(string(e), 200))}
+		return nil, &fetchError{KindOther, fmt.Errorf("calendar api error: %s", emoji.Truncate(string(e), emoji.Cut{Max: 200, Mark: "…"}))}
 	}
 	evs := make([]event, 0, len(ans.Items))
 	for _, it := range ans.Items {

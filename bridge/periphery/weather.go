@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 const (
@@ -60,7 +61,7 @@ func (p *Periphery) fetchWeather(ctx context.Context) (string, error) {
 	case text == "":
 		return "", fmt.Errorf("%w: empty", errWeatherRejected)
 	case strings.Contains(text, "Unknown"), strings.Contains(text, "Sorry"):
-		return "", fmt.Errorf("%w: %q", errWeatherRejected, truncate(text, 80))
+		return "", fmt.Errorf("%w: %q", errWeatherRejected, emoji.Truncate(text, emoji.Cut{Max: 80, Mark: "…"}))
 	case strings.Contains(strings.ToLower(text), "<html"):
 		return "", fmt.Errorf("%w: html page", errWeatherRejected)
 	}
@@ -126,13 +127,4 @@ func weatherBackoff(n int, ttl time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, ttl)
-}
-
-// truncate cuts s to at most n runes.
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

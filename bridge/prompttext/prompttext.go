@@ -89,24 +89,14 @@ func Line(s string, c Cap) string {
 // right-stripped, then the ellipsis. With no room for the ellipsis the
 // text is cut to c.Runes, right-stripped.
 func Cut(s string, c Cap) string {
-	if c.Runes <= 0 || len(s) <= c.Runes || utf8.RuneCountInString(s) <= c.Runes {
+	if c.Runes <= 0 {
 		return s
 	}
 	ell := c.Ellipsis
 	if ell == "" {
 		ell = "…"
 	}
-	keep := c.Runes - utf8.RuneCountInString(ell)
-	if keep < 1 {
-		keep, ell = c.Runes, ""
-	}
-	i, n := 0, 0
-	for n < keep {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		n++
-	}
-	return strings.TrimRightFunc(s[:i], emoji.IsSpace) + ell
+	return emoji.Truncate(s, emoji.Cut{Max: c.Runes, Mark: ell, MarkInside: true, Trim: emoji.IsSpace})
 }
 
 // plain reports whether s is printable ASCII without brackets and with

@@ -262,7 +262,7 @@ func (h *Handler) listen(c echo.Context) error {
 		return h.fail(c, rid, failLLM, start)
 	}
 	emotion := emoji.FirmwareEmotion(reply)
-	text := Shorten(Sanitize(stripLeadingEmoji(reply)), TextMax)
+	text := replyText(reply)
 	if text == "" {
 		text = "..."
 	}
@@ -455,17 +455,12 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
-// Shorten cuts ASCII text to n characters, at the last space when there
-// is one in the second half.
-func Shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := s[:n]
-	if i := strings.LastIndexByte(cut, ' '); i >= n/2 {
-		cut = cut[:i]
-	}
-	return strings.TrimRight(cut, " ,;:-")
+// replyText is the reply as the firmware shows it: no leading emoji,
+// printable ASCII (Sanitize), at most TextMax characters, cut at the last
+// space when there is one in the second half.
+func replyText(reply string) string {
+	return emoji.Truncate(Sanitize(stripLeadingEmoji(reply)), emoji.Cut{Max: TextMax, Bytes: true, AtSpace: true,
+		Trim: func(r rune) bool { return strings.ContainsRune(" ,;:-", r) }})
 }
 
 func (h *Handler) fail(c echo.Context, rid string, f failure, start time.Time) error {

@@ -377,7 +377,7 @@ func TestReplyText(t *testing.T) {
 		{"😆 " + strings.Repeat("word ", 20), "word word word word word word"},
 		{"😐 Supercalifragilisticexpialidociousness", "Supercalifragilisticexpialidocio"},
 	} {
-		got := Shorten(Sanitize(stripLeadingEmoji(tt.in)), TextMax)
+		got := replyText(tt.in)
 		if got != tt.want || len(got) > TextMax {
 			t.Errorf("%q → %q, want %q", tt.in, got, tt.want)
 		}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
-
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Turn is a completed voice turn as the dashboard sees it: the
@@ -55,10 +55,10 @@ func (b *Bus) Subscribe(name string, buf int) (*fanout.Sub[Turn], error) {
 // Publish delivers ev to every subscriber with room for it, its strings
 // clipped like the conversation log's.
 func (b *Bus) Publish(ev Turn) {
-	ev.Channel = convolog.Clip(ev.Channel, convolog.MaxText)
-	ev.SessionID = convolog.Clip(ev.SessionID, convolog.MaxText)
-	ev.RequestText = convolog.Clip(ev.RequestText, convolog.MaxText)
-	ev.ResponseText = convolog.Clip(ev.ResponseText, convolog.MaxText)
+	ev.Channel = emoji.Truncate(ev.Channel, convolog.TextCut)
+	ev.SessionID = emoji.Truncate(ev.SessionID, convolog.TextCut)
+	ev.RequestText = emoji.Truncate(ev.RequestText, convolog.TextCut)
+	ev.ResponseText = emoji.Truncate(ev.ResponseText, convolog.TextCut)
 	b.out.Publish(ev)
 }
 

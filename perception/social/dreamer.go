@@ -186,7 +186,7 @@ func (s *Service) dream(ctx context.Context, device, seed string) {
 	if s.dreamFile != nil {
 		s.dreamFile.Append(now, rec)
 	}
-	s.dreamLog.Info("dream saved", "id", id, "seed", seed, "chars", len([]rune(full)), "summary", emoji.FirstRunes(summary, 80))
+	s.dreamLog.Info("dream saved", "id", id, "seed", seed, "chars", len([]rune(full)), "summary", emoji.Truncate(summary, emoji.Cut{Max: 80}))
 }
 
 // cancel stops device's pending dreams, reporting whether there were any.

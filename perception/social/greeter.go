@@ -155,7 +155,7 @@ func (s *Service) countedAs(identity string) (key string, member bool) {
 		return p.ID, true
 	}
 	if s.set.GreetAnyone {
-		return emoji.FirstRunes(identity, MaxIdentity), false
+		return emoji.Truncate(identity, emoji.Cut{Max: MaxIdentity}), false
 	}
 	return Unknown, false
 }
@@ -201,9 +201,9 @@ func (s *Service) recordGreeting(device, identity, text string, err error, start
 	now := s.clock.Now()
 	errText := ""
 	if err != nil {
-		errText = emoji.FirstRunes(err.Error(), maxErrorText)
+		errText = emoji.Truncate(err.Error(), emoji.Cut{Max: maxErrorText})
 	}
-	identity = emoji.FirstRunes(identity, MaxIdentity)
+	identity = emoji.Truncate(identity, emoji.Cut{Max: MaxIdentity})
 	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: text}
 	if errText != "" {
 		rec.Error = &errText

@@ -466,7 +466,7 @@ func (s *Service) audioExplain(c echo.Context) error {
 	s.storeSound(device, entry{desc: desc, at: s.clock.Now(), question: question, source: "audio_explain"})
 	if s.cfg.Perception != nil {
 		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(s.clock.Now().UnixNano()) / 1e9,
-			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": emoji.FirstRunes(desc, 80)}})
+			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": emoji.Truncate(desc, emoji.Cut{Max: 80})}})
 	}
 	observe(s.cfg.AudioDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})

@@ -117,7 +117,7 @@ func (s *Store) EnqueuePerson(p PersonWrite) error {
 	if err := checkPersonID(id); err != nil {
 		return err
 	}
-	fact := emoji.FirstRunes(emoji.Strip(p.Fact), personFactCap)
+	fact := emoji.Truncate(emoji.Strip(p.Fact), emoji.Cut{Max: personFactCap})
 	if fact == "" {
 		return fmt.Errorf("%w: empty fact", ErrInvalidPersonFact)
 	}
