@@ -85,6 +85,16 @@ same_tree() {
   cmp -s "$tmp/$1" "$tmp/$2" || fail "$3: $(diff "$tmp/$1" "$tmp/$2")"
 }
 
+# install_again NAME WHAT: a second install over $r does nothing and
+# changes nothing ($tmp/NAME.1: the tree before it); passes WHAT's line.
+install_again() {
+  tree "$r" >"$tmp/$1.1"
+  run 0 --root "$r" "$tarball"
+  grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
+  same_tree "$1.1" "$1.2" "second install changed the root"
+  pass "$2: a second install changes nothing"
+}
+
 # over_bridgepy NAME: r, a copy of the bridge.py root (bridgepy.orig) at
 # $tmp/NAME with the release installed over it, and unit, its unit file.
 over_bridgepy() {
@@ -164,11 +174,7 @@ grep -q 'skipped (root is ' "$tmp/out" || fail "systemctl was not skipped for --
 verify_unit "$r"
 pass "fresh: installed ($(bin_version "$r")), unit verified"
 
-tree "$r" >"$tmp/fresh.1"
-run 0 --root "$r" "$tarball"
-grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
-same_tree fresh.1 fresh.2 "second install changed the root"
-pass "fresh: a second install changes nothing"
+install_again fresh fresh
 
 run 0 --root "$r" --rollback --dry-run
 same_tree fresh.1 fresh.3 "rollback --dry-run changed the root"
@@ -263,11 +269,7 @@ cmp -s "$r/root/zeroclaw-bridge/.env" <(printf 'OPENROUTER_API_KEY=sk-test\n') |
 verify_unit "$r"
 pass "bridge.py: settings carried over, unit verified ($(bin_version "$r"))"
 
-tree "$r" >"$tmp/py.1"
-run 0 --root "$r" "$tarball"
-grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
-same_tree py.1 py.2 "second install changed the root"
-pass "bridge.py: a second install changes nothing"
+install_again py bridge.py
 
 if [ -n "$upgrade" ]; then
   old="$(bin_version "$r")"
