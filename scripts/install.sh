@@ -703,6 +703,21 @@ saved_beside() {
   return 1
 }
 
+# copy_beside SRC REL SUFFIX SUM WHAT: a copy of SRC beside /REL as
+# REL.SUFFIX (0600), unless the copy with checksum SUM is there already
+# (saved_beside); says "WHAT goes to" or "WHAT is at" the copy.
+copy_beside() {
+  local src="$1" rel="$2" suffix="$3" sum="$4" what="$5" dst
+  if dst="$(saved_beside "$R/$rel" "$suffix" "$sum")"; then
+    say "$what is at ${dst#"$R"} already"
+  else
+    dst="$(beside "$R/$rel" "$suffix")"
+    say "$what goes to ${dst#"$R"}"
+    act cp -a "$src" "$dst"
+    act chmod 0600 "$dst"
+  fi
+}
+
 # put_back SRC DST: SRC's copy into DST's place by way of DST.new in the
 # same directory, so a copy that fails (a full disk) leaves DST as it was.
 put_back() {
@@ -728,7 +743,7 @@ put_back() {
 # written beside it as FILE.before-install. Copies beside are 0600 (they
 # may hold keys). Prints what it does.
 roll_back_path() {
-  local snap="$1" manifest="$2" what="$3" p="$4" now want before dst
+  local snap="$1" manifest="$2" what="$3" p="$4" now want before
   now="$(state_sum "$R/$p")"
   if grep -qx 'format 2' "$manifest"; then
     want="$(awk -v p="$p" '$1 == "installed" && $3 == p { print $2; exit }' "$manifest")"
@@ -749,13 +764,8 @@ roll_back_path() {
   if $edited && [ "$p" = "$env_path" ]; then
     if [ "$what" = absent ]; then
       say "keeping /$p: it has changed since the install (it did not exist before it)"
-    elif dst="$(saved_beside "$R/$p" before-install "$before")"; then
-      say "keeping /$p: it has changed since the install; the version from before the install is at ${dst#"$R"} already"
     else
-      dst="$(beside "$R/$p" before-install)"
-      say "keeping /$p: it has changed since the install; the version from before the install goes to ${dst#"$R"}"
-      act cp -a "$snap/files/$p" "$dst"
-      act chmod 0600 "$dst"
+      copy_beside "$snap/files/$p" "$p" before-install "$before" "keeping /$p: it has changed since the install; the version from before the install"
     fi
     kept=$((kept + 1))
     return 0
@@ -763,14 +773,7 @@ roll_back_path() {
   if $edited; then
     case "$p" in
       "$unit_path" | "$old_dropin")
-        if dst="$(saved_beside "$R/$p" after-install "$now")"; then
-          say "/$p has changed since the install: the install owns it, so it is put back; the edited version is at ${dst#"$R"} already"
-        else
-          dst="$(beside "$R/$p" after-install)"
-          say "/$p has changed since the install: the install owns it, so it is put back; the edited version goes to ${dst#"$R"}"
-          act cp -a "$R/$p" "$dst"
-          act chmod 0600 "$dst"
-        fi
+        copy_beside "$R/$p" "$p" after-install "$now" "/$p has changed since the install: the install owns it, so it is put back; the edited version"
         saved=$((saved + 1))
         ;;
       *) say "/$p has changed since the install: the install owns it, so it is put back all the same" ;;

@@ -78,6 +78,32 @@ tree() {
   )
 }
 
+# same_tree BEFORE NAME WHAT: $r's tree, written to $tmp/NAME, is the one
+# in $tmp/BEFORE; else fails with WHAT and the difference.
+same_tree() {
+  tree "$r" >"$tmp/$2"
+  cmp -s "$tmp/$1" "$tmp/$2" || fail "$3: $(diff "$tmp/$1" "$tmp/$2")"
+}
+
+# install_again NAME WHAT: a second install over $r does nothing and
+# changes nothing ($tmp/NAME.1: the tree before it); passes WHAT's line.
+install_again() {
+  tree "$r" >"$tmp/$1.1"
+  run 0 --root "$r" "$tarball"
+  grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
+  same_tree "$1.1" "$1.2" "second install changed the root"
+  pass "$2: a second install changes nothing"
+}
+
+# over_bridgepy NAME: r, a copy of the bridge.py root (bridgepy.orig) at
+# $tmp/NAME with the release installed over it, and unit, its unit file.
+over_bridgepy() {
+  r="$tmp/$1"
+  cp -a "$tmp/bridgepy.orig" "$r"
+  unit="$r/etc/systemd/system/zeroclaw-bridge.service"
+  run 0 --root "$r" "$tarball"
+}
+
 # run CODE ARGS...: install.sh exits with CODE; its output goes to $tmp/out.
 run() {
   local want="$1" got=0
@@ -130,8 +156,7 @@ r="$(newroot fresh)"
 tree "$r" >"$tmp/fresh.0"
 run 0 --root "$r" --dry-run "$tarball"
 grep -q '^would run: install ' "$tmp/out" || fail "--dry-run printed no actions"
-tree "$r" >"$tmp/fresh.dry"
-cmp -s "$tmp/fresh.0" "$tmp/fresh.dry" || fail "--dry-run changed the root: $(diff "$tmp/fresh.0" "$tmp/fresh.dry")"
+same_tree fresh.0 fresh.dry "--dry-run changed the root"
 pass "fresh: --dry-run prints its actions and changes nothing"
 
 run 0 --root "$r" "$tarball"
@@ -149,19 +174,12 @@ grep -q 'skipped (root is ' "$tmp/out" || fail "systemctl was not skipped for --
 verify_unit "$r"
 pass "fresh: installed ($(bin_version "$r")), unit verified"
 
-tree "$r" >"$tmp/fresh.1"
-run 0 --root "$r" "$tarball"
-grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
-tree "$r" >"$tmp/fresh.2"
-cmp -s "$tmp/fresh.1" "$tmp/fresh.2" || fail "second install changed the root: $(diff "$tmp/fresh.1" "$tmp/fresh.2")"
-pass "fresh: a second install changes nothing"
+install_again fresh fresh
 
 run 0 --root "$r" --rollback --dry-run
-tree "$r" >"$tmp/fresh.3"
-cmp -s "$tmp/fresh.1" "$tmp/fresh.3" || fail "rollback --dry-run changed the root"
+same_tree fresh.1 fresh.3 "rollback --dry-run changed the root"
 run 0 --root "$r" --rollback
-tree "$r" >"$tmp/fresh.4"
-cmp -s "$tmp/fresh.0" "$tmp/fresh.4" || fail "rollback did not restore the empty root: $(diff "$tmp/fresh.0" "$tmp/fresh.4")"
+same_tree fresh.0 fresh.4 "rollback did not restore the empty root"
 run 5 --root "$r" --rollback
 pass "fresh: rollback restores the root exactly; a second rollback is refused"
 
@@ -216,8 +234,7 @@ cp -a "$r" "$tmp/bridgepy.orig" # for the cases below that start from bridge.py
 run 0 --root "$r" --dry-run "$tarball"
 grep -q 'found bridge.py' "$tmp/out" || fail "bridge.py's unit not recognised: $(cat "$tmp/out")"
 grep -q '^+PORT=8081$' "$tmp/out" || fail "--dry-run does not show the carried settings"
-tree "$r" >"$tmp/py.dry"
-cmp -s "$tmp/py.0" "$tmp/py.dry" || fail "--dry-run changed the root: $(diff "$tmp/py.0" "$tmp/py.dry")"
+same_tree py.0 py.dry "--dry-run changed the root"
 pass "bridge.py: --dry-run shows the env changes and changes nothing"
 
 run 0 --root "$r" "$tarball"
@@ -252,12 +269,7 @@ cmp -s "$r/root/zeroclaw-bridge/.env" <(printf 'OPENROUTER_API_KEY=sk-test\n') |
 verify_unit "$r"
 pass "bridge.py: settings carried over, unit verified ($(bin_version "$r"))"
 
-tree "$r" >"$tmp/py.1"
-run 0 --root "$r" "$tarball"
-grep -q 'nothing to do' "$tmp/out" || fail "second install did something: $(cat "$tmp/out")"
-tree "$r" >"$tmp/py.2"
-cmp -s "$tmp/py.1" "$tmp/py.2" || fail "second install changed the root: $(diff "$tmp/py.1" "$tmp/py.2")"
-pass "bridge.py: a second install changes nothing"
+install_again py bridge.py
 
 if [ -n "$upgrade" ]; then
   old="$(bin_version "$r")"
@@ -281,8 +293,7 @@ fi
 
 tree "$r" >"$tmp/py.5"
 run 0 --root "$r" --rollback --dry-run
-tree "$r" >"$tmp/py.6"
-cmp -s "$tmp/py.5" "$tmp/py.6" || fail "rollback --dry-run changed the root: $(diff "$tmp/py.5" "$tmp/py.6")"
+same_tree py.5 py.6 "rollback --dry-run changed the root"
 run 0 --root "$r" --rollback
 if [ -n "$upgrade" ]; then
   # The env file was edited after the first install (LOG_LEVEL, above): it
@@ -293,8 +304,7 @@ if [ -n "$upgrade" ]; then
   [ -z "$(find "$r/etc/zeroclaw-bridge" -name '*.before-install*')" ] || fail "a pre-install copy of an env file that did not exist"
   rm -rf "$r/etc/zeroclaw-bridge"
 fi
-tree "$r" >"$tmp/py.7"
-cmp -s "$tmp/py.0" "$tmp/py.7" || fail "rollback did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/py.7")"
+same_tree py.0 py.7 "rollback did not restore bridge.py's state exactly"
 grep -q python "$unit" || fail "bridge.py's unit is not back"
 [ -f "$r/etc/systemd/system/zeroclaw-bridge.service.d/10-go-bridge.conf" ] || fail "10-go-bridge.conf is not back"
 run 5 --root "$r" --rollback
@@ -314,8 +324,7 @@ grep -q '^install.sh: keeping /etc/zeroclaw-bridge/env: it has changed since the
   fail "rollback --dry-run does not say it keeps the edited env file: $(cat "$tmp/out")"
 grep -q '^install.sh: removing /usr/local/bin/zeroclaw-bridge (the install created it)$' "$tmp/out" ||
   fail "rollback --dry-run does not say it removes the binary: $(cat "$tmp/out")"
-tree "$r" >"$tmp/ed.2"
-cmp -s "$tmp/ed.1" "$tmp/ed.2" || fail "rollback --dry-run changed the root: $(diff "$tmp/ed.1" "$tmp/ed.2")"
+same_tree ed.1 ed.2 "rollback --dry-run changed the root"
 run 0 --root "$r" --rollback
 grep -qx 'DOTTY_DASHBOARD_PASS=s3cret' "$env_file" || fail "rollback discarded the env edit"
 [ "$(stat -c %a "$env_file")" = 600 ] || fail "kept env file mode"
@@ -412,10 +421,7 @@ pass "old-format snapshot: rollback keeps the edited env file and removes the re
 # bridge.py, the Go install, then `systemctl edit --full zeroclaw-bridge`:
 # rollback must not leave the Go unit without its binary. bridge.py's unit
 # comes back, the edited one is saved beside it.
-r="$tmp/unitedit"
-cp -a "$tmp/bridgepy.orig" "$r"
-unit="$r/etc/systemd/system/zeroclaw-bridge.service"
-run 0 --root "$r" "$tarball"
+over_bridgepy unitedit
 sed -i 's/^RestartSec=.*/RestartSec=2/' "$unit"
 printf '# edited with systemctl edit --full\n' >>"$unit"
 cp -a "$unit" "$tmp/unit.edited"
@@ -431,17 +437,13 @@ cmp -s "$tmp/unit.edited" "$unit.after-install" || fail "the .after-install copy
 [ "$(stat -c %a "$unit.after-install")" = 600 ] || fail ".after-install mode $(stat -c %a "$unit.after-install"), want 600"
 grep -q python "$unit" || fail "bridge.py's unit is not back: $(cat "$unit")"
 rm "$unit.after-install"
-tree "$r" >"$tmp/ue.1"
-cmp -s "$tmp/py.0" "$tmp/ue.1" || fail "rollback did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/ue.1")"
+same_tree py.0 ue.1 "rollback did not restore bridge.py's state exactly"
 pass "edited unit: rollback puts bridge.py's unit back (and removes the binary), the edited one saved as .after-install (0600), the snapshot gone"
 
 # A copy that fails (the disk full) while putting the unit back: the unit
 # stays as it is (no half-written .new), the snapshot is kept, the exit is
 # 1 with how to finish; --rollback again finishes it.
-r="$tmp/restorefail"
-cp -a "$tmp/bridgepy.orig" "$r"
-unit="$r/etc/systemd/system/zeroclaw-bridge.service"
-run 0 --root "$r" "$tarball"
+over_bridgepy restorefail
 cp -a "$unit" "$tmp/unit.go"
 mkdir "$tmp/fullbin"
 cat >"$tmp/fullbin/cp" <<'EOF'
@@ -467,8 +469,7 @@ cmp -s "$tmp/unit.go" "$unit" || fail "a failed restore changed the unit: $(cat 
 [ ! -e "$unit.new" ] || fail "a failed restore left $unit.new"
 [ -f "$r/var/lib/zeroclaw-bridge/backup/0001/manifest" ] || fail "a failed restore deleted the snapshot"
 run 0 --root "$r" --rollback
-tree "$r" >"$tmp/rf.1"
-cmp -s "$tmp/py.0" "$tmp/rf.1" || fail "--rollback again did not restore bridge.py's state exactly: $(diff "$tmp/py.0" "$tmp/rf.1")"
+same_tree py.0 rf.1 "--rollback again did not restore bridge.py's state exactly"
 run 5 --root "$r" --rollback
 pass "failed restore: the unit left in place, the snapshot kept, exit 1; --rollback again finishes exactly"
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
 // agentBaseline times prompt round trips against the demo agent alone
@@ -31,14 +33,7 @@ func agentBaseline(bin string, n int) (roundTrips, firstChunks []time.Duration, 
 	}
 	defer func() {
 		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		benchkit.Reap(cmd, 5*time.Second)
 	}()
 	qc := &quietClient{chunk: make(chan time.Time, 64)}
 	conn := acpsdk.NewClientSideConnection(qc, stdin, stdout)

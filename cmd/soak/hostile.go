@@ -151,11 +151,7 @@ func runHostile(o options) (string, error) {
 
 	// ops reads /health and /metrics before and after the abuse only.
 	ops := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	if err := waitHealthy(ops, b.URL, 60*time.Second); err != nil {
-		return "", err
-	}
-	time.Sleep(500 * time.Millisecond)
-	base, err := gauges(ops, b.URL)
+	base, err := baseline(ops, b.URL)
 	if err != nil {
 		return "", err
 	}
@@ -673,12 +669,7 @@ func feedBurst(ctx context.Context, base string, n int, st *hostileStats) {
 // idleConn opens a connection and sends nothing; when the bridge closes it
 // (as it should), it opens another.
 func idleConn(ctx context.Context, host string, st *hostileStats) {
-	for ctx.Err() == nil {
-		conn, err := dialCtx(ctx, host)
-		if err != nil {
-			sleepCtx(ctx, 100*time.Millisecond)
-			continue
-		}
+	redial(ctx, host, func(conn net.Conn) {
 		st.idleOpened.Add(1)
 		opened := time.Now()
 		if waitClosed(ctx, conn) {
@@ -690,20 +681,15 @@ func idleConn(ctx context.Context, host string, st *hostileStats) {
 			// machine's cores with the bridge, so do not spin.
 			sleepCtx(ctx, 250*time.Millisecond)
 		}
-	}
+	})
 }
 
 // slowBody sends a request whose body arrives one byte every two seconds.
 func slowBody(ctx context.Context, host string, st *hostileStats) {
-	for ctx.Err() == nil {
-		conn, err := dialCtx(ctx, host)
-		if err != nil {
-			sleepCtx(ctx, 100*time.Millisecond)
-			continue
-		}
+	redial(ctx, host, func(conn net.Conn) {
 		st.slowOpened.Add(1)
 		head := fmt.Sprintf("POST /api/perception/event HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{", host)
-		_, err = conn.Write([]byte(head))
+		_, err := conn.Write([]byte(head))
 		for err == nil && ctx.Err() == nil {
 			if !sleepCtx(ctx, 2*time.Second) {
 				break
@@ -714,7 +700,7 @@ func slowBody(ctx context.Context, host string, st *hostileStats) {
 			st.slowCut.Add(1)
 		}
 		conn.Close()
-	}
+	})
 }
 
 // longPoller waits on the vision long-poll for a device that will never
@@ -737,6 +723,19 @@ func longPoller(ctx context.Context, base string, i int, st *hostileStats) {
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			sleepCtx(ctx, 200*time.Millisecond)
 		}
+	}
+}
+
+// redial hands use a new connection to host, again and again until ctx
+// ends; a dial that fails is tried again after 100 ms.
+func redial(ctx context.Context, host string, use func(net.Conn)) {
+	for ctx.Err() == nil {
+		conn, err := dialCtx(ctx, host)
+		if err != nil {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		use(conn)
 	}
 }
 

@@ -151,11 +151,7 @@ func run(o options) (string, error) {
 	// above what a busy machine needs (the bridge ends every turn within
 	// ZEROCLAW_TIMEOUT, 4 s).
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	if err := waitHealthy(client, b.URL, 60*time.Second); err != nil {
-		return "", err
-	}
-	time.Sleep(500 * time.Millisecond)
-	base, err := gauges(client, b.URL)
+	base, err := baseline(client, b.URL)
 	if err != nil {
 		return "", err
 	}
@@ -382,6 +378,16 @@ func waitHealthy(c *http.Client, base string, d time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("agent not ready within %v", d)
+}
+
+// baseline waits (≤ 60 s) for a started bridge's agent, lets the start
+// settle and returns the gauges the run's end is compared with.
+func baseline(c *http.Client, base string) (map[string]float64, error) {
+	if err := waitHealthy(c, base, 60*time.Second); err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	return gauges(c, base)
 }
 
 // gauges reads the process gauges from /metrics.

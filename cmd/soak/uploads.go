@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,16 +88,11 @@ func uploadFlooder(ctx context.Context, host string, i int, st *hostileStats) {
 	head := "--" + uploadBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"flood.jpg\"\r\n" +
 		"Content-Type: image/jpeg\r\n\r\n"
 	length := len(head) + uploadFloodSize + len("\r\n--"+uploadBoundary+"--\r\n")
-	for n := 0; ctx.Err() == nil; n++ {
-		conn, err := dialCtx(ctx, host)
-		if err != nil {
-			sleepCtx(ctx, 100*time.Millisecond)
-			continue
-		}
+	redial(ctx, host, func(conn net.Conn) {
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 		_ = conn.SetDeadline(time.Now().Add(hostileTurnBound))
 		u.sent.Add(1)
-		_, err = fmt.Fprintf(conn, "POST /api/vision/explain HTTP/1.1\r\nHost: %s\r\ndevice-id: upload-flood-%d\r\n"+
+		_, err := fmt.Fprintf(conn, "POST /api/vision/explain HTTP/1.1\r\nHost: %s\r\ndevice-id: upload-flood-%d\r\n"+
 			"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s",
 			host, i, uploadBoundary, length, head)
 		if err == nil {
@@ -125,7 +121,7 @@ func uploadFlooder(ctx context.Context, host string, i int, st *hostileStats) {
 		stop()
 		conn.Close()
 		sleepCtx(ctx, 200*time.Millisecond)
-	}
+	})
 }
 
 // report is the flood's line of the soak's report.

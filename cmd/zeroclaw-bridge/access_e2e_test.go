@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,38 +21,6 @@ const (
 
 // dashAuth is the Authorization header of the dashboard's credentials.
 var dashAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte(dashUser+":"+dashPass))
-
-// request sends method path with body and header pairs ("Host" sets the
-// Host) and returns the status and body; a stream's body is not read.
-func (p *bridgeProc) request(method, path, body string, headers ...string) (int, string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+p.addr+path, strings.NewReader(body))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i] == "Host" {
-			req.Host = headers[i+1]
-		} else {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		return resp.StatusCode, ""
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		p.t.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	return resp.StatusCode, string(b)
-}
 
 // writeHousehold gives the bridge an adult, Alex, and a child, Hudson.
 func writeHousehold(t *testing.T, p *bridgeProc) {
@@ -150,16 +114,10 @@ func TestDNSRebindingRefusedOnTheBinary(t *testing.T) {
 	if got := p.escalate("remember_person", map[string]any{"name": "Hudson", "fact": "is scared of thunder"}); got != "(saved — a grown-up will check that)" {
 		t.Fatalf("child fact: %q", got)
 	}
-	var review struct {
-		Records []map[string]any `json:"records"`
-	}
-	testkit.WaitFor(t, 10*time.Second, "the held fact", func() bool {
-		code, body := p.get("/ui/api/memory")
-		return code == 200 && json.Unmarshal([]byte(body), &review) == nil && len(review.Records) == 1
-	})
-	id, _ := review.Records[0]["id"].(string)
-	if review.Records[0]["pending"] != true || id == "" {
-		t.Fatalf("review card %v", review.Records)
+	records := p.heldFacts(1)
+	id, _ := records[0]["id"].(string)
+	if records[0]["pending"] != true || id == "" {
+		t.Fatalf("review card %v", records)
 	}
 
 	rebound := []string{"Host", "evil.example:8080", "Origin", "http://evil.example:8080", "Content-Type", "application/json"}
@@ -267,43 +225,12 @@ func TestHouseholdReadsNeedCredentialsOnTheBinary(t *testing.T) {
 	}
 	// The firmware's photo (multipart, to the host's LAN address) wakes
 	// xiaozhi's long-poll (Docker name).
-	polled := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/api/vision/latest/dotty-hall", nil)
-		req.Host = "bridge:8080"
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			polled <- 0
-			return
-		}
-		resp.Body.Close()
-		polled <- resp.StatusCode
-	}()
-	upload := func() {
-		var body bytes.Buffer
-		w := multipart.NewWriter(&body)
-		part, _ := w.CreateFormFile("file", "photo.jpg")
-		_, _ = part.Write([]byte("\xff\xd8\xff\xe0jpeg"))
-		_ = w.WriteField("question", "What do you see?")
-		_ = w.Close()
-		code, out := p.request(http.MethodPost, "/api/vision/explain", body.String(),
-			"Content-Type", w.FormDataContentType(), "device-id", "dotty-hall", "Host", "192.168.1.20:8080")
-		if code != 200 {
+	got := p.pollWhile("dotty-hall", func() {
+		if code, out := p.explain("dotty-hall", "What do you see?", []byte("\xff\xd8\xff\xe0jpeg"), "Host", "192.168.1.20:8080"); code != 200 {
 			t.Fatalf("explain: %d %s", code, out)
 		}
-	}
-	deadline := time.After(12 * time.Second)
-	for answered := false; !answered; {
-		upload()
-		select {
-		case code := <-polled:
-			answered = true
-			if code != 200 {
-				t.Errorf("long-poll: %d", code)
-			}
-		case <-time.After(300 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("long-poll did not answer")
-		}
+	}, "Host", "bridge:8080")
+	if code, _, _ := strings.Cut(got, " "); code != "200" {
+		t.Errorf("long-poll: %s", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +19,7 @@ import (
 // child, whose next turn works.
 func TestBridgeAdminEndToEnd(t *testing.T) {
 	xz := xiaozhitest.New(t)
-	host, port := xz.HostPort()
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port))
+	p := startBridge(t, xiaozhiEnv(xz)...)
 	_, h := p.health("the demo agent ready", func(h map[string]any) bool { return agentOf(h)["state"] == "ready" })
 	pid := agentOf(h)["pid"]
 
@@ -66,9 +64,8 @@ func TestBridgeAdminEndToEnd(t *testing.T) {
 // mode flip pushes set-toggle, then set-tier1slim-model.
 func TestBridgeTier1SlimStartupPush(t *testing.T) {
 	xz := xiaozhitest.New(t)
-	host, port := xz.HostPort()
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "DOTTY_VOICE_PROVIDER=tier1slim",
-		"TIER1SLIM_LOCAL_MODEL=qwen-local", "TIER1SLIM_LOCAL_API_KEY=", "OPENROUTER_API_KEY=sk-or-e2e")
+	p := startBridge(t, append(xiaozhiEnv(xz), "DOTTY_VOICE_PROVIDER=tier1slim",
+		"TIER1SLIM_LOCAL_MODEL=qwen-local", "TIER1SLIM_LOCAL_API_KEY=", "OPENROUTER_API_KEY=sk-or-e2e")...)
 	testkit.WaitFor(t, 5*time.Second, "the start-up push", func() bool { return len(xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")) == 1 })
 	if c := xz.CallsTo("/xiaozhi/admin/set-tier1slim-model")[0]; c.Body["model"] != "qwen-local" || c.Body["url"] != "http://localhost:8080/v1" {
 		t.Errorf("start-up push %s", c.Raw)

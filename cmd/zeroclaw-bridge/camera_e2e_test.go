@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -25,16 +24,11 @@ import (
 // in the day's security file, in /api/security/recent and on the
 // perception feed. Leaving the state stops the photos.
 func TestBridgeSecurityWatchEndToEnd(t *testing.T) {
-	vlm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"v","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"An empty hallway; the front door is closed."}}]}`)
-	}))
-	defer vlm.Close()
+	vlm := llmtest.New(t, "An empty hallway; the front door is closed.")
 	xz := xiaozhitest.New(t)
 	xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: http.StatusNotFound, Body: "Not Found"})
-	host, port := xz.HostPort()
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "DOTTY_LOCAL_TZ=Pacific/Auckland",
-		"VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test", "SECURITY_CAPTURE_INTERVAL_SEC=3600")
+	p := startBridge(t, append(xiaozhiEnv(xz), "DOTTY_LOCAL_TZ=Pacific/Auckland",
+		"VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test", "SECURITY_CAPTURE_INTERVAL_SEC=3600")...)
 	xz.TakesPhotos("http://"+p.addr, []byte("\xff\xd8\xff\xe0e2e-jpeg"))
 
 	// Follow the perception feed from before the state change.

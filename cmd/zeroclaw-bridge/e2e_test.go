@@ -5,16 +5,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
@@ -165,18 +169,156 @@ func (p *bridgeProc) log() string {
 	return p.stderr.String()
 }
 
+// get returns the status and body of GET path.
 func (p *bridgeProc) get(path string) (int, string) {
 	p.t.Helper()
-	resp, err := httpClient.Get("http://" + p.addr + path)
+	return p.request(http.MethodGet, path, "")
+}
+
+// post sends a JSON body and returns the status and body.
+func (p *bridgeProc) post(path, body string) (int, string) {
+	p.t.Helper()
+	return p.request(http.MethodPost, path, body, "Content-Type", "application/json")
+}
+
+// request sends method path with body and header pairs ("Host" sets the
+// Host) and returns the status and body (≤ 5 s); a stream's body is not
+// read.
+func (p *bridgeProc) request(method, path, body string, headers ...string) (int, string) {
+	p.t.Helper()
+	return p.requestWithin(5*time.Second, method, path, body, headers...)
+}
+
+// requestWithin is request bounded by d.
+func (p *bridgeProc) requestWithin(d time.Duration, method, path, body string, headers ...string) (int, string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req := p.newRequest(ctx, method, path, body, headers...)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		p.t.Fatalf("GET %s: %v", path, err)
+		p.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp.StatusCode, ""
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		p.t.Fatalf("GET %s: read body: %v", path, err)
+		p.t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// newRequest is method path on the bridge with body and header pairs
+// ("Host" sets the Host).
+func (p *bridgeProc) newRequest(ctx context.Context, method, path, body string, headers ...string) *http.Request {
+	p.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+p.addr+path, strings.NewReader(body))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	return req
+}
+
+// photoForm is the firmware's /api/vision/explain upload of photo with
+// question: the multipart body and its Content-Type.
+func photoForm(photo []byte, question string) (body, contentType string) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	part, _ := w.CreateFormFile("file", "photo.jpg")
+	_, _ = part.Write(photo)
+	_ = w.WriteField("question", question)
+	_ = w.Close()
+	return b.String(), w.FormDataContentType()
+}
+
+// explain uploads photo with question for device, as the firmware does,
+// plus header pairs, and returns the status and the trimmed body (≤ 30 s).
+func (p *bridgeProc) explain(device, question string, photo []byte, headers ...string) (int, string) {
+	p.t.Helper()
+	body, ct := photoForm(photo, question)
+	code, out := p.requestWithin(30*time.Second, http.MethodPost, "/api/vision/explain", body,
+		append([]string{"Content-Type", ct, "device-id", device}, headers...)...)
+	return code, strings.TrimSpace(out)
+}
+
+// pollWhile starts xiaozhi's vision long-poll for device, with header
+// pairs, and calls upload until the poll answers (≤ 12 s): an upload that
+// lands before the poll registers is discarded as stale, as it is for
+// xiaozhi. It returns the poll's status and trimmed body ("0 " and the
+// error when the request failed).
+func (p *bridgeProc) pollWhile(device string, upload func(), headers ...string) string {
+	p.t.Helper()
+	req := p.newRequest(context.Background(), http.MethodGet, "/api/vision/latest/"+device, "", headers...)
+	polled := make(chan string, 1)
+	go func() {
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			polled <- "0 " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		polled <- fmt.Sprint(resp.StatusCode, " ", strings.TrimSpace(string(b)))
+	}()
+	deadline := time.After(12 * time.Second)
+	for {
+		upload()
+		select {
+		case got := <-polled:
+			return got
+		case <-time.After(300 * time.Millisecond):
+		case <-deadline:
+			p.t.Fatal("long-poll did not answer")
+		}
+	}
+}
+
+// xiaozhiEnv points the bridge at the fake xiaozhi xz.
+func xiaozhiEnv(xz *xiaozhitest.Server) []string {
+	host, port := xz.HostPort()
+	return []string{"XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(port)}
+}
+
+// heldFacts waits (≤ 10 s) for the dashboard's memory review card to list
+// n records and returns them.
+func (p *bridgeProc) heldFacts(n int) []map[string]any {
+	p.t.Helper()
+	var review struct {
+		Records []map[string]any `json:"records"`
+	}
+	testkit.WaitFor(p.t, 10*time.Second, fmt.Sprintf("%d records on the review card", n), func() bool {
+		code, body := p.get("/ui/api/memory")
+		return code == 200 && json.Unmarshal([]byte(body), &review) == nil && len(review.Records) == n
+	})
+	return review.Records
+}
+
+// restoredSessions waits (≤ 10 s) for /health to count the agent's
+// sessions restored how ("resumed" or "recreated") n times, the other way
+// none and none lost with one live, and checks /metrics counts the same.
+func (p *bridgeProc) restoredSessions(how string, n int) {
+	p.t.Helper()
+	other := map[string]string{"resumed": "recreated", "recreated": "resumed"}[how]
+	_, h := p.health("the "+how+" sessions counted", func(h map[string]any) bool { return h["sessions_"+how] == float64(n) })
+	if h["sessions_"+other] != 0.0 || h["sessions_lost"] != 0.0 || h["sessions"] != 1.0 {
+		p.t.Errorf("/health sessions: %v resumed, %v recreated, %v lost, %v live", h["sessions_resumed"], h["sessions_recreated"], h["sessions_lost"], h["sessions"])
+	}
+	_, m := p.get("/metrics")
+	for _, want := range []string{fmt.Sprintf(`dotty_agent_sessions_restored_total{how=%q} %d`, how, n), `dotty_agent_sessions_restored_total{how="` + other + `"} 0`,
+		`dotty_agent_sessions_lost_total{reason="agent_restart"} 0`, `dotty_agent_sessions_lost_total{reason="resume_failed"} 0`} {
+		if !strings.Contains(m, want) {
+			p.t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // health polls /health (≤ 10 s) until ready holds, and returns the last body.

@@ -35,9 +35,7 @@ var sessionCreated = regexp.MustCompile(`agent session created: key=(\S+) sessio
 func TestGreeterCannotBeDriven(t *testing.T) {
 	bin, _, env := acptest.Command("zeroclaw-v1")
 	xz := xiaozhitest.New(t)
-	host, port := xz.HostPort()
-	p := startBridge(t, append([]string{"ZEROCLAW_BIN=" + bin, "ZEROCLAW_MAX_SESSIONS=2", "GREETER_COOLDOWN_HOURS=0",
-		"XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(port)}, env...)...)
+	p := startBridge(t, append(append(xiaozhiEnv(xz), "ZEROCLAW_BIN="+bin, "ZEROCLAW_MAX_SESSIONS=2", "GREETER_COOLDOWN_HOURS=0"), env...)...)
 	roster := "people:\n  alex:\n    display_name: Alex\n  hudson:\n    display_name: Hudson\n  nana:\n    display_name: Nana\n"
 	if err := os.WriteFile(filepath.Join(p.stateDir, "household.yaml"), []byte(roster), 0o600); err != nil {
 		t.Fatal(err)

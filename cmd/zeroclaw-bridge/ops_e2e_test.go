@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,12 +76,11 @@ func TestRebootAllInBrowser(t *testing.T) {
 	since := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	sd.Set("zeroclaw-discord.service", unitstest.Unit{Load: "loaded", Active: "active", Sub: "running", Changed: since})
 	xz := xiaozhitest.New(t)
-	host, xzPort := xz.HostPort()
 	ran := filepath.Join(t.TempDir(), "ran")
-	env := []string{"DBUS_SYSTEM_BUS_ADDRESS=" + sd.Addr, "XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(xzPort),
+	env := append(xiaozhiEnv(xz), "DBUS_SYSTEM_BUS_ADDRESS="+sd.Addr,
 		// The command sees none of the bridge's settings (its secrets).
 		"DOTTY_ADMIN_TOKEN=not-for-helpers",
-		"BRIDGE_XIAOZHI_RESTART_CMD=/bin/sh -c 'echo run ${DOTTY_ADMIN_TOKEN:-without-secrets} >> \"$0\"; echo xiaozhi-server restarted' " + ran}
+		"BRIDGE_XIAOZHI_RESTART_CMD=/bin/sh -c 'echo run ${DOTTY_ADMIN_TOKEN:-without-secrets} >> \"$0\"; echo xiaozhi-server restarted' "+ran)
 	p := startBridge(t, env...)
 
 	holds := func(what, js string, d time.Duration) {

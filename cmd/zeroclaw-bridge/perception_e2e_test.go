@@ -18,8 +18,7 @@ import (
 // and the ingest timed in dotty_request_duration_seconds.
 func TestBridgePerceptionEndToEnd(t *testing.T) {
 	xz := xiaozhitest.New(t)
-	host, port := xz.HostPort()
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "PURR_AUDIO_PATH=/srv/purr.opus")
+	p := startBridge(t, append(xiaozhiEnv(xz), "PURR_AUDIO_PATH=/srv/purr.opus")...)
 	now := float64(time.Now().UnixNano()) / 1e9
 	for _, body := range []string{
 		`{"device_id":"dotty-e2e","ts":` + strconv.FormatFloat(now, 'f', -1, 64) + `,"name":"head_pet_started","data":{"firmware_ts_ms":1}}`,

@@ -86,14 +86,7 @@ func TestRunInProcess(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run = %v, want nil after ctx ends", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run did not return within 10 s of cancel")
-	}
+	awaitRun(t, done, "run")
 	if stdout.String() != "" {
 		t.Errorf("serve wrote to stdout: %q", stdout.String())
 	}
@@ -131,13 +124,20 @@ func TestRunReportsListenFailure(t *testing.T) {
 		t.Errorf("the second bridge started things or logged errors:\n%s", second.String())
 	}
 	cancel()
+	awaitRun(t, done, "first run")
+}
+
+// awaitRun waits (≤ 10 s) for what, a run whose ctx was cancelled, to
+// return its error on done, and checks it is nil.
+func awaitRun(t *testing.T, done <-chan error, what string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("first run = %v", err)
+			t.Errorf("%s = %v, want nil after ctx ends", what, err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("first run did not return")
+		t.Fatalf("%s did not return within 10 s of cancel", what)
 	}
 }
 

@@ -140,6 +140,18 @@ func streamFrames(t *testing.T, st *sentTurn, r turnResult) []map[string]any {
 	return frames
 }
 
+// bufferedReply checks a buffered turn's answer: 200, read to its end, a
+// JSON object. It returns the object (nil, the failure said, else).
+func bufferedReply(t *testing.T, st *sentTurn, r turnResult) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if r.err != nil || r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &out) != nil {
+		t.Errorf("buffered %s: %d %q %v, want 200 with a JSON reply", st.session, r.status, tail(r.body), r.err)
+		return nil
+	}
+	return out
+}
+
 // tail is the end of a long body, for a failure message.
 func tail(s string) string {
 	if len(s) > 200 {
@@ -208,10 +220,8 @@ func TestSIGTERMEndsTurnsLeftWithTheirFailureReply(t *testing.T) {
 	for _, st := range turns {
 		r := st.result(t)
 		if !st.stream {
-			var out map[string]any
-			if r.err != nil || r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &out) != nil ||
-				out["response"] != bridge.FallbackOffline || out["session_id"] != st.session {
-				t.Errorf("buffered %s: %d %q %v, want 200 with the offline fallback", st.session, r.status, tail(r.body), r.err)
+			if out := bufferedReply(t, st, r); out != nil && (out["response"] != bridge.FallbackOffline || out["session_id"] != st.session) {
+				t.Errorf("buffered %s: %v, want the offline fallback", st.session, out)
 			}
 			continue
 		}
@@ -302,10 +312,8 @@ func turnsFinishWithinTheGrace(t *testing.T, sig syscall.Signal) {
 	for _, st := range turns {
 		r := st.result(t)
 		if !st.stream {
-			var out map[string]any
-			if r.err != nil || r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &out) != nil ||
-				!strings.Contains(fmt.Sprint(out["response"]), "c0 c1 c2") {
-				t.Errorf("buffered %s: %d %q %v, want the whole reply", st.session, r.status, tail(r.body), r.err)
+			if out := bufferedReply(t, st, r); out != nil && !strings.Contains(fmt.Sprint(out["response"]), "c0 c1 c2") {
+				t.Errorf("buffered %s: %v, want the whole reply", st.session, out)
 			}
 			continue
 		}

@@ -2,18 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -25,21 +22,10 @@ import (
 // its private reflection, and a fact about a child waits for review while
 // a fact about an adult is remembered.
 func TestBridgeKnowsYouEndToEnd(t *testing.T) {
-	var narrations atomic.Int32
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		narrations.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"n","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"My wheels still hum with the beat; I spun too fast and loved it."}}]}`)
-	}))
-	defer model.Close()
+	model := llmtest.New(t, "My wheels still hum with the beat; I spun too fast and loved it.")
 	xz := xiaozhitest.New(t)
-	host, port := xz.HostPort()
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port),
-		"VISION_API_URL="+model.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test")
-	household := "people:\n  alex:\n    display_name: Alex\n    relation: dad\n  hudson:\n    display_name: Hudson\n    age: 7\n"
-	if err := os.WriteFile(filepath.Join(p.stateDir, "household.yaml"), []byte(household), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := startBridge(t, append(xiaozhiEnv(xz), "VISION_API_URL="+model.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test")...)
+	writeHousehold(t, p)
 
 	if code, out := p.post("/api/perception/event", `{"device_id":"dotty-e2e","name":"face_recognized","data":{"identity":"alex"}}`); code != http.StatusNoContent {
 		t.Fatalf("event: %d %s", code, out)
@@ -122,27 +108,14 @@ func TestBridgeKnowsYouEndToEnd(t *testing.T) {
 	}
 	// The dashboard's review card lists the held fact; approving it makes
 	// it part of what the robot knows about Hudson.
-	var review struct {
-		Records []map[string]any `json:"records"`
+	records := p.heldFacts(2)
+	held := records[0]
+	if held["person_id"] != "hudson" || held["content"] != "is scared of thunder" || held["pending"] != true || records[1]["pending"] != false {
+		t.Fatalf("review card %v", records)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the held fact on the review card", func() bool {
-		code, body := p.get("/ui/api/memory")
-		return code == 200 && json.Unmarshal([]byte(body), &review) == nil && len(review.Records) == 2
-	})
-	held := review.Records[0]
-	if held["person_id"] != "hudson" || held["content"] != "is scared of thunder" || held["pending"] != true || review.Records[1]["pending"] != false {
-		t.Fatalf("review card %v", review.Records)
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/ui/api/memory/approve", strings.NewReader(`{"id":"`+held["id"].(string)+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", "http://"+p.addr)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("approve: %d", resp.StatusCode)
+	if code, out := p.request(http.MethodPost, "/ui/api/memory/approve", `{"id":"`+held["id"].(string)+`"}`,
+		"Content-Type", "application/json", "Origin", "http://"+p.addr); code != 200 {
+		t.Fatalf("approve: %d %s", code, out)
 	}
 	if _, body := p.get("/ui/api/memory"); !strings.Contains(body, `"content":"is scared of thunder","pending":false`) {
 		t.Errorf("after approval: %s", body)

@@ -3,13 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,23 +13,9 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
-
-// post sends a JSON body and returns the status and body.
-func (p *bridgeProc) post(path, body string) (int, string) {
-	p.t.Helper()
-	resp, err := httpClient.Post("http://"+p.addr+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		p.t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		p.t.Fatalf("POST %s: read body: %v", path, err)
-	}
-	return resp.StatusCode, string(b)
-}
 
 // escalate calls a Tier1Slim tool and returns its result string.
 func (p *bridgeProc) escalate(tool string, args any) string {
@@ -51,26 +33,14 @@ func (p *bridgeProc) escalate(tool string, args any) string {
 // thinker and a fake xiaozhi admin API, with brain.db created by the
 // bridge, and stops it while memory writes wait on a locked database.
 func TestBridgeTier1EndToEnd(t *testing.T) {
-	var mu sync.Mutex
-	var thinkerBodies []map[string]any
-	thinker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		mu.Lock()
-		thinkerBodies = append(thinkerBodies, body)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":" Jupiter is the largest. "}}]}`)
-	}))
-	t.Cleanup(thinker.Close)
+	thinker := llmtest.New(t, " Jupiter is the largest. ")
 	xz := xiaozhitest.New(t)
 	xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["Twinkle Twinkle.mp3","happy birthday.opus"]}`})
-	host, port := xz.HostPort()
 
 	const token = "tok-e2e-5ecret"
-	p := startBridge(t, "XIAOZHI_HOST="+host, "XIAOZHI_OTA_PORT="+strconv.Itoa(port), "DOTTY_ADMIN_TOKEN="+token,
+	p := startBridge(t, append(xiaozhiEnv(xz), "DOTTY_ADMIN_TOKEN="+token,
 		"VOICE_THINKER_URL="+thinker.URL+"/v1/chat/completions", "VOICE_THINKER_MODEL=thinker-e2e",
-		"VOICE_PLAY_SONG_ASSET_BASE=/srv/songs/")
+		"VOICE_PLAY_SONG_ASSET_BASE=/srv/songs/")...)
 	db := filepath.Join(p.stateDir, "memory", "brain.db")
 
 	// The database did not exist: the bridge creates it with ZeroClaw's schema.
@@ -102,12 +72,10 @@ func TestBridgeTier1EndToEnd(t *testing.T) {
 	if got := p.escalate("think_hard", map[string]any{"question": "largest planet?"}); got != "Jupiter is the largest." {
 		t.Errorf("think_hard = %q", got)
 	}
-	mu.Lock()
-	if len(thinkerBodies) != 1 || thinkerBodies[0]["model"] != "thinker-e2e" ||
-		fmt.Sprint(thinkerBodies[0]["chat_template_kwargs"]) != "map[enable_thinking:false]" {
-		t.Errorf("thinker requests %v", thinkerBodies)
+	if reqs := thinker.Requests(); len(reqs) != 1 || reqs[0].Body["model"] != "thinker-e2e" ||
+		fmt.Sprint(reqs[0].Body["chat_template_kwargs"]) != "map[enable_thinking:false]" {
+		t.Errorf("thinker requests %v", reqs)
 	}
-	mu.Unlock()
 
 	if got := p.escalate("play_song", map[string]any{"name": "twinkle"}); got != "playing Twinkle Twinkle" {
 		t.Errorf("play_song = %q", got)

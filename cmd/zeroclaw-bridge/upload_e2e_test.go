@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"maps"
-	"mime/multipart"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
@@ -33,12 +31,7 @@ const floodBoundary = "floodfloodflood"
 // timing one. A robot's photo is described during the flood (it is under
 // the budget's free size) and a larger one after it.
 func TestUploadFloodStaysInMemoryBound(t *testing.T) {
-	vlm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"v","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"A robot on a desk."}}]}`)
-	}))
-	defer vlm.Close()
+	vlm := llmtest.New(t, "A robot on a desk.")
 	// A 12 s upload deadline keeps the test short: the held uploads are
 	// cut, and the waiting ones refused, 12 s after they began.
 	p := startBridge(t, "VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test",
@@ -189,20 +182,5 @@ func TestUploadFloodStaysInMemoryBound(t *testing.T) {
 // and returns the status and body.
 func explainPhoto(t *testing.T, p *bridgeProc, device string, n int) (int, string) {
 	t.Helper()
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	part, _ := w.CreateFormFile("file", "photo.jpg")
-	_, _ = part.Write(append([]byte("\xff\xd8\xff\xe0"), make([]byte, n-4)...))
-	_ = w.WriteField("question", "What do you see?")
-	_ = w.Close()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/vision/explain", &body)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("device-id", device)
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("explain %s: %v", device, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
+	return p.explain(device, "What do you see?", append([]byte("\xff\xd8\xff\xe0"), make([]byte, n-4)...))
 }

@@ -270,14 +270,7 @@ func Start(bin string, extra ...string) (*Bridge, error) {
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		Reap(cmd, 10*time.Second)
 		cleanup()
 	}
 	addr := make(chan string, 1)
@@ -298,6 +291,19 @@ func Start(bin string, extra ...string) (*Bridge, error) {
 	case <-time.After(30 * time.Second):
 		stop()
 		return nil, errors.New("the bridge did not listen within 30 s")
+	}
+}
+
+// Reap waits up to grace for cmd, told to stop, to exit, then kills it
+// and waits for it.
+func Reap(cmd *exec.Cmd, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 
