@@ -198,14 +198,5 @@ func (d Driver[Health, Res]) Go(ctx context.Context, key, prompt string) <-chan 
 // waits for.
 func Await[T any](t testing.TB, c <-chan T, limit time.Duration, what string) T {
 	t.Helper()
-	var v T
-	testkit.WaitFor(t, limit, what, func() bool {
-		select {
-		case v = <-c:
-			return true
-		default:
-			return false
-		}
-	})
-	return v
+	return testkit.Recv(t, limit, c, what)
 }

@@ -11,6 +11,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // waitLimit bounds every wait in these tests; nothing should come near it.
@@ -230,14 +232,7 @@ func (hs *harness) promptAsync(ctx context.Context, sid acp.SessionId, text stri
 // waitLimit; what names what it waits for.
 func await[T any](tb testing.TB, ch <-chan T, what string) T {
 	tb.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		tb.Fatalf("%s: nothing within %s", what, waitLimit)
-		var zero T
-		return zero
-	}
+	return testkit.Recv(tb, waitLimit, ch, what)
 }
 
 // rpcError returns err's JSON-RPC error, failing the test if it is not one.

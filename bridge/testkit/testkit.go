@@ -86,9 +86,11 @@ func Within(d time.Duration, cond func() bool) bool {
 }
 
 // Recv returns the next value from ch (the zero value once ch is closed),
-// failing the test with msg when none comes within d.
+// failing the test with msg when none comes within d (at least MinWait,
+// as WaitFor: a bound against hangs).
 func Recv[T any](t testing.TB, d time.Duration, ch <-chan T, msg string) T {
 	t.Helper()
+	d = max(d, MinWait)
 	select {
 	case v := <-ch:
 		return v
