@@ -1,11 +1,12 @@
 // Package testkit holds the helpers every package's tests share: a log
 // sink safe to write from background goroutines, a bounded polling wait,
 // the recording fake clock, running components until the test ends,
-// whether a process still runs, and a private mount namespace to mount a
-// read-only or full file system in. It lives under bridge/ with the rest
+// whether a process still runs, a private mount namespace to mount a
+// read-only or full file system in, and a component's settings checks
+// (CheckDefaults, CheckFieldErrors). It lives under bridge/ with the rest
 // of the shared plumbing, is imported only by tests, and imports no
-// package of this module, so any package's tests (acp's included) may use
-// it without a cycle.
+// package of this module but the leaf bridge/fieldcheck, so any package's
+// tests (acp's included) may use it without a cycle.
 package testkit
 
 import (
