@@ -1,19 +1,20 @@
 package acp
 
 import (
-	"errors"
-	"fmt"
+	"cmp"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 )
 
 // Config configures a Supervisor: which agent to run and how to keep it alive.
 // The zero value is not runnable (Command is required); every other field has
-// a default applied by withDefaults.
+// its default in DefaultConfig, filled field by field when left zero.
 type Config struct {
 	// Command is the agent executable (absolute path or a name looked up on PATH).
 	Command string
@@ -84,67 +85,49 @@ type Config struct {
 	Clock clockwork.Clock
 }
 
+// DefaultConfig returns the supervisor's timings and bounds (bridge.py's
+// handshake timeout and stderr rate among them) and its client name: the
+// one place their defaults are written. Command is the caller's to set.
+func DefaultConfig() Config {
+	return Config{InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second, StopGrace: 2 * time.Second,
+		UnavailableGrace: 2 * time.Second, BackoffInitial: 200 * time.Millisecond, BackoffMax: 30 * time.Second,
+		HealthyReset: time.Minute, StderrLinesPerSecond: 200, ClientName: "zeroclaw-bridge", ClientVersion: "dev"}
+}
+
+// withDefaults fills each field left zero with its DefaultConfig value,
+// field by field; WriteTimeout defaults to InitTimeout, Args to ["acp"]
+// for ACP.
 func (c Config) withDefaults() Config {
 	if c.Args == nil && c.Protocol == nil {
 		c.Args = []string{"acp"}
 	}
-	if c.InitTimeout <= 0 {
-		c.InitTimeout = 10 * time.Second
-	}
-	if c.CancelGrace <= 0 {
-		c.CancelGrace = 2 * time.Second
-	}
-	if c.StopGrace <= 0 {
-		c.StopGrace = 2 * time.Second
-	}
+	fieldcheck.Fill(&c, DefaultConfig(), "InitTimeout", "CancelGrace", "StopGrace", "UnavailableGrace",
+		"BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "ClientName", "ClientVersion")
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = c.InitTimeout
 	}
-	if c.ClientName == "" {
-		c.ClientName = "zeroclaw-bridge"
-	}
-	if c.ClientVersion == "" {
-		c.ClientVersion = "dev"
-	}
-	if c.UnavailableGrace <= 0 {
-		c.UnavailableGrace = 2 * time.Second
-	}
-	if c.BackoffInitial <= 0 {
-		c.BackoffInitial = 200 * time.Millisecond
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = 30 * time.Second
-	}
-	if c.HealthyReset <= 0 {
-		c.HealthyReset = time.Minute
-	}
-	if c.StderrLinesPerSecond <= 0 {
-		c.StderrLinesPerSecond = 200
-	}
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 
-// Validate reports configuration errors that would make the supervisor
-// unable to ever start an agent. A missing executable is not one of them:
-// the bridge runs without its brain and says so on /health.
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("InitTimeout"): the one range check of each field;
+// the bridge's command line names the variable a value came from. The
+// timeouts and graces want more than 0 (New fills a zero one, but a
+// setting of 0 is a mistake). A missing executable is not an error: the
+// bridge runs without its brain and says so on /health; an empty Command
+// is a mistake of the caller, which NewSupervisor panics on.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Command == "" {
-		errs = append(errs, errors.New("agent command is empty"))
+	var errs fieldcheck.Errors
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"InitTimeout", c.InitTimeout}, {"CancelGrace", c.CancelGrace}, {"UnavailableGrace", c.UnavailableGrace}} {
+		errs.Check(d.field, d.v > 0, d.v, "more than 0")
 	}
-	if c.SessionCwd != "" && !filepath.IsAbs(c.SessionCwd) {
-		errs = append(errs, fmt.Errorf("session cwd %q is not an absolute path", c.SessionCwd))
-	}
-	if c.BackoffMax > 0 && c.BackoffInitial > c.BackoffMax {
-		errs = append(errs, fmt.Errorf("backoff initial %s exceeds max %s", c.BackoffInitial, c.BackoffMax))
-	}
-	return errors.Join(errs...)
+	errs.Check("SessionCwd", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "an absolute path")
+	errs.CheckRef("BackoffInitial", c.BackoffMax <= 0 || c.BackoffInitial <= c.BackoffMax, c.BackoffInitial, "at most", "BackoffMax")
+	return errs.Err()
 }
 
 // SessionKeyMode selects how the pool maps callers to agent sessions.
@@ -192,47 +175,48 @@ type PoolConfig struct {
 	Clock clockwork.Clock
 }
 
+// DefaultPoolConfig returns bridge.py's session rotation (idle time,
+// turns, age) with the bridge's bounds on sessions and waiting turns: the
+// one place their defaults are written.
+func DefaultPoolConfig() PoolConfig {
+	return PoolConfig{KeyMode: KeyPerSession, MaxSessions: 8, SessionIdle: 300 * time.Second, SessionMaxTurns: 50,
+		SessionMaxAge: 1800 * time.Second, SessionQueue: 64}
+}
+
+// withDefaults fills each field left zero with its DefaultPoolConfig
+// value, field by field; MaxKeys and ReapInterval follow MaxSessions and
+// SessionIdle.
 func (c PoolConfig) withDefaults() PoolConfig {
-	if c.KeyMode == "" {
-		c.KeyMode = KeyPerSession
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = 8
-	}
-	if c.SessionIdle <= 0 {
-		c.SessionIdle = 300 * time.Second
-	}
-	if c.SessionQueue <= 0 {
-		c.SessionQueue = 64
-	}
+	fieldcheck.Fill(&c, DefaultPoolConfig(), "KeyMode", "MaxSessions", "SessionIdle", "SessionMaxTurns", "SessionMaxAge", "SessionQueue")
 	if c.MaxKeys <= 0 {
 		c.MaxKeys = max(1024, 4*c.MaxSessions)
-	}
-	if c.SessionMaxTurns <= 0 {
-		c.SessionMaxTurns = 50
-	}
-	if c.SessionMaxAge <= 0 {
-		c.SessionMaxAge = 1800 * time.Second
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = max(c.SessionIdle/4, time.Second)
 	}
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 
-// Validate reports invalid pool settings.
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("MaxSessions"): the one range check of each field;
+// the bridge's command line names the variable a value came from. The
+// bounds want at least 1 and the rotation times more than 0 (New fills a
+// zero one, but a setting of 0 is a mistake); an empty KeyMode is
+// KeyPerSession.
 func (c PoolConfig) Validate() error {
-	switch c.KeyMode {
-	case "", KeyPerSession, KeyShared:
-		return nil
+	var errs fieldcheck.Errors
+	errs.Check("KeyMode", c.KeyMode == "" || c.KeyMode == KeyPerSession || c.KeyMode == KeyShared, c.KeyMode,
+		string(KeyPerSession)+" or "+string(KeyShared))
+	errs.Check("SessionIdle", c.SessionIdle > 0, c.SessionIdle, "more than 0")
+	errs.Check("SessionMaxAge", c.SessionMaxAge > 0, c.SessionMaxAge, "more than 0")
+	for _, n := range []struct {
+		field string
+		v     int
+	}{{"SessionMaxTurns", c.SessionMaxTurns}, {"MaxSessions", c.MaxSessions}, {"SessionQueue", c.SessionQueue}} {
+		errs.Check(n.field, n.v >= 1, n.v, "at least 1")
 	}
-	return fmt.Errorf("session key mode %q is not %q or %q", c.KeyMode, KeyPerSession, KeyShared)
+	return errs.Err()
 }
 
 // LookupAgent resolves the agent executable the way the bridge does when

@@ -76,8 +76,12 @@ type Supervisor struct {
 	restartWhy string
 }
 
-// NewSupervisor returns a supervisor for cfg; Run starts the agent.
+// NewSupervisor returns a supervisor for cfg; Run starts the agent. It
+// panics without cfg.Command: there is nothing to run.
 func NewSupervisor(cfg Config) *Supervisor {
+	if cfg.Command == "" {
+		panic("acp: NewSupervisor needs Config.Command")
+	}
 	cfg = cfg.withDefaults()
 	return &Supervisor{
 		cfg:     cfg,

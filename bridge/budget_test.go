@@ -289,7 +289,9 @@ func TestUploadBudgetOversizedBodies(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Config{UploadBudget: 1 << 19}).Validate(); err == nil || !strings.Contains(err.Error(), "upload budget") {
+	tooSmall := DefaultConfig()
+	tooSmall.UploadBudget = 1 << 19
+	if err := tooSmall.Validate(); err == nil || !strings.Contains(err.Error(), "UploadBudget") {
 		t.Errorf("a budget below the largest JSON body: %v", err)
 	}
 }

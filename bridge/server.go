@@ -55,6 +55,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
@@ -101,8 +102,10 @@ type AgentStatus interface{ Health() acp.AgentHealth }
 // Health must not block.
 type SessionStatus interface{ Health() acp.PoolHealth }
 
-// Config configures the HTTP server. The zero value is usable: it listens
-// on all interfaces at a free port and reports an idle agent.
+// Config configures the HTTP server. New takes the zero value (it listens
+// on all interfaces at a free port and reports an idle agent) and fills
+// each bound left zero; Validate checks a Config as the bridge's settings
+// fill it, starting from DefaultConfig.
 type Config struct {
 	// Version is the bridge's version, shown on /health.
 	Version string
@@ -178,6 +181,18 @@ type zeroPool struct{}
 
 func (zeroPool) Health() acp.PoolHealth { return acp.PoolHealth{} }
 
+// DefaultConfig returns the listener's settings as bridge.py had them
+// (0.0.0.0:8080) with the connection, body and shutdown bounds: the one
+// place their defaults are written. Its zero fields (no logger, metrics or
+// agent) are New's to fill.
+func DefaultConfig() Config {
+	return Config{Host: "0.0.0.0", Port: 8080, ShutdownGrace: DefaultShutdownGrace, IdleTimeout: DefaultIdleTimeout,
+		BodyTimeout: DefaultBodyTimeout, UploadTimeout: DefaultUploadTimeout, MaxConns: DefaultMaxConns, UploadBudget: DefaultUploadBudget}
+}
+
+// withDefaults fills each bound left zero with its DefaultConfig value,
+// field by field; Host and Port are used as they are ("" and 0: every
+// interface, a free port).
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -191,57 +206,35 @@ func (c Config) withDefaults() Config {
 	if c.Sessions == nil {
 		c.Sessions = zeroPool{}
 	}
-	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = DefaultShutdownGrace
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.BodyTimeout <= 0 {
-		c.BodyTimeout = DefaultBodyTimeout
-	}
-	if c.UploadTimeout <= 0 {
-		c.UploadTimeout = DefaultUploadTimeout
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultMaxConns
-	}
+	fieldcheck.Fill(&c, DefaultConfig(), "ShutdownGrace", "IdleTimeout", "BodyTimeout", "UploadTimeout", "MaxConns", "UploadBudget")
 	if c.Access == nil {
 		c.Access = httpapi.NewAccess(httpapi.AccessConfig{Logger: c.Logger})
-	}
-	if c.UploadBudget <= 0 {
-		c.UploadBudget = DefaultUploadBudget
 	}
 	return c
 }
 
-// Validate reports settings the server cannot run with.
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("Port"): the one range check of each field; the
+// bridge's command line names the variable a value came from. The bounds
+// want more than 0 (New fills a zero one with its default, but a setting
+// of 0 is a mistake), the upload budget at least the largest JSON body.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Port < 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port %d is outside 0-65535", c.Port))
+	var errs fieldcheck.Errors
+	errs.Check("Host", !strings.ContainsAny(c.Host, " /"), c.Host, "a host name or address")
+	errs.Check("Port", c.Port >= 0 && c.Port <= 65535, c.Port, "a port from 0 to 65535")
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"IdleTimeout", c.IdleTimeout}, {"BodyTimeout", c.BodyTimeout}, {"UploadTimeout", c.UploadTimeout}, {"ShutdownGrace", c.ShutdownGrace}} {
+		errs.Check(d.field, d.v > 0, d.v, "more than 0")
 	}
-	for name, d := range map[string]time.Duration{"shutdown grace": c.ShutdownGrace, "idle timeout": c.IdleTimeout,
-		"body timeout": c.BodyTimeout, "upload timeout": c.UploadTimeout} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
-		}
-	}
-	if c.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("connection limit %d is negative", c.MaxConns))
-	}
-	if c.UploadBudget != 0 && c.UploadBudget < httpapi.MaxBody {
-		errs = append(errs, fmt.Errorf("upload budget %d bytes is below the largest JSON body (%d)", c.UploadBudget, httpapi.MaxBody))
-	}
+	errs.Check("MaxConns", c.MaxConns >= 1, c.MaxConns, "at least 1")
+	// httpapi.MaxBody is 1 MiB: BRIDGE_UPLOAD_BUDGET's unit.
+	errs.Check("UploadBudget", c.UploadBudget >= httpapi.MaxBody, c.UploadBudget, "at least 1 (MiB)")
 	for _, p := range c.UploadPaths {
-		if !strings.HasPrefix(p, "/") {
-			errs = append(errs, fmt.Errorf("upload path %q does not start with /", p))
-		}
+		errs.Check("UploadPaths", strings.HasPrefix(p, "/"), p, "paths starting with /")
 	}
-	if strings.ContainsAny(c.Host, " /") {
-		errs = append(errs, fmt.Errorf("host %q is not a host name or address", c.Host))
-	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Server is the bridge's HTTP server. Build it with New; mount more routes

@@ -462,21 +462,30 @@ func requestLines(logs string) []string {
 }
 
 func TestConfigValidate(t *testing.T) {
+	with := func(edit func(c *Config)) Config {
+		c := DefaultConfig()
+		edit(&c)
+		return c
+	}
 	tests := []struct {
 		name string
 		cfg  Config
 		want []string // substrings of the error; nil means valid
 	}{
-		{name: "zero value", cfg: Config{}},
-		{name: "typical", cfg: Config{Host: "0.0.0.0", Port: 8080, Agent: agentStub{}, Sessions: poolStub{}, ShutdownGrace: time.Second}},
-		{name: "highest port", cfg: Config{Port: 65535}},
-		{name: "port too big", cfg: Config{Port: 70000}, want: []string{"port 70000 is outside 0-65535"}},
-		{name: "negative port", cfg: Config{Port: -1}, want: []string{"port -1"}},
-		{name: "negative shutdown grace", cfg: Config{ShutdownGrace: -time.Second}, want: []string{"shutdown grace -1s is negative"}},
-		{name: "bad host", cfg: Config{Host: "http://x"}, want: []string{`host "http://x"`}},
-		{name: "upload path", cfg: Config{UploadPaths: []string{"/v2/listen"}}},
-		{name: "relative upload path", cfg: Config{UploadPaths: []string{"v2/listen"}}, want: []string{`upload path "v2/listen"`}},
-		{name: "every problem reported", cfg: Config{Port: -5, ShutdownGrace: -1}, want: []string{"port -5", "shutdown grace"}},
+		{name: "defaults", cfg: DefaultConfig()},
+		{name: "zero value: the bounds are settings of 0", cfg: Config{},
+			want: []string{"IdleTimeout 0s: want more than 0", "MaxConns 0: want at least 1", "UploadBudget 0: want at least 1 (MiB)"}},
+		{name: "typical", cfg: with(func(c *Config) {
+			c.Host, c.Port, c.Agent, c.Sessions, c.ShutdownGrace = "0.0.0.0", 8080, agentStub{}, poolStub{}, time.Second
+		})},
+		{name: "highest port", cfg: with(func(c *Config) { c.Port = 65535 })},
+		{name: "port too big", cfg: with(func(c *Config) { c.Port = 70000 }), want: []string{"Port 70000: want a port from 0 to 65535"}},
+		{name: "negative port", cfg: with(func(c *Config) { c.Port = -1 }), want: []string{"Port -1"}},
+		{name: "negative shutdown grace", cfg: with(func(c *Config) { c.ShutdownGrace = -time.Second }), want: []string{"ShutdownGrace -1s: want more than 0"}},
+		{name: "bad host", cfg: with(func(c *Config) { c.Host = "http://x" }), want: []string{"Host http://x"}},
+		{name: "upload path", cfg: with(func(c *Config) { c.UploadPaths = []string{"/v2/listen"} })},
+		{name: "relative upload path", cfg: with(func(c *Config) { c.UploadPaths = []string{"v2/listen"} }), want: []string{"UploadPaths v2/listen"}},
+		{name: "every problem reported", cfg: with(func(c *Config) { c.Port, c.ShutdownGrace = -5, -1 }), want: []string{"Port -5", "ShutdownGrace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
@@ -168,48 +170,32 @@ const DefaultPersonMemoryWait = 500 * time.Millisecond
 // pool's key, the conversation log, the dashboard).
 const MaxIDRunes = 256
 
+// DefaultVoiceConfig returns the voice routes' bounds (bridge.py's turn
+// timeout and sentence cap among them): the one place their defaults are
+// written.
+func DefaultVoiceConfig() VoiceConfig {
+	return VoiceConfig{Timeout: 90 * time.Second, Heartbeat: 15 * time.Second, MaxSentences: 6,
+		PersonMemoryWait: DefaultPersonMemoryWait, MaxBodyBytes: 1 << 20, MaxContentRunes: DefaultMaxContentRunes}
+}
+
+// withDefaults fills each bound left zero with its DefaultVoiceConfig
+// value, field by field, and the missing zone (time.Local), logger and
+// clock.
 func (c VoiceConfig) withDefaults() VoiceConfig {
-	if c.Timeout <= 0 {
-		c.Timeout = 90 * time.Second
-	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = 15 * time.Second
-	}
-	if c.MaxSentences <= 0 {
-		c.MaxSentences = 6
-	}
-	if c.Location == nil {
-		c.Location = time.Local
-	}
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 1 << 20
-	}
-	if c.MaxContentRunes <= 0 {
-		c.MaxContentRunes = DefaultMaxContentRunes
-	}
-	if c.PersonMemoryWait <= 0 {
-		c.PersonMemoryWait = DefaultPersonMemoryWait
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	fieldcheck.Fill(&c, DefaultVoiceConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
+	c.Location, c.Logger, c.Clock = cmp.Or(c.Location, time.Local), cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 
-// Validate reports settings the routes cannot run with. The agent is a
-// dependency, not a setting: NewVoice panics without one.
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("Timeout"): the one range check of each field; the
+// bridge's command line names the variable a value came from. The agent
+// is a dependency, not a setting: NewVoice panics without one.
 func (c VoiceConfig) Validate() error {
-	var errs []error
-	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("voice turn timeout %s is negative", c.Timeout))
-	}
-	if c.MaxSentences < 0 {
-		errs = append(errs, fmt.Errorf("sentence cap %d is negative", c.MaxSentences))
-	}
-	return errors.Join(errs...)
+	var errs fieldcheck.Errors
+	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
+	errs.Check("MaxSentences", c.MaxSentences >= 1, c.MaxSentences, "at least 1")
+	return errs.Err()
 }
 
 // Voice serves POST /api/message and /api/message/stream for xiaozhi's

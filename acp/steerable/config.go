@@ -1,11 +1,11 @@
 package steerable
 
 import (
-	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 )
 
 // DefaultCommand is how the sidecar is started when nothing else is
@@ -18,7 +18,8 @@ const DefaultProvider = "openai_compat"
 
 // Config configures the steerable protocol: the LLM parameters sent with
 // every agent.chat.stream and how the bridge keeps each session's history.
-// Defaults are applied by withDefaults; the sidecar needs Model.
+// Defaults are DefaultConfig's, filled field by field when left zero; the
+// sidecar needs Model.
 type Config struct {
 	// Provider, Model and BaseURL are agent.chat.stream's provider, model
 	// and baseUrl (STEERABLE_PROVIDER, STEERABLE_MODEL, STEERABLE_BASE_URL).
@@ -69,50 +70,33 @@ const (
 	DefaultMaxReply     = 1 << 20
 )
 
+// DefaultConfig returns the provider, the history cap, the ping rhythm and
+// the line and reply bounds: the one place their defaults are written.
+func DefaultConfig() Config {
+	return Config{Provider: DefaultProvider, HistoryChars: DefaultHistoryChars, PingInterval: DefaultPingInterval,
+		PingTimeout: DefaultPingTimeout, PingMisses: DefaultPingMisses, MaxLine: DefaultMaxLine, MaxReply: DefaultMaxReply}
+}
+
+// withDefaults fills each field left zero with its DefaultConfig value,
+// field by field.
 func (c Config) withDefaults() Config {
-	if c.Provider == "" {
-		c.Provider = DefaultProvider
-	}
-	if c.HistoryChars <= 0 {
-		c.HistoryChars = DefaultHistoryChars
-	}
-	if c.PingInterval <= 0 {
-		c.PingInterval = DefaultPingInterval
-	}
-	if c.PingTimeout <= 0 {
-		c.PingTimeout = DefaultPingTimeout
-	}
-	if c.PingMisses <= 0 {
-		c.PingMisses = DefaultPingMisses
-	}
-	if c.MaxLine <= 0 {
-		c.MaxLine = DefaultMaxLine
-	}
-	if c.MaxReply <= 0 {
-		c.MaxReply = DefaultMaxReply
-	}
+	fieldcheck.Fill(&c, DefaultConfig(), "Provider", "HistoryChars", "PingInterval", "PingTimeout", "PingMisses", "MaxLine", "MaxReply")
 	return c
 }
 
-// Validate reports settings the sidecar could never be driven with.
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("BaseURL"): the one range check of each field; the
+// bridge's command line names the variable a value came from.
 func (c Config) Validate() error {
-	var errs []error
-	if c.BaseURL != "" {
-		u, err := url.Parse(c.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("steerable base url %q is not an http(s) URL", c.BaseURL))
-		}
+	var errs fieldcheck.Errors
+	u, err := url.Parse(c.BaseURL)
+	errs.Check("BaseURL", c.BaseURL == "" || (err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""), c.BaseURL, "an http or https URL")
+	if t := c.Temperature; t != nil {
+		errs.Check("Temperature", *t >= 0 && *t <= 2, *t, "a number from 0 to 2")
 	}
-	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
-		errs = append(errs, fmt.Errorf("steerable temperature %v is outside 0…2", *c.Temperature))
-	}
-	if c.HistoryChars < 0 {
-		errs = append(errs, fmt.Errorf("steerable history cap %d is negative", c.HistoryChars))
-	}
-	if c.PingTimeout > 0 && c.PingInterval > 0 && c.PingTimeout > c.PingInterval {
-		errs = append(errs, fmt.Errorf("steerable ping timeout %s exceeds the ping interval %s", c.PingTimeout, c.PingInterval))
-	}
-	return errors.Join(errs...)
+	errs.Check("HistoryChars", c.HistoryChars >= 0, c.HistoryChars, "0 or more")
+	errs.CheckRef("PingTimeout", c.PingTimeout <= 0 || c.PingInterval <= 0 || c.PingTimeout <= c.PingInterval, c.PingTimeout, "at most", "PingInterval")
+	return errs.Err()
 }
 
 // SplitCommand splits a command line such as STEERABLE_CMD ("python3 -m

@@ -21,10 +21,10 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero value", Config{}, ""},
 		{"full", Config{Provider: "openai_compat", Model: "m", BaseURL: "https://api.openai.com/v1", APIKey: "k", Temperature: &cold}, ""},
-		{"bad url", Config{BaseURL: "api.openai.com"}, "not an http(s) URL"},
-		{"hot", Config{Temperature: &hot}, "outside 0…2"},
-		{"negative cap", Config{HistoryChars: -1}, "negative"},
-		{"ping timeout over interval", Config{PingInterval: 1, PingTimeout: 2}, "exceeds"},
+		{"bad url", Config{BaseURL: "api.openai.com"}, "BaseURL api.openai.com: want an http or https URL"},
+		{"hot", Config{Temperature: &hot}, "Temperature 2.5: want a number from 0 to 2"},
+		{"negative cap", Config{HistoryChars: -1}, "HistoryChars -1: want 0 or more"},
+		{"ping timeout over interval", Config{PingInterval: 1, PingTimeout: 2}, "PingTimeout 2ns: want at most PingInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,8 @@
 // of its range: an Error names the Go field of the component's Config and
 // says what it wants, so the bridge's command line can name the variable
 // or flag the value came from and the component's own tests can name the
-// field. A component holds the one range check of each of its fields.
+// field. A component holds the one range check of each of its fields, and
+// Fill defaults its fields one by one from its one Default… function.
 package fieldcheck
 
 import (

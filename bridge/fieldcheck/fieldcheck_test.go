@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -32,4 +33,25 @@ func TestErrorsUnderAndSplit(t *testing.T) {
 	if (Errors{}).Err() != nil || Split(nil) != nil || Under("X", nil) != nil {
 		t.Error("no errors should be nil")
 	}
+}
+
+func TestFill(t *testing.T) {
+	type conf struct {
+		Wait  time.Duration
+		Count int
+		Name  string
+		Kept  int
+	}
+	def := conf{Wait: time.Second, Count: 3, Name: "x", Kept: 9}
+	got := conf{Wait: -time.Second, Count: 5}
+	Fill(&got, def, "Wait", "Count", "Name")
+	if want := (conf{Wait: time.Second, Count: 5, Name: "x"}); got != want {
+		t.Errorf("Fill = %+v, want %+v", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Fill of a field that does not exist did not panic")
+		}
+	}()
+	Fill(&got, def, "Missing")
 }

@@ -4,10 +4,12 @@
 // until the test ends, a test server whose requests a test can end, test
 // time zones, a file that blocks a directory, whether a process still
 // runs, a private mount namespace to mount a read-only or full file
-// system in, and a package's /metrics exposition held to its golden file.
-// It lives under bridge/ with the rest of the shared plumbing,
-// is imported only by tests, and imports no package of this module, so
-// any package's tests (acp's included) may use it without a cycle.
+// system in, a package's /metrics exposition held to its golden file, and
+// a component's settings checks (CheckDefaults, CheckFieldErrors). It
+// lives under bridge/ with the rest of the shared plumbing, is imported
+// only by tests, and imports no package of this module but the leaf
+// bridge/fieldcheck, so any package's tests (acp's included) may use it
+// without a cycle.
 package testkit
 
 import (

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 )
 
 // A running child is not gone; killed, it is, already as a zombie before
@@ -144,3 +146,24 @@ func TestSSEFrames(t *testing.T) {
 		t.Errorf("frames %q, want %q", got, want)
 	}
 }
+func TestFieldChecks(t *testing.T) {
+	var errs fieldcheck.Errors
+	errs.Check("Port", false, 70000, "a port from 0 to 65535")
+	errs.Check("Fine", true, 1, "at least 1")
+	errs.CheckRef("Max", false, 1, "at least", "Min")
+	err := fieldcheck.Under("HTTP", errs.Err())
+	want := []string{"HTTP.Port: want a port from 0 to 65535", "HTTP.Max: want at least HTTP.Min"}
+	if got := fieldLines(t, err); !slices.Equal(got, want) {
+		t.Errorf("fieldLines = %q, want %q", got, want)
+	}
+	if got := fieldLines(t, nil); got != nil {
+		t.Errorf("fieldLines(nil) = %q", got)
+	}
+	CheckFieldErrors(t, "HTTP", err, want...)
+	CheckDefaults(t, "valid", validated{1}, validated{1})
+}
+
+// validated is a Config whose Validate passes.
+type validated struct{ N int }
+
+func (validated) Validate() error { return nil }

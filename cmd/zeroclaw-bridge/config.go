@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -166,6 +165,13 @@ type setting struct {
 // where the default of a setting made by fieldSetting comes from, so it
 // is written once, in the component that owns the field.
 var componentDefaults = config{
+	HTTP:        bridge.DefaultConfig(),
+	ACP:         acp.DefaultConfig(),
+	Permissions: acp.Policy{KidDeny: acp.DefaultKidDeny},
+	Pool:        acp.DefaultPoolConfig(),
+	Voice:       bridge.DefaultVoiceConfig(),
+	Steerable:   steerable.DefaultConfig(),
+
 	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
 	Social:     social.Config{Settings: social.DefaultSettings()},
 	Vision:     vision.DefaultConfig(),
@@ -233,6 +239,27 @@ func numberField(env, path, help string) setting {
 // textField is a fieldSetting of a string, taken as it is.
 func textField(env, path, help string) setting {
 	return fieldSetting(env, path, "", help, func(dst *string, v string) error { *dst = v; return nil }, func(v string) string { return v })
+}
+
+// trimmedField is a fieldSetting of a string, its surrounding white space
+// dropped.
+func trimmedField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v })
+}
+
+// listField is a fieldSetting of a comma-separated list, blanks dropped.
+func listField(env, path, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *[]string, v string) error { *dst = splitList(v); return nil },
+		func(l []string) string { return strings.Join(l, ",") })
+}
+
+// pathField is a pathSetting on the config field at path, its default the
+// field's in componentDefaults and its range checked by its component.
+func pathField(env, path, help string) setting {
+	s := pathSetting(env, *fieldOf[string](&componentDefaults, path), help, func(c *config) *string { return fieldOf[string](c, path) })
+	s.field = path
+	s.show = func(c *config) string { return *fieldOf[string](c, path) }
+	return s
 }
 
 // switchField is a switchSetting on the config field at path, its default
@@ -391,24 +418,17 @@ const (
 
 // settings is every setting, in the order of -h and docs/configuration.md.
 var settings = []setting{
-	{env: "BRIDGE_HOST", def: "0.0.0.0", help: "listen host: an address of this machine or a name resolving to one",
-		parse: func(c *config, v string) error { return parseHost(&c.HTTP.Host, v) }},
-	{env: "PORT", def: "8080", help: "listen port; 0 picks a free port",
-		parse: func(c *config, v string) error { return parseInt(&c.HTTP.Port, v) }},
-	{env: "BRIDGE_IDLE_TIMEOUT", def: "90", help: "seconds a kept-alive connection may sit with no request before it is closed",
-		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.IdleTimeout, v) }},
-	{env: "BRIDGE_BODY_TIMEOUT", def: "10", help: "seconds a client has to send a JSON request body in full",
-		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.BodyTimeout, v) }},
-	{env: "BRIDGE_UPLOAD_TIMEOUT", def: "60", help: "seconds a client has to send a photo, audio clip or firmware recording in full",
-		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.UploadTimeout, v) }},
-	{env: "BRIDGE_SHUTDOWN_GRACE", def: "10", help: "seconds voice turns and other requests in flight may run on at SIGTERM or SIGINT while new turns get 503; a turn still running then ends with its error frame or fallback reply",
-		parse: func(c *config, v string) error { return parseSeconds(&c.HTTP.ShutdownGrace, v) }},
-	{env: "BRIDGE_MAX_CONNS", def: "512", help: "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot",
-		parse: func(c *config, v string) error { return parseInt(&c.HTTP.MaxConns, v) }},
+	fieldSetting("BRIDGE_HOST", "HTTP.Host", "", "listen host: an address of this machine or a name resolving to one", parseHost, func(v string) string { return v }),
+	intField("PORT", "HTTP.Port", "listen port; 0 picks a free port"),
+	secondsField("BRIDGE_IDLE_TIMEOUT", "HTTP.IdleTimeout", "seconds a kept-alive connection may sit with no request before it is closed"),
+	secondsField("BRIDGE_BODY_TIMEOUT", "HTTP.BodyTimeout", "seconds a client has to send a JSON request body in full"),
+	secondsField("BRIDGE_UPLOAD_TIMEOUT", "HTTP.UploadTimeout", "seconds a client has to send a photo, audio clip or firmware recording in full"),
+	secondsField("BRIDGE_SHUTDOWN_GRACE", "HTTP.ShutdownGrace", "seconds voice turns and other requests in flight may run on at SIGTERM or SIGINT while new turns get 503; a turn still running then ends with its error frame or fallback reply"),
+	intField("BRIDGE_MAX_CONNS", "HTTP.MaxConns", "most open connections (loopback peers get 32 more); a connection past it waits up to 10 s for a slot"),
 	{env: "BRIDGE_PUBLIC_HOSTS", def: "", help: "more names of this machine, comma-separated, without scheme or port: a reverse proxy's public name, or the host's LAN address when the bridge runs in a container; the dashboard and the household's reads answer only a Host naming this machine, and writes only pages on it",
 		parse: func(c *config, v string) error { return parsePublicHosts(&c.Access.PublicHosts, v) }},
-	{env: "BRIDGE_UPLOAD_BUDGET", def: "8", help: "MiB of request bodies (photos, clips, recordings, JSON over 16 KiB) held in memory at once, all clients together; a body past it waits for room within its deadline, then gets 503",
-		parse: func(c *config, v string) error { return parseMiB(&c.HTTP.UploadBudget, v) }},
+	fieldSetting("BRIDGE_UPLOAD_BUDGET", "HTTP.UploadBudget", "", "MiB of request bodies (photos, clips, recordings, JSON over 16 KiB) held in memory at once, all clients together; a body past it waits for room within its deadline, then gets 503",
+		parseMiB, func(b int64) string { return strconv.FormatInt(b>>20, 10) }),
 	pathSetting("ZEROCLAW_BIN", "", "agent binary, run as `<bin> acp`; a missing file is reported on /health. Unset: zeroclaw on PATH, then "+fallbackZeroclaw+", else the built-in demo agent",
 		func(c *config) *string { return &c.Agent.Bin }),
 	{env: "ZEROCLAW_ARGS", def: "", help: "extra agent arguments after `acp`, split into words like a POSIX shell",
@@ -438,78 +458,50 @@ var settings = []setting{
 			c.Agent.SteerableCmd = words
 			return nil
 		}},
-	{env: "STEERABLE_PROVIDER", def: steerable.DefaultProvider, help: "the provider agent.chat.stream names (the sidecar builds openai, openai_compat, openai-compatible, ollama, anthropic, claude)",
-		parse: func(c *config, v string) error { c.Steerable.Provider = strings.TrimSpace(v); return nil }},
-	{env: "STEERABLE_MODEL", def: "", help: "the model agent.chat.stream names; the sidecar refuses chats without one (unset: left out, for the demo agent)",
-		parse: func(c *config, v string) error { c.Steerable.Model = strings.TrimSpace(v); return nil }},
-	{env: "STEERABLE_BASE_URL", def: "", help: "the OpenAI-compatible base URL agent.chat.stream names; unset: the sidecar's default, https://api.openai.com/v1",
-		parse: func(c *config, v string) error {
-			v = strings.TrimSpace(v)
-			if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-				return errors.New("want an http or https URL")
-			}
-			c.Steerable.BaseURL = v
-			return nil
-		}},
+	trimmedField("STEERABLE_PROVIDER", "Steerable.Provider", "the provider agent.chat.stream names (the sidecar builds openai, openai_compat, openai-compatible, ollama, anthropic, claude)"),
+	trimmedField("STEERABLE_MODEL", "Steerable.Model", "the model agent.chat.stream names; the sidecar refuses chats without one (unset: left out, for the demo agent)"),
+	trimmedField("STEERABLE_BASE_URL", "Steerable.BaseURL", "the OpenAI-compatible base URL agent.chat.stream names; unset: the sidecar's default, https://api.openai.com/v1"),
 	{env: "STEERABLE_API_KEY", def: "", secret: true, help: "the API key agent.chat.stream carries; never logged, never in the sidecar's environment",
 		parse: func(c *config, v string) error { c.Steerable.APIKey = steerable.Secret(v); return nil }},
-	{env: "ZEROCLAW_TIMEOUT", def: "90", help: "seconds one voice turn may take, the wait for its session included",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Voice.Timeout, v) }},
-	{env: "ZEROCLAW_INIT_TIMEOUT", def: "10", help: "seconds to wait for the agent's initialize and session/new answers",
-		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.InitTimeout, v) }},
-	{env: "ZEROCLAW_SESSION_IDLE", def: "300", help: "replace an agent session idle for longer than this many seconds",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Pool.SessionIdle, v) }},
-	{env: "ZEROCLAW_SESSION_MAX_TURNS", def: "50", help: "replace an agent session after this many turns",
-		parse: func(c *config, v string) error { return parseInt(&c.Pool.SessionMaxTurns, v) }},
-	{env: "ZEROCLAW_SESSION_MAX_AGE_SEC", def: "1800", help: "replace an agent session older than this many seconds",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Pool.SessionMaxAge, v) }},
-	{env: "ZEROCLAW_MAX_SESSIONS", def: "8", help: "most live agent sessions; the least recently used idle one is closed to make room",
-		parse: func(c *config, v string) error { return parseInt(&c.Pool.MaxSessions, v) }},
-	{env: "ZEROCLAW_SESSION_QUEUE", def: "64", help: "most voice turns waiting for a session while every session is in a turn; past it a turn answers the error fallback",
-		parse: func(c *config, v string) error { return parseInt(&c.Pool.SessionQueue, v) }},
-	{env: "ZEROCLAW_UNAVAILABLE_GRACE", def: "2", help: "seconds a turn waits for a failed agent to come back before answering the offline fallback; later turns answer it at once until the agent is ready",
-		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.UnavailableGrace, v) }},
-	{env: "ZEROCLAW_SESSION_KEY", def: "session_id", help: "session_id: one agent session per caller session_id; shared: one session for every caller, as bridge.py",
-		parse: func(c *config, v string) error {
-			switch m := acp.SessionKeyMode(strings.TrimSpace(v)); m {
-			case acp.KeyPerSession, acp.KeyShared:
-				c.Pool.KeyMode = m
-				return nil
-			}
-			return errors.New("want session_id or shared")
-		}},
-	{env: "ZEROCLAW_AGENT_ALIAS", def: "", help: "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)",
-		parse: func(c *config, v string) error { c.ACP.AgentAlias = v; return nil }},
-	pathSetting("ZEROCLAW_SESSION_CWD", "", "absolute working directory sent on session/new",
-		func(c *config) *string { return &c.ACP.SessionCwd }),
-	{env: "ZEROCLAW_CANCEL_GRACE", def: "2", help: "seconds a cancelled turn (barge-in) waits for the agent's cancelled result before a WARN; an ACP agent's session is kept, its next turn waiting for the result (at most ZEROCLAW_SESSION_IDLE), a steerable-sidecar's is retired",
-		parse: func(c *config, v string) error { return parseSeconds(&c.ACP.CancelGrace, v) }},
-	{env: "ZEROCLAW_PERMISSION_ALLOW", def: "", help: "comma-separated tools allowed without a log line (other tools are allowed and logged)",
-		parse: func(c *config, v string) error { c.Permissions.Allow = splitList(v); return nil }},
-	{env: "ZEROCLAW_PERMISSION_DENY", def: "", help: "comma-separated tools always refused; a kind:<kind> entry refuses every request of that ACP tool kind (kind:execute: any command)",
-		parse: func(c *config, v string) error { c.Permissions.Deny = splitList(v); return nil }},
-	{env: "ZEROCLAW_PERMISSION_KID_DENY", def: "camera.take_photo", help: "comma-separated tools (or kind:<kind> entries) refused while kid mode is on; a request whose tool cannot be identified is refused too",
-		parse: func(c *config, v string) error { c.Permissions.KidDeny = splitList(v); return nil }},
-	{env: "ZEROCLAW_PERMISSION_UNIDENTIFIED", def: "allow", help: "allow or deny: the decision, while kid mode is off, for a permission request whose tool cannot be identified (kid mode always refuses it)",
-		parse: func(c *config, v string) error {
+	secondsField("ZEROCLAW_TIMEOUT", "Voice.Timeout", "seconds one voice turn may take, the wait for its session included"),
+	secondsField("ZEROCLAW_INIT_TIMEOUT", "ACP.InitTimeout", "seconds to wait for the agent's initialize and session/new answers"),
+	secondsField("ZEROCLAW_SESSION_IDLE", "Pool.SessionIdle", "replace an agent session idle for longer than this many seconds"),
+	intField("ZEROCLAW_SESSION_MAX_TURNS", "Pool.SessionMaxTurns", "replace an agent session after this many turns"),
+	secondsField("ZEROCLAW_SESSION_MAX_AGE_SEC", "Pool.SessionMaxAge", "replace an agent session older than this many seconds"),
+	intField("ZEROCLAW_MAX_SESSIONS", "Pool.MaxSessions", "most live agent sessions; the least recently used idle one is closed to make room"),
+	intField("ZEROCLAW_SESSION_QUEUE", "Pool.SessionQueue", "most voice turns waiting for a session while every session is in a turn; past it a turn answers the error fallback"),
+	secondsField("ZEROCLAW_UNAVAILABLE_GRACE", "ACP.UnavailableGrace", "seconds a turn waits for a failed agent to come back before answering the offline fallback; later turns answer it at once until the agent is ready"),
+	fieldSetting("ZEROCLAW_SESSION_KEY", "Pool.KeyMode", "", "session_id: one agent session per caller session_id; shared: one session for every caller, as bridge.py",
+		func(dst *acp.SessionKeyMode, v string) error {
+			*dst = acp.SessionKeyMode(strings.TrimSpace(v))
+			return nil
+		},
+		func(m acp.SessionKeyMode) string { return string(m) }),
+	textField("ZEROCLAW_AGENT_ALIAS", "ACP.AgentAlias", "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)"),
+	pathField("ZEROCLAW_SESSION_CWD", "ACP.SessionCwd", "absolute working directory sent on session/new"),
+	secondsField("ZEROCLAW_CANCEL_GRACE", "ACP.CancelGrace", "seconds a cancelled turn (barge-in) waits for the agent's cancelled result before a WARN; an ACP agent's session is kept, its next turn waiting for the result (at most ZEROCLAW_SESSION_IDLE), a steerable-sidecar's is retired"),
+	listField("ZEROCLAW_PERMISSION_ALLOW", "Permissions.Allow", "comma-separated tools allowed without a log line (other tools are allowed and logged)"),
+	listField("ZEROCLAW_PERMISSION_DENY", "Permissions.Deny", "comma-separated tools always refused; a kind:<kind> entry refuses every request of that ACP tool kind (kind:execute: any command)"),
+	listField("ZEROCLAW_PERMISSION_KID_DENY", "Permissions.KidDeny", "comma-separated tools (or kind:<kind> entries) refused while kid mode is on; a request whose tool cannot be identified is refused too"),
+	fieldSetting("ZEROCLAW_PERMISSION_UNIDENTIFIED", "Permissions.DenyUnidentified", "", "allow or deny: the decision, while kid mode is off, for a permission request whose tool cannot be identified (kid mode always refuses it)",
+		func(deny *bool, v string) error {
 			switch strings.ToLower(strings.TrimSpace(v)) {
 			case "allow":
-				c.Permissions.DenyUnidentified = false
+				*deny = false
 			case "deny":
-				c.Permissions.DenyUnidentified = true
+				*deny = true
 			default:
 				return errors.New("want allow or deny")
 			}
 			return nil
-		}},
+		}, func(deny bool) string { return map[bool]string{false: "allow", true: "deny"}[deny] }),
 	switchSetting("DOTTY_KID_MODE", "true", "kid mode when its state file is missing or unrecognised; while on, camera.take_photo is refused", kidRule,
 		func(c *config) *bool { return &c.Modes.KidDefault }),
 	pathSetting("DOTTY_KID_MODE_STATE", "/root/zeroclaw-bridge/state/kid-mode", "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
 		func(c *config) *string { return &c.Modes.KidStatePath }),
 	pathSetting("DOTTY_SMART_MODE_STATE", "/root/zeroclaw-bridge/state/smart-mode", "smart-mode state file (true or false; missing means off)",
 		func(c *config) *string { return &c.Modes.SmartStatePath }),
-	{env: "MAX_SENTENCES", def: "6", help: "sentence cap of spoken replies",
-		parse: func(c *config, v string) error { return parseInt(&c.Voice.MaxSentences, v) }},
+	intField("MAX_SENTENCES", "Voice.MaxSentences", "sentence cap of spoken replies"),
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
 		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
 	pathSetting("CONVO_LOG_DIR", "/root/zeroclaw-bridge/logs", "directory of the conversation logs",
@@ -940,9 +932,9 @@ func (c *config) expandPaths(homes homeDirs) []error {
 }
 
 // validate checks ranges: durations above zero, counts at least one, the
-// port within 0–65535 and an absolute session cwd, and runs the Validate
-// of the components whose settings are field settings. Each error names
-// the flag or variable the value came from.
+// ports of xiaozhi, and settings that depend on the agent protocol, and
+// runs the Validate of the components whose settings are field settings.
+// Each error names the flag or variable the value came from.
 func (c config) validate() error {
 	var errs []error
 	check := func(env string, ok bool, value, want string) {
@@ -950,21 +942,10 @@ func (c config) validate() error {
 			errs = append(errs, fmt.Errorf("invalid %s %q: %s", c.nameOf(env), c.shown(env, value), want))
 		}
 	}
-	check("PORT", c.HTTP.Port >= 0 && c.HTTP.Port <= 65535, strconv.Itoa(c.HTTP.Port), "want a port from 0 to 65535")
 	for _, d := range []struct {
 		env string
 		v   time.Duration
 	}{
-		{"BRIDGE_IDLE_TIMEOUT", c.HTTP.IdleTimeout},
-		{"BRIDGE_BODY_TIMEOUT", c.HTTP.BodyTimeout},
-		{"BRIDGE_UPLOAD_TIMEOUT", c.HTTP.UploadTimeout},
-		{"BRIDGE_SHUTDOWN_GRACE", c.HTTP.ShutdownGrace},
-		{"ZEROCLAW_TIMEOUT", c.Voice.Timeout},
-		{"ZEROCLAW_INIT_TIMEOUT", c.ACP.InitTimeout},
-		{"ZEROCLAW_SESSION_IDLE", c.Pool.SessionIdle},
-		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
-		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
-		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
 		{"WEATHER_TTL_SEC", c.Periphery.WeatherTTL},
 		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
 		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
@@ -977,10 +958,6 @@ func (c config) validate() error {
 	}
 	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
 	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
-	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
-	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
-	check("BRIDGE_UPLOAD_BUDGET", c.HTTP.UploadBudget >= 1<<20, strconv.FormatInt(c.HTTP.UploadBudget>>20, 10), "want at least 1 (MiB)")
-	check("ZEROCLAW_MAX_SESSIONS", c.Pool.MaxSessions >= 1, strconv.Itoa(c.Pool.MaxSessions), "want at least 1")
 	for _, n := range []struct {
 		env string
 		v   int
@@ -988,8 +965,6 @@ func (c config) validate() error {
 		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
-	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
-	check("MAX_SENTENCES", c.Voice.MaxSentences >= 1, strconv.Itoa(c.Voice.MaxSentences), "want at least 1")
 	check("SIDECAR_DEADLINE", c.Sidecar.Deadline <= 14*time.Second, formatSeconds(c.Sidecar.Deadline), "want at most 14 seconds (the firmware gives up at 15)")
 	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
@@ -1002,8 +977,12 @@ func (c config) validate() error {
 	for _, env := range []string{"STEERABLE_CMD", "STEERABLE_PROVIDER", "STEERABLE_MODEL", "STEERABLE_BASE_URL", "STEERABLE_API_KEY"} {
 		check(env, c.Agent.Protocol == protocolSteerable || !c.set(env), c.raw[env], "needs AGENT_PROTOCOL=steerable")
 	}
-	check("ZEROCLAW_SESSION_CWD", c.ACP.SessionCwd == "" || filepath.IsAbs(c.ACP.SessionCwd), c.ACP.SessionCwd, "want an absolute path")
 	// The components' own range checks, each error on its field's setting.
+	errs = append(errs, c.onSettings("HTTP", c.HTTP.Validate())...)
+	errs = append(errs, c.onSettings("Voice", c.Voice.Validate())...)
+	errs = append(errs, c.onSettings("ACP", c.ACP.Validate())...)
+	errs = append(errs, c.onSettings("Pool", c.Pool.Validate())...)
+	errs = append(errs, c.onSettings("Steerable", c.Steerable.Validate())...)
 	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)

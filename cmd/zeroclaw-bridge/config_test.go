@@ -82,14 +82,14 @@ func defaultConfig(t *testing.T) config {
 	home := passwdHome(t)
 	consumers := perception.DefaultConsumers()
 	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
+	// Their values: bridge's, acp's and steerable's TestDefaultSettings.
+	fields := componentFields()
 	return config{
-		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
-		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
-			UploadTimeout: time.Minute, MaxConns: 512, ShutdownGrace: 10 * time.Second, UploadBudget: 8 << 20},
-		ACP: acp.Config{InitTimeout: 10 * time.Second, UnavailableGrace: 2 * time.Second, CancelGrace: 2 * time.Second},
-		Pool: acp.PoolConfig{KeyMode: acp.KeyPerSession, MaxSessions: 8, SessionQueue: 64,
-			SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second},
-		Voice: bridge.VoiceConfig{Timeout: 90 * time.Second, MaxSentences: 6},
+		demo:  demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
+		HTTP:  fields.HTTP,
+		ACP:   fields.ACP,
+		Pool:  fields.Pool,
+		Voice: fields.Voice,
 		Modes: admin.ModesConfig{KidDefault: true, KidStatePath: "/root/zeroclaw-bridge/state/kid-mode",
 			SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"},
 		ConvoLog: convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
@@ -106,9 +106,9 @@ func defaultConfig(t *testing.T) config {
 		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
 		Narrative:   llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
-		Permissions: acp.Policy{KidDeny: []string{"camera.take_photo"}},
+		Permissions: fields.Permissions,
 		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
-		Steerable:   steerable.Config{Provider: "openai_compat"},
+		Steerable:   fields.Steerable,
 		Social:      social.Config{Settings: tableSocial(home)},
 		UI:          ui.Config{MaxClients: 64, XiaozhiWSPort: 8000, Operator: ui.OperatorConfig{XiaozhiRestartTimeout: 30 * time.Second}},
 		Admin: admin.Config{Provider: "zeroclaw",
@@ -533,16 +533,17 @@ func TestValidate(t *testing.T) {
 			c.HTTP.Port, c.Voice.Timeout, c.ACP.InitTimeout, c.Pool.SessionIdle, c.Pool.SessionMaxAge, c.ACP.CancelGrace = 65536, 0, -time.Second, 0, 0, -1500*time.Millisecond
 			c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.MaxSentences, c.ACP.SessionCwd = 0, 0, 0, "rel"
 		}, []string{
+			// In the order of the components' Validate: HTTP, Voice, ACP, Pool.
 			`invalid PORT "65536": want a port from 0 to 65535`,
 			`invalid ZEROCLAW_TIMEOUT "0": want more than 0 seconds`,
+			`invalid MAX_SENTENCES "0": want at least 1`,
 			`invalid ZEROCLAW_INIT_TIMEOUT "-1": want more than 0 seconds`,
+			`invalid ZEROCLAW_CANCEL_GRACE "-1.5": want more than 0 seconds`,
+			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
 			`invalid ZEROCLAW_SESSION_IDLE "0": want more than 0 seconds`,
 			`invalid ZEROCLAW_SESSION_MAX_AGE_SEC "0": want more than 0 seconds`,
-			`invalid ZEROCLAW_CANCEL_GRACE "-1.5": want more than 0 seconds`,
 			`invalid ZEROCLAW_SESSION_MAX_TURNS "0": want at least 1`,
 			`invalid ZEROCLAW_MAX_SESSIONS "0": want at least 1`,
-			`invalid MAX_SENTENCES "0": want at least 1`,
-			`invalid ZEROCLAW_SESSION_CWD "rel": want an absolute path`,
 		}},
 		{"boundaries", func(c *config) {
 			c.HTTP.Port, c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.Timeout = 0, 1, 1, time.Nanosecond
@@ -952,6 +953,16 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			"LongPoll", "MaxDevices", "Cache", "Clock", "VisionDuration", "AudioDuration", "Logger"}},
 		{"Vision.Vision", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}}, // the key falls back at build
 		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
+		{"HTTP", reflect.TypeFor[bridge.Config](), []string{"Version", "Logger", "Gatherer", "Agent", "Sessions", "Health", "TurnedAway",
+			"UploadBudgetInUse", "UploadBudgetWaiting", "UploadsRefused", "UploadPaths", "Access"}},
+		{"Voice", reflect.TypeFor[bridge.VoiceConfig](), []string{"Agent", "Heartbeat", "Location", "KidMode", "Perception", "Context",
+			"Speaker", "PersonMemory", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
+		{"ACP", reflect.TypeFor[acp.Config](), []string{"Command", "Args", "Protocol", "Env", "DropEnv", "Dir", "StopGrace", "WriteTimeout",
+			"ClientName", "ClientVersion", "Permissions", "BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "Logger", "Metrics", "Clock"}},
+		{"Pool", reflect.TypeFor[acp.PoolConfig](), []string{"MaxKeys", "ReapInterval", "Logger", "Metrics", "Clock"}},
+		{"Permissions", reflect.TypeFor[acp.Policy](), []string{"AllowLive", "KidMode", "Logger"}},
+		{"Steerable", reflect.TypeFor[steerable.Config](), []string{"APIKey", "Temperature", "HistoryChars", "PingInterval", "PingTimeout",
+			"PingMisses", "MaxLine", "MaxReply"}}, // the key is a secret row of its own
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -962,12 +973,28 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 }
 
 // fieldValue is the value of c's field at path.
-func fieldValue(c *config, path string) any {
+func fieldValue(c *config, path string) any { return fieldAt(c, path).Interface() }
+
+// fieldAt is c's field at path.
+func fieldAt(c *config, path string) reflect.Value {
 	v := reflect.ValueOf(c).Elem()
 	for _, name := range strings.Split(path, ".") {
 		v = v.FieldByName(name)
 	}
-	return v.Interface()
+	return v
+}
+
+// componentFields is componentDefaults with only the fields of field
+// settings: what parseConfig makes of the components' defaults when
+// nothing is set.
+func componentFields() config {
+	var c config
+	for _, s := range settings {
+		if s.field != "" {
+			fieldAt(&c, s.field).Set(fieldAt(&componentDefaults, s.field))
+		}
+	}
+	return c
 }
 
 // TestComponentRangeErrorsNameTheSetting: a range error of a component's
@@ -987,6 +1014,10 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"GREETER_GREETING_MAX_WORDS", "0"}, `invalid GREETER_GREETING_MAX_WORDS "0": want at least 1`},
 		{nil, []string{"VISION_API_URL", "openrouter.ai"}, `invalid VISION_API_URL "openrouter.ai": want an http or https URL`},
 		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
+		{[]string{"-bridge-upload-budget", "0"}, nil, `invalid -bridge-upload-budget "0": want at least 1 (MiB)`},
+		{[]string{"-zeroclaw-session-cwd", "work"}, nil, `invalid -zeroclaw-session-cwd "work": want an absolute path`},
+		{[]string{"-zeroclaw-session-key", "device"}, nil, `invalid -zeroclaw-session-key "device": want session_id or shared`},
+		{[]string{"-agent-protocol", "steerable", "-steerable-base-url", "ftp://llm"}, nil, `invalid -steerable-base-url "ftp://llm": want an http or https URL`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {

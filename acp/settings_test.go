@@ -1,0 +1,51 @@
+package acp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+)
+
+// TestDefaultSettings: bridge.py's handshake timeout and session rotation
+// with the bridge's graces and bounds (moved from cmd's defaults test,
+// which now takes them from here), valid as they are.
+func TestDefaultSettings(t *testing.T) {
+	testkit.CheckDefaults(t, "DefaultConfig", DefaultConfig(), Config{InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second,
+		StopGrace: 2 * time.Second, UnavailableGrace: 2 * time.Second, BackoffInitial: 200 * time.Millisecond, BackoffMax: 30 * time.Second,
+		HealthyReset: time.Minute, StderrLinesPerSecond: 200, ClientName: "zeroclaw-bridge", ClientVersion: "dev"},
+		cmp.Comparer(func(a, b Protocol) bool { return a == b }))
+	testkit.CheckDefaults(t, "DefaultPoolConfig", DefaultPoolConfig(), PoolConfig{KeyMode: KeyPerSession, MaxSessions: 8,
+		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second, SessionQueue: 64})
+}
+
+// TestValidateNamesTheField: each range error is a fieldcheck.Error on
+// its field.
+func TestValidateNamesTheField(t *testing.T) {
+	c := DefaultConfig()
+	c.CancelGrace, c.SessionCwd, c.BackoffInitial = 0, "srv/dotty", time.Hour
+	testkit.CheckFieldErrors(t, "Config", c.Validate(),
+		"CancelGrace: want more than 0", "SessionCwd: want an absolute path", "BackoffInitial: want at most BackoffMax")
+	p := DefaultPoolConfig()
+	p.KeyMode, p.SessionIdle, p.SessionQueue = "per-caller", -time.Second, 0
+	testkit.CheckFieldErrors(t, "PoolConfig", p.Validate(),
+		"KeyMode: want session_id or shared", "SessionIdle: want more than 0", "SessionQueue: want at least 1")
+}
+
+// TestDefaultsPerField: a field left zero takes its default on its own;
+// the fields set are kept, and the derived ones follow them.
+func TestDefaultsPerField(t *testing.T) {
+	p := PoolConfig{MaxSessions: 300, SessionIdle: 2 * time.Second}.withDefaults()
+	want := DefaultPoolConfig()
+	want.MaxSessions, want.SessionIdle, want.MaxKeys, want.ReapInterval = 300, 2*time.Second, 1200, time.Second
+	p.Logger, p.Clock = nil, nil
+	if d := cmp.Diff(p, want); d != "" {
+		t.Errorf("PoolConfig (-got +want):\n%s", d)
+	}
+	c := Config{Command: "agent", CancelGrace: time.Second}.withDefaults()
+	if c.CancelGrace != time.Second || c.InitTimeout != 10*time.Second || c.WriteTimeout != c.InitTimeout || c.ClientName != "zeroclaw-bridge" {
+		t.Errorf("Config.withDefaults() = %+v", c)
+	}
+}
