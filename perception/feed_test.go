@@ -190,8 +190,7 @@ func TestStuckConsumerCannotDelayOthers(t *testing.T) {
 		}
 		b.Publish(Event{Name: "x", TS: float64(i)})
 	}
-	var seen []float64
-	seen = testkit.Recv(t, 10*time.Second, done, "live subscriber stalled")
+	seen := testkit.Recv(t, 10*time.Second, done, "live subscriber stalled")
 	for i, ts := range seen {
 		if ts != float64(i) {
 			t.Fatalf("event %d out of order: %v", i, ts)

@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -89,13 +90,18 @@ func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
 // with UPDATE_GOLDEN=1 in the environment it writes got there instead.
 func golden(t testing.TB, path, got string) {
 	t.Helper()
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
 	if os.Getenv(UpdateGolden) == "1" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+		if err := root.WriteFile(filepath.Base(path), []byte(got), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	want, err := root.ReadFile(filepath.Base(path))
 	if err != nil {
 		t.Fatalf("%v (%s=1 writes it)", err, UpdateGolden)
 	}

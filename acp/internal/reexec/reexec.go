@@ -9,7 +9,6 @@ package reexec
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -70,10 +69,15 @@ func Bump(who, dir, name, limitEnv string) bool {
 	if dir == "" {
 		return true
 	}
-	p := filepath.Join(dir, name)
-	b, _ := os.ReadFile(p)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, who+": counter:", err)
+		return 0 < EnvInt(limitEnv, 1<<30)
+	}
+	defer root.Close()
+	b, _ := root.ReadFile(name)
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err := os.WriteFile(p, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
+	if err := root.WriteFile(name, []byte(strconv.Itoa(n+1)), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, who+": counter:", err)
 	}
 	return n < EnvInt(limitEnv, 1<<30)
