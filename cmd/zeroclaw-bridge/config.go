@@ -169,6 +169,7 @@ var componentDefaults = config{
 	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
 	Social:     social.Config{Settings: social.DefaultSettings()},
 	Vision:     vision.DefaultConfig(),
+	Periphery:  periphery.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -514,46 +515,34 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
 	pathSetting("CONVO_LOG_DIR", "/root/zeroclaw-bridge/logs", "directory of the conversation logs",
 		func(c *config) *string { return &c.ConvoLog.Dir }),
-	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
-		parse: func(c *config, v string) error {
-			if v = strings.TrimSpace(v); v == "-" {
-				v = ""
+	fieldSetting("WEATHER_LOCATION", "Periphery.WeatherLocation", "", "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
+		func(dst *string, v string) error {
+			if *dst = strings.TrimSpace(v); *dst == "-" {
+				*dst = ""
 			}
-			c.Periphery.WeatherLocation = v
 			return nil
-		}},
-	{env: "WEATHER_URL", def: "https://wttr.in", help: "wttr.in-compatible weather service base URL",
-		parse: func(c *config, v string) error {
-			u, err := url.Parse(strings.TrimSpace(v))
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return errors.New("want an http or https URL")
-			}
-			c.Periphery.WeatherURL = strings.TrimRight(u.String(), "/")
-			return nil
-		}},
-	{env: "WEATHER_TTL_SEC", def: "1800", help: "seconds a weather reading is used and between refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.WeatherTTL, v) }},
-	{env: "CALENDAR_ID", def: "", help: "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
-		parse: func(c *config, v string) error { c.Periphery.CalendarIDs = splitList(v); return nil }},
+		}, func(v string) string { return v }),
+	fieldSetting("WEATHER_URL", "Periphery.WeatherURL", "", "wttr.in-compatible weather service base URL",
+		func(dst *string, v string) error { *dst = strings.TrimRight(strings.TrimSpace(v), "/"); return nil }, func(v string) string { return v }),
+	secondsField("WEATHER_TTL_SEC", "Periphery.WeatherTTL", "seconds a weather reading is used and between refreshes"),
+	fieldSetting("CALENDAR_ID", "Periphery.CalendarIDs", "", "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
+		func(dst *[]string, v string) error { *dst = splitList(v); return nil }, func(v []string) string { return strings.Join(v, ",") }),
 	pathSetting("CALENDAR_SA_PATH", "/root/.zeroclaw/secrets/google-calendar-sa.json", "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
 		func(c *config) *string { return &c.Periphery.CalendarSAPath }),
-	pathSetting("GWS_BIN", "/usr/local/bin/gws", "Google Workspace CLI used to list calendar events",
+	pathSetting("GWS_BIN", componentDefaults.Periphery.GWSBin, "Google Workspace CLI used to list calendar events",
 		func(c *config) *string { return &c.Periphery.GWSBin }),
-	{env: "CALENDAR_TTL_SEC", def: "7200", help: "seconds fetched calendar events stay usable",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarTTL, v) }},
-	{env: "CALENDAR_POLL_SEC", def: "900", help: "seconds between calendar refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarPoll, v) }},
-	{env: "CALENDAR_HOUSEHOLD_BUCKET", def: "_household", help: "bucket of calendar events not tagged with a person",
-		parse: func(c *config, v string) error { c.Periphery.HouseholdBucket = v; return nil }},
-	{env: "CALENDAR_PERSON_PREFIX_RE", def: `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`, help: "regular expression with groups person and rest that tags an event summary with a person",
-		parse: func(c *config, v string) error {
+	secondsField("CALENDAR_TTL_SEC", "Periphery.CalendarTTL", "seconds fetched calendar events stay usable"),
+	secondsField("CALENDAR_POLL_SEC", "Periphery.CalendarPoll", "seconds between calendar refreshes"),
+	textField("CALENDAR_HOUSEHOLD_BUCKET", "Periphery.HouseholdBucket", "bucket of calendar events not tagged with a person"),
+	fieldSetting("CALENDAR_PERSON_PREFIX_RE", "Periphery.PersonPrefix", "", "regular expression with groups person and rest that tags an event summary with a person",
+		func(dst **regexp.Regexp, v string) error {
 			re, err := regexp.Compile(v)
-			if err != nil || re.SubexpIndex("person") < 0 || re.SubexpIndex("rest") < 0 {
+			if err != nil {
 				return errors.New("want a regular expression with named groups person and rest")
 			}
-			c.Periphery.PersonPrefix = re
+			*dst = re
 			return nil
-		}},
+		}, (*regexp.Regexp).String),
 	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
 		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
 	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP",
@@ -965,9 +954,6 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
 		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
-		{"WEATHER_TTL_SEC", c.Periphery.WeatherTTL},
-		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
-		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
 		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
 		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
 		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
@@ -1007,6 +993,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
+	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
 	return errors.Join(errs...)
 }
 

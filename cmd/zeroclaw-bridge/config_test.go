@@ -82,6 +82,8 @@ func defaultConfig(t *testing.T) config {
 	home := passwdHome(t)
 	consumers := perception.DefaultConsumers()
 	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
+	periphery := periphery.DefaultConfig() // its values: periphery's TestDefaultConfig
+	periphery.CalendarSAPath = "/root/.zeroclaw/secrets/google-calendar-sa.json"
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
@@ -94,10 +96,7 @@ func defaultConfig(t *testing.T) config {
 			SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"},
 		ConvoLog: convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
 		TZ:       brisbane,
-		Periphery: periphery.Config{WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
-			CalendarSAPath: "/root/.zeroclaw/secrets/google-calendar-sa.json", GWSBin: "/usr/local/bin/gws",
-			CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
-			PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`)},
+		Periphery: periphery,
 		LogLevel: hclog.Info, LogFormat: "text",
 		Xiaozhi: xiaozhi.Config{Port: 8003},
 		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db", PersonMaxFacts: 8},
@@ -952,6 +951,8 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			"LongPoll", "MaxDevices", "Cache", "Clock", "VisionDuration", "AudioDuration", "Logger"}},
 		{"Vision.Vision", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}}, // the key falls back at build
 		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
+		{"Periphery", reflect.TypeFor[periphery.Config](), []string{"Location", "GWSBin", "CalendarSAPath", "Logger", "Access", "Metrics",
+			"RequestDuration", "RequestErrors", "HTTPClient", "Clock", "calendarTimeout", "weatherTimeout"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -987,6 +988,9 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"GREETER_GREETING_MAX_WORDS", "0"}, `invalid GREETER_GREETING_MAX_WORDS "0": want at least 1`},
 		{nil, []string{"VISION_API_URL", "openrouter.ai"}, `invalid VISION_API_URL "openrouter.ai": want an http or https URL`},
 		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
+		{nil, []string{"WEATHER_URL", "wttr.in"}, `invalid WEATHER_URL "wttr.in": want an http or https URL`},
+		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
+		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {
