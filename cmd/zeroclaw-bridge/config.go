@@ -170,6 +170,7 @@ var componentDefaults = config{
 	Social:     social.Config{Settings: social.DefaultSettings()},
 	Vision:     vision.DefaultConfig(),
 	Periphery:  periphery.DefaultConfig(),
+	Narrative:  llm.DefaultNarrativeConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -659,10 +660,8 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{env: "NARRATIVE_MODEL", def: llm.DefaultNarrativeModel, help: "model writing dreams and dance reflections, at VISION_API_URL with the vision key",
-		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
-	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
+	textField("NARRATIVE_MODEL", "Narrative.Model", "model writing dreams and dance reflections, at VISION_API_URL with the vision key"),
+	secondsField("NARRATIVE_TIMEOUT_SEC", "Narrative.Timeout", "seconds one dream or dance reflection may take"),
 	switchField("DREAMER_ENABLED", "Social.Settings.DreamerEnabled", "write dreams while a robot sleeps", exactOneRule),
 	secondsField("DREAM_WINDOW_SECONDS", "Social.Settings.DreamWindow", "seconds of a night the dreams are spread over"),
 	intField("DREAM_COUNT_PER_NIGHT", "Social.Settings.DreamCount", "dreams per night"),
@@ -961,7 +960,6 @@ func (c config) validate() error {
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
-	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
 	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
@@ -994,6 +992,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
+	errs = append(errs, c.onSettings("Narrative", c.Narrative.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -104,7 +104,7 @@ func defaultConfig(t *testing.T) config {
 			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
 		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
-		Narrative:   llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
+		Narrative:   llm.DefaultNarrativeConfig(), // its values: llm's TestDefaultNarrativeConfig
 		Permissions: acp.Policy{KidDeny: []string{"camera.take_photo"}},
 		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
 		Steerable:   steerable.Config{Provider: "openai_compat"},
@@ -953,6 +953,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
 		{"Periphery", reflect.TypeFor[periphery.Config](), []string{"Location", "GWSBin", "CalendarSAPath", "Logger", "Access", "Metrics",
 			"RequestDuration", "RequestErrors", "HTTPClient", "Clock", "calendarTimeout", "weatherTimeout"}},
+		{"Narrative", reflect.TypeFor[llm.NarrativeConfig](), []string{"URL", "APIKey", "HTTPClient", "Logger"}}, // VISION_API_URL's, at build
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -989,6 +990,7 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"VISION_API_URL", "openrouter.ai"}, `invalid VISION_API_URL "openrouter.ai": want an http or https URL`},
 		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
 		{nil, []string{"WEATHER_URL", "wttr.in"}, `invalid WEATHER_URL "wttr.in": want an http or https URL`},
+		{[]string{"-narrative-timeout-sec", "0"}, nil, `invalid -narrative-timeout-sec "0": want more than 0 seconds`},
 		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
 		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
 	} {
