@@ -8,6 +8,7 @@ package fieldcheck
 import (
 	"errors"
 	"fmt"
+	"net/url"
 )
 
 // Error is a field whose value is outside its range.
@@ -51,6 +52,17 @@ func (es *Errors) CheckRef(field string, ok bool, value any, want, ref string) {
 		*es = append(*es, &Error{Field: field, Value: value, Want: want, Ref: ref})
 	}
 }
+
+// HTTPURL reports whether v is an absolute http or https URL with a host:
+// the range of every URL setting, checked with Check(field, HTTPURL(v), v,
+// WantHTTPURL).
+func HTTPURL(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// WantHTTPURL is what a URL field wants.
+const WantHTTPURL = "an http or https URL"
 
 // Err joins the errors; nil for none.
 func (es Errors) Err() error { return errors.Join(es...) }

@@ -33,3 +33,12 @@ func TestErrorsUnderAndSplit(t *testing.T) {
 		t.Error("no errors should be nil")
 	}
 }
+
+func TestHTTPURL(t *testing.T) {
+	for v, want := range map[string]bool{"https://wttr.in": true, "http://127.0.0.1:9/x": true,
+		"": false, "wttr.in": false, "ftp://wttr.in": false, "http://": false, " https://wttr.in": false} {
+		if got := HTTPURL(v); got != want {
+			t.Errorf("HTTPURL(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

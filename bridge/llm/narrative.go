@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +55,7 @@ func DefaultNarrativeConfig() NarrativeConfig {
 // from.
 func (c NarrativeConfig) Validate() error {
 	var errs fieldcheck.Errors
-	u, err := url.Parse(c.URL)
-	errs.Check("URL", c.URL == "" || (err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""), c.URL, "an http or https URL")
+	errs.Check("URL", c.URL == "" || fieldcheck.HTTPURL(c.URL), c.URL, fieldcheck.WantHTTPURL)
 	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
 	return errs.Err()
 }

@@ -3,7 +3,6 @@ package periphery
 import (
 	"cmp"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -132,12 +131,10 @@ func DefaultConfig() Config {
 // Validate reports every setting outside its range as a
 // *fieldcheck.Error naming the field ("WeatherTTL"): the one range check
 // of each field; the bridge's command line names the variable a value
-// came from. A WeatherURL or PersonPrefix left unset takes its default in
-// New.
+// came from. A PersonPrefix left unset takes its default in New.
 func (c Config) Validate() error {
 	var errs fieldcheck.Errors
-	u, err := url.Parse(c.WeatherURL)
-	errs.Check("WeatherURL", c.WeatherURL == "" || (err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""), c.WeatherURL, "an http or https URL")
+	errs.Check("WeatherURL", fieldcheck.HTTPURL(c.WeatherURL), c.WeatherURL, fieldcheck.WantHTTPURL)
 	for _, d := range []struct {
 		field string
 		v     time.Duration

@@ -171,6 +171,8 @@ var componentDefaults = config{
 	Vision:     vision.DefaultConfig(),
 	Periphery:  periphery.DefaultConfig(),
 	Narrative:  llm.DefaultNarrativeConfig(),
+	Memory:     memstore.DefaultConfig(),
+	Tier1:      tier1.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -554,21 +556,11 @@ var settings = []setting{
 		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
 	pathSetting("VOICE_MEMORY_DB", "/root/.zeroclaw/workspace/memory/brain.db", "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
 		func(c *config) *string { return &c.Memory.Path }),
-	{env: "VOICE_THINKER_URL", def: "http://localhost:8080/v1/chat/completions", help: "OpenAI-compatible chat completions URL that think_hard asks",
-		parse: func(c *config, v string) error {
-			u, err := url.Parse(strings.TrimSpace(v))
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return errors.New("want an http or https URL")
-			}
-			c.Tier1.Thinker.URL = u.String()
-			return nil
-		}},
-	{env: "VOICE_THINKER_MODEL", def: "qwen3.6:27b-think", help: "model name think_hard sends",
-		parse: func(c *config, v string) error { c.Tier1.Thinker.Model = v; return nil }},
-	{env: "VOICE_THINKER_TIMEOUT", def: "30", help: "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Tier1.Thinker.Timeout, v) }},
-	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
-		parse: func(c *config, v string) error { c.Tier1.SongAssetBase = v; return nil }},
+	fieldSetting("VOICE_THINKER_URL", "Tier1.Thinker.URL", "", "OpenAI-compatible chat completions URL that think_hard asks",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	textField("VOICE_THINKER_MODEL", "Tier1.Thinker.Model", "model name think_hard sends"),
+	secondsField("VOICE_THINKER_TIMEOUT", "Tier1.Thinker.Timeout", "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded"),
+	textField("VOICE_PLAY_SONG_ASSET_BASE", "Tier1.SongAssetBase", "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>"),
 	pathSetting("HOUSEHOLD_YAML_PATH", "~/.zeroclaw/household.yaml", "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
 		func(c *config) *string { return &c.Perception.Consumers.HouseholdPath }).orWithoutHome("no household roster"),
 	{env: "PERCEPTION_MAX_DEVICES", def: strconv.Itoa(perception.DefaultMaxDevices), help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
@@ -647,19 +639,20 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{env: "PERSON_MEMORY_MAX_FACTS", def: "8", help: "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
-		parse: func(c *config, v string) error {
-			if err := parseInt(&c.Memory.PersonMaxFacts, v); err != nil {
+	// 0 is stored as −1, the block off: a zero field means the default.
+	fieldSetting("PERSON_MEMORY_MAX_FACTS", "Memory.PersonMaxFacts", "", "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
+		func(dst *int, v string) error {
+			if err := parseInt(dst, v); err != nil {
 				return err
 			}
-			if c.Memory.PersonMaxFacts < 0 {
+			if *dst < 0 {
 				return errors.New("want 0 or more")
 			}
-			if c.Memory.PersonMaxFacts == 0 {
-				c.Memory.PersonMaxFacts = -1
+			if *dst == 0 {
+				*dst = -1
 			}
 			return nil
-		}},
+		}, func(n int) string { return strconv.Itoa(max(n, 0)) }),
 	textField("NARRATIVE_MODEL", "Narrative.Model", "model writing dreams and dance reflections, at VISION_API_URL with the vision key"),
 	secondsField("NARRATIVE_TIMEOUT_SEC", "Narrative.Timeout", "seconds one dream or dance reflection may take"),
 	switchField("DREAMER_ENABLED", "Social.Settings.DreamerEnabled", "write dreams while a robot sleeps", exactOneRule),
@@ -953,14 +946,12 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
 		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
-		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
 		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
 		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
 		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
-	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
 	check("ZEROCLAW_SESSION_MAX_TURNS", c.Pool.SessionMaxTurns >= 1, strconv.Itoa(c.Pool.SessionMaxTurns), "want at least 1")
 	check("BRIDGE_MAX_CONNS", c.HTTP.MaxConns >= 1, strconv.Itoa(c.HTTP.MaxConns), "want at least 1")
 	check("BRIDGE_UPLOAD_BUDGET", c.HTTP.UploadBudget >= 1<<20, strconv.FormatInt(c.HTTP.UploadBudget>>20, 10), "want at least 1 (MiB)")
@@ -993,6 +984,8 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
 	errs = append(errs, c.onSettings("Narrative", c.Narrative.Validate())...)
+	errs = append(errs, c.onSettings("Memory", c.Memory.Validate())...)
+	errs = append(errs, c.onSettings("Tier1", c.Tier1.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -84,6 +84,8 @@ func defaultConfig(t *testing.T) config {
 	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
 	periphery := periphery.DefaultConfig() // its values: periphery's TestDefaultConfig
 	periphery.CalendarSAPath = "/root/.zeroclaw/secrets/google-calendar-sa.json"
+	memory := memstore.DefaultConfig() // its values: memstore's TestDefaultConfig
+	memory.Path = "/root/.zeroclaw/workspace/memory/brain.db"
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
@@ -99,9 +101,8 @@ func defaultConfig(t *testing.T) config {
 		Periphery: periphery,
 		LogLevel:  hclog.Info, LogFormat: "text",
 		Xiaozhi: xiaozhi.Config{Port: 8003},
-		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db", PersonMaxFacts: 8},
-		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
-			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
+		Memory:  memory,
+		Tier1:   tier1.DefaultConfig(), // its values: tier1's TestDefaultConfig
 		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
 		Narrative:   llm.DefaultNarrativeConfig(), // its values: llm's TestDefaultNarrativeConfig
@@ -954,6 +955,11 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Periphery", reflect.TypeFor[periphery.Config](), []string{"Location", "GWSBin", "CalendarSAPath", "Logger", "Access", "Metrics",
 			"RequestDuration", "RequestErrors", "HTTPClient", "Clock", "calendarTimeout", "weatherTimeout"}},
 		{"Narrative", reflect.TypeFor[llm.NarrativeConfig](), []string{"URL", "APIKey", "HTTPClient", "Logger"}}, // VISION_API_URL's, at build
+		{"Memory", reflect.TypeFor[memstore.Config](), []string{"Path", "AgentAlias", "QueueSize", "WriteBusyTimeout", "ReadBusyTimeout",
+			"DrainTimeout", "Journal", "Logger", "Clock", "Health", "Metrics"}},
+		{"Tier1", reflect.TypeFor[tier1.Config](), []string{"Memory", "Vision", "Xiaozhi", "People", "Thinker", "Metrics", "Logger", "Clock",
+			"shortBudget", "longBudget"}},
+		{"Tier1.Thinker", reflect.TypeFor[tier1.ThinkerConfig](), []string{"HTTPClient"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -991,6 +997,8 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{[]string{"-audio-caption-timeout", "0"}, nil, `invalid -audio-caption-timeout "0": want more than 0 seconds`},
 		{nil, []string{"WEATHER_URL", "wttr.in"}, `invalid WEATHER_URL "wttr.in": want an http or https URL`},
 		{[]string{"-narrative-timeout-sec", "0"}, nil, `invalid -narrative-timeout-sec "0": want more than 0 seconds`},
+		{nil, []string{"VOICE_THINKER_URL", " "}, `invalid VOICE_THINKER_URL " ": want an http or https URL`},
+		{[]string{"-voice-thinker-timeout", "0"}, nil, `invalid -voice-thinker-timeout "0": want more than 0 seconds`},
 		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
 		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
 	} {

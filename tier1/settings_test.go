@@ -1,0 +1,48 @@
+package tier1
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+)
+
+// TestDefaultConfig: bridge.py's think_hard endpoint and song directory
+// (moved from cmd's defaults test, which now takes them from here); each
+// range error is a fieldcheck.Error naming its field.
+func TestDefaultConfig(t *testing.T) {
+	want := Config{Thinker: ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions", Model: "qwen3.6:27b-think", Timeout: 30 * time.Second},
+		SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"}
+	if d := cmp.Diff(DefaultConfig(), want, cmpopts.IgnoreUnexported(Config{})); d != "" {
+		t.Errorf("DefaultConfig (-got +want):\n%s", d)
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("DefaultConfig().Validate() = %v", err)
+	}
+	bad := DefaultConfig()
+	bad.Thinker.URL, bad.Thinker.Timeout = "llm.lan", 0
+	var got []string
+	for _, err := range fieldcheck.Split(bad.Validate()) {
+		var fe *fieldcheck.Error
+		if !errors.As(err, &fe) {
+			t.Errorf("%v is not a fieldcheck.Error", err)
+		}
+		got = append(got, err.Error())
+	}
+	if d := cmp.Diff(got, []string{"Thinker.URL llm.lan: want an http or https URL", "Thinker.Timeout 0s: want more than 0"}); d != "" {
+		t.Errorf("Validate (-got +want):\n%s", d)
+	}
+}
+
+// TestThinkerDefaultsPerField: the thinker defaults each field on its own.
+func TestThinkerDefaultsPerField(t *testing.T) {
+	def := DefaultConfig().Thinker
+	got := newThinker(ThinkerConfig{Model: "big"}).cfg
+	if got.Model != "big" || got.URL != def.URL || got.Timeout != def.Timeout {
+		t.Errorf("one field set: %+v", got)
+	}
+}
