@@ -25,12 +25,18 @@ type Error struct {
 	// Ref is another field the Want compares with ("IdleSleepMin" after
 	// "at least"); "" for none, and then the unit follows Want.
 	Ref string
+	// Why is the reason for the bound, said in brackets after the Want
+	// and its unit ("the firmware gives up at 15"); "" for none.
+	Why string
 }
 
 func (e *Error) Error() string {
 	want := e.Want
 	if e.Ref != "" {
 		want += " " + e.Ref
+	}
+	if e.Why != "" {
+		want += " (" + e.Why + ")"
 	}
 	return fmt.Sprintf("%s %v: want %s", e.Field, e.Value, want)
 }

@@ -42,3 +42,10 @@ func TestHTTPURL(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorWhy(t *testing.T) {
+	e := &Error{Field: "Deadline", Value: 15, Want: "at most 14", Why: "the firmware gives up at 15"}
+	if got, want := e.Error(), "Deadline 15: want at most 14 (the firmware gives up at 15)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}

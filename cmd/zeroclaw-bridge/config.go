@@ -173,6 +173,7 @@ var componentDefaults = config{
 	Narrative:  llm.DefaultNarrativeConfig(),
 	Memory:     memstore.DefaultConfig(),
 	Tier1:      tier1.DefaultConfig(),
+	Sidecar:    sidecar.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -246,6 +247,12 @@ func switchField(env, path, help string, rule switchRule) setting {
 		func(c *config) *bool { return fieldOf[bool](c, path) })
 	s.field = path
 	s.show = func(c *config) string { return rule.word(*fieldOf[bool](c, path)) }
+	return s
+}
+
+// secretValue makes the setting a secret: never logged nor shown.
+func (s setting) secretValue() setting {
+	s.secret = true
 	return s
 }
 
@@ -756,43 +763,20 @@ var settings = []setting{
 	secondsField("AUDIO_CAPTION_TIMEOUT", "Vision.Audio.Timeout", "seconds one audio caption may take"),
 	secondsField("DOTTY_IDLE_VISION_COOLDOWN_SEC", "Vision.RoomViewCooldown", "least seconds between two room-view model calls of a device"),
 	secondsField("ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "Vision.TalkKickoffGrace", "a room view within this many seconds of entering talk still runs"),
-	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
-		parse: func(c *config, v string) error {
-			if v = strings.TrimSpace(v); v != "" {
-				u, err := url.Parse(v)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errors.New("want an http or https URL")
-				}
-			}
-			c.Sidecar.STT.URL = v
-			return nil
-		}},
-	{env: "STT_MODEL", def: "whisper-1", help: "speech-to-text model name",
-		parse: func(c *config, v string) error { c.Sidecar.STT.Model = v; return nil }},
+	fieldSetting("STT_URL", "Sidecar.STT.URL", "", "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	textField("STT_MODEL", "Sidecar.STT.Model", "speech-to-text model name"),
 	{env: "STT_API_KEY", def: "", secret: true, help: "speech-to-text API key (Bearer), if the endpoint wants one",
 		parse: func(c *config, v string) error { c.Sidecar.STT.APIKey = v; return nil }},
-	{env: "STT_LANGUAGE", def: "en", help: "language hint sent with every transcription",
-		parse: func(c *config, v string) error { c.Sidecar.STT.Language = v; return nil }},
-	{env: "STT_TIMEOUT", def: "5", help: "seconds one transcription attempt may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.STT.Timeout, v) }},
-	{env: "SIDECAR_PATH", def: "/v1/listen", help: "path of the firmware's listen endpoint",
-		parse: func(c *config, v string) error {
-			if !strings.HasPrefix(v, "/") {
-				return errors.New("want a path starting with /")
-			}
-			c.Sidecar.Path = v
-			return nil
-		}},
-	{env: "SIDECAR_TOKEN", def: "", secret: true, help: "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1",
-		parse: func(c *config, v string) error { c.Sidecar.Token = v; return nil }},
-	switchSetting("SIDECAR_ALLOW_NO_TOKEN", "0", "accept firmware requests without a token (trusted LAN only)", exactOneRule,
-		func(c *config) *bool { return &c.Sidecar.AllowNoToken }),
+	textField("STT_LANGUAGE", "Sidecar.STT.Language", "language hint sent with every transcription"),
+	secondsField("STT_TIMEOUT", "Sidecar.STT.Timeout", "seconds one transcription attempt may take"),
+	textField("SIDECAR_PATH", "Sidecar.Path", "path of the firmware's listen endpoint"),
+	textField("SIDECAR_TOKEN", "Sidecar.Token", "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1").secretValue(),
+	switchField("SIDECAR_ALLOW_NO_TOKEN", "Sidecar.AllowNoToken", "accept firmware requests without a token (trusted LAN only)", exactOneRule),
 	pathSetting("SIDECAR_PERSONAS_DIR", "/root/zeroclaw-bridge/personas", "directory of <slug>.md persona files for X-Persona-Name",
 		func(c *config) *string { return &c.Sidecar.PersonasDir }),
-	{env: "SIDECAR_DEFAULT_PERSONA", def: "", help: "persona used without X-Persona-Name; empty: none",
-		parse: func(c *config, v string) error { c.Sidecar.DefaultPersona = v; return nil }},
-	{env: "SIDECAR_DEADLINE", def: "12", help: "seconds a firmware request may take in all (the firmware gives up at 15)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.Deadline, v) }},
+	textField("SIDECAR_DEFAULT_PERSONA", "Sidecar.DefaultPersona", "persona used without X-Persona-Name; empty: none"),
+	secondsField("SIDECAR_DEADLINE", "Sidecar.Deadline", "seconds a firmware request may take in all (the firmware gives up at 15)"),
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -946,8 +930,6 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
 		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
-		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
-		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
 		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
@@ -965,8 +947,6 @@ func (c config) validate() error {
 	}
 	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
 	check("MAX_SENTENCES", c.Voice.MaxSentences >= 1, strconv.Itoa(c.Voice.MaxSentences), "want at least 1")
-	check("SIDECAR_DEADLINE", c.Sidecar.Deadline <= 14*time.Second, formatSeconds(c.Sidecar.Deadline), "want at most 14 seconds (the firmware gives up at 15)")
-	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
 	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	// One agent protocol at a time: a setting of the other one is a
@@ -986,6 +966,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Narrative", c.Narrative.Validate())...)
 	errs = append(errs, c.onSettings("Memory", c.Memory.Validate())...)
 	errs = append(errs, c.onSettings("Tier1", c.Tier1.Validate())...)
+	errs = append(errs, c.onSettings("Sidecar", c.Sidecar.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -1013,6 +994,9 @@ func (c config) onSettings(path string, err error) []error {
 			want += " " + r.env
 		} else if s.unit != "" {
 			want += " " + s.unit
+		}
+		if fe.Why != "" {
+			want += " (" + fe.Why + ")"
 		}
 		out = append(out, fmt.Errorf("invalid %s %q: %s", c.nameOf(s.env), c.shown(s.env, s.show(&c)), want))
 	}

@@ -86,6 +86,8 @@ func defaultConfig(t *testing.T) config {
 	periphery.CalendarSAPath = "/root/.zeroclaw/secrets/google-calendar-sa.json"
 	memory := memstore.DefaultConfig() // its values: memstore's TestDefaultConfig
 	memory.Path = "/root/.zeroclaw/workspace/memory/brain.db"
+	sidecarConfig := sidecar.DefaultConfig() // its values: sidecar's TestDefaultConfig
+	sidecarConfig.PersonasDir = "/root/zeroclaw-bridge/personas"
 	return config{
 		demo: demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP: bridge.Config{Host: "0.0.0.0", Port: 8080, IdleTimeout: 90 * time.Second, BodyTimeout: 10 * time.Second,
@@ -119,8 +121,7 @@ func defaultConfig(t *testing.T) config {
 			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
 		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
-		Sidecar: sidecar.Config{Path: "/v1/listen", PersonasDir: "/root/zeroclaw-bridge/personas", Deadline: 12 * time.Second,
-			STT: sidecar.STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}},
+		Sidecar:       sidecarConfig,
 	}
 }
 
@@ -960,6 +961,8 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Tier1", reflect.TypeFor[tier1.Config](), []string{"Memory", "Vision", "Xiaozhi", "People", "Thinker", "Metrics", "Logger", "Clock",
 			"shortBudget", "longBudget"}},
 		{"Tier1.Thinker", reflect.TypeFor[tier1.ThinkerConfig](), []string{"HTTPClient"}},
+		{"Sidecar", reflect.TypeFor[sidecar.Config](), []string{"PersonasDir", "STT", "Voice", "Stopping", "STTDuration", "Metrics", "Logger"}},
+		{"Sidecar.STT", reflect.TypeFor[sidecar.STT](), []string{"APIKey", "HTTPClient"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -999,6 +1002,9 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{[]string{"-narrative-timeout-sec", "0"}, nil, `invalid -narrative-timeout-sec "0": want more than 0 seconds`},
 		{nil, []string{"VOICE_THINKER_URL", " "}, `invalid VOICE_THINKER_URL " ": want an http or https URL`},
 		{[]string{"-voice-thinker-timeout", "0"}, nil, `invalid -voice-thinker-timeout "0": want more than 0 seconds`},
+		{[]string{"-sidecar-path", "v1/listen"}, nil, `invalid -sidecar-path "v1/listen": want a path starting with /`},
+		{nil, []string{"STT_URL", "whisper.lan"}, `invalid STT_URL "whisper.lan": want an http or https URL`},
+		{nil, []string{"SIDECAR_DEADLINE", "0"}, `invalid SIDECAR_DEADLINE "0": want more than 0 seconds`},
 		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
 		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
 	} {
