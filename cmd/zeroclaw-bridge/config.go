@@ -174,6 +174,8 @@ var componentDefaults = config{
 	Memory:     memstore.DefaultConfig(),
 	Tier1:      tier1.DefaultConfig(),
 	Sidecar:    sidecar.DefaultConfig(),
+	Xiaozhi:    xiaozhi.DefaultConfig(),
+	UI:         ui.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -553,14 +555,11 @@ var settings = []setting{
 			*dst = re
 			return nil
 		}, (*regexp.Regexp).String),
-	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
-		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
-	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP",
-		parse: func(c *config, v string) error { return parseInt(&c.Xiaozhi.Port, v) }},
-	{env: "XIAOZHI_WS_PORT", def: "8000", help: "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light",
-		parse: func(c *config, v string) error { return parseInt(&c.UI.XiaozhiWSPort, v) }},
-	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
-		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
+	fieldSetting("XIAOZHI_HOST", "Xiaozhi.Host", "", "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	intField("XIAOZHI_OTA_PORT", "Xiaozhi.Port", "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP"),
+	intField("XIAOZHI_WS_PORT", "UI.XiaozhiWSPort", "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light"),
+	textField("DOTTY_ADMIN_TOKEN", "Xiaozhi.Token", "sent as X-Admin-Token on every xiaozhi admin call when set; never logged").secretValue(),
 	pathSetting("VOICE_MEMORY_DB", "/root/.zeroclaw/workspace/memory/brain.db", "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
 		func(c *config) *string { return &c.Memory.Path }),
 	fieldSetting("VOICE_THINKER_URL", "Tier1.Thinker.URL", "", "OpenAI-compatible chat completions URL that think_hard asks",
@@ -675,8 +674,7 @@ var settings = []setting{
 	intField("GREETER_GREETING_MAX_WORDS", "Social.Settings.GreetMaxWords", "longest greeting, in words, the agent is asked for"),
 	pathSetting("GREETER_STATE_PATH", "~/.zeroclaw/greeter_state.json", "file keeping today's greeting counts across restarts (written atomically)",
 		func(c *config) *string { return &c.Social.Settings.GreeterStatePath }).orWithoutHome("greeting counts kept in memory only"),
-	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
+	intField("DASHBOARD_MAX_CLIENTS", "UI.MaxClients", "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503"),
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
 		parse: func(c *config, v string) error { c.Access.User = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
@@ -693,8 +691,7 @@ var settings = []setting{
 			c.UI.Operator.XiaozhiRestart = words
 			return nil
 		}},
-	{env: "BRIDGE_XIAOZHI_RESTART_TIMEOUT", def: "30", help: "seconds BRIDGE_XIAOZHI_RESTART_CMD may run before it is stopped (its whole process group)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.UI.Operator.XiaozhiRestartTimeout, v) }},
+	secondsField("BRIDGE_XIAOZHI_RESTART_TIMEOUT", "UI.Operator.XiaozhiRestartTimeout", "seconds BRIDGE_XIAOZHI_RESTART_CMD may run before it is stopped (its whole process group)"),
 	{env: "BRIDGE_DAEMON_UNITS", def: "", help: "systemd units the dashboard shows a state card for (read over D-Bus), comma-separated; unset: ZEROCLAW_DISCORD_UNIT, as bridge.py; - for none",
 		parse: func(c *config, v string) error {
 			if strings.TrimSpace(v) == "-" {
@@ -930,7 +927,6 @@ func (c config) validate() error {
 		{"ZEROCLAW_SESSION_MAX_AGE_SEC", c.Pool.SessionMaxAge},
 		{"ZEROCLAW_CANCEL_GRACE", c.ACP.CancelGrace},
 		{"ZEROCLAW_UNAVAILABLE_GRACE", c.ACP.UnavailableGrace},
-		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
 	} {
 		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
 	}
@@ -941,14 +937,11 @@ func (c config) validate() error {
 	for _, n := range []struct {
 		env string
 		v   int
-	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
-		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}} {
+	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
 	check("ZEROCLAW_SESSION_QUEUE", c.Pool.SessionQueue >= 1, strconv.Itoa(c.Pool.SessionQueue), "want at least 1")
 	check("MAX_SENTENCES", c.Voice.MaxSentences >= 1, strconv.Itoa(c.Voice.MaxSentences), "want at least 1")
-	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
-	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	// One agent protocol at a time: a setting of the other one is a
 	// mistake worth stopping for, not something to ignore.
 	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_KID_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED"} {
@@ -967,6 +960,8 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Memory", c.Memory.Validate())...)
 	errs = append(errs, c.onSettings("Tier1", c.Tier1.Validate())...)
 	errs = append(errs, c.onSettings("Sidecar", c.Sidecar.Validate())...)
+	errs = append(errs, c.onSettings("Xiaozhi", c.Xiaozhi.Validate())...)
+	errs = append(errs, c.onSettings("UI", c.UI.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -102,7 +102,7 @@ func defaultConfig(t *testing.T) config {
 		TZ:        brisbane,
 		Periphery: periphery,
 		LogLevel:  hclog.Info, LogFormat: "text",
-		Xiaozhi: xiaozhi.Config{Port: 8003},
+		Xiaozhi: xiaozhi.DefaultConfig(), // its values: xiaozhi's TestDefaultConfig
 		Memory:  memory,
 		Tier1:   tier1.DefaultConfig(), // its values: tier1's TestDefaultConfig
 		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
@@ -112,7 +112,7 @@ func defaultConfig(t *testing.T) config {
 		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
 		Steerable:   steerable.Config{Provider: "openai_compat"},
 		Social:      social.Config{Settings: tableSocial(home)},
-		UI:          ui.Config{MaxClients: 64, XiaozhiWSPort: 8000, Operator: ui.OperatorConfig{XiaozhiRestartTimeout: 30 * time.Second}},
+		UI:          ui.DefaultConfig(), // its values: ui's TestDefaultConfig
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
 			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
@@ -963,6 +963,12 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Tier1.Thinker", reflect.TypeFor[tier1.ThinkerConfig](), []string{"HTTPClient"}},
 		{"Sidecar", reflect.TypeFor[sidecar.Config](), []string{"PersonasDir", "STT", "Voice", "Stopping", "STTDuration", "Metrics", "Logger"}},
 		{"Sidecar.STT", reflect.TypeFor[sidecar.STT](), []string{"APIKey", "HTTPClient"}},
+		{"Xiaozhi", reflect.TypeFor[xiaozhi.Config](), []string{"Logger", "HTTPClient"}},
+		{"UI", reflect.TypeFor[ui.Config](), []string{"Turns", "Access", "Stopping", "Location", "Heartbeat", "Clock", "Controls", "Modes", "Robot",
+			"SongAssetBase", "XiaozhiHost", "XiaozhiHTTPPort", "ProcDir", "SysDir", "StateDir", "RobotsSeen", "Operator", "Logger",
+			"ConvoLogPath", "RecentEvents", "LatestPhoto", "PhotoList", "MemoryRecords", "ApproveMemory", "RedactMemory", "Version",
+			"DemoAgent", "DemoAdvice"}}, // wired at build
+		{"UI.Operator", reflect.TypeFor[ui.OperatorConfig](), []string{"Restart", "RestartDelay", "XiaozhiRestart", "XiaozhiRestartEnv", "Units", "Systemd"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {

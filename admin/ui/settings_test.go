@@ -1,0 +1,36 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+)
+
+// TestDefaultConfig: bridge.py's dashboard settings (moved from cmd's
+// defaults test, which now takes them from here); each range error is a
+// fieldcheck.Error naming its field.
+func TestDefaultConfig(t *testing.T) {
+	c := DefaultConfig()
+	if c.MaxClients != 64 || c.XiaozhiWSPort != 8000 || c.Operator.XiaozhiRestartTimeout != 30*time.Second {
+		t.Errorf("DefaultConfig() = %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("DefaultConfig().Validate() = %v", err)
+	}
+	c.MaxClients, c.XiaozhiWSPort, c.Operator.XiaozhiRestartTimeout = 0, 70000, 0
+	var got []string
+	for _, err := range fieldcheck.Split(c.Validate()) {
+		if _, ok := err.(*fieldcheck.Error); !ok {
+			t.Errorf("%v is not a fieldcheck.Error", err)
+		}
+		got = append(got, err.Error())
+	}
+	want := []string{"MaxClients 0: want at least 1", "XiaozhiWSPort 70000: want a port from 1 to 65535",
+		"Operator.XiaozhiRestartTimeout 0s: want more than 0"}
+	if d := cmp.Diff(got, want); d != "" {
+		t.Errorf("Validate (-got +want):\n%s", d)
+	}
+}
