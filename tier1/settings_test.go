@@ -1,7 +1,6 @@
 package tier1
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -25,13 +24,9 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	bad := DefaultConfig()
 	bad.Thinker.URL, bad.Thinker.Timeout = "llm.lan", 0
-	var got []string
-	for _, err := range fieldcheck.Split(bad.Validate()) {
-		var fe *fieldcheck.Error
-		if !errors.As(err, &fe) {
-			t.Errorf("%v is not a fieldcheck.Error", err)
-		}
-		got = append(got, err.Error())
+	got, others := fieldcheck.Texts(bad.Validate())
+	if others != nil {
+		t.Errorf("not fieldcheck.Errors: %v", others)
 	}
 	if d := cmp.Diff(got, []string{"Thinker.URL llm.lan: want an http or https URL", "Thinker.Timeout 0s: want more than 0"}); d != "" {
 		t.Errorf("Validate (-got +want):\n%s", d)

@@ -21,12 +21,9 @@ func TestDefaultConfig(t *testing.T) {
 		t.Errorf("DefaultConfig().Validate() = %v", err)
 	}
 	c.MaxClients, c.XiaozhiWSPort, c.Operator.XiaozhiRestartTimeout = 0, 70000, 0
-	var got []string
-	for _, err := range fieldcheck.Split(c.Validate()) {
-		if _, ok := err.(*fieldcheck.Error); !ok {
-			t.Errorf("%v is not a fieldcheck.Error", err)
-		}
-		got = append(got, err.Error())
+	got, others := fieldcheck.Texts(c.Validate())
+	if others != nil {
+		t.Errorf("not fieldcheck.Errors: %v", others)
 	}
 	want := []string{"MaxClients 0: want at least 1", "XiaozhiWSPort 70000: want a port from 1 to 65535",
 		"Operator.XiaozhiRestartTimeout 0s: want more than 0"}

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -23,13 +22,9 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	bad := DefaultConfig()
 	bad.Path, bad.STT.URL, bad.STT.Timeout, bad.Deadline = "listen", "https://whisper.lan", 0, 15*time.Second
-	var got []string
-	for _, err := range fieldcheck.Split(bad.Validate()) {
-		var fe *fieldcheck.Error
-		if !errors.As(err, &fe) {
-			t.Errorf("%v is not a fieldcheck.Error", err)
-		}
-		got = append(got, err.Error())
+	got, others := fieldcheck.Texts(bad.Validate())
+	if others != nil {
+		t.Errorf("not fieldcheck.Errors: %v", others)
 	}
 	want2 := []string{"Path listen: want a path starting with /",
 		"STT.Timeout 0s: want more than 0", "Deadline 15s: want at most 14 (the firmware gives up at 15)",
