@@ -957,7 +957,12 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
 	errs = append(errs, c.onSettings("Narrative", c.Narrative.Validate())...)
-	errs = append(errs, c.onSettings("Memory", c.Memory.Validate())...)
+	// A path emptied by its failed "~" expansion is reported already.
+	memory := c.Memory
+	if memory.Path == "" {
+		memory.Path = c.raw["VOICE_MEMORY_DB"]
+	}
+	errs = append(errs, c.onSettings("Memory", memory.Validate())...)
 	errs = append(errs, c.onSettings("Tier1", c.Tier1.Validate())...)
 	errs = append(errs, c.onSettings("Sidecar", c.Sidecar.Validate())...)
 	errs = append(errs, c.onSettings("Xiaozhi", c.Xiaozhi.Validate())...)
