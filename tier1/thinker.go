@@ -1,17 +1,17 @@
 package tier1
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
@@ -31,15 +31,12 @@ type ThinkerConfig struct {
 // thinkerSystem is think_hard's system prompt (bridge.py's, exact).
 const thinkerSystem = "Answer the user's question concisely in 1-2 sentences. Be precise."
 
+// validate checks the URL and the timeout.
 func (c ThinkerConfig) validate() error {
-	if c.URL == "" {
-		return nil
-	}
-	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("thinker URL %q is not an http(s) URL", c.URL)
-	}
-	return nil
+	var errs fieldcheck.Errors
+	errs.Check("URL", fieldcheck.HTTPURL(c.URL), c.URL, fieldcheck.WantHTTPURL)
+	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
+	return errs.Err()
 }
 
 type thinker struct {
@@ -51,14 +48,10 @@ type thinker struct {
 // its chat/completions tail; no Authorization header, no retries, and no
 // OPENAI_* variables from the environment take effect.
 func newThinker(cfg ThinkerConfig) *thinker {
-	if cfg.URL == "" {
-		cfg.URL = "http://localhost:8080/v1/chat/completions"
-	}
-	if cfg.Model == "" {
-		cfg.Model = "qwen3.6:27b-think"
-	}
+	def := DefaultConfig().Thinker
+	cfg.URL, cfg.Model = cmp.Or(cfg.URL, def.URL), cmp.Or(cfg.Model, def.Model)
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = def.Timeout
 	}
 	return &thinker{cfg: cfg, client: llm.NewClient(cfg.URL, "", cfg.HTTPClient)}
 }

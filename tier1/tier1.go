@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
@@ -102,15 +103,25 @@ func New(cfg Config) *Handler {
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.SongAssetBase == "" {
-		cfg.SongAssetBase = "/opt/xiaozhi-esp32-server/config/assets/songs"
+		cfg.SongAssetBase = DefaultConfig().SongAssetBase
 	}
 	return &Handler{cfg: cfg, log: cfg.Logger, thinker: newThinker(cfg.Thinker), songs: &songCache{clock: cfg.Clock}}
 }
 
-// Validate reports settings the routes cannot run with. The memory is a
-// dependency, not a setting: New panics without one.
+// DefaultConfig returns bridge.py's think_hard endpoint and song
+// directory: the one place they are written.
+func DefaultConfig() Config {
+	return Config{Thinker: ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions", Model: "qwen3.6:27b-think", Timeout: 30 * time.Second},
+		SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"}
+}
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("Thinker.Timeout"): the one range
+// check of each field; the bridge's command line names the variable a
+// value came from. The memory is a dependency, not a setting: New panics
+// without one.
 func (c Config) Validate() error {
-	return c.Thinker.validate()
+	return fieldcheck.Under("Thinker", c.Thinker.validate())
 }
 
 // Routes mounts the routes.

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/subproc"
 )
@@ -53,19 +54,15 @@ type OperatorConfig struct {
 
 // validate reports settings the controls cannot run with.
 func (c OperatorConfig) validate() error {
-	var errs []error
-	if c.RestartDelay < 0 {
-		errs = append(errs, fmt.Errorf("restart delay %s is negative", c.RestartDelay))
-	}
-	if c.XiaozhiRestartTimeout < 0 {
-		errs = append(errs, fmt.Errorf("xiaozhi restart timeout %s is negative", c.XiaozhiRestartTimeout))
-	}
+	var errs fieldcheck.Errors
+	errs.Check("RestartDelay", c.RestartDelay >= 0, c.RestartDelay, "0 or more")
+	errs.Check("XiaozhiRestartTimeout", c.XiaozhiRestartTimeout > 0, c.XiaozhiRestartTimeout, "more than 0")
 	for _, n := range c.Units {
 		if err := units.Check(n); err != nil {
 			errs = append(errs, fmt.Errorf("daemon unit %q: %w", n, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Texts and bounds of the operator controls.

@@ -328,13 +328,17 @@ func TestDaemonUnitsInStatus(t *testing.T) {
 }
 
 func TestOperatorConfigValidate(t *testing.T) {
-	err := Config{Operator: OperatorConfig{XiaozhiRestartTimeout: -time.Second, Units: []string{"ok", "not ok"}}}.Validate()
-	for _, want := range []string{"xiaozhi restart timeout -1s is negative", `daemon unit "not ok"`} {
+	bad := DefaultConfig()
+	bad.Operator.XiaozhiRestartTimeout, bad.Operator.Units = -time.Second, []string{"ok", "not ok"}
+	err := bad.Validate()
+	for _, want := range []string{"Operator.XiaozhiRestartTimeout -1s: want more than 0", `daemon unit "not ok"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to say %q", err, want)
 		}
 	}
-	if err := (Config{Operator: OperatorConfig{Units: []string{"zeroclaw-discord"}}}).Validate(); err != nil {
+	good := DefaultConfig()
+	good.Operator.Units = []string{"zeroclaw-discord"}
+	if err := good.Validate(); err != nil {
 		t.Error(err)
 	}
 }

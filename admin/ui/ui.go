@@ -27,6 +27,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sse"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
@@ -120,17 +121,24 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Validate reports settings the dashboard cannot run with, joined.
+// DefaultConfig returns bridge.py's dashboard settings: the client bound,
+// xiaozhi's WebSocket port and the xiaozhi restart's timeout, the one
+// place they are written.
+func DefaultConfig() Config {
+	return Config{MaxClients: DefaultMaxClients, XiaozhiWSPort: 8000,
+		Operator: OperatorConfig{XiaozhiRestartTimeout: DefaultXiaozhiRestartTimeout}}
+}
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("MaxClients",
+// "Operator.XiaozhiRestartTimeout"): the one range check of each field;
+// the bridge's command line names the variable a value came from.
 func (c Config) Validate() error {
-	var errs []error
-	if c.MaxClients < 0 {
-		errs = append(errs, fmt.Errorf("dashboard client limit %d is negative", c.MaxClients))
-	}
-	if c.Heartbeat < 0 {
-		errs = append(errs, fmt.Errorf("dashboard heartbeat %s is negative", c.Heartbeat))
-	}
-	errs = append(errs, c.Operator.validate())
-	return errors.Join(errs...)
+	var errs fieldcheck.Errors
+	errs.Check("MaxClients", c.MaxClients >= 1, c.MaxClients, "at least 1")
+	errs.Check("Heartbeat", c.Heartbeat >= 0, c.Heartbeat, "0 or more")
+	errs.Check("XiaozhiWSPort", c.XiaozhiWSPort >= 1 && c.XiaozhiWSPort <= 65535, c.XiaozhiWSPort, "a port from 1 to 65535")
+	return errors.Join(errs.Err(), fieldcheck.Under("Operator", c.Operator.validate()))
 }
 
 // DefaultMaxClients is the default bound on turn-feed clients.

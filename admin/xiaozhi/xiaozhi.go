@@ -26,6 +26,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -61,7 +62,7 @@ const (
 type Config struct {
 	// Host is XIAOZHI_HOST; empty disables every call.
 	Host string
-	// Port is XIAOZHI_OTA_PORT (8003).
+	// Port is XIAOZHI_OTA_PORT (DefaultConfig's; 0 means it too).
 	Port int
 	// Token is DOTTY_ADMIN_TOKEN, sent as X-Admin-Token when set. Never logged.
 	Token string
@@ -83,6 +84,19 @@ type Client struct {
 	absent map[string]bool // optional routes already logged as absent
 }
 
+// DefaultConfig returns bridge.py's admin port (no host: calls disabled):
+// the one place it is written.
+func DefaultConfig() Config { return Config{Port: 8003} }
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("Port"); the bridge's command line
+// names the variable a value came from.
+func (c Config) Validate() error {
+	var errs fieldcheck.Errors
+	errs.Check("Port", c.Port >= 1 && c.Port <= 65535, c.Port, "a port from 1 to 65535")
+	return errs.Err()
+}
+
 // New returns a client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{token: cfg.Token, log: cfg.Logger, http: cfg.HTTPClient, absent: map[string]bool{}}
@@ -95,7 +109,7 @@ func New(cfg Config) *Client {
 	if cfg.Host != "" {
 		port := cfg.Port
 		if port == 0 {
-			port = 8003
+			port = DefaultConfig().Port
 		}
 		c.base = "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(port))
 	}

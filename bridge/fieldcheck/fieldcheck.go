@@ -9,6 +9,7 @@ package fieldcheck
 import (
 	"errors"
 	"fmt"
+	"net/url"
 )
 
 // Error is a field whose value is outside its range.
@@ -25,12 +26,18 @@ type Error struct {
 	// Ref is another field the Want compares with ("IdleSleepMin" after
 	// "at least"); "" for none, and then the unit follows Want.
 	Ref string
+	// Why is the reason for the bound, said in brackets after the Want
+	// and its unit ("the firmware gives up at 15"); "" for none.
+	Why string
 }
 
 func (e *Error) Error() string {
 	want := e.Want
 	if e.Ref != "" {
 		want += " " + e.Ref
+	}
+	if e.Why != "" {
+		want += " (" + e.Why + ")"
 	}
 	return fmt.Sprintf("%s %v: want %s", e.Field, e.Value, want)
 }
@@ -53,6 +60,17 @@ func (es *Errors) CheckRef(field string, ok bool, value any, want, ref string) {
 	}
 }
 
+// HTTPURL reports whether v is an absolute http or https URL with a host:
+// the range of every URL setting, checked with Check(field, HTTPURL(v), v,
+// WantHTTPURL).
+func HTTPURL(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// WantHTTPURL is what a URL field wants.
+const WantHTTPURL = "an http or https URL"
+
 // Err joins the errors; nil for none.
 func (es Errors) Err() error { return errors.Join(es...) }
 
@@ -73,6 +91,19 @@ func Under(parent string, err error) error {
 		out = append(out, e)
 	}
 	return errors.Join(out...)
+}
+
+// Texts is the text of each of err's errors, in order, and the errors
+// among them that are not an *Error: what a component's test compares its
+// Validate with.
+func Texts(err error) (texts []string, others []error) {
+	for _, e := range Split(err) {
+		texts = append(texts, e.Error())
+		if _, ok := e.(*Error); !ok {
+			others = append(others, e)
+		}
+	}
+	return texts, others
 }
 
 // Split flattens the joins of err into their errors, in order; nil for a

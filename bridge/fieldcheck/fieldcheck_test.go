@@ -55,3 +55,28 @@ func TestFill(t *testing.T) {
 	}()
 	Fill(&got, def, "Missing")
 }
+
+func TestHTTPURL(t *testing.T) {
+	for v, want := range map[string]bool{"https://wttr.in": true, "http://127.0.0.1:9/x": true,
+		"": false, "wttr.in": false, "ftp://wttr.in": false, "http://": false, " https://wttr.in": false} {
+		if got := HTTPURL(v); got != want {
+			t.Errorf("HTTPURL(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestErrorWhy(t *testing.T) {
+	e := &Error{Field: "Deadline", Value: 15, Want: "at most 14", Why: "the firmware gives up at 15"}
+	if got, want := e.Error(), "Deadline 15: want at most 14 (the firmware gives up at 15)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestTexts(t *testing.T) {
+	var errs Errors
+	errs.Check("Port", false, 0, "a port from 1 to 65535")
+	texts, others := Texts(errors.Join(errs.Err(), io.EOF))
+	if d := cmp.Diff(texts, []string{"Port 0: want a port from 1 to 65535", "EOF"}); d != "" || len(others) != 1 || others[0] != io.EOF {
+		t.Errorf("Texts: %s, others %v", d, others)
+	}
+}

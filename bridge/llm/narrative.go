@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/openai/openai-go"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -29,7 +29,8 @@ const DefaultNarrativeTimeout = 60 * time.Second
 type NarrativeConfig struct {
 	// URL is the full .../chat/completions address (VISION_API_URL).
 	URL string
-	// Model is NARRATIVE_MODEL (DefaultNarrativeModel when "").
+	// Model is NARRATIVE_MODEL (DefaultNarrativeModel when ""; New
+	// defaults each field on its own).
 	Model string
 	// APIKey is sent as a Bearer token (VISION_API_KEY); "" means every
 	// call returns ErrNoKey without a request.
@@ -42,18 +43,21 @@ type NarrativeConfig struct {
 	Logger hclog.Logger
 }
 
-// Validate reports a URL that is not http(s) and a negative timeout.
+// DefaultNarrativeConfig returns bridge.py's narrative model and timeout:
+// the one place they are written.
+func DefaultNarrativeConfig() NarrativeConfig {
+	return NarrativeConfig{Model: DefaultNarrativeModel, Timeout: DefaultNarrativeTimeout}
+}
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("Timeout"): the one range check of
+// each field; the bridge's command line names the variable a value came
+// from.
 func (c NarrativeConfig) Validate() error {
-	var errs []error
-	if c.URL != "" {
-		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("narrative URL %q: want an http or https URL", c.URL))
-		}
-	}
-	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("narrative timeout %s is negative", c.Timeout))
-	}
-	return errors.Join(errs...)
+	var errs fieldcheck.Errors
+	errs.Check("URL", c.URL == "" || fieldcheck.HTTPURL(c.URL), c.URL, fieldcheck.WantHTTPURL)
+	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
+	return errs.Err()
 }
 
 // ErrNoKey means no API key is configured, so no call is made.

@@ -144,9 +144,10 @@ func TestNarrativeValidate(t *testing.T) {
 		cfg  NarrativeConfig
 		ok   bool
 	}{
-		{"zero", NarrativeConfig{}, true},
+		{"defaults", DefaultNarrativeConfig(), true},
+		{"zero timeout", NarrativeConfig{}, false},
 		{"https", NarrativeConfig{URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: time.Minute}, true},
-		{"not a URL", NarrativeConfig{URL: "openrouter.ai"}, false},
+		{"not a URL", NarrativeConfig{URL: "openrouter.ai", Timeout: time.Minute}, false},
 		{"negative timeout", NarrativeConfig{Timeout: -time.Second}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

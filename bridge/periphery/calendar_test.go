@@ -66,7 +66,7 @@ func newCalFixture(t *testing.T, mutate func(*Config), ids ...string) *calFixtur
 	if cfg.Clock == nil {
 		cfg.Clock = f.clock // the fixture's time of day, real timers
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.withDefaults().Validate(); err != nil { // what New runs with
 		t.Fatal(err)
 	}
 	f.p = New(cfg)

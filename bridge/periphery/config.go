@@ -1,11 +1,10 @@
 package periphery
 
 import (
-	"errors"
-	"fmt"
+	"cmp"
 	"net/http"
-	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
 
@@ -55,13 +55,14 @@ const (
 // FailureKinds are the kind labels pre-created at zero.
 var FailureKinds = []string{KindTimeout, KindParse, KindOther, KindOrchestrator}
 
-// Config configures a Periphery. The zero value works: weather and calendar
-// are both disabled and Run only waits for its context.
+// Config configures a Periphery: start from DefaultConfig, which holds
+// bridge.py's defaults. New also takes the zero value: weather and
+// calendar are both disabled and Run only waits for its context.
 type Config struct {
 	// Location is TZ: "today" boundaries and event times (default time.Local).
 	Location *time.Location
-	// WeatherLocation is WEATHER_LOCATION; "" disables weather (cmd applies
-	// bridge.py's default "Brisbane").
+	// WeatherLocation is WEATHER_LOCATION; "" disables weather (default
+	// "Brisbane").
 	WeatherLocation string
 	// WeatherURL is the wttr.in-compatible base URL (default https://wttr.in).
 	WeatherURL string
@@ -116,49 +117,51 @@ type Config struct {
 	weatherTimeout  time.Duration
 }
 
-// Validate reports every configuration error, joined.
-func (c Config) Validate() error {
-	var errs []error
-	if c.WeatherURL != "" {
-		u, err := url.Parse(c.WeatherURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("weather url %q: want an http or https URL", c.WeatherURL))
-		}
+// DefaultConfig returns bridge.py's weather and calendar settings: the one
+// place they are written. Its CalendarIDs is empty (no calendar) and its
+// CalendarSAPath "" (gws's environment as it is).
+func DefaultConfig() Config {
+	return Config{
+		WeatherLocation: "Brisbane", WeatherURL: DefaultWeatherURL, WeatherTTL: DefaultWeatherTTL,
+		GWSBin: DefaultGWSBin, CalendarTTL: DefaultCalendarTTL, CalendarPoll: DefaultCalendarPoll,
+		HouseholdBucket: DefaultHouseholdBucket, PersonPrefix: defaultPersonPrefix,
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"weather ttl", c.WeatherTTL}, {"calendar ttl", c.CalendarTTL}, {"calendar poll", c.CalendarPoll}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.v))
-		}
-	}
-	for i, id := range c.CalendarIDs {
-		if strings.TrimSpace(id) == "" {
-			errs = append(errs, fmt.Errorf("calendar id %d is blank", i))
-		}
-	}
-	if c.PersonPrefix != nil {
-		if c.PersonPrefix.SubexpIndex("person") < 0 || c.PersonPrefix.SubexpIndex("rest") < 0 {
-			errs = append(errs, fmt.Errorf("calendar person prefix %q: want named groups person and rest", c.PersonPrefix.String()))
-		}
-	}
-	return errors.Join(errs...)
 }
 
-// withDefaults returns a copy with every zero field defaulted.
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("WeatherTTL"): the one range check
+// of each field; the bridge's command line names the variable a value
+// came from. A PersonPrefix left unset takes its default in New.
+func (c Config) Validate() error {
+	var errs fieldcheck.Errors
+	errs.Check("WeatherURL", fieldcheck.HTTPURL(c.WeatherURL), c.WeatherURL, fieldcheck.WantHTTPURL)
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"WeatherTTL", c.WeatherTTL}, {"CalendarTTL", c.CalendarTTL}, {"CalendarPoll", c.CalendarPoll}} {
+		errs.Check(d.field, d.v > 0, d.v, "more than 0")
+	}
+	errs.Check("CalendarIDs", !slices.ContainsFunc(c.CalendarIDs, func(id string) bool { return strings.TrimSpace(id) == "" }), c.CalendarIDs, "no blank calendar id")
+	errs.Check("PersonPrefix", c.PersonPrefix == nil || hasPersonGroups(c.PersonPrefix), c.PersonPrefix, "a regular expression with named groups person and rest")
+	return errs.Err()
+}
+
+// hasPersonGroups reports whether re has the named groups person and rest
+// a calendar summary is split into.
+func hasPersonGroups(re *regexp.Regexp) bool {
+	return re.SubexpIndex("person") >= 0 && re.SubexpIndex("rest") >= 0
+}
+
+// withDefaults returns a copy with each field a zero cannot mean anything
+// for defaulted on its own (DefaultConfig's value); WeatherLocation and
+// CalendarIDs are used as they are, empty meaning off.
 func (c Config) withDefaults() Config {
+	def := DefaultConfig()
 	if c.Location == nil {
 		c.Location = time.Local
 	}
 	c.WeatherLocation = strings.TrimSpace(c.WeatherLocation)
-	if c.WeatherURL == "" {
-		c.WeatherURL = DefaultWeatherURL
-	}
-	c.WeatherURL = strings.TrimRight(c.WeatherURL, "/")
-	if c.WeatherTTL <= 0 {
-		c.WeatherTTL = DefaultWeatherTTL
-	}
+	c.WeatherURL = strings.TrimRight(cmp.Or(c.WeatherURL, def.WeatherURL), "/")
 	ids := make([]string, 0, len(c.CalendarIDs))
 	for _, id := range c.CalendarIDs {
 		if id = strings.TrimSpace(id); id != "" {
@@ -166,20 +169,16 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	c.CalendarIDs = ids
-	if c.GWSBin == "" {
-		c.GWSBin = DefaultGWSBin
+	c.GWSBin, c.HouseholdBucket = cmp.Or(c.GWSBin, def.GWSBin), cmp.Or(c.HouseholdBucket, def.HouseholdBucket)
+	for _, p := range []struct{ v, d *time.Duration }{
+		{&c.WeatherTTL, &def.WeatherTTL}, {&c.CalendarTTL, &def.CalendarTTL}, {&c.CalendarPoll, &def.CalendarPoll},
+	} {
+		if *p.v <= 0 {
+			*p.v = *p.d
+		}
 	}
-	if c.CalendarTTL <= 0 {
-		c.CalendarTTL = DefaultCalendarTTL
-	}
-	if c.CalendarPoll <= 0 {
-		c.CalendarPoll = DefaultCalendarPoll
-	}
-	if c.HouseholdBucket == "" {
-		c.HouseholdBucket = DefaultHouseholdBucket
-	}
-	if c.PersonPrefix == nil || c.PersonPrefix.SubexpIndex("person") < 0 || c.PersonPrefix.SubexpIndex("rest") < 0 {
-		c.PersonPrefix = defaultPersonPrefix
+	if c.PersonPrefix == nil || !hasPersonGroups(c.PersonPrefix) {
+		c.PersonPrefix = def.PersonPrefix
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -193,12 +192,8 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
-	if c.calendarTimeout <= 0 {
-		c.calendarTimeout = calendarFetchTimeout
-	}
-	if c.weatherTimeout <= 0 {
-		c.weatherTimeout = weatherOverallTimeout
-	}
+	c.calendarTimeout = cmp.Or(c.calendarTimeout, calendarFetchTimeout)
+	c.weatherTimeout = cmp.Or(c.weatherTimeout, weatherOverallTimeout)
 	return c
 }
 

@@ -2,6 +2,7 @@ package periphery
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,45 +11,50 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     Config
+		edit    func(c *Config)
 		wantErr string
 	}{
-		{name: "zero value"},
-		{name: "full", cfg: Config{
-			WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: time.Minute,
-			CalendarIDs: []string{"a@group.calendar.google.com"}, CalendarTTL: time.Hour, CalendarPoll: time.Minute,
-			PersonPrefix: regexp.MustCompile(DefaultPersonPrefix),
+		{name: "defaults", edit: func(*Config) {}},
+		{name: "full", edit: func(c *Config) {
+			*c = Config{WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: time.Minute,
+				CalendarIDs: []string{"a@group.calendar.google.com"}, CalendarTTL: time.Hour, CalendarPoll: time.Minute,
+				PersonPrefix: regexp.MustCompile(DefaultPersonPrefix)}
 		}},
-		{name: "url without scheme", cfg: Config{WeatherURL: "wttr.in"}, wantErr: "weather url"},
-		{name: "ftp url", cfg: Config{WeatherURL: "ftp://wttr.in"}, wantErr: "weather url"},
-		{name: "negative weather ttl", cfg: Config{WeatherTTL: -time.Second}, wantErr: "weather ttl"},
-		{name: "negative calendar ttl", cfg: Config{CalendarTTL: -time.Second}, wantErr: "calendar ttl"},
-		{name: "negative poll", cfg: Config{CalendarPoll: -time.Second}, wantErr: "calendar poll"},
-		{name: "blank calendar id", cfg: Config{CalendarIDs: []string{"a", " "}}, wantErr: "calendar id 1 is blank"},
-		{name: "pattern without rest", cfg: Config{PersonPrefix: regexp.MustCompile(`^\[(?P<person>\w+)\]`)}, wantErr: "named groups person and rest"},
-		{name: "pattern without person", cfg: Config{PersonPrefix: regexp.MustCompile(`^\[(\w+)\] (?P<rest>.+)`)}, wantErr: "named groups person and rest"},
+		{name: "url without scheme", edit: func(c *Config) { c.WeatherURL = "wttr.in" }, wantErr: "WeatherURL wttr.in: want an http or https URL"},
+		{name: "ftp url", edit: func(c *Config) { c.WeatherURL = "ftp://wttr.in" }, wantErr: "WeatherURL"},
+		{name: "negative weather ttl", edit: func(c *Config) { c.WeatherTTL = -time.Second }, wantErr: "WeatherTTL -1s: want more than 0"},
+		{name: "zero weather ttl", edit: func(c *Config) { c.WeatherTTL = 0 }, wantErr: "WeatherTTL 0s: want more than 0"},
+		{name: "negative calendar ttl", edit: func(c *Config) { c.CalendarTTL = -time.Second }, wantErr: "CalendarTTL"},
+		{name: "negative poll", edit: func(c *Config) { c.CalendarPoll = -time.Second }, wantErr: "CalendarPoll"},
+		{name: "blank calendar id", edit: func(c *Config) { c.CalendarIDs = []string{"a", " "} }, wantErr: "CalendarIDs [a  ]: want no blank calendar id"},
+		{name: "pattern without rest", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(?P<person>\w+)\]`) }, wantErr: "named groups person and rest"},
+		{name: "pattern without person", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(\w+)\] (?P<rest>.+)`) }, wantErr: "named groups person and rest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.Validate()
+			cfg := DefaultConfig()
+			tc.edit(&cfg)
+			err := cfg.Validate()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.wantErr)
+			var fe *fieldcheck.Error
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &fe) {
+				t.Fatalf("Validate() = %v, want a fieldcheck.Error containing %q", err, tc.wantErr)
 			}
 		})
 	}
-	err := Config{WeatherURL: "x", WeatherTTL: -1, CalendarIDs: []string{""}}.Validate()
+	err := Config{WeatherURL: "x", WeatherTTL: -1, CalendarTTL: time.Hour, CalendarPoll: time.Hour, CalendarIDs: []string{""}}.Validate()
 	if err == nil || strings.Count(err.Error(), "\n") != 2 {
 		t.Errorf("Validate() = %v, want three joined errors", err)
 	}

@@ -9,6 +9,7 @@ package sidecar
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/binary"
@@ -30,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
@@ -90,15 +92,35 @@ type STT struct {
 	HTTPClient *http.Client
 }
 
-// Validate reports an unusable configuration.
+// DefaultConfig returns bridge.py's firmware path, deadline and
+// transcription settings: the one place they are written. Its PersonasDir
+// is the bridge's to give.
+func DefaultConfig() Config {
+	return Config{Path: "/v1/listen", Deadline: 12 * time.Second,
+		STT: STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}}
+}
+
+// maxDeadline leaves the firmware's 15 s wait a second.
+const maxDeadline = 14 * time.Second
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("Deadline"): the one range check of
+// each field; the bridge's command line names the variable a value came
+// from. With an STT URL (the sidecar served) the token is required unless
+// AllowNoToken; a bad URL is reported alone.
 func (c Config) Validate() error {
-	if c.Token == "" && !c.AllowNoToken {
-		return errors.New("SIDECAR_TOKEN is empty: set a token for the firmware's Authorization header, or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN")
+	var errs fieldcheck.Errors
+	errs.Check("Path", strings.HasPrefix(c.Path, "/"), c.Path, "a path starting with /")
+	errs.Check("STT.URL", c.STT.URL == "" || fieldcheck.HTTPURL(c.STT.URL), c.STT.URL, fieldcheck.WantHTTPURL)
+	errs.Check("STT.Timeout", c.STT.Timeout > 0, c.STT.Timeout, "more than 0")
+	errs.Check("Deadline", c.Deadline > 0, c.Deadline, "more than 0")
+	if c.Deadline > maxDeadline {
+		errs = append(errs, &fieldcheck.Error{Field: "Deadline", Value: c.Deadline, Want: "at most 14", Why: "the firmware gives up at 15"})
 	}
-	if c.Deadline > 14*time.Second {
-		return fmt.Errorf("sidecar deadline %v leaves no room in the firmware's 15 s", c.Deadline)
-	}
-	return nil
+	served := fieldcheck.HTTPURL(c.STT.URL) // a bad URL is its own error
+	errs.Check("Token", !served || c.Token != "" || c.AllowNoToken, c.Token != "",
+		"a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
+	return errs.Err()
 }
 
 // Handler serves the sidecar routes.
@@ -113,17 +135,12 @@ func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.Path == "" {
-		cfg.Path = "/v1/listen"
-	}
-	if cfg.Deadline <= 0 {
-		cfg.Deadline = 12 * time.Second
-	}
-	if cfg.STT.Timeout <= 0 {
-		cfg.STT.Timeout = 5 * time.Second
-	}
-	if cfg.STT.Language == "" {
-		cfg.STT.Language = "en"
+	def := DefaultConfig()
+	cfg.Path, cfg.STT.Language = cmp.Or(cfg.Path, def.Path), cmp.Or(cfg.STT.Language, def.STT.Language)
+	for _, p := range []struct{ v, d *time.Duration }{{&cfg.Deadline, &def.Deadline}, {&cfg.STT.Timeout, &def.STT.Timeout}} {
+		if *p.v <= 0 {
+			*p.v = *p.d
+		}
 	}
 	return &Handler{cfg: cfg, log: cfg.Logger, stt: llm.NewClient(cfg.STT.URL, cfg.STT.APIKey, cfg.STT.HTTPClient)}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -175,6 +174,13 @@ var componentDefaults = config{
 	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
 	Social:     social.Config{Settings: social.DefaultSettings()},
 	Vision:     vision.DefaultConfig(),
+	Periphery:  periphery.DefaultConfig(),
+	Narrative:  llm.DefaultNarrativeConfig(),
+	Memory:     memstore.DefaultConfig(),
+	Tier1:      tier1.DefaultConfig(),
+	Sidecar:    sidecar.DefaultConfig(),
+	Xiaozhi:    xiaozhi.DefaultConfig(),
+	UI:         ui.DefaultConfig(),
 }
 
 // fieldOf is the field of c at path, dot-separated field names from config
@@ -269,6 +275,12 @@ func switchField(env, path, help string, rule switchRule) setting {
 		func(c *config) *bool { return fieldOf[bool](c, path) })
 	s.field = path
 	s.show = func(c *config) string { return rule.word(*fieldOf[bool](c, path)) }
+	return s
+}
+
+// secretValue makes the setting a secret: never logged nor shown.
+func (s setting) secretValue() setting {
+	s.secret = true
 	return s
 }
 
@@ -506,71 +518,46 @@ var settings = []setting{
 		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
 	pathSetting("CONVO_LOG_DIR", "/root/zeroclaw-bridge/logs", "directory of the conversation logs",
 		func(c *config) *string { return &c.ConvoLog.Dir }),
-	{env: "WEATHER_LOCATION", def: "Brisbane", help: "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
-		parse: func(c *config, v string) error {
-			if v = strings.TrimSpace(v); v == "-" {
-				v = ""
+	fieldSetting("WEATHER_LOCATION", "Periphery.WeatherLocation", "", "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
+		func(dst *string, v string) error {
+			if *dst = strings.TrimSpace(v); *dst == "-" {
+				*dst = ""
 			}
-			c.Periphery.WeatherLocation = v
 			return nil
-		}},
-	{env: "WEATHER_URL", def: "https://wttr.in", help: "wttr.in-compatible weather service base URL",
-		parse: func(c *config, v string) error {
-			u, err := url.Parse(strings.TrimSpace(v))
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return errors.New("want an http or https URL")
-			}
-			c.Periphery.WeatherURL = strings.TrimRight(u.String(), "/")
-			return nil
-		}},
-	{env: "WEATHER_TTL_SEC", def: "1800", help: "seconds a weather reading is used and between refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.WeatherTTL, v) }},
-	{env: "CALENDAR_ID", def: "", help: "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
-		parse: func(c *config, v string) error { c.Periphery.CalendarIDs = splitList(v); return nil }},
+		}, func(v string) string { return v }),
+	fieldSetting("WEATHER_URL", "Periphery.WeatherURL", "", "wttr.in-compatible weather service base URL",
+		func(dst *string, v string) error { *dst = strings.TrimRight(strings.TrimSpace(v), "/"); return nil }, func(v string) string { return v }),
+	secondsField("WEATHER_TTL_SEC", "Periphery.WeatherTTL", "seconds a weather reading is used and between refreshes"),
+	fieldSetting("CALENDAR_ID", "Periphery.CalendarIDs", "", "comma-separated Google Calendar ids for the context line's \"Today:\" part; empty disables the calendar",
+		func(dst *[]string, v string) error { *dst = splitList(v); return nil }, func(v []string) string { return strings.Join(v, ",") }),
 	pathSetting("CALENDAR_SA_PATH", "/root/.zeroclaw/secrets/google-calendar-sa.json", "service-account credentials given to gws as GOOGLE_APPLICATION_CREDENTIALS",
 		func(c *config) *string { return &c.Periphery.CalendarSAPath }),
-	pathSetting("GWS_BIN", "/usr/local/bin/gws", "Google Workspace CLI used to list calendar events",
+	pathSetting("GWS_BIN", componentDefaults.Periphery.GWSBin, "Google Workspace CLI used to list calendar events",
 		func(c *config) *string { return &c.Periphery.GWSBin }),
-	{env: "CALENDAR_TTL_SEC", def: "7200", help: "seconds fetched calendar events stay usable",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarTTL, v) }},
-	{env: "CALENDAR_POLL_SEC", def: "900", help: "seconds between calendar refreshes",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Periphery.CalendarPoll, v) }},
-	{env: "CALENDAR_HOUSEHOLD_BUCKET", def: "_household", help: "bucket of calendar events not tagged with a person",
-		parse: func(c *config, v string) error { c.Periphery.HouseholdBucket = v; return nil }},
-	{env: "CALENDAR_PERSON_PREFIX_RE", def: `^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`, help: "regular expression with groups person and rest that tags an event summary with a person",
-		parse: func(c *config, v string) error {
+	secondsField("CALENDAR_TTL_SEC", "Periphery.CalendarTTL", "seconds fetched calendar events stay usable"),
+	secondsField("CALENDAR_POLL_SEC", "Periphery.CalendarPoll", "seconds between calendar refreshes"),
+	textField("CALENDAR_HOUSEHOLD_BUCKET", "Periphery.HouseholdBucket", "bucket of calendar events not tagged with a person"),
+	fieldSetting("CALENDAR_PERSON_PREFIX_RE", "Periphery.PersonPrefix", "", "regular expression with groups person and rest that tags an event summary with a person",
+		func(dst **regexp.Regexp, v string) error {
 			re, err := regexp.Compile(v)
-			if err != nil || re.SubexpIndex("person") < 0 || re.SubexpIndex("rest") < 0 {
+			if err != nil {
 				return errors.New("want a regular expression with named groups person and rest")
 			}
-			c.Periphery.PersonPrefix = re
+			*dst = re
 			return nil
-		}},
-	{env: "XIAOZHI_HOST", def: "", help: "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
-		parse: func(c *config, v string) error { c.Xiaozhi.Host = strings.TrimSpace(v); return nil }},
-	{env: "XIAOZHI_OTA_PORT", def: "8003", help: "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP",
-		parse: func(c *config, v string) error { return parseInt(&c.Xiaozhi.Port, v) }},
-	{env: "XIAOZHI_WS_PORT", def: "8000", help: "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light",
-		parse: func(c *config, v string) error { return parseInt(&c.UI.XiaozhiWSPort, v) }},
-	{env: "DOTTY_ADMIN_TOKEN", def: "", secret: true, help: "sent as X-Admin-Token on every xiaozhi admin call when set; never logged",
-		parse: func(c *config, v string) error { c.Xiaozhi.Token = v; return nil }},
+		}, (*regexp.Regexp).String),
+	fieldSetting("XIAOZHI_HOST", "Xiaozhi.Host", "", "host of xiaozhi-esp32-server's admin API; empty disables every outbound admin call (play_song answers \"can't reach\")",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	intField("XIAOZHI_OTA_PORT", "Xiaozhi.Port", "xiaozhi's HTTP port (admin API); the dashboard's host view also probes it over TCP"),
+	intField("XIAOZHI_WS_PORT", "UI.XiaozhiWSPort", "xiaozhi's WebSocket port, probed over TCP for the dashboard's robot-reachability light"),
+	textField("DOTTY_ADMIN_TOKEN", "Xiaozhi.Token", "sent as X-Admin-Token on every xiaozhi admin call when set; never logged").secretValue(),
 	pathSetting("VOICE_MEMORY_DB", "/root/.zeroclaw/workspace/memory/brain.db", "ZeroClaw's SQLite memory, shared with the agent; created with ZeroClaw's schema when missing",
 		func(c *config) *string { return &c.Memory.Path }),
-	{env: "VOICE_THINKER_URL", def: "http://localhost:8080/v1/chat/completions", help: "OpenAI-compatible chat completions URL that think_hard asks",
-		parse: func(c *config, v string) error {
-			u, err := url.Parse(strings.TrimSpace(v))
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return errors.New("want an http or https URL")
-			}
-			c.Tier1.Thinker.URL = u.String()
-			return nil
-		}},
-	{env: "VOICE_THINKER_MODEL", def: "qwen3.6:27b-think", help: "model name think_hard sends",
-		parse: func(c *config, v string) error { c.Tier1.Thinker.Model = v; return nil }},
-	{env: "VOICE_THINKER_TIMEOUT", def: "30", help: "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Tier1.Thinker.Timeout, v) }},
-	{env: "VOICE_PLAY_SONG_ASSET_BASE", def: "/opt/xiaozhi-esp32-server/config/assets/songs", help: "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>",
-		parse: func(c *config, v string) error { c.Tier1.SongAssetBase = v; return nil }},
+	fieldSetting("VOICE_THINKER_URL", "Tier1.Thinker.URL", "", "OpenAI-compatible chat completions URL that think_hard asks",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	textField("VOICE_THINKER_MODEL", "Tier1.Thinker.Model", "model name think_hard sends"),
+	secondsField("VOICE_THINKER_TIMEOUT", "Tier1.Thinker.Timeout", "seconds think_hard waits for the model; capped at 28 so the caller's 30 s wait is never exceeded"),
+	textField("VOICE_PLAY_SONG_ASSET_BASE", "Tier1.SongAssetBase", "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>"),
 	pathSetting("HOUSEHOLD_YAML_PATH", "~/.zeroclaw/household.yaml", "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
 		func(c *config) *string { return &c.Perception.Consumers.HouseholdPath }).orWithoutHome("no household roster"),
 	{env: "PERCEPTION_MAX_DEVICES", def: strconv.Itoa(perception.DefaultMaxDevices), help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
@@ -649,23 +636,22 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{env: "PERSON_MEMORY_MAX_FACTS", def: "8", help: "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
-		parse: func(c *config, v string) error {
-			if err := parseInt(&c.Memory.PersonMaxFacts, v); err != nil {
+	// 0 is stored as −1, the block off: a zero field means the default.
+	fieldSetting("PERSON_MEMORY_MAX_FACTS", "Memory.PersonMaxFacts", "", "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
+		func(dst *int, v string) error {
+			if err := parseInt(dst, v); err != nil {
 				return err
 			}
-			if c.Memory.PersonMaxFacts < 0 {
+			if *dst < 0 {
 				return errors.New("want 0 or more")
 			}
-			if c.Memory.PersonMaxFacts == 0 {
-				c.Memory.PersonMaxFacts = -1
+			if *dst == 0 {
+				*dst = -1
 			}
 			return nil
-		}},
-	{env: "NARRATIVE_MODEL", def: llm.DefaultNarrativeModel, help: "model writing dreams and dance reflections, at VISION_API_URL with the vision key",
-		parse: func(c *config, v string) error { c.Narrative.Model = v; return nil }},
-	{env: "NARRATIVE_TIMEOUT_SEC", def: "60", help: "seconds one dream or dance reflection may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Narrative.Timeout, v) }},
+		}, func(n int) string { return strconv.Itoa(max(n, 0)) }),
+	textField("NARRATIVE_MODEL", "Narrative.Model", "model writing dreams and dance reflections, at VISION_API_URL with the vision key"),
+	secondsField("NARRATIVE_TIMEOUT_SEC", "Narrative.Timeout", "seconds one dream or dance reflection may take"),
 	switchField("DREAMER_ENABLED", "Social.Settings.DreamerEnabled", "write dreams while a robot sleeps", exactOneRule),
 	secondsField("DREAM_WINDOW_SECONDS", "Social.Settings.DreamWindow", "seconds of a night the dreams are spread over"),
 	intField("DREAM_COUNT_PER_NIGHT", "Social.Settings.DreamCount", "dreams per night"),
@@ -679,8 +665,7 @@ var settings = []setting{
 	intField("GREETER_GREETING_MAX_WORDS", "Social.Settings.GreetMaxWords", "longest greeting, in words, the agent is asked for"),
 	pathSetting("GREETER_STATE_PATH", "~/.zeroclaw/greeter_state.json", "file keeping today's greeting counts across restarts (written atomically)",
 		func(c *config) *string { return &c.Social.Settings.GreeterStatePath }).orWithoutHome("greeting counts kept in memory only"),
-	{env: "DASHBOARD_MAX_CLIENTS", def: strconv.Itoa(ui.DefaultMaxClients), help: "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.UI.MaxClients, v) }},
+	intField("DASHBOARD_MAX_CLIENTS", "UI.MaxClients", "most dashboard turn-feed (/ui/events) clients at once; past it a client gets 503"),
 	{env: "DOTTY_DASHBOARD_USER", def: "", help: "dashboard (/ui) user; Basic auth applies when both user and password are set",
 		parse: func(c *config, v string) error { c.Access.User = v; return nil }},
 	{env: "DOTTY_DASHBOARD_PASS", def: "", secret: true, help: "dashboard (/ui) password; never logged",
@@ -697,8 +682,7 @@ var settings = []setting{
 			c.UI.Operator.XiaozhiRestart = words
 			return nil
 		}},
-	{env: "BRIDGE_XIAOZHI_RESTART_TIMEOUT", def: "30", help: "seconds BRIDGE_XIAOZHI_RESTART_CMD may run before it is stopped (its whole process group)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.UI.Operator.XiaozhiRestartTimeout, v) }},
+	secondsField("BRIDGE_XIAOZHI_RESTART_TIMEOUT", "UI.Operator.XiaozhiRestartTimeout", "seconds BRIDGE_XIAOZHI_RESTART_CMD may run before it is stopped (its whole process group)"),
 	{env: "BRIDGE_DAEMON_UNITS", def: "", help: "systemd units the dashboard shows a state card for (read over D-Bus), comma-separated; unset: ZEROCLAW_DISCORD_UNIT, as bridge.py; - for none",
 		parse: func(c *config, v string) error {
 			if strings.TrimSpace(v) == "-" {
@@ -767,43 +751,20 @@ var settings = []setting{
 	secondsField("AUDIO_CAPTION_TIMEOUT", "Vision.Audio.Timeout", "seconds one audio caption may take"),
 	secondsField("DOTTY_IDLE_VISION_COOLDOWN_SEC", "Vision.RoomViewCooldown", "least seconds between two room-view model calls of a device"),
 	secondsField("ROOM_VIEW_TALK_KICKOFF_GRACE_SEC", "Vision.TalkKickoffGrace", "a room view within this many seconds of entering talk still runs"),
-	{env: "STT_URL", def: "", help: "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
-		parse: func(c *config, v string) error {
-			if v = strings.TrimSpace(v); v != "" {
-				u, err := url.Parse(v)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errors.New("want an http or https URL")
-				}
-			}
-			c.Sidecar.STT.URL = v
-			return nil
-		}},
-	{env: "STT_MODEL", def: "whisper-1", help: "speech-to-text model name",
-		parse: func(c *config, v string) error { c.Sidecar.STT.Model = v; return nil }},
+	fieldSetting("STT_URL", "Sidecar.STT.URL", "", "full URL of an OpenAI-compatible /v1/audio/transcriptions endpoint; set it to serve the Stack-chan firmware's sidecar protocol",
+		func(dst *string, v string) error { *dst = strings.TrimSpace(v); return nil }, func(v string) string { return v }),
+	textField("STT_MODEL", "Sidecar.STT.Model", "speech-to-text model name"),
 	{env: "STT_API_KEY", def: "", secret: true, help: "speech-to-text API key (Bearer), if the endpoint wants one",
 		parse: func(c *config, v string) error { c.Sidecar.STT.APIKey = v; return nil }},
-	{env: "STT_LANGUAGE", def: "en", help: "language hint sent with every transcription",
-		parse: func(c *config, v string) error { c.Sidecar.STT.Language = v; return nil }},
-	{env: "STT_TIMEOUT", def: "5", help: "seconds one transcription attempt may take",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.STT.Timeout, v) }},
-	{env: "SIDECAR_PATH", def: "/v1/listen", help: "path of the firmware's listen endpoint",
-		parse: func(c *config, v string) error {
-			if !strings.HasPrefix(v, "/") {
-				return errors.New("want a path starting with /")
-			}
-			c.Sidecar.Path = v
-			return nil
-		}},
-	{env: "SIDECAR_TOKEN", def: "", secret: true, help: "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1",
-		parse: func(c *config, v string) error { c.Sidecar.Token = v; return nil }},
-	switchSetting("SIDECAR_ALLOW_NO_TOKEN", "0", "accept firmware requests without a token (trusted LAN only)", exactOneRule,
-		func(c *config) *bool { return &c.Sidecar.AllowNoToken }),
+	textField("STT_LANGUAGE", "Sidecar.STT.Language", "language hint sent with every transcription"),
+	secondsField("STT_TIMEOUT", "Sidecar.STT.Timeout", "seconds one transcription attempt may take"),
+	textField("SIDECAR_PATH", "Sidecar.Path", "path of the firmware's listen endpoint"),
+	textField("SIDECAR_TOKEN", "Sidecar.Token", "bearer token the firmware sends; required when STT_URL is set unless SIDECAR_ALLOW_NO_TOKEN=1").secretValue(),
+	switchField("SIDECAR_ALLOW_NO_TOKEN", "Sidecar.AllowNoToken", "accept firmware requests without a token (trusted LAN only)", exactOneRule),
 	pathSetting("SIDECAR_PERSONAS_DIR", "/root/zeroclaw-bridge/personas", "directory of <slug>.md persona files for X-Persona-Name",
 		func(c *config) *string { return &c.Sidecar.PersonasDir }),
-	{env: "SIDECAR_DEFAULT_PERSONA", def: "", help: "persona used without X-Persona-Name; empty: none",
-		parse: func(c *config, v string) error { c.Sidecar.DefaultPersona = v; return nil }},
-	{env: "SIDECAR_DEADLINE", def: "12", help: "seconds a firmware request may take in all (the firmware gives up at 15)",
-		parse: func(c *config, v string) error { return parseSeconds(&c.Sidecar.Deadline, v) }},
+	textField("SIDECAR_DEFAULT_PERSONA", "Sidecar.DefaultPersona", "persona used without X-Persona-Name; empty: none"),
+	secondsField("SIDECAR_DEADLINE", "Sidecar.Deadline", "seconds a firmware request may take in all (the firmware gives up at 15)"),
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -931,9 +892,9 @@ func (c *config) expandPaths(homes homeDirs) []error {
 	return errs
 }
 
-// validate checks ranges: durations above zero, counts at least one, the
-// ports of xiaozhi, and settings that depend on the agent protocol, and
-// runs the Validate of the components whose settings are field settings.
+// validate checks the perception limits and the settings that depend on
+// the agent protocol, and runs the Validate of the components whose
+// settings are field settings.
 // Each error names the flag or variable the value came from.
 func (c config) validate() error {
 	var errs []error
@@ -942,33 +903,12 @@ func (c config) validate() error {
 			errs = append(errs, fmt.Errorf("invalid %s %q: %s", c.nameOf(env), c.shown(env, value), want))
 		}
 	}
-	for _, d := range []struct {
-		env string
-		v   time.Duration
-	}{
-		{"WEATHER_TTL_SEC", c.Periphery.WeatherTTL},
-		{"CALENDAR_TTL_SEC", c.Periphery.CalendarTTL},
-		{"CALENDAR_POLL_SEC", c.Periphery.CalendarPoll},
-		{"VOICE_THINKER_TIMEOUT", c.Tier1.Thinker.Timeout},
-		{"STT_TIMEOUT", c.Sidecar.STT.Timeout},
-		{"SIDECAR_DEADLINE", c.Sidecar.Deadline},
-		{"BRIDGE_XIAOZHI_RESTART_TIMEOUT", c.UI.Operator.XiaozhiRestartTimeout},
-	} {
-		check(d.env, d.v > 0, formatSeconds(d.v), "want more than 0 seconds")
-	}
-	check("NARRATIVE_TIMEOUT_SEC", c.Narrative.Timeout > 0, formatSeconds(c.Narrative.Timeout), "want more than 0 seconds")
-	check("PERSON_MEMORY_MAX_FACTS", c.Memory.PersonMaxFacts <= memstore.MaxPersonFacts, strconv.Itoa(c.Memory.PersonMaxFacts), "want at most "+strconv.Itoa(memstore.MaxPersonFacts))
 	for _, n := range []struct {
 		env string
 		v   int
-	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients},
-		{"DASHBOARD_MAX_CLIENTS", c.UI.MaxClients}} {
+	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients}} {
 		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
-	check("SIDECAR_DEADLINE", c.Sidecar.Deadline <= 14*time.Second, formatSeconds(c.Sidecar.Deadline), "want at most 14 seconds (the firmware gives up at 15)")
-	check("SIDECAR_TOKEN", c.Sidecar.STT.URL == "" || c.Sidecar.Token != "" || c.Sidecar.AllowNoToken, "", "want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
-	check("XIAOZHI_OTA_PORT", c.Xiaozhi.Port >= 1 && c.Xiaozhi.Port <= 65535, strconv.Itoa(c.Xiaozhi.Port), "want a port from 1 to 65535")
-	check("XIAOZHI_WS_PORT", c.UI.XiaozhiWSPort >= 1 && c.UI.XiaozhiWSPort <= 65535, strconv.Itoa(c.UI.XiaozhiWSPort), "want a port from 1 to 65535")
 	// One agent protocol at a time: a setting of the other one is a
 	// mistake worth stopping for, not something to ignore.
 	for _, env := range []string{"ZEROCLAW_BIN", "ZEROCLAW_ARGS", "ZEROCLAW_SESSION_CWD", "ZEROCLAW_PERMISSION_ALLOW", "ZEROCLAW_PERMISSION_DENY", "ZEROCLAW_PERMISSION_KID_DENY", "ZEROCLAW_PERMISSION_UNIDENTIFIED"} {
@@ -986,6 +926,18 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
+	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
+	errs = append(errs, c.onSettings("Narrative", c.Narrative.Validate())...)
+	// A path emptied by its failed "~" expansion is reported already.
+	memory := c.Memory
+	if memory.Path == "" {
+		memory.Path = c.raw["VOICE_MEMORY_DB"]
+	}
+	errs = append(errs, c.onSettings("Memory", memory.Validate())...)
+	errs = append(errs, c.onSettings("Tier1", c.Tier1.Validate())...)
+	errs = append(errs, c.onSettings("Sidecar", c.Sidecar.Validate())...)
+	errs = append(errs, c.onSettings("Xiaozhi", c.Xiaozhi.Validate())...)
+	errs = append(errs, c.onSettings("UI", c.UI.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -1013,6 +965,9 @@ func (c config) onSettings(path string, err error) []error {
 			want += " " + r.env
 		} else if s.unit != "" {
 			want += " " + s.unit
+		}
+		if fe.Why != "" {
+			want += " (" + fe.Why + ")"
 		}
 		out = append(out, fmt.Errorf("invalid %s %q: %s", c.nameOf(s.env), c.shown(s.env, s.show(&c)), want))
 	}

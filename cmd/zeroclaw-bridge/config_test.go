@@ -84,6 +84,12 @@ func defaultConfig(t *testing.T) config {
 	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
 	// Their values: bridge's, acp's and steerable's TestDefaultSettings.
 	fields := componentFields()
+	periphery := periphery.DefaultConfig() // its values: periphery's TestDefaultConfig
+	periphery.CalendarSAPath = "/root/.zeroclaw/secrets/google-calendar-sa.json"
+	memory := memstore.DefaultConfig() // its values: memstore's TestDefaultConfig
+	memory.Path = "/root/.zeroclaw/workspace/memory/brain.db"
+	sidecarConfig := sidecar.DefaultConfig() // its values: sidecar's TestDefaultConfig
+	sidecarConfig.PersonasDir = "/root/zeroclaw-bridge/personas"
 	return config{
 		demo:  demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
 		HTTP:  fields.HTTP,
@@ -92,25 +98,21 @@ func defaultConfig(t *testing.T) config {
 		Voice: fields.Voice,
 		Modes: admin.ModesConfig{KidDefault: true, KidStatePath: "/root/zeroclaw-bridge/state/kid-mode",
 			SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"},
-		ConvoLog: convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
-		TZ:       brisbane,
-		Periphery: periphery.Config{WeatherLocation: "Brisbane", WeatherURL: "https://wttr.in", WeatherTTL: 1800 * time.Second,
-			CalendarSAPath: "/root/.zeroclaw/secrets/google-calendar-sa.json", GWSBin: "/usr/local/bin/gws",
-			CalendarTTL: 7200 * time.Second, CalendarPoll: 900 * time.Second, HouseholdBucket: "_household",
-			PersonPrefix: regexp.MustCompile(`^\s*\[(?P<person>[A-Za-z][A-Za-z0-9_-]{0,31})\]\s*(?P<rest>.+)$`)},
-		LogLevel: hclog.Info, LogFormat: "text",
-		Xiaozhi: xiaozhi.Config{Port: 8003},
-		Memory:  memstore.Config{Path: "/root/.zeroclaw/workspace/memory/brain.db", PersonMaxFacts: 8},
-		Tier1: tier1.Config{Thinker: tier1.ThinkerConfig{URL: "http://localhost:8080/v1/chat/completions",
-			Model: "qwen3.6:27b-think", Timeout: 30 * time.Second}, SongAssetBase: "/opt/xiaozhi-esp32-server/config/assets/songs"},
+		ConvoLog:  convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
+		TZ:        brisbane,
+		Periphery: periphery,
+		LogLevel:  hclog.Info, LogFormat: "text",
+		Xiaozhi: xiaozhi.DefaultConfig(), // its values: xiaozhi's TestDefaultConfig
+		Memory:  memory,
+		Tier1:   tier1.DefaultConfig(), // its values: tier1's TestDefaultConfig
 		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
 			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
-		Narrative:   llm.NarrativeConfig{Model: "anthropic/claude-sonnet-4-6", Timeout: time.Minute},
+		Narrative:   llm.DefaultNarrativeConfig(), // its values: llm's TestDefaultNarrativeConfig
 		Permissions: fields.Permissions,
 		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
 		Steerable:   fields.Steerable,
 		Social:      social.Config{Settings: tableSocial(home)},
-		UI:          ui.Config{MaxClients: 64, XiaozhiWSPort: 8000, Operator: ui.OperatorConfig{XiaozhiRestartTimeout: 30 * time.Second}},
+		UI:          ui.DefaultConfig(), // its values: ui's TestDefaultConfig
 		Admin: admin.Config{Provider: "zeroclaw",
 			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
 			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
@@ -119,8 +121,7 @@ func defaultConfig(t *testing.T) config {
 			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
 		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
-		Sidecar: sidecar.Config{Path: "/v1/listen", PersonasDir: "/root/zeroclaw-bridge/personas", Deadline: 12 * time.Second,
-			STT: sidecar.STT{Model: "whisper-1", Language: "en", Timeout: 5 * time.Second}},
+		Sidecar:       sidecarConfig,
 	}
 }
 
@@ -963,6 +964,22 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Permissions", reflect.TypeFor[acp.Policy](), []string{"AllowLive", "KidMode", "Logger"}},
 		{"Steerable", reflect.TypeFor[steerable.Config](), []string{"APIKey", "Temperature", "HistoryChars", "PingInterval", "PingTimeout",
 			"PingMisses", "MaxLine", "MaxReply"}}, // the key is a secret row of its own
+		{"Periphery", reflect.TypeFor[periphery.Config](), []string{"Location", "GWSBin", "CalendarSAPath", "Logger", "Access", "Metrics",
+			"RequestDuration", "RequestErrors", "HTTPClient", "Clock", "calendarTimeout", "weatherTimeout"}},
+		{"Narrative", reflect.TypeFor[llm.NarrativeConfig](), []string{"URL", "APIKey", "HTTPClient", "Logger"}}, // VISION_API_URL's, at build
+		{"Memory", reflect.TypeFor[memstore.Config](), []string{"Path", "AgentAlias", "QueueSize", "WriteBusyTimeout", "ReadBusyTimeout",
+			"DrainTimeout", "Journal", "Logger", "Clock", "Health", "Metrics"}},
+		{"Tier1", reflect.TypeFor[tier1.Config](), []string{"Memory", "Vision", "Xiaozhi", "People", "Thinker", "Metrics", "Logger", "Clock",
+			"shortBudget", "longBudget"}},
+		{"Tier1.Thinker", reflect.TypeFor[tier1.ThinkerConfig](), []string{"HTTPClient"}},
+		{"Sidecar", reflect.TypeFor[sidecar.Config](), []string{"PersonasDir", "STT", "Voice", "Stopping", "STTDuration", "Metrics", "Logger"}},
+		{"Sidecar.STT", reflect.TypeFor[sidecar.STT](), []string{"APIKey", "HTTPClient"}},
+		{"Xiaozhi", reflect.TypeFor[xiaozhi.Config](), []string{"Logger", "HTTPClient"}},
+		{"UI", reflect.TypeFor[ui.Config](), []string{"Turns", "Access", "Stopping", "Location", "Heartbeat", "Clock", "Controls", "Modes", "Robot",
+			"SongAssetBase", "XiaozhiHost", "XiaozhiHTTPPort", "ProcDir", "SysDir", "StateDir", "RobotsSeen", "Operator", "Logger",
+			"ConvoLogPath", "RecentEvents", "LatestPhoto", "PhotoList", "MemoryRecords", "ApproveMemory", "RedactMemory", "Version",
+			"DemoAgent", "DemoAdvice"}}, // wired at build
+		{"UI.Operator", reflect.TypeFor[ui.OperatorConfig](), []string{"Restart", "RestartDelay", "XiaozhiRestart", "XiaozhiRestartEnv", "Units", "Systemd"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -1018,6 +1035,15 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{[]string{"-zeroclaw-session-cwd", "work"}, nil, `invalid -zeroclaw-session-cwd "work": want an absolute path`},
 		{[]string{"-zeroclaw-session-key", "device"}, nil, `invalid -zeroclaw-session-key "device": want session_id or shared`},
 		{[]string{"-agent-protocol", "steerable", "-steerable-base-url", "ftp://llm"}, nil, `invalid -steerable-base-url "ftp://llm": want an http or https URL`},
+		{nil, []string{"WEATHER_URL", "wttr.in"}, `invalid WEATHER_URL "wttr.in": want an http or https URL`},
+		{[]string{"-narrative-timeout-sec", "0"}, nil, `invalid -narrative-timeout-sec "0": want more than 0 seconds`},
+		{nil, []string{"VOICE_THINKER_URL", " "}, `invalid VOICE_THINKER_URL " ": want an http or https URL`},
+		{[]string{"-voice-thinker-timeout", "0"}, nil, `invalid -voice-thinker-timeout "0": want more than 0 seconds`},
+		{[]string{"-sidecar-path", "v1/listen"}, nil, `invalid -sidecar-path "v1/listen": want a path starting with /`},
+		{nil, []string{"STT_URL", "whisper.lan"}, `invalid STT_URL "whisper.lan": want an http or https URL`},
+		{nil, []string{"SIDECAR_DEADLINE", "0"}, `invalid SIDECAR_DEADLINE "0": want more than 0 seconds`},
+		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
+		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {

@@ -56,6 +56,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
@@ -101,8 +102,8 @@ type Config struct {
 	// is the real clock.
 	Clock clockwork.Clock
 	// PersonMaxFacts is how many facts PersonBlock loads
-	// (PERSON_MEMORY_MAX_FACTS): 0 means 8, a negative value turns the
-	// block off.
+	// (PERSON_MEMORY_MAX_FACTS): 0 means DefaultConfig's, a negative value
+	// turns the block off.
 	PersonMaxFacts int
 	// Health is the conditions set: the journal's key fails while an
 	// accepted write cannot be journaled (writes are refused), the
@@ -145,7 +146,7 @@ func (c Config) withDefaults() Config {
 		c.Clock = clockwork.NewRealClock()
 	}
 	if c.PersonMaxFacts == 0 {
-		c.PersonMaxFacts = 8
+		c.PersonMaxFacts = DefaultConfig().PersonMaxFacts
 	}
 	if c.Health == nil {
 		c.Health = health.New()
@@ -239,15 +240,21 @@ func (c Config) explain(err error) error {
 	return err
 }
 
-// Validate reports an unusable configuration.
+// DefaultConfig returns bridge.py's person-memory setting: the one place
+// it is written. Its Path is the bridge's to give.
+func DefaultConfig() Config { return Config{PersonMaxFacts: 8} }
+
+// Validate reports an unusable configuration: an empty Path, and every
+// setting outside its range as a *fieldcheck.Error naming the field
+// ("PersonMaxFacts"), the one range check of each field; the bridge's
+// command line names the variable a value came from.
 func (c Config) Validate() error {
+	var errs fieldcheck.Errors
 	if c.Path == "" {
-		return errors.New("memory database path is empty")
+		errs = append(errs, errors.New("memory database path is empty"))
 	}
-	if c.PersonMaxFacts > MaxPersonFacts {
-		return fmt.Errorf("person memory facts per turn is %d, more than %d", c.PersonMaxFacts, MaxPersonFacts)
-	}
-	return nil
+	errs.Check("PersonMaxFacts", c.PersonMaxFacts <= MaxPersonFacts, c.PersonMaxFacts, fmt.Sprintf("at most %d", MaxPersonFacts))
+	return errs.Err()
 }
 
 // Write is one memory row to insert.
