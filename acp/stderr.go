@@ -14,7 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 const (
@@ -289,8 +289,8 @@ func noiseLine(line string) string { return "agent stdout: " + redactedSnippet(l
 // redactedSnippet is text from an agent as a log line may carry it:
 // cleaned and redacted on its first 4 KiB (so a secret is found before
 // the text is cut), then cut to 512 bytes.
-func redactedSnippet(text string) string {
+func redactedSnippet(line string) string {
 	// cleanLine's output is valid UTF-8, so the cut drops no more than a
 	// split code point.
-	return emoji.Truncate(redactSecrets(cleanLine(text[:min(len(text), 4096)])), emoji.Cut{Max: 512, Bytes: true})
+	return text.Truncate(redactSecrets(cleanLine(line[:min(len(line), 4096)])), text.Cut{Max: 512, Bytes: true})
 }

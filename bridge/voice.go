@@ -22,6 +22,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
@@ -358,7 +359,7 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 // classify maps a failed turn to its kind and spoken fallback. Timeouts,
 // and turns the shutdown grace ended (the bridge is going offline), are
 // decided by the turn's own ctx, never by the error's text.
-func classify(ctx context.Context, err error) (kind, text string) {
+func classify(ctx context.Context, err error) (kind, fallback string) {
 	var agentErr *acp.AgentError
 	switch {
 	case httpapi.ShuttingDown(ctx):
@@ -426,7 +427,7 @@ func (v *Voice) record(o turnOutcome) {
 	}
 	if v.cfg.Turns != nil {
 		v.cfg.Turns.Publish(turnbus.Turn{TS: now, Channel: o.req.channel, SessionID: o.req.sessionID,
-			RequestText: emoji.Truncate(o.req.content, convolog.TextCut), ResponseText: emoji.Truncate(o.text, convolog.TextCut), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
+			RequestText: text.Truncate(o.req.content, convolog.TextCut), ResponseText: text.Truncate(o.text, convolog.TextCut), EmojiUsed: used, Emotion: emoji.XiaozhiEmotion(o.text),
 			Latency: o.elapsed, Error: o.kind, Phases: phases})
 	}
 }

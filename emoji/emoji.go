@@ -2,8 +2,9 @@ package emoji
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Allowed are the nine reply emoji, in bridge.py's order.
@@ -31,24 +32,10 @@ var allowedRune = func() map[rune]bool {
 	return m
 }()
 
-// IsSpace is Python's str.isspace() for one code point: Go's
-// unicode.IsSpace plus U+001C–U+001F.
-func IsSpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F)
-}
-
-// Strip is Python's str.strip(): s without leading and trailing
-// whitespace as IsSpace defines it. Every feature that ports a bridge.py
-// .strip() uses it, so both agree on what whitespace is.
-func Strip(s string) string { return strings.TrimFunc(s, IsSpace) }
-
-// trimLeft removes leading whitespace.
-func trimLeft(t string) string { return strings.TrimLeftFunc(t, IsSpace) }
-
 // Leading returns the allowed emoji that starts t after its leading
 // whitespace.
 func Leading(t string) (string, bool) {
-	r, size := utf8.DecodeRuneInString(trimLeft(t))
+	r, size := utf8.DecodeRuneInString(text.StripLeft(t))
 	if size == 0 || !allowedRune[r] {
 		return "", false
 	}
@@ -97,7 +84,7 @@ func StripExtra(t string) string {
 	head := ""
 	rest := t
 	if e, ok := Leading(t); ok {
-		ws := len(t) - len(trimLeft(t))
+		ws := len(t) - len(text.StripLeft(t))
 		head = t[:ws+len(e)]
 		rest = t[ws+len(e):]
 	}

@@ -143,19 +143,6 @@ func TestReplacementGolden(t *testing.T) {
 	}
 }
 
-func TestIsSpace(t *testing.T) {
-	for _, r := range []rune{' ', '\t', '\n', '\v', '\f', '\r', 0x1C, 0x1D, 0x1E, 0x1F, 0x85, 0xA0, 0x2028, 0x3000} {
-		if !IsSpace(r) {
-			t.Errorf("IsSpace(%U) = false", r)
-		}
-	}
-	for _, r := range []rune{'a', 0x1B, 0x200B, 0xFEFF, '😊'} {
-		if IsSpace(r) {
-			t.Errorf("IsSpace(%U) = true", r)
-		}
-	}
-}
-
 func TestEmotions(t *testing.T) {
 	allowed := map[string][2]string{
 		"😊": {"happy", "happy"}, "😆": {"laughing", "happy"}, "😢": {"sad", "sad"}, "😮": {"surprised", "surprised"},

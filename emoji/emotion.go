@@ -1,6 +1,10 @@
 package emoji
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
+)
 
 // FirmwareEmotions are the six emotions the Stack-chan firmware shows.
 var FirmwareEmotions = [...]string{"neutral", "happy", "sleepy", "surprised", "sad", "angry"}
@@ -52,7 +56,7 @@ func XiaozhiEmotion(t string) string {
 // starts t after whitespace (any of xiaozhi's 21 or the nine allowed),
 // "neutral" otherwise.
 func FirmwareEmotion(t string) string {
-	r, size := utf8.DecodeRuneInString(trimLeft(t))
+	r, size := utf8.DecodeRuneInString(text.StripLeft(t))
 	if size == 0 {
 		return "neutral"
 	}

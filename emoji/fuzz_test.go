@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 const fuzzCap = 6
@@ -24,7 +26,7 @@ func checkReply(t *testing.T, in, out string) {
 	if n := strings.Count(out, ".") + strings.Count(out, "!") + strings.Count(out, "?"); n > fuzzCap {
 		t.Fatalf("reply %q has %d sentence ends", out, n)
 	}
-	rest := strings.TrimLeftFunc(out, IsSpace)[len(e):]
+	rest := text.StripLeft(out)[len(e):]
 	if strings.IndexFunc(rest, isEmojiRune) >= 0 {
 		t.Fatalf("reply %q has an emoji after the first", out)
 	}
@@ -70,7 +72,7 @@ func FuzzStream(f *testing.F) {
 			if !utf8.ValidString(c) {
 				t.Fatalf("chunk %q is invalid UTF-8", c)
 			}
-			if !sawText && strings.TrimFunc(c, IsSpace) != "" {
+			if !sawText && text.Strip(c) != "" {
 				sawText = true
 				if _, ok := Leading(c); !ok && c != Replacement {
 					t.Fatalf("first spoken chunk %q lacks an allowed emoji", c)

@@ -1,6 +1,10 @@
 package emoji
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
+)
 
 // Pipeline applies bridge.py's orders of post-processing.
 type Pipeline struct {
@@ -60,7 +64,7 @@ func (s *Stream) Push(delta string) (chunk string, firstAudio bool) {
 		s.blocked, s.seenNonWS = true, true
 		return Replacement, false
 	}
-	if !s.seenNonWS && strings.IndexFunc(c, func(r rune) bool { return !IsSpace(r) }) >= 0 {
+	if !s.seenNonWS && strings.IndexFunc(c, func(r rune) bool { return !text.IsSpace(r) }) >= 0 {
 		s.seenNonWS, firstAudio = true, true
 		if _, ok := Leading(c); !ok {
 			c = Prefix + c

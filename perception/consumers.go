@@ -13,7 +13,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Robot is what the consumers do to the robot through xiaozhi's admin API
@@ -514,9 +514,9 @@ func (c *consumers) greetFace(ctx context.Context, ev Event) {
 		c.s.log.Named(FaceGreeter).Debug("greeting suppressed while dancing", "device", ev.DeviceID)
 		return
 	}
-	text := c.cfg.GreetText
+	greeting := c.cfg.GreetText
 	c.dispatch(ctx, FaceGreeter, "inject-text", ev.DeviceID, func(ctx context.Context, r Robot) error {
-		return r.InjectText(ctx, ev.DeviceID, text)
+		return r.InjectText(ctx, ev.DeviceID, greeting)
 	})
 }
 
@@ -529,7 +529,7 @@ func (c *consumers) acknowledgeName(ctx context.Context, ev Event) {
 	if !ok {
 		return
 	}
-	key := strings.ToLower(emoji.Strip(raw)) // one cooldown per person however the id is spelled
+	key := strings.ToLower(text.Strip(raw)) // one cooldown per person however the id is spelled
 	greet, dancing := false, false
 	c.s.states.Update(ev.DeviceID, func(d *DeviceState) {
 		if since(ev.TS, d.LastChatT) < c.cfg.NameGreetQuiet.Seconds() {
@@ -544,13 +544,13 @@ func (c *consumers) acknowledgeName(ctx context.Context, ev Event) {
 	if !greet || !c.robot(FaceGreeter, "say") {
 		return
 	}
-	text := strings.ReplaceAll(c.cfg.NameGreetTemplate, "{name}", person.DisplayName)
+	greeting := strings.ReplaceAll(c.cfg.NameGreetTemplate, "{name}", person.DisplayName)
 	// One task, in order: the greeting (not while dancing), then the pip
 	// (even if the greeting failed).
 	c.dispatch(ctx, FaceGreeter, "say+set-face-identified", ev.DeviceID, func(ctx context.Context, r Robot) error {
 		var sayErr error
 		if !dancing {
-			sayErr = r.Say(ctx, ev.DeviceID, text)
+			sayErr = r.Say(ctx, ev.DeviceID, greeting)
 		}
 		return errors.Join(sayErr, r.SetFaceIdentified(ctx, ev.DeviceID))
 	})

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Person is one household member from household.yaml. Free-text fields
@@ -158,7 +158,7 @@ func NewHousehold(path string, log hclog.Logger) *Household {
 // Lookup finds a person by id (lowercased).
 func (h *Household) Lookup(id string) (Person, bool) {
 	r, _ := h.load()
-	p, ok := r.people[strings.ToLower(emoji.Strip(id))]
+	p, ok := r.people[strings.ToLower(text.Strip(id))]
 	return p, ok
 }
 
@@ -205,12 +205,12 @@ func (h *Household) ByCalendarPrefix(name string) (Person, bool) {
 // self-ID phrase ("it's brett") at its very start, after leading
 // punctuation and spaces, in any case, and ending at a word boundary. The
 // longest phrase wins.
-func (h *Household) MatchSelfID(text string) (Person, bool) {
+func (h *Household) MatchSelfID(utterance string) (Person, bool) {
 	r, _ := h.load()
 	if len(r.selfID) == 0 {
 		return Person{}, false
 	}
-	norm := strings.ToLower(strings.TrimLeftFunc(text, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsNumber(c) }))
+	norm := strings.ToLower(strings.TrimLeftFunc(utterance, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsNumber(c) }))
 	for _, s := range r.selfID {
 		rest, ok := strings.CutPrefix(norm, s.phrase)
 		if !ok {

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Limits on what one caller-supplied event may cost.
@@ -141,7 +141,7 @@ func quotedSize(s string) int {
 func summarise(v any) any {
 	switch x := v.(type) {
 	case string:
-		return emoji.Truncate(x, emoji.Cut{Max: maxDataValue, Bytes: true, Mark: "…", MarkInside: true})
+		return text.Truncate(x, text.Cut{Max: maxDataValue, Bytes: true, Mark: "…", MarkInside: true})
 	case map[string]any, []any:
 		enc, err := json.Marshal(x)
 		if err != nil || len(enc) > maxDataValue {

@@ -10,7 +10,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // SceneRecord is one scene synthesis in the day's file, in bridge.py's key
@@ -97,8 +97,8 @@ func (c *consumers) synthesise(device, reason string, create bool) {
 	appendTo(c.journals.scene, now, SceneRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Type: "scene_synthesis",
 		Device: device, Text: scene.Text, FaceID: scene.FaceID, State: scene.State, HasVision: vision != "", HasAudioCaption: audio != ""})
 	c.s.Broadcast(Event{DeviceID: device, TS: wall, Name: "scene_synthesised",
-		Data: map[string]any{"reason": reason, "preview": emoji.Truncate(scene.Text, emoji.Cut{Max: 80})}})
-	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", emoji.Truncate(scene.Text, emoji.Cut{Max: 160}))
+		Data: map[string]any{"reason": reason, "preview": text.Truncate(scene.Text, text.Cut{Max: 80})}})
+	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", text.Truncate(scene.Text, text.Cut{Max: 160}))
 }
 
 // composeScene is the scene line: "<YYYY-MM-DD HH:MM> — <who>", then

@@ -12,7 +12,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Error codes of a security record, bridge.py's: what a cycle could not do.
@@ -128,7 +128,7 @@ func (c *consumers) securityWatch(ctx context.Context, ev Event) {
 		return
 	}
 	raw, _ := ev.Data["state"].(string)
-	state := strings.ToLower(emoji.Strip(raw))
+	state := strings.ToLower(text.Strip(raw))
 	if state == "security" {
 		c.startWatch(ctx, ev.DeviceID)
 		return
@@ -247,7 +247,7 @@ func (c *consumers) securityCycle(ctx context.Context, device string) {
 	appendTo(c.journals.security, now, rec)
 	c.watch.keep(rec)
 	c.s.Broadcast(Event{DeviceID: device, TS: epochSeconds(now), Name: "security_capture",
-		Data: map[string]any{"photo_desc": emoji.Truncate(rec.PhotoDesc, emoji.Cut{Max: 80}), "errors": rec.Errors}})
+		Data: map[string]any{"photo_desc": text.Truncate(rec.PhotoDesc, text.Cut{Max: 80}), "errors": rec.Errors}})
 	c.s.log.Named(SecurityWatch).Info("security cycle", "device", device, "desc_len", len(rec.PhotoDesc), "errors", strings.Join(rec.Errors, ","))
 }
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
 
@@ -144,7 +144,7 @@ func (d *DeviceState) apply(ev Event) {
 		d.LastSoundT = ptr(ts)
 	case "state_changed":
 		s, _ := ev.Data["state"].(string)
-		s = strings.ToLower(emoji.Strip(s))
+		s = strings.ToLower(text.Strip(s))
 		if s == "" {
 			return
 		}
@@ -162,7 +162,7 @@ func (d *DeviceState) apply(ev Event) {
 		d.Listening, d.LastChatStatusT = ptr(pyTruthy(ev.Data["listening"])), ptr(ts)
 	case "face_recognized":
 		id, _ := ev.Data["identity"].(string)
-		if id = emoji.Strip(id); id != "" {
+		if id = text.Strip(id); id != "" {
 			d.LastFaceID, d.LastFaceRecognizedT = ptr(id), ptr(ts)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/pyjson"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
 
@@ -35,7 +35,7 @@ type personOutcome struct {
 // fact goes through the journal and the writer like /remember's.
 func (h *Handler) storePerson(name, fact, session string, hasSession bool) personOutcome {
 	id := memstore.NormalizePersonID(name)
-	if id == "" || emoji.Strip(fact) == "" {
+	if id == "" || text.Strip(fact) == "" {
 		return personOutcome{}
 	}
 	out := personOutcome{valid: true, review: h.needsReview(id)}
@@ -43,7 +43,7 @@ func (h *Handler) storePerson(name, fact, session string, hasSession bool) perso
 		SessionID: session, HasSession: hasSession})
 	switch {
 	case errors.Is(err, memstore.ErrInvalidPersonFact):
-		h.log.Warn("person memory store failed", "person", emoji.Truncate(id, emoji.Cut{Max: memstore.MaxPersonIDLen}), "error", err)
+		h.log.Warn("person memory store failed", "person", text.Truncate(id, text.Cut{Max: memstore.MaxPersonIDLen}), "error", err)
 	case err != nil:
 		h.refused("core", err)
 		out.refused = err
@@ -82,14 +82,14 @@ func (h *Handler) rememberPersonTool(args map[string]json.RawMessage, session st
 	if err != nil {
 		return "", err
 	}
-	if name = emoji.Strip(name); name == "" {
+	if name = text.Strip(name); name == "" {
 		return NoPerson, nil
 	}
 	fact, err := pyStrArg(args, "fact")
 	if err != nil {
 		return "", err
 	}
-	if emoji.Strip(fact) == "" {
+	if text.Strip(fact) == "" {
 		return EmptyFact, nil
 	}
 	// An escalation's session is "" when the caller had none: stored NULL.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // ThinkerConfig is think_hard's OpenAI-compatible chat endpoint.
@@ -62,7 +62,7 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 	if err != nil {
 		return "", err
 	}
-	if q = emoji.Strip(q); q == "" {
+	if q = text.Strip(q); q == "" {
 		return EmptyQuestion, nil
 	}
 	t := h.thinker
@@ -85,5 +85,5 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 		h.log.Warn("thinker answered no choices")
 		return ThinkingFailed, nil
 	}
-	return emoji.Truncate(emoji.Strip(resp.Choices[0].Message.Content), emoji.Cut{Max: 500}), nil
+	return text.Truncate(text.Strip(resp.Choices[0].Message.Content), text.Cut{Max: 500}), nil
 }

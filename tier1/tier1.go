@@ -15,7 +15,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 )
 
@@ -147,7 +147,7 @@ func (h *Handler) escalate(c echo.Context) error {
 	}
 	start := time.Now() // a latency, on the real clock
 	result := h.run(c.Request().Context(), tool, session, args)
-	result = emoji.Truncate(result, emoji.Cut{Max: ResultCap})
+	result = text.Truncate(result, text.Cut{Max: ResultCap})
 	h.log.Info("escalation", "tool", tool, "session", session, "elapsed", time.Since(start))
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"result": result})
 }
@@ -211,7 +211,7 @@ func (h *Handler) remember(c echo.Context) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	f := emoji.Truncate(emoji.Strip(fact), emoji.Cut{Max: 300})
+	f := text.Truncate(text.Strip(fact), text.Cut{Max: 300})
 	if f == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -229,11 +229,11 @@ func (h *Handler) memoryLog(c echo.Context) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	u, a := emoji.Truncate(emoji.Strip(user), emoji.Cut{Max: 500}), emoji.Truncate(emoji.Strip(assistant), emoji.Cut{Max: 1000})
+	u, a := text.Truncate(text.Strip(user), text.Cut{Max: 500}), text.Truncate(text.Strip(assistant), text.Cut{Max: 1000})
 	if u == "" && a == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
-	content := emoji.Strip("user: " + u + " | assistant: " + a)
+	content := text.Strip("user: " + u + " | assistant: " + a)
 	return h.enqueue(c, memstore.Write{Content: content, Category: "conversation", Importance: 0.3, SessionID: session, HasSession: hasSession})
 }
 

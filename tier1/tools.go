@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Tool result strings, bridge.py's exactly: Tier1Slim's model reads them.
@@ -41,7 +41,7 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 	if err != nil {
 		return "", err
 	}
-	if q = emoji.Strip(q); q == "" {
+	if q = text.Strip(q); q == "" {
 		return EmptyQuery, nil
 	}
 	rows, err := h.cfg.Memory.Search(ctx, q, memoryFetched)
@@ -54,7 +54,7 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 		if len(snippets) == memoryUsed {
 			break
 		}
-		snippets = append(snippets, emoji.Truncate(emoji.Strip(r.Content), emoji.Cut{Max: snippetCap, Mark: "...", MarkInside: true}))
+		snippets = append(snippets, text.Truncate(text.Strip(r.Content), text.Cut{Max: snippetCap, Mark: "...", MarkInside: true}))
 	}
 	if len(snippets) == 0 {
 		return NoMemories, nil
@@ -71,7 +71,7 @@ func (h *Handler) takePhoto() string {
 	if !ok || desc == "" || age > photoFreshness {
 		return NothingFresh
 	}
-	return emoji.Truncate(desc, emoji.Cut{Max: photoCap})
+	return text.Truncate(desc, text.Cut{Max: photoCap})
 }
 
 // songCache keeps the last non-empty song catalogue for a minute.
@@ -107,7 +107,7 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	if err != nil {
 		return "", err
 	}
-	if name = emoji.Strip(name); name == "" {
+	if name = text.Strip(name); name == "" {
 		return NoSongName, nil
 	}
 	if h.cfg.Xiaozhi == nil || !h.cfg.Xiaozhi.Enabled() {
@@ -129,7 +129,7 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, "", asset)
 	switch {
 	case resp.Status != 0 && resp.Status != http.StatusOK: // success is exactly 200
-		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, emoji.Truncate(string(resp.Body), emoji.Cut{Max: playErrBodyCap})), nil
+		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, text.Truncate(string(resp.Body), text.Cut{Max: playErrBodyCap})), nil
 	case err != nil:
 		return fmt.Sprintf("(couldn't play %s: %v)", file, err), nil
 	}
@@ -156,7 +156,7 @@ func stem(file string) string {
 // difference.
 func MatchSong(name string, files []string) (string, bool) {
 	q := strings.ToLower(name)
-	qStem := emoji.Strip(stem(q))
+	qStem := text.Strip(stem(q))
 	best, bestScore := "", -1
 	for _, f := range files {
 		s := strings.ToLower(stem(f))

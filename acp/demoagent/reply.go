@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // emojiSet is the nine reply emoji in the bridge's order, one code point
@@ -98,7 +98,7 @@ func UserLine(prompt string) string {
 	if line == "" {
 		return nothingSaid
 	}
-	return emoji.Truncate(line, emoji.Cut{Max: quoteLimit, Mark: "…", MarkInside: true, Trim: unicode.IsSpace})
+	return text.Truncate(line, text.Cut{Max: quoteLimit, Mark: "…", MarkInside: true, Trim: unicode.IsSpace})
 }
 
 // voiceContent finds the user's content in the bridge's voice prompt: the
@@ -125,11 +125,11 @@ func voiceContent(prompt string) (string, bool) {
 	return rest[:end], true
 }
 
-// lastSpokenLine returns the last non-blank line of text that is not a
+// lastSpokenLine returns the last non-blank line of reply that is not a
 // bracketed directive, else the last non-blank line, else "".
-func lastSpokenLine(text string) string {
+func lastSpokenLine(reply string) string {
 	lastNonBlank := ""
-	for rest := text; rest != ""; {
+	for rest := reply; rest != ""; {
 		var line string
 		if i := strings.LastIndexByte(rest, '\n'); i >= 0 {
 			line, rest = rest[i+1:], rest[:i]
@@ -155,11 +155,11 @@ func lastSpokenLine(text string) string {
 // when the reply has that many words. A text of fewer than three words is cut
 // between runes instead, so any text of at least three runes gives at least
 // three pieces. Concatenating the pieces gives the text back; "" gives none.
-func Chunks(text string) []string {
+func Chunks(reply string) []string {
 	// starts holds the byte offset of every word after the first.
 	var starts []int
 	prevSpace := false
-	for i, r := range text {
+	for i, r := range reply {
 		space := unicode.IsSpace(r)
 		if i > 0 && prevSpace && !space {
 			starts = append(starts, i)
@@ -169,7 +169,7 @@ func Chunks(text string) []string {
 	words := len(starts) + 1
 	n := min(max((words+2)/3, 4), 8, words)
 	if n < 3 {
-		return splitRunes(text, 3)
+		return splitRunes(reply, 3)
 	}
 	// Piece k starts at word k*words/n; the offsets strictly increase
 	// because n <= words, so no piece is empty.
@@ -177,18 +177,18 @@ func Chunks(text string) []string {
 	from := 0
 	for k := 1; k < n; k++ {
 		to := starts[k*words/n-1]
-		out = append(out, text[from:to])
+		out = append(out, reply[from:to])
 		from = to
 	}
-	return append(out, text[from:])
+	return append(out, reply[from:])
 }
 
-// splitRunes cuts text into n pieces of about equal rune counts, or into
+// splitRunes cuts s into n pieces of about equal rune counts, or into
 // single runes when it has fewer than n. It cuts at byte offsets, so even
 // invalid UTF-8 comes back unchanged when the pieces are joined.
-func splitRunes(text string, n int) []string {
+func splitRunes(s string, n int) []string {
 	var offsets []int
-	for i := range text {
+	for i := range s {
 		offsets = append(offsets, i)
 	}
 	n = min(n, len(offsets))
@@ -199,8 +199,8 @@ func splitRunes(text string, n int) []string {
 	from := 0
 	for k := 1; k < n; k++ {
 		to := offsets[k*len(offsets)/n]
-		out = append(out, text[from:to])
+		out = append(out, s[from:to])
 		from = to
 	}
-	return append(out, text[from:])
+	return append(out, s[from:])
 }

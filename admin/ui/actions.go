@@ -17,8 +17,8 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
 // Controls changes what admin owns, through the same functions as the
@@ -230,35 +230,35 @@ func spoken(c echo.Context, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	text := emoji.Strip(b.String("text"))
+	msg := text.Strip(b.String("text"))
 	if err := b.Err(); err != nil {
 		return "", err
 	}
 	switch {
-	case text == "":
+	case msg == "":
 		return "", httpapi.NewError(http.StatusBadRequest, "Empty "+what+" — type something first.")
-	case utf8.RuneCountInString(text) > MaxSay:
+	case utf8.RuneCountInString(msg) > MaxSay:
 		return "", httpapi.NewError(http.StatusBadRequest, "Too long — keep it under 500 characters.")
 	}
-	if text = cleanText(text); text == "" {
+	if msg = cleanText(msg); msg == "" {
 		return "", httpapi.NewError(http.StatusBadRequest, "The "+what+" was empty after removing control characters.")
 	}
-	return text, nil
+	return msg, nil
 }
 
 // say is POST /ui/api/say: {text}; the robot hears it as an utterance.
 func (u *UI) say(c echo.Context) error {
-	text, err := spoken(c, "message")
+	msg, err := spoken(c, "message")
 	if err != nil {
 		return err
 	}
-	return u.inject(c, text, text)
+	return u.inject(c, msg, msg)
 }
 
 // story is POST /ui/api/story: {text}; the robot enters story_time
 // (best effort) and hears a story seed.
 func (u *UI) story(c echo.Context) error {
-	text, err := spoken(c, "seed")
+	seed, err := spoken(c, "seed")
 	if err != nil {
 		return err
 	}
@@ -267,15 +267,15 @@ func (u *UI) story(c echo.Context) error {
 			u.log.Warn("story: state change failed; starting the story anyway", "error", err)
 		}
 	}
-	return u.inject(c, "Tell a new story about: "+text, text)
+	return u.inject(c, "Tell a new story about: "+seed, seed)
 }
 
 // dance is POST /ui/api/dance.
 func (u *UI) dance(c echo.Context) error { return u.inject(c, danceText, "dance & sing") }
 
-// inject makes the robot hear text and answers with its reply when it
+// inject makes the robot hear utterance and answers with its reply when it
 // comes within replyWait (the next completed voice turn).
-func (u *UI) inject(c echo.Context, text, label string) error {
+func (u *UI) inject(c echo.Context, utterance, label string) error {
 	if u.cfg.Robot == nil {
 		return unavailable("xiaozhi")
 	}
@@ -289,7 +289,7 @@ func (u *UI) inject(c echo.Context, text, label string) error {
 		}
 	}
 	ctx := c.Request().Context()
-	if err := u.cfg.Robot.InjectText(ctx, "", text); err != nil {
+	if err := u.cfg.Robot.InjectText(ctx, "", utterance); err != nil {
 		u.log.Warn("dashboard action failed", "action", label, "error", err)
 		return robotError(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Errors callers branch on.
@@ -165,7 +165,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, timeout 
 	if resp.StatusCode < 400 {
 		return r, nil
 	}
-	snippet := emoji.Truncate(string(b), emoji.Cut{Max: 200})
+	snippet := text.Truncate(string(b), text.Cut{Max: 200})
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "no device connected"):
 		c.log.Debug("xiaozhi has no robot connected", "path", path)
@@ -210,14 +210,14 @@ func (c *Client) Abort(ctx context.Context, deviceID string) error {
 	return c.post(ctx, pathAbort, map[string]string{"device_id": deviceID})
 }
 
-// InjectText makes text a user utterance (it goes through the LLM).
-func (c *Client) InjectText(ctx context.Context, deviceID, text string) error {
-	return c.post(ctx, pathInjectText, map[string]string{"text": text, "device_id": deviceID})
+// InjectText makes utterance a user turn (it goes through the LLM).
+func (c *Client) InjectText(ctx context.Context, deviceID, utterance string) error {
+	return c.post(ctx, pathInjectText, map[string]string{"text": utterance, "device_id": deviceID})
 }
 
-// Say speaks text exactly, interrupting current speech.
-func (c *Client) Say(ctx context.Context, deviceID, text string) error {
-	return c.post(ctx, pathSay, map[string]string{"text": text, "device_id": deviceID})
+// Say speaks line exactly, interrupting current speech.
+func (c *Client) Say(ctx context.Context, deviceID, line string) error {
+	return c.post(ctx, pathSay, map[string]string{"text": line, "device_id": deviceID})
 }
 
 // SetHeadAngles turns the head (degrees) at speed.

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Record is one completed turn.
@@ -143,8 +143,8 @@ type phasesJSON struct {
 const MaxText = 4 << 10
 
 // TextCut cuts a record's string to at most MaxText bytes on a rune
-// boundary, ending in "…" when it was cut (emoji.Truncate).
-var TextCut = emoji.Cut{Max: MaxText, Bytes: true, Mark: "…", MarkInside: true}
+// boundary, ending in "…" when it was cut (text.Truncate).
+var TextCut = text.Cut{Max: MaxText, Bytes: true, Mark: "…", MarkInside: true}
 
 // Encode returns r as one NDJSON line (with its newline), raw UTF-8. Its
 // strings are clipped to MaxText bytes each (the voice routes already
@@ -158,11 +158,11 @@ func Encode(r Record, loc *time.Location) ([]byte, error) {
 	out := record{
 		TS:           Timestamp(r.TS.In(loc)),
 		Type:         r.Type,
-		Channel:      emoji.Truncate(r.Channel, TextCut),
-		SessionID:    emoji.Truncate(r.SessionID, TextCut),
-		RequestText:  emoji.Truncate(r.RequestText, TextCut),
+		Channel:      text.Truncate(r.Channel, TextCut),
+		SessionID:    text.Truncate(r.SessionID, TextCut),
+		RequestText:  text.Truncate(r.RequestText, TextCut),
 		ResponseLen:  utf8.RuneCountInString(r.ResponseText),
-		ResponseText: emoji.Truncate(r.ResponseText, TextCut),
+		ResponseText: text.Truncate(r.ResponseText, TextCut),
 		EmojiUsed:    r.EmojiUsed,
 		LatencyMS:    r.Latency.Round(time.Millisecond).Milliseconds(),
 	}

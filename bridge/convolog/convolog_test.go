@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 var brisbane = testkit.Zone("Australia/Brisbane")
@@ -102,7 +102,7 @@ func TestLongTurnIsClipped(t *testing.T) {
 	if len(b) > 2*MaxText+512 {
 		t.Errorf("record is %d bytes, want at most %d", len(b), 2*MaxText+512)
 	}
-	clipped := emoji.Truncate(long, TextCut)
+	clipped := text.Truncate(long, TextCut)
 	if !strings.Contains(string(b), `"request_text":"`+clipped+`"`) || !strings.HasSuffix(clipped, "é…") || len(clipped) > MaxText {
 		t.Errorf("request_text not clipped on a rune boundary: %d bytes", len(clipped))
 	}
@@ -126,7 +126,7 @@ func TestLongTurnIsClipped(t *testing.T) {
 	}{{"short", 10, "short"}, {"abcdef", 5, "ab…"}, {"éééé", 6, "é…"}, {"éééé", 8, "éééé"}} {
 		c := TextCut
 		c.Max = tt.n
-		if got := emoji.Truncate(tt.in, c); got != tt.want {
+		if got := text.Truncate(tt.in, c); got != tt.want {
 			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}

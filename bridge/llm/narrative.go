@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // DefaultNarrativeModel is NARRATIVE_MODEL's default.
@@ -122,15 +122,15 @@ func (n *Narrative) Complete(ctx context.Context, system, user string, maxTokens
 		Temperature: openai.Float(temperature),
 	})
 	if err == nil {
-		text := ""
+		reply := ""
 		if len(resp.Choices) > 0 {
-			text = emoji.Strip(resp.Choices[0].Message.Content)
+			reply = text.Strip(resp.Choices[0].Message.Content)
 		}
-		if text == "" {
+		if reply == "" {
 			err = ErrEmpty
 		} else {
 			n.succeeded()
-			return text, nil
+			return reply, nil
 		}
 	}
 	if ctx.Err() != nil { // the caller gave up (shutdown, a state change): not a model failure
@@ -159,9 +159,9 @@ func classify(err error, cctx context.Context) (kind, detail string) {
 		if msg == "" {
 			msg = http.StatusText(status)
 		}
-		return fmt.Sprintf("status %d", status), emoji.Truncate(msg, emoji.Cut{Max: 200, Mark: "…"})
+		return fmt.Sprintf("status %d", status), text.Truncate(msg, text.Cut{Max: 200, Mark: "…"})
 	default:
-		return "transport", emoji.Truncate(err.Error(), emoji.Cut{Max: 300, Mark: "…"})
+		return "transport", text.Truncate(err.Error(), text.Cut{Max: 300, Mark: "…"})
 	}
 }
 

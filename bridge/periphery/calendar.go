@@ -14,7 +14,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/subproc"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 const (
@@ -99,27 +99,27 @@ var (
 // funnel runs a summary through the privacy funnel: trim, drop ISO
 // timestamps, collapse spaces, split off a person tag, replace e-mail
 // addresses with [email]. It returns the bucket (lowercased person or the
-// household bucket), the person as written ("" for household) and the text.
+// household bucket), the person as written ("" for household) and the title.
 // The tag is matched before e-mail replacement so "[email]" never becomes a
 // person. The summary is outside text bound for prompts (the context line,
-// the greeter): the person and the text are made safe with prompttext.Line
-// before the bridge adds its own "[email]" markers, then the text is cut
+// the greeter): the person and the title are made safe with prompttext.Line
+// before the bridge adds its own "[email]" markers, then the title is cut
 // to prompttext.Event.
-func (p *Periphery) funnel(summary string) (bucket, name, text string) {
+func (p *Periphery) funnel(summary string) (bucket, name, title string) {
 	s := strings.Join(strings.Fields(isoTimestampRe.ReplaceAllString(summary, " ")), " ")
-	bucket, text = p.cfg.HouseholdBucket, s
+	bucket, title = p.cfg.HouseholdBucket, s
 	re := p.cfg.PersonPrefix
 	if m := re.FindStringSubmatch(s); m != nil {
 		n := cleanText(prompttext.Line(m[re.SubexpIndex("person")], prompttext.Name))
 		if n != "" {
-			bucket, name, text = strings.ToLower(n), n, m[re.SubexpIndex("rest")]
+			bucket, name, title = strings.ToLower(n), n, m[re.SubexpIndex("rest")]
 		}
 	}
-	text = prompttext.Cut(cleanText(prompttext.Line(text, prompttext.Cap{})), prompttext.Event)
-	if text == "" {
-		text = untitled
+	title = prompttext.Cut(cleanText(prompttext.Line(title, prompttext.Cap{})), prompttext.Event)
+	if title == "" {
+		title = untitled
 	}
-	return bucket, name, text
+	return bucket, name, title
 }
 
 // cleanText replaces e-mail addresses and collapses whitespace.
@@ -199,7 +199,7 @@ func (p *Periphery) parseEvents(data []byte) ([]event, error) {
 		return nil, &fetchError{KindParse, fmt.Errorf("decode gws output: %w", err)}
 	}
 	if e := bytes.TrimSpace(ans.Error); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
-		return nil, &fetchError{KindOther, fmt.Errorf("calendar api error: %s", emoji.Truncate(string(e), emoji.Cut{Max: 200, Mark: "…"}))}
+		return nil, &fetchError{KindOther, fmt.Errorf("calendar api error: %s", text.Truncate(string(e), text.Cut{Max: 200, Mark: "…"}))}
 	}
 	evs := make([]event, 0, len(ans.Items))
 	for _, it := range ans.Items {
@@ -211,8 +211,8 @@ func (p *Periphery) parseEvents(data []byte) ([]event, error) {
 			p.log.Debug("calendar event without a usable start skipped")
 			continue
 		}
-		bucket, name, text := p.funnel(it.Summary)
-		evs = append(evs, event{allDay: allDay, start: start, bucket: bucket, name: name, text: text})
+		bucket, name, title := p.funnel(it.Summary)
+		evs = append(evs, event{allDay: allDay, start: start, bucket: bucket, name: name, text: title})
 	}
 	return evs, nil
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 const (
@@ -56,28 +56,28 @@ func (p *Periphery) fetchWeather(ctx context.Context) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("weather get: status %d", resp.StatusCode)
 	}
-	text := strings.TrimSpace(string(body))
+	report := strings.TrimSpace(string(body))
 	switch {
-	case text == "":
+	case report == "":
 		return "", fmt.Errorf("%w: empty", errWeatherRejected)
-	case strings.Contains(text, "Unknown"), strings.Contains(text, "Sorry"):
-		return "", fmt.Errorf("%w: %q", errWeatherRejected, emoji.Truncate(text, emoji.Cut{Max: 80, Mark: "…"}))
-	case strings.Contains(strings.ToLower(text), "<html"):
+	case strings.Contains(report, "Unknown"), strings.Contains(report, "Sorry"):
+		return "", fmt.Errorf("%w: %q", errWeatherRejected, text.Truncate(report, text.Cut{Max: 80, Mark: "…"}))
+	case strings.Contains(strings.ToLower(report), "<html"):
 		return "", fmt.Errorf("%w: html page", errWeatherRejected)
 	}
-	return prompttext.Line(text, prompttext.Weather), nil // it stands in every voice prompt's context line
+	return prompttext.Line(report, prompttext.Weather), nil // it stands in every voice prompt's context line
 }
 
 // refreshWeather fetches once and stores a good reading. failures is the
 // streak length before this attempt (for the recovery log line).
 func (p *Periphery) refreshWeather(ctx context.Context, failures int) error {
 	start := p.cfg.Clock.Now()
-	text, err := p.fetchWeather(ctx)
+	report, err := p.fetchWeather(ctx)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	p.weatherText, p.weatherAt = text, p.cfg.Clock.Now()
+	p.weatherText, p.weatherAt = report, p.cfg.Clock.Now()
 	p.mu.Unlock()
 	if failures > 0 {
 		p.log.Info("weather refresh recovered", "attempt", failures+1, "elapsed", p.cfg.Clock.Now().Sub(start))

@@ -15,7 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Cap bounds one field of a prompt line.
@@ -96,7 +96,7 @@ func Cut(s string, c Cap) string {
 	if ell == "" {
 		ell = "…"
 	}
-	return emoji.Truncate(s, emoji.Cut{Max: c.Runes, Mark: ell, MarkInside: true, Trim: emoji.IsSpace})
+	return text.Truncate(s, text.Cut{Max: c.Runes, Mark: ell, MarkInside: true, Trim: text.IsSpace})
 }
 
 // plain reports whether s is printable ASCII without brackets and with
@@ -138,7 +138,7 @@ func clean(s string) string {
 		case isBreak(r):
 			broken = true
 			continue
-		case emoji.IsSpace(r):
+		case text.IsSpace(r):
 			run.WriteRune(r)
 			continue
 		}

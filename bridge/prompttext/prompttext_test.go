@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 func TestLine(t *testing.T) {
@@ -85,7 +85,7 @@ func checkLine(t *testing.T, in, out string, c Cap) {
 			t.Fatalf("Line(%q) = %q: marker bracket %q", in, out, r)
 		}
 	}
-	if out != emoji.Strip(out) {
+	if out != text.Strip(out) {
 		t.Fatalf("Line(%q) = %q: not stripped", in, out)
 	}
 	if c.Runes > 0 && utf8.RuneCountInString(out) > c.Runes {
@@ -107,7 +107,7 @@ func FuzzLine(f *testing.F) {
 			checkLine(t, in, out, c)
 			// Text with nothing to neutralise keeps every character.
 			if utf8.ValidString(in) && c.Runes == 0 && !strings.ContainsFunc(in, func(r rune) bool {
-				return isBreak(r) || dropped(r) || neutral(r) != r || emoji.IsSpace(r)
+				return isBreak(r) || dropped(r) || neutral(r) != r || text.IsSpace(r)
 			}) && out != in {
 				t.Fatalf("Line(%q) = %q: plain text changed", in, out)
 			}

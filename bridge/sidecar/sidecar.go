@@ -34,6 +34,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -279,13 +280,13 @@ func (h *Handler) listen(c echo.Context) error {
 		return h.fail(c, rid, failLLM, start)
 	}
 	emotion := emoji.FirmwareEmotion(reply)
-	text := replyText(reply)
-	if text == "" {
-		text = "..."
+	spoken := replyText(reply)
+	if spoken == "" {
+		spoken = "..."
 	}
 	h.log.Info("sidecar turn", "request", rid, "session", session, "persona", slug, "transcript_len", len(transcript),
 		"emotion", emotion, "elapsed", time.Since(start))
-	return write(c, http.StatusOK, text, emotion, nil)
+	return write(c, http.StatusOK, spoken, emotion, nil)
 }
 
 func (h *Handler) authorised(r *http.Request) bool {
@@ -337,7 +338,7 @@ func ValidSlug(s string) bool {
 
 // persona reads the persona text for the header (or the default),
 // re-read every request.
-func (h *Handler) persona(header string) (text, slug string, f failure, ok bool) {
+func (h *Handler) persona(header string) (prompt, slug string, f failure, ok bool) {
 	slug = strings.TrimSpace(header)
 	fromHeader := slug != ""
 	if !fromHeader {
@@ -399,11 +400,11 @@ func (h *Handler) transcribe(ctx context.Context, pcm []byte) (string, failure, 
 		timedOut := actx.Err() != nil
 		cancel()
 		if err == nil {
-			text := strings.TrimSpace(resp.Text)
-			if text == "" {
+			heard := strings.TrimSpace(resp.Text)
+			if heard == "" {
 				return "", failSTTTimeout, false
 			}
-			return text, failure{}, true
+			return heard, failure{}, true
 		}
 		h.log.Warn("speech-to-text failed", "attempt", attempt, "error", err)
 		if ctx.Err() != nil || timedOut {
@@ -476,7 +477,7 @@ func Sanitize(s string) string {
 // printable ASCII (Sanitize), at most TextMax characters, cut at the last
 // space when there is one in the second half.
 func replyText(reply string) string {
-	return emoji.Truncate(Sanitize(stripLeadingEmoji(reply)), emoji.Cut{Max: TextMax, Bytes: true, AtSpace: true,
+	return text.Truncate(Sanitize(stripLeadingEmoji(reply)), text.Cut{Max: TextMax, Bytes: true, AtSpace: true,
 		Trim: func(r rune) bool { return strings.ContainsRune(" ,;:-", r) }})
 }
 
@@ -490,10 +491,10 @@ func (h *Handler) fail(c echo.Context, rid string, f failure, start time.Time) e
 
 // write sends the firmware's reply: text first, then emotion, then error;
 // Content-Length set, Connection: close, no HTML escaping.
-func write(c echo.Context, status int, text, emotion string, f *failure) error {
+func write(c echo.Context, status int, reply, emotion string, f *failure) error {
 	var b bytes.Buffer
 	b.WriteString(`{"text":"`)
-	b.WriteString(text) // Sanitize leaves nothing to escape
+	b.WriteString(reply) // Sanitize leaves nothing to escape
 	b.WriteString(`","emotion":"`)
 	b.WriteString(emotion)
 	b.WriteByte('"')

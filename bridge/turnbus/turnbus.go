@@ -10,7 +10,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fanout"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Turn is a completed voice turn as the dashboard sees it: the
@@ -55,10 +55,10 @@ func (b *Bus) Subscribe(name string, buf int) (*fanout.Sub[Turn], error) {
 // Publish delivers ev to every subscriber with room for it, its strings
 // clipped like the conversation log's.
 func (b *Bus) Publish(ev Turn) {
-	ev.Channel = emoji.Truncate(ev.Channel, convolog.TextCut)
-	ev.SessionID = emoji.Truncate(ev.SessionID, convolog.TextCut)
-	ev.RequestText = emoji.Truncate(ev.RequestText, convolog.TextCut)
-	ev.ResponseText = emoji.Truncate(ev.ResponseText, convolog.TextCut)
+	ev.Channel = text.Truncate(ev.Channel, convolog.TextCut)
+	ev.SessionID = text.Truncate(ev.SessionID, convolog.TextCut)
+	ev.RequestText = text.Truncate(ev.RequestText, convolog.TextCut)
+	ev.ResponseText = text.Truncate(ev.ResponseText, convolog.TextCut)
 	b.out.Publish(ev)
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -72,7 +72,7 @@ func (s *Service) onStateChanged(ctx context.Context, ev perception.Event) {
 		return
 	}
 	raw, _ := ev.Data["state"].(string)
-	state := strings.ToLower(emoji.Strip(raw))
+	state := strings.ToLower(text.Strip(raw))
 	if state == "sleep" {
 		s.scheduleDreams(ctx, ev.DeviceID)
 		return
@@ -174,19 +174,19 @@ func (s *Service) dream(ctx context.Context, device, seed string) {
 	if s.cfg.Narrator == nil {
 		return
 	}
-	text, err := s.cfg.Narrator.Complete(ctx, DreamSystemPrompt, DreamUserPrompt(seed), dreamMaxTokens, dreamTemperature)
-	if err != nil || text == "" || ctx.Err() != nil {
+	dream, err := s.cfg.Narrator.Complete(ctx, DreamSystemPrompt, DreamUserPrompt(seed), dreamMaxTokens, dreamTemperature)
+	if err != nil || dream == "" || ctx.Err() != nil {
 		s.dreamLog.Debug("dream skipped: no text", "id", id, "error", err)
 		return
 	}
-	full, summary := SplitDream(text)
+	full, summary := SplitDream(dream)
 	now := s.clock.Now()
 	rec := DreamRecord{TS: convolog.Timestamp(now.In(s.loc)), Type: "dream", DreamID: id, Seed: seed, Summary: summary, FullText: full}
 	s.journal.addDream(now, rec) // the card first, as for dances
 	if s.dreamFile != nil {
 		s.dreamFile.Append(now, rec)
 	}
-	s.dreamLog.Info("dream saved", "id", id, "seed", seed, "chars", len([]rune(full)), "summary", emoji.Truncate(summary, emoji.Cut{Max: 80}))
+	s.dreamLog.Info("dream saved", "id", id, "seed", seed, "chars", len([]rune(full)), "summary", text.Truncate(summary, text.Cut{Max: 80}))
 }
 
 // cancel stops device's pending dreams, reporting whether there were any.
@@ -232,16 +232,16 @@ func (s *Service) Pending() map[string]int {
 // are dropped). Without such a line the whole text is the dream and the
 // summary is "".
 func SplitDream(raw string) (full, summary string) {
-	text := strings.TrimRightFunc(raw, emoji.IsSpace)
-	lines := splitLines(text)
+	body := text.StripRight(raw)
+	lines := splitLines(body)
 	for i := len(lines) - 1; i >= 0; i-- {
-		line := emoji.Strip(lines[i])
+		line := text.Strip(lines[i])
 		if strings.HasPrefix(strings.ToLower(line), "summary:") {
 			_, after, _ := strings.Cut(line, ":")
-			return strings.TrimRightFunc(strings.Join(lines[:i], "\n"), emoji.IsSpace), emoji.Strip(after)
+			return text.StripRight(strings.Join(lines[:i], "\n")), text.Strip(after)
 		}
 	}
-	return text, ""
+	return body, ""
 }
 
 // splitLines is Python's str.splitlines(): lines end at \n, \r, \r\n,

@@ -12,6 +12,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
@@ -94,7 +95,7 @@ func (s *Service) onFace(ctx context.Context, ev perception.Event) {
 	switch ev.Name {
 	case "face_recognized":
 		raw, _ := ev.Data["identity"].(string)
-		identity = emoji.Strip(raw)
+		identity = text.Strip(raw)
 	case "face_detected":
 		if !s.set.GreetOnFaceSeen {
 			return
@@ -155,7 +156,7 @@ func (s *Service) countedAs(identity string) (key string, member bool) {
 		return p.ID, true
 	}
 	if s.set.GreetAnyone {
-		return emoji.Truncate(identity, emoji.Cut{Max: MaxIdentity}), false
+		return text.Truncate(identity, text.Cut{Max: MaxIdentity}), false
 	}
 	return Unknown, false
 }
@@ -163,17 +164,17 @@ func (s *Service) countedAs(identity string) (key string, member bool) {
 // greet writes, speaks and logs one greeting: byAgent asks the agent for
 // it, otherwise it is UnknownGreeting.
 func (s *Service) greet(ctx context.Context, device, identity string, byAgent bool, window string, started time.Time) {
-	text := UnknownGreeting
+	greeting := UnknownGreeting
 	if byAgent {
-		text = s.greeting(ctx, device, identity, window)
+		greeting = s.greeting(ctx, device, identity, window)
 	}
 	if ctx.Err() != nil {
 		return // shutting down: nothing said, nothing logged
 	}
 	if s.kidMode() {
-		text = stripLeadingEmoji(text)
+		greeting = stripLeadingEmoji(greeting)
 	}
-	if text == "" {
+	if greeting == "" {
 		s.greetLog.Debug("greeting empty after the kid-mode scrub; nothing said", "device", device, "identity", identity)
 		return
 	}
@@ -181,7 +182,7 @@ func (s *Service) greet(ctx context.Context, device, identity string, byAgent bo
 	if r := s.cfg.Robot; r == nil || !r.Enabled() {
 		err = xiaozhi.ErrDisabled
 	} else {
-		err = r.Say(ctx, device, text)
+		err = r.Say(ctx, device, greeting)
 	}
 	if ctx.Err() != nil && err != nil {
 		return
@@ -190,29 +191,29 @@ func (s *Service) greet(ctx context.Context, device, identity string, byAgent bo
 		s.greetLog.Warn("greeting not spoken", "device", device, "identity", identity, "error", err)
 	} else {
 		s.greetLog.Info("greeting spoken", "device", device, "identity", identity)
-		s.greetLog.Debug("greeting text", "device", device, "text", text)
+		s.greetLog.Debug("greeting text", "device", device, "text", greeting)
 	}
-	s.recordGreeting(device, identity, text, err, started)
+	s.recordGreeting(device, identity, greeting, err, started)
 }
 
 // recordGreeting writes the greeting's conversation-log record and keeps
 // it for the journal card.
-func (s *Service) recordGreeting(device, identity, text string, err error, started time.Time) {
+func (s *Service) recordGreeting(device, identity, greeting string, err error, started time.Time) {
 	now := s.clock.Now()
 	errText := ""
 	if err != nil {
-		errText = emoji.Truncate(err.Error(), emoji.Cut{Max: maxErrorText})
+		errText = text.Truncate(err.Error(), text.Cut{Max: maxErrorText})
 	}
-	identity = emoji.Truncate(identity, emoji.Cut{Max: MaxIdentity})
-	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: text}
+	identity = text.Truncate(identity, text.Cut{Max: MaxIdentity})
+	rec := GreetingRecord{TS: convolog.Timestamp(now.In(s.loc)), Device: device, Identity: identity, Text: greeting}
 	if errText != "" {
 		rec.Error = &errText
 	}
 	s.journal.addGreeting(now, rec) // the card first, as for dances
-	lead, _ := emoji.Leading(text)
+	lead, _ := emoji.Leading(greeting)
 	if l := s.cfg.ConvoLog; l != nil {
 		l.Write(convolog.Record{TS: now, Channel: "greeter", SessionID: "", RequestText: "face:" + identity,
-			ResponseText: text, EmojiUsed: lead, Latency: now.Sub(started), Error: errText})
+			ResponseText: greeting, EmojiUsed: lead, Latency: now.Sub(started), Error: errText})
 	}
 }
 
@@ -369,10 +370,10 @@ func timeOfDay(t time.Time) string {
 
 // cleanGreeting collapses whitespace and removes one pair of wrapping
 // quotes (the model likes to quote what it would say).
-func cleanGreeting(text string) string {
-	cleaned := strings.Join(strings.FieldsFunc(text, emoji.IsSpace), " ")
+func cleanGreeting(raw string) string {
+	cleaned := strings.Join(strings.FieldsFunc(raw, text.IsSpace), " ")
 	if len(cleaned) >= 2 && isQuote(cleaned[0]) && isQuote(cleaned[len(cleaned)-1]) {
-		cleaned = emoji.Strip(cleaned[1 : len(cleaned)-1])
+		cleaned = text.Strip(cleaned[1 : len(cleaned)-1])
 	}
 	return cleaned
 }
@@ -381,13 +382,13 @@ func isQuote(c byte) bool { return c == '"' || c == '\'' }
 
 // stripLeadingEmoji removes one allowed emoji starting text, and the
 // whitespace after it: spoken greetings must not read an emoji out.
-func stripLeadingEmoji(text string) string {
+func stripLeadingEmoji(greeting string) string {
 	for _, e := range emoji.Allowed {
-		if rest, ok := strings.CutPrefix(text, e); ok {
-			return strings.TrimLeftFunc(rest, emoji.IsSpace)
+		if rest, ok := strings.CutPrefix(greeting, e); ok {
+			return text.StripLeft(rest)
 		}
 	}
-	return text
+	return greeting
 }
 
 // today is the local date now.

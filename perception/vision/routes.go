@@ -22,7 +22,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
 
@@ -206,7 +206,7 @@ func (s *Service) describe(ctx context.Context, question string, jpeg []byte) st
 	if s.cfg.KidMode != nil && s.cfg.KidMode() {
 		system = kidSystem
 	}
-	text, err := s.vision.ask(ctx, system, []openai.ChatCompletionContentPartUnionParam{imagePart(jpeg), openai.TextContentPart(question)})
+	answer, err := s.vision.ask(ctx, system, []openai.ChatCompletionContentPartUnionParam{imagePart(jpeg), openai.TextContentPart(question)})
 	switch {
 	case errors.Is(err, errOffline):
 		s.log.Warn("vision model has no API key (VLM_API_KEY, VISION_API_KEY, OPENROUTER_API_KEY)")
@@ -215,7 +215,7 @@ func (s *Service) describe(ctx context.Context, question string, jpeg []byte) st
 		s.log.Warn("vision model failed", "error", err)
 		return FailedText
 	}
-	return text
+	return answer
 }
 
 // latest is GET /api/vision/latest/{device_id}: drop the current result,
@@ -312,7 +312,7 @@ var roomReply = regexp.MustCompile(`(?is)^\s*DESC:\s*(?P<desc>.+?)\s*\|\s*NAME:\
 // description ("" for none), the lower-cased name ("" for none) and a mood
 // from the vocabulary ("" otherwise).
 func ParseRoomView(reply string) (desc, name, mood string) {
-	reply = emoji.Strip(reply)
+	reply = text.Strip(reply)
 	if reply == "" || strings.Contains(strings.ToLower(reply), NoOneInView) {
 		return "", "", ""
 	}
@@ -466,7 +466,7 @@ func (s *Service) audioExplain(c echo.Context) error {
 	s.storeSound(device, entry{desc: desc, at: s.clock.Now(), question: question, source: "audio_explain"})
 	if s.cfg.Perception != nil {
 		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(s.clock.Now().UnixNano()) / 1e9,
-			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": emoji.Truncate(desc, emoji.Cut{Max: 80})}})
+			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": text.Truncate(desc, text.Cut{Max: 80})}})
 	}
 	observe(s.cfg.AudioDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})

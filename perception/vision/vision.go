@@ -25,7 +25,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
@@ -348,7 +348,7 @@ func (s *Cache) next(ctx context.Context, m *lru.Cache[string, entry], device st
 		changed := s.changed
 		s.mu.Unlock()
 		if ok && e.seq > mark {
-			return emoji.Strip(e.desc), true
+			return text.Strip(e.desc), true
 		}
 		select {
 		case <-changed:
@@ -519,7 +519,7 @@ func (m *modelClient) ask(ctx context.Context, system string, parts []openai.Cha
 	if len(resp.Choices) == 0 {
 		return "", errors.New("no choices in the answer")
 	}
-	return emoji.Strip(resp.Choices[0].Message.Content), nil
+	return text.Strip(resp.Choices[0].Message.Content), nil
 }
 
 func imagePart(jpeg []byte) openai.ChatCompletionContentPartUnionParam {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
 // Per-person memory: a fact declared about one household member is a
@@ -60,7 +60,7 @@ var ErrInvalidPersonFact = errors.New("invalid person memory write")
 
 // NormalizePersonID is the id facts about a person are kept under: the
 // name or household id stripped and lowercased, as household ids are.
-func NormalizePersonID(name string) string { return strings.ToLower(emoji.Strip(name)) }
+func NormalizePersonID(name string) string { return strings.ToLower(text.Strip(name)) }
 
 // checkPersonID reports why a normalised id cannot name a namespace.
 func checkPersonID(id string) error {
@@ -117,7 +117,7 @@ func (s *Store) EnqueuePerson(p PersonWrite) error {
 	if err := checkPersonID(id); err != nil {
 		return err
 	}
-	fact := emoji.Truncate(emoji.Strip(p.Fact), emoji.Cut{Max: personFactCap})
+	fact := text.Truncate(text.Strip(p.Fact), text.Cut{Max: personFactCap})
 	if fact == "" {
 		return fmt.Errorf("%w: empty fact", ErrInvalidPersonFact)
 	}
