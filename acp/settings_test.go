@@ -27,11 +27,11 @@ func TestValidateNamesTheField(t *testing.T) {
 	c := DefaultConfig()
 	c.CancelGrace, c.SessionCwd, c.BackoffInitial = 0, "srv/dotty", time.Hour
 	testkit.CheckFieldErrors(t, "Config", c.Validate(),
-		"CancelGrace: want more than 0", "SessionCwd: want an absolute path", "BackoffInitial: want at most BackoffMax")
+		"CancelGrace 0s: want more than 0", "SessionCwd srv/dotty: want an absolute path", "BackoffInitial 1h0m0s: want at most BackoffMax")
 	p := DefaultPoolConfig()
 	p.KeyMode, p.SessionIdle, p.SessionQueue = "per-caller", -time.Second, 0
 	testkit.CheckFieldErrors(t, "PoolConfig", p.Validate(),
-		"KeyMode: want session_id or shared", "SessionIdle: want more than 0", "SessionQueue: want at least 1")
+		"KeyMode per-caller: want session_id or shared", "SessionIdle -1s: want more than 0", "SessionQueue 0: want at least 1")
 }
 
 // TestDefaultsPerField: a field left zero takes its default on its own;

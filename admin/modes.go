@@ -35,6 +35,13 @@ type ModesConfig struct {
 	Health *health.Conditions
 }
 
+// DefaultModesConfig is the mode store's settings as bridge.py had them:
+// its state files, and kid mode on when its file says nothing.
+func DefaultModesConfig() ModesConfig {
+	return ModesConfig{KidDefault: true, KidStatePath: "/root/zeroclaw-bridge/state/kid-mode",
+		SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"}
+}
+
 // Modes is the kid and smart mode store, backed by bridge.py's state files
 // ("true" or "false", no newline). Reads are live: a file changed by any
 // writer (this process, the dashboard, an operator) counts from the next

@@ -19,6 +19,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 )
@@ -93,12 +94,25 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Validate reports settings the routes cannot run with.
+// DefaultConfig is the routes' settings as bridge.py had them: the voice
+// provider, smart mode's models on both providers, ZeroClaw's files and
+// units, the restart delay.
+func DefaultConfig() Config {
+	return Config{Provider: "zeroclaw",
+		SmartOn:      Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
+		SmartOff:     Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
+		DefaultModel: "mistralai/mistral-small-3.2-24b-instruct", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
+		Workspace: "/root/.zeroclaw/workspace", VoiceConfig: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
+		DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord", RestartDelay: 2 * time.Second}
+}
+
+// Validate reports every setting outside its range as a
+// *fieldcheck.Error naming the field ("RestartDelay"); the bridge's
+// command line names the variable a value came from.
 func (c Config) Validate() error {
-	if c.RestartDelay < 0 {
-		return fmt.Errorf("unit restart delay %s is negative", c.RestartDelay)
-	}
-	return nil
+	var errs fieldcheck.Errors
+	errs.Check("RestartDelay", c.RestartDelay >= 0, c.RestartDelay, "0 or more")
+	return errs.Err()
 }
 
 // Handler serves /admin/* and, in Run, does the work that outlives a
@@ -127,9 +141,7 @@ func NewHandler(cfg Config) *Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
-	if cfg.RestartDelay <= 0 {
-		cfg.RestartDelay = 2 * time.Second
-	}
+	fieldcheck.Fill(&cfg, DefaultConfig(), "RestartDelay")
 	if cfg.Health == nil {
 		cfg.Health = health.New()
 	}

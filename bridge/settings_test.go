@@ -24,11 +24,11 @@ func TestDefaultSettings(t *testing.T) {
 func TestValidateNamesTheField(t *testing.T) {
 	c := DefaultConfig()
 	c.Port, c.BodyTimeout, c.MaxConns, c.UploadBudget = 65536, 0, 0, 1<<20-1
-	testkit.CheckFieldErrors(t, "Config", c.Validate(), "Port: want a port from 0 to 65535", "BodyTimeout: want more than 0",
-		"MaxConns: want at least 1", "UploadBudget: want at least 1 (MiB)")
+	testkit.CheckFieldErrors(t, "Config", c.Validate(), "Port 65536: want a port from 0 to 65535", "BodyTimeout 0s: want more than 0",
+		"MaxConns 0: want at least 1", "UploadBudget 1048575: want at least 1 (MiB)")
 	v := DefaultVoiceConfig()
 	v.Timeout, v.MaxSentences = -time.Second, 0
-	testkit.CheckFieldErrors(t, "VoiceConfig", v.Validate(), "Timeout: want more than 0", "MaxSentences: want at least 1")
+	testkit.CheckFieldErrors(t, "VoiceConfig", v.Validate(), "Timeout -1s: want more than 0", "MaxSentences 0: want at least 1")
 }
 
 // TestDefaultsPerField: New fills each bound left zero on its own,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -85,19 +84,25 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Validate reports settings no service can run with, joined.
+// DefaultConfig is the service's settings as bridge.py had them: the
+// device and feed-client bounds, the consumers' and the speaker
+// resolver's settings, the feed's keepalive. New fills each of these left
+// zero from here, field by field.
+func DefaultConfig() Config {
+	return Config{Consumers: DefaultConsumers(), Speaker: DefaultSpeakerConfig(), Keepalive: 15 * time.Second,
+		MaxDevices: DefaultMaxDevices, MaxFeedClients: DefaultMaxFeedClients}
+}
+
+// Validate reports every setting outside its range as a *fieldcheck.Error
+// naming the field ("MaxDevices", "Consumers.GreetHourEnd",
+// "Speaker.MaxLatches"): the one range check of each field; the bridge's
+// command line names the variable a value came from.
 func (c Config) Validate() error {
-	var errs []error
-	if c.MaxDevices < 0 {
-		errs = append(errs, fmt.Errorf("perception device limit %d is negative", c.MaxDevices))
-	}
-	if c.MaxFeedClients < 0 {
-		errs = append(errs, fmt.Errorf("perception feed client limit %d is negative", c.MaxFeedClients))
-	}
-	if c.Keepalive < 0 {
-		errs = append(errs, fmt.Errorf("perception feed keepalive %s is negative", c.Keepalive))
-	}
-	return errors.Join(append(errs, fieldcheck.Under("Consumers", c.Consumers.Validate()), c.Speaker.validate())...)
+	var errs fieldcheck.Errors
+	errs.Check("MaxDevices", c.MaxDevices >= 1, c.MaxDevices, "at least 1")
+	errs.Check("MaxFeedClients", c.MaxFeedClients >= 1, c.MaxFeedClients, "at least 1")
+	errs.Check("Keepalive", c.Keepalive >= 0, c.Keepalive, "0 or more")
+	return errors.Join(errs.Err(), fieldcheck.Under("Consumers", c.Consumers.Validate()), fieldcheck.Under("Speaker", c.Speaker.validate()))
 }
 
 // Senses gives the freshest camera and microphone descriptions of a device.
@@ -147,15 +152,7 @@ func New(cfg Config) *Service {
 	if cfg.SecurityLocation == nil {
 		cfg.SecurityLocation = cfg.Location
 	}
-	if cfg.Keepalive <= 0 {
-		cfg.Keepalive = 15 * time.Second
-	}
-	if cfg.MaxDevices <= 0 {
-		cfg.MaxDevices = DefaultMaxDevices
-	}
-	if cfg.MaxFeedClients <= 0 {
-		cfg.MaxFeedClients = DefaultMaxFeedClients
-	}
+	fieldcheck.Fill(&cfg, DefaultConfig(), "Keepalive", "MaxDevices", "MaxFeedClients")
 	cfg.Consumers = cfg.Consumers.withDefaults()
 	s := &Service{
 		cfg:    cfg,

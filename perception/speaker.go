@@ -2,7 +2,6 @@ package perception
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/internal/lru"
 )
@@ -83,36 +83,40 @@ type SpeakerConfig struct {
 	MaxLatches int
 }
 
+// DefaultSpeakerConfig is the resolver's settings as bridge.py had them,
+// with the latch bound.
+func DefaultSpeakerConfig() SpeakerConfig {
+	return SpeakerConfig{Sticky: DefaultSpeakerSticky, CalendarWindow: DefaultSpeakerCalendarWindow,
+		PerceptionWindow: DefaultSpeakerPerceptionWindow, AskThreshold: DefaultSpeakerAskThreshold, MaxLatches: DefaultSpeakerMaxLatches}
+}
+
+// withDefaults fills each field left zero from DefaultSpeakerConfig; a
+// negative one stays, its part off.
 func (c SpeakerConfig) withDefaults() SpeakerConfig {
-	if c.Sticky == 0 {
-		c.Sticky = DefaultSpeakerSticky
-	}
-	if c.CalendarWindow == 0 {
-		c.CalendarWindow = DefaultSpeakerCalendarWindow
-	}
-	if c.PerceptionWindow == 0 {
-		c.PerceptionWindow = DefaultSpeakerPerceptionWindow
+	def := DefaultSpeakerConfig()
+	for _, d := range []struct{ v, def *time.Duration }{
+		{&c.Sticky, &def.Sticky}, {&c.CalendarWindow, &def.CalendarWindow}, {&c.PerceptionWindow, &def.PerceptionWindow},
+	} {
+		if *d.v == 0 {
+			*d.v = *d.def
+		}
 	}
 	if c.AskThreshold == 0 {
-		c.AskThreshold = DefaultSpeakerAskThreshold
+		c.AskThreshold = def.AskThreshold
 	}
 	if c.MaxLatches == 0 {
-		c.MaxLatches = DefaultSpeakerMaxLatches
+		c.MaxLatches = def.MaxLatches
 	}
 	return c
 }
 
 // validate reports a latch bound below zero and a threshold that is not a
-// number.
+// number, each as a *fieldcheck.Error naming the field.
 func (c SpeakerConfig) validate() error {
-	var errs []error
-	if c.MaxLatches < 0 {
-		errs = append(errs, fmt.Errorf("speaker latch limit %d is negative", c.MaxLatches))
-	}
-	if math.IsNaN(c.AskThreshold) || math.IsInf(c.AskThreshold, 0) {
-		errs = append(errs, fmt.Errorf("speaker ask threshold %v is not a finite number", c.AskThreshold))
-	}
-	return errors.Join(errs...)
+	var errs fieldcheck.Errors
+	errs.Check("MaxLatches", c.MaxLatches >= 0, c.MaxLatches, "0 or more")
+	errs.Check("AskThreshold", !math.IsNaN(c.AskThreshold) && !math.IsInf(c.AskThreshold, 0), c.AskThreshold, "a finite number")
+	return errs.Err()
 }
 
 // CalendarPeople gives today's calendar events tagged with a person

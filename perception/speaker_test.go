@@ -2,6 +2,7 @@ package perception
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,7 +79,8 @@ func (panickyCalendar) PersonEventsToday(func(string, time.Time, bool)) { panic(
 func newSpeakerService(t *testing.T, now time.Time, roster string, edit func(*Config)) (*Service, *clockwork.FakeClock) {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(now)
-	cfg := Config{Consumers: DefaultConsumers(), Location: brisbane, Clock: clock, Logger: hclog.NewNullLogger()}
+	cfg := DefaultConfig()
+	cfg.Location, cfg.Clock, cfg.Logger = brisbane, clock, hclog.NewNullLogger()
 	cfg.Consumers.HouseholdPath = ""
 	if roster != "" {
 		cfg.Consumers.HouseholdPath = filepath.Join(t.TempDir(), "household.yaml")
@@ -432,18 +434,18 @@ func TestSpeakerConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  SpeakerConfig
-		want string
+		want []string
 	}{
-		{"zero", SpeakerConfig{}, ""},
-		{"off", SpeakerConfig{Sticky: -1, CalendarWindow: -1, PerceptionWindow: -1, AskThreshold: -1}, ""},
-		{"negative bound", SpeakerConfig{MaxLatches: -1}, "speaker latch limit -1 is negative"},
+		{"zero", SpeakerConfig{}, nil},
+		{"off", SpeakerConfig{Sticky: -1, CalendarWindow: -1, PerceptionWindow: -1, AskThreshold: -1}, nil},
+		{"negative bound", SpeakerConfig{MaxLatches: -1}, []string{"Speaker.MaxLatches -1: want 0 or more"}},
+		{"threshold not a number", SpeakerConfig{AskThreshold: math.Inf(1)}, []string{"Speaker.AskThreshold +Inf: want a finite number"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Config{Consumers: DefaultConsumers(), Speaker: tc.cfg}.Validate()
-			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("Validate() = %v, want %q", err, tc.want)
-			}
+			cfg := DefaultConfig()
+			cfg.Speaker = tc.cfg
+			testkit.CheckFieldErrors(t, "Config", cfg.Validate(), tc.want...)
 		})
 	}
 	if d := cmp.Diff(SpeakerConfig{}.withDefaults(), SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's think_hard endpoint and song directory
@@ -23,13 +23,7 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	bad := DefaultConfig()
 	bad.Thinker.URL, bad.Thinker.Timeout = "llm.lan", 0
-	got, others := fieldcheck.Texts(bad.Validate())
-	if others != nil {
-		t.Errorf("not fieldcheck.Errors: %v", others)
-	}
-	if d := cmp.Diff(got, []string{"Thinker.URL llm.lan: want an http or https URL", "Thinker.Timeout 0s: want more than 0"}); d != "" {
-		t.Errorf("Validate (-got +want):\n%s", d)
-	}
+	testkit.CheckFieldErrors(t, "Config", bad.Validate(), "Thinker.URL llm.lan: want an http or https URL", "Thinker.Timeout 0s: want more than 0")
 }
 
 // TestThinkerDefaultsPerField: the thinker defaults each field on its own.

@@ -29,5 +29,5 @@ func TestValidateNamesTheField(t *testing.T) {
 	hot := 2.5
 	c.BaseURL, c.Temperature, c.PingTimeout = "ftp://x", &hot, time.Minute
 	testkit.CheckFieldErrors(t, "Config", c.Validate(),
-		"BaseURL: want an http or https URL", "Temperature: want a number from 0 to 2", "PingTimeout: want at most PingInterval")
+		"BaseURL ftp://x: want an http or https URL", "Temperature 2.5: want a number from 0 to 2", "PingTimeout 1m0s: want at most PingInterval")
 }

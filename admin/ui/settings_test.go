@@ -4,9 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's dashboard settings (moved from cmd's
@@ -21,13 +19,6 @@ func TestDefaultConfig(t *testing.T) {
 		t.Errorf("DefaultConfig().Validate() = %v", err)
 	}
 	c.MaxClients, c.XiaozhiWSPort, c.Operator.XiaozhiRestartTimeout = 0, 70000, 0
-	got, others := fieldcheck.Texts(c.Validate())
-	if others != nil {
-		t.Errorf("not fieldcheck.Errors: %v", others)
-	}
-	want := []string{"MaxClients 0: want at least 1", "XiaozhiWSPort 70000: want a port from 1 to 65535",
-		"Operator.XiaozhiRestartTimeout 0s: want more than 0"}
-	if d := cmp.Diff(got, want); d != "" {
-		t.Errorf("Validate (-got +want):\n%s", d)
-	}
+	testkit.CheckFieldErrors(t, "Config", c.Validate(), "MaxClients 0: want at least 1", "XiaozhiWSPort 70000: want a port from 1 to 65535",
+		"Operator.XiaozhiRestartTimeout 0s: want more than 0")
 }

@@ -1,10 +1,9 @@
 package xiaozhi
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's admin port (moved from cmd's defaults
@@ -17,8 +16,5 @@ func TestDefaultConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Errorf("DefaultConfig().Validate() = %v", err)
 	}
-	var fe *fieldcheck.Error
-	if err := (Config{Port: 65536}).Validate(); !errors.As(err, &fe) || err.Error() != "Port 65536: want a port from 1 to 65535" {
-		t.Errorf("Validate() = %v, want a fieldcheck.Error on Port", err)
-	}
+	testkit.CheckFieldErrors(t, "Config", Config{Port: 65536}.Validate(), "Port 65536: want a port from 1 to 65535")
 }

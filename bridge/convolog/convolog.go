@@ -82,6 +82,10 @@ type Config struct {
 	Health *health.Conditions
 }
 
+// DefaultConfig is the log's settings as bridge.py had them: its
+// directory.
+func DefaultConfig() Config { return Config{Dir: "/root/zeroclaw-bridge/logs"} }
+
 // Log appends records; safe for concurrent use.
 type Log struct {
 	loc   *time.Location

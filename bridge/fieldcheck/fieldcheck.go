@@ -93,19 +93,6 @@ func Under(parent string, err error) error {
 	return errors.Join(out...)
 }
 
-// Texts is the text of each of err's errors, in order, and the errors
-// among them that are not an *Error: what a component's test compares its
-// Validate with.
-func Texts(err error) (texts []string, others []error) {
-	for _, e := range Split(err) {
-		texts = append(texts, e.Error())
-		if _, ok := e.(*Error); !ok {
-			others = append(others, e)
-		}
-	}
-	return texts, others
-}
-
 // Split flattens the joins of err into their errors, in order; nil for a
 // nil err.
 func Split(err error) []error {

@@ -71,12 +71,3 @@ func TestErrorWhy(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
-
-func TestTexts(t *testing.T) {
-	var errs Errors
-	errs.Check("Port", false, 0, "a port from 1 to 65535")
-	texts, others := Texts(errors.Join(errs.Err(), io.EOF))
-	if d := cmp.Diff(texts, []string{"Port 0: want a port from 1 to 65535", "EOF"}); d != "" || len(others) != 1 || others[0] != io.EOF {
-		t.Errorf("Texts: %s, others %v", d, others)
-	}
-}

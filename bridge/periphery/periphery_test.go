@@ -2,16 +2,13 @@ package periphery
 
 import (
 	"context"
-	"errors"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -19,7 +16,7 @@ func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
 		edit    func(c *Config)
-		wantErr string
+		wantErr []string
 	}{
 		{name: "defaults", edit: func(*Config) {}},
 		{name: "full", edit: func(c *Config) {
@@ -27,37 +24,27 @@ func TestConfigValidate(t *testing.T) {
 				CalendarIDs: []string{"a@group.calendar.google.com"}, CalendarTTL: time.Hour, CalendarPoll: time.Minute,
 				PersonPrefix: regexp.MustCompile(DefaultPersonPrefix)}
 		}},
-		{name: "url without scheme", edit: func(c *Config) { c.WeatherURL = "wttr.in" }, wantErr: "WeatherURL wttr.in: want an http or https URL"},
-		{name: "ftp url", edit: func(c *Config) { c.WeatherURL = "ftp://wttr.in" }, wantErr: "WeatherURL"},
-		{name: "negative weather ttl", edit: func(c *Config) { c.WeatherTTL = -time.Second }, wantErr: "WeatherTTL -1s: want more than 0"},
-		{name: "zero weather ttl", edit: func(c *Config) { c.WeatherTTL = 0 }, wantErr: "WeatherTTL 0s: want more than 0"},
-		{name: "negative calendar ttl", edit: func(c *Config) { c.CalendarTTL = -time.Second }, wantErr: "CalendarTTL"},
-		{name: "negative poll", edit: func(c *Config) { c.CalendarPoll = -time.Second }, wantErr: "CalendarPoll"},
-		{name: "blank calendar id", edit: func(c *Config) { c.CalendarIDs = []string{"a", " "} }, wantErr: "CalendarIDs [a  ]: want no blank calendar id"},
-		{name: "pattern without rest", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(?P<person>\w+)\]`) }, wantErr: "named groups person and rest"},
-		{name: "pattern without person", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(\w+)\] (?P<rest>.+)`) }, wantErr: "named groups person and rest"},
+		{name: "url without scheme", edit: func(c *Config) { c.WeatherURL = "wttr.in" }, wantErr: []string{"WeatherURL wttr.in: want an http or https URL"}},
+		{name: "ftp url", edit: func(c *Config) { c.WeatherURL = "ftp://wttr.in" }, wantErr: []string{"WeatherURL ftp://wttr.in: want an http or https URL"}},
+		{name: "negative weather ttl", edit: func(c *Config) { c.WeatherTTL = -time.Second }, wantErr: []string{"WeatherTTL -1s: want more than 0"}},
+		{name: "zero weather ttl", edit: func(c *Config) { c.WeatherTTL = 0 }, wantErr: []string{"WeatherTTL 0s: want more than 0"}},
+		{name: "negative calendar ttl", edit: func(c *Config) { c.CalendarTTL = -time.Second }, wantErr: []string{"CalendarTTL -1s: want more than 0"}},
+		{name: "negative poll", edit: func(c *Config) { c.CalendarPoll = -time.Second }, wantErr: []string{"CalendarPoll -1s: want more than 0"}},
+		{name: "blank calendar id", edit: func(c *Config) { c.CalendarIDs = []string{"a", " "} }, wantErr: []string{"CalendarIDs [a  ]: want no blank calendar id"}},
+		{name: "pattern without rest", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(?P<person>\w+)\]`) },
+			wantErr: []string{`PersonPrefix ^\[(?P<person>\w+)\]: want a regular expression with named groups person and rest`}},
+		{name: "pattern without person", edit: func(c *Config) { c.PersonPrefix = regexp.MustCompile(`^\[(\w+)\] (?P<rest>.+)`) },
+			wantErr: []string{`PersonPrefix ^\[(\w+)\] (?P<rest>.+): want a regular expression with named groups person and rest`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tc.edit(&cfg)
-			err := cfg.Validate()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			var fe *fieldcheck.Error
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &fe) {
-				t.Fatalf("Validate() = %v, want a fieldcheck.Error containing %q", err, tc.wantErr)
-			}
+			testkit.CheckFieldErrors(t, "Config", cfg.Validate(), tc.wantErr...)
 		})
 	}
-	err := Config{WeatherURL: "x", WeatherTTL: -1, CalendarTTL: time.Hour, CalendarPoll: time.Hour, CalendarIDs: []string{""}}.Validate()
-	if err == nil || strings.Count(err.Error(), "\n") != 2 {
-		t.Errorf("Validate() = %v, want three joined errors", err)
-	}
+	testkit.CheckFieldErrors(t, "Config with three errors", Config{WeatherURL: "x", WeatherTTL: -1, CalendarTTL: time.Hour, CalendarPoll: time.Hour,
+		CalendarIDs: []string{""}}.Validate(), "WeatherURL x: want an http or https URL", "WeatherTTL -1ns: want more than 0", "CalendarIDs []: want no blank calendar id")
 }
 
 func TestConfigDefaults(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's firmware path, deadline and transcription
@@ -22,19 +22,10 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	bad := DefaultConfig()
 	bad.Path, bad.STT.URL, bad.STT.Timeout, bad.Deadline = "listen", "https://whisper.lan", 0, 15*time.Second
-	got, others := fieldcheck.Texts(bad.Validate())
-	if others != nil {
-		t.Errorf("not fieldcheck.Errors: %v", others)
-	}
-	want2 := []string{"Path listen: want a path starting with /",
+	testkit.CheckFieldErrors(t, "Config", bad.Validate(), "Path listen: want a path starting with /",
 		"STT.Timeout 0s: want more than 0", "Deadline 15s: want at most 14 (the firmware gives up at 15)",
-		"Token false: want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)"}
-	if d := cmp.Diff(got, want2); d != "" {
-		t.Errorf("Validate (-got +want):\n%s", d)
-	}
+		"Token false: want a token for the firmware sidecar (or SIDECAR_ALLOW_NO_TOKEN=1 on a trusted LAN)")
 	bad = DefaultConfig()
 	bad.STT.URL = "whisper.lan"
-	if err := bad.Validate(); err == nil || err.Error() != "STT.URL whisper.lan: want an http or https URL" {
-		t.Errorf("bad URL: %v, want its error alone", err)
-	}
+	testkit.CheckFieldErrors(t, "Config with a bad URL alone", bad.Validate(), "STT.URL whisper.lan: want an http or https URL")
 }

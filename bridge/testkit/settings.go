@@ -21,32 +21,27 @@ func CheckDefaults[T interface{ Validate() error }](t testing.TB, name string, d
 	}
 }
 
-// CheckFieldErrors fails t unless err, a component's Validate, is the
-// range errors want: one "Field: want Want" line (" Ref" added when it
-// compares with another field) per *fieldcheck.Error, in order. Any
-// other error fails t too.
+// CheckFieldErrors is the one way a test checks a component's Validate:
+// it fails t unless err is the range errors want, each one's text (the
+// field, its value and what it wants: "Port 0: want a port from 1 to
+// 65535"), in order, and every error among them a *fieldcheck.Error.
 func CheckFieldErrors(t testing.TB, name string, err error, want ...string) {
 	t.Helper()
-	if d := cmp.Diff(fieldLines(t, err), want); d != "" {
+	if d := cmp.Diff(fieldTexts(t, err), want); d != "" {
 		t.Errorf("%s's range errors (-got +want):\n%s", name, d)
 	}
 }
 
-// fieldLines is err's *fieldcheck.Error lines; any other error fails t.
-func fieldLines(t testing.TB, err error) []string {
+// fieldTexts is the text of each of err's errors, in order; one that is
+// not a *fieldcheck.Error fails t.
+func fieldTexts(t testing.TB, err error) []string {
 	t.Helper()
 	var out []string
 	for _, e := range fieldcheck.Split(err) {
-		fe, ok := e.(*fieldcheck.Error)
-		if !ok {
+		if _, ok := e.(*fieldcheck.Error); !ok {
 			t.Errorf("%v is not a fieldcheck.Error", e)
-			continue
 		}
-		line := fe.Field + ": want " + fe.Want
-		if fe.Ref != "" {
-			line += " " + fe.Ref
-		}
-		out = append(out, line)
+		out = append(out, e.Error())
 	}
 	return out
 }

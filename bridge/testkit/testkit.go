@@ -5,7 +5,8 @@
 // time zones, a file that blocks a directory, whether a process still
 // runs, a private mount namespace to mount a read-only or full file
 // system in, a package's /metrics exposition held to its golden file, and
-// a component's settings checks (CheckDefaults, CheckFieldErrors). It
+// a component's settings checks (CheckDefaults, CheckFieldErrors) and a
+// testing.TB that records a helper's failures (Recorder). It
 // lives under bridge/ with the rest of the shared plumbing, is imported
 // only by tests, and imports no package of this module but the leaf
 // bridge/fieldcheck, so any package's tests (acp's included) may use it
@@ -28,6 +29,25 @@ import (
 	"testing"
 	"time"
 )
+
+// Recorder is a testing.TB that records the failures a helper reports
+// (Errorf, Fatalf) instead of failing the test, so that a test can check
+// a helper's own failures. Its Fatalf returns: the helper goes on.
+type Recorder struct {
+	testing.TB
+	Failures []string
+}
+
+// Helper does nothing: the failures are the recorder's.
+func (r *Recorder) Helper() {}
+
+// Errorf records a failure.
+func (r *Recorder) Errorf(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// Fatalf records a failure, as Errorf.
+func (r *Recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
 
 // LogBuffer is an io.Writer for loggers that background goroutines write
 // while the test reads it.

@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -152,15 +154,23 @@ func TestFieldChecks(t *testing.T) {
 	errs.Check("Fine", true, 1, "at least 1")
 	errs.CheckRef("Max", false, 1, "at least", "Min")
 	err := fieldcheck.Under("HTTP", errs.Err())
-	want := []string{"HTTP.Port: want a port from 0 to 65535", "HTTP.Max: want at least HTTP.Min"}
-	if got := fieldLines(t, err); !slices.Equal(got, want) {
-		t.Errorf("fieldLines = %q, want %q", got, want)
+	want := []string{"HTTP.Port 70000: want a port from 0 to 65535", "HTTP.Max 1: want at least HTTP.Min"}
+	if got := fieldTexts(t, err); !slices.Equal(got, want) {
+		t.Errorf("fieldTexts = %q, want %q", got, want)
 	}
-	if got := fieldLines(t, nil); got != nil {
-		t.Errorf("fieldLines(nil) = %q", got)
+	if got := fieldTexts(t, nil); got != nil {
+		t.Errorf("fieldTexts(nil) = %q", got)
 	}
 	CheckFieldErrors(t, "HTTP", err, want...)
 	CheckDefaults(t, "valid", validated{1}, validated{1})
+	// An error that is no fieldcheck.Error fails the test, its text kept
+	// in order (what fieldcheck.Texts returned apart).
+	rec := &Recorder{TB: t}
+	got := fieldTexts(rec, errors.Join(errs.Err(), io.EOF))
+	if !slices.Equal(got, []string{"Port 70000: want a port from 0 to 65535", "Max 1: want at least Min", "EOF"}) ||
+		!slices.Equal(rec.Failures, []string{"EOF is not a fieldcheck.Error"}) {
+		t.Errorf("fieldTexts with another error = %q, reported %q", got, rec.Failures)
+	}
 }
 
 // validated is a Config whose Validate passes.

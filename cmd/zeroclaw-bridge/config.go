@@ -171,7 +171,10 @@ var componentDefaults = config{
 	Voice:       bridge.DefaultVoiceConfig(),
 	Steerable:   steerable.DefaultConfig(),
 
-	Perception: perception.Config{Consumers: perception.DefaultConsumers()},
+	Modes:      admin.DefaultModesConfig(),
+	ConvoLog:   convolog.DefaultConfig(),
+	Admin:      admin.DefaultConfig(),
+	Perception: perception.DefaultConfig(),
 	Social:     social.Config{Settings: social.DefaultSettings()},
 	Vision:     vision.DefaultConfig(),
 	Periphery:  periphery.DefaultConfig(),
@@ -240,6 +243,17 @@ func intField(env, path, help string) setting {
 // numberField is a fieldSetting of a float64.
 func numberField(env, path, help string) setting {
 	return fieldSetting(env, path, "", help, parseFloat, func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) })
+}
+
+// offField is a fieldSetting of a time.Duration written in units
+// (seconds, minutes, hours; a decimal allowed) where 0 switches the
+// behaviour off: it is stored as −1, since a zero field means "the
+// default" to the component.
+func offField(env, path string, unit time.Duration, help string) setting {
+	return fieldSetting(env, path, "", help, func(dst *time.Duration, v string) error { return parseOptSeconds(dst, v, unit) },
+		func(d time.Duration) string {
+			return strconv.FormatFloat(float64(max(d, 0))/float64(unit), 'f', -1, 64)
+		})
 }
 
 // textField is a fieldSetting of a string, taken as it is.
@@ -507,17 +521,13 @@ var settings = []setting{
 			}
 			return nil
 		}, func(deny bool) string { return map[bool]string{false: "allow", true: "deny"}[deny] }),
-	switchSetting("DOTTY_KID_MODE", "true", "kid mode when its state file is missing or unrecognised; while on, camera.take_photo is refused", kidRule,
-		func(c *config) *bool { return &c.Modes.KidDefault }),
-	pathSetting("DOTTY_KID_MODE_STATE", "/root/zeroclaw-bridge/state/kid-mode", "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn",
-		func(c *config) *string { return &c.Modes.KidStatePath }),
-	pathSetting("DOTTY_SMART_MODE_STATE", "/root/zeroclaw-bridge/state/smart-mode", "smart-mode state file (true or false; missing means off)",
-		func(c *config) *string { return &c.Modes.SmartStatePath }),
+	switchField("DOTTY_KID_MODE", "Modes.KidDefault", "kid mode when its state file is missing or unrecognised; while on, camera.take_photo is refused", kidRule),
+	pathField("DOTTY_KID_MODE_STATE", "Modes.KidStatePath", "kid-mode state file (true or false); when missing or unrecognised DOTTY_KID_MODE applies; read live at every turn"),
+	pathField("DOTTY_SMART_MODE_STATE", "Modes.SmartStatePath", "smart-mode state file (true or false; missing means off)"),
 	intField("MAX_SENTENCES", "Voice.MaxSentences", "sentence cap of spoken replies"),
 	{env: "TZ", def: "Australia/Brisbane", help: "IANA time zone of prompt dates and log file names",
 		parse: func(c *config, v string) error { return parseZone(&c.TZ, v) }},
-	pathSetting("CONVO_LOG_DIR", "/root/zeroclaw-bridge/logs", "directory of the conversation logs",
-		func(c *config) *string { return &c.ConvoLog.Dir }),
+	pathField("CONVO_LOG_DIR", "ConvoLog.Dir", "directory of the conversation logs"),
 	fieldSetting("WEATHER_LOCATION", "Periphery.WeatherLocation", "", "place whose weather goes into the prompt's context line, fetched in the background; set to \"-\" to disable",
 		func(dst *string, v string) error {
 			if *dst = strings.TrimSpace(v); *dst == "-" {
@@ -560,10 +570,8 @@ var settings = []setting{
 	textField("VOICE_PLAY_SONG_ASSET_BASE", "Tier1.SongAssetBase", "directory of the song files on the xiaozhi host; play_song asks xiaozhi to play <base>/<file>"),
 	pathSetting("HOUSEHOLD_YAML_PATH", "~/.zeroclaw/household.yaml", "household roster (people ids, display_name, appearance) for the named greeting; re-read when it changes; missing means no roster",
 		func(c *config) *string { return &c.Perception.Consumers.HouseholdPath }).orWithoutHome("no household roster"),
-	{env: "PERCEPTION_MAX_DEVICES", def: strconv.Itoa(perception.DefaultMaxDevices), help: "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxDevices, v) }},
-	{env: "PERCEPTION_FEED_MAX_CLIENTS", def: strconv.Itoa(perception.DefaultMaxFeedClients), help: "most /api/perception/feed clients at once; past it a client gets 503",
-		parse: func(c *config, v string) error { return parseInt(&c.Perception.MaxFeedClients, v) }},
+	intField("PERCEPTION_MAX_DEVICES", "Perception.MaxDevices", "most robots whose perception state is kept; a new one past it evicts the least recently seen with its events and caches"),
+	intField("PERCEPTION_FEED_MAX_CLIENTS", "Perception.MaxFeedClients", "most /api/perception/feed clients at once; past it a client gets 503"),
 	secondsField("FACE_GREET_MIN_INTERVAL_SEC", "Perception.Consumers.GreetMinInterval", "seconds between two face greetings of a device (legacy name FACE_GREET_COOLDOWN_SEC is used when this is unset)"),
 	{env: "FACE_GREET_COOLDOWN_SEC", def: "", help: "legacy name of FACE_GREET_MIN_INTERVAL_SEC",
 		parse: func(c *config, v string) error {
@@ -616,26 +624,21 @@ var settings = []setting{
 	switchField("SCENE_SYNTHESIS_ENABLED", "Perception.Consumers.SceneEnabled", "compose one-line scenes (who is there, what the robot sees and hears) for the prompt and the dashboard", exactOneRule),
 	secondsField("SCENE_SYNTHESIS_INTERVAL_SEC", "Perception.Consumers.SceneInterval", "seconds without a recognised face, a caption or a story/security/sleep state after which every robot's scene is composed"),
 	secondsField("SCENE_SYNTHESIS_MIN_GAP_SEC", "Perception.Consumers.SceneMinGap", "least seconds between two scenes of one robot"),
-	{env: "SPEAKER_STICKY_SEC", def: "600", help: "seconds a self-identified speaker (\"it's Brett\") stays the speaker of that robot; 0 turns the latch off",
-		parse: func(c *config, v string) error { return parseOptSeconds(&c.Perception.Speaker.Sticky, v, time.Second) }},
-	{env: "SPEAKER_CALENDAR_WINDOW_MIN", def: "30", help: "minutes around a person's calendar event in which it suggests they are the speaker; 0 turns the calendar signal off",
-		parse: func(c *config, v string) error {
-			return parseOptSeconds(&c.Perception.Speaker.CalendarWindow, v, time.Minute)
-		}},
-	{env: "SPEAKER_PERCEPTION_WINDOW_SEC", def: "30", help: "seconds a recognised face on the robot suggests that person is the speaker; 0 turns the signal off",
-		parse: func(c *config, v string) error {
-			return parseOptSeconds(&c.Perception.Speaker.PerceptionWindow, v, time.Second)
-		}},
-	{env: "SPEAKER_ASK_THRESHOLD", def: "0.5", help: "confidence under which the speaker is only a guess (logged as ask); 0 never asks",
-		parse: func(c *config, v string) error {
-			if err := parseFloat(&c.Perception.Speaker.AskThreshold, v); err != nil {
+	offField("SPEAKER_STICKY_SEC", "Perception.Speaker.Sticky", time.Second, "seconds a self-identified speaker (\"it's Brett\") stays the speaker of that robot; 0 turns the latch off"),
+	offField("SPEAKER_CALENDAR_WINDOW_MIN", "Perception.Speaker.CalendarWindow", time.Minute, "minutes around a person's calendar event in which it suggests they are the speaker; 0 turns the calendar signal off"),
+	offField("SPEAKER_PERCEPTION_WINDOW_SEC", "Perception.Speaker.PerceptionWindow", time.Second, "seconds a recognised face on the robot suggests that person is the speaker; 0 turns the signal off"),
+	// 0 and below are stored as −1, never asking: a zero field means the
+	// default.
+	fieldSetting("SPEAKER_ASK_THRESHOLD", "Perception.Speaker.AskThreshold", "", "confidence under which the speaker is only a guess (logged as ask); 0 never asks",
+		func(dst *float64, v string) error {
+			if err := parseFloat(dst, v); err != nil {
 				return err
 			}
-			if c.Perception.Speaker.AskThreshold <= 0 {
-				c.Perception.Speaker.AskThreshold = -1
+			if *dst <= 0 {
+				*dst = -1
 			}
 			return nil
-		}},
+		}, func(f float64) string { return strconv.FormatFloat(max(f, 0), 'f', -1, 64) }),
 	// 0 is stored as −1, the block off: a zero field means the default.
 	fieldSetting("PERSON_MEMORY_MAX_FACTS", "Memory.PersonMaxFacts", "", "approved facts about the speaker put into the prompt's [Person memory] block; 0 leaves the block out",
 		func(dst *int, v string) error {
@@ -698,38 +701,25 @@ var settings = []setting{
 			c.UI.Operator.Units = list
 			return nil
 		}},
-	{env: "DOTTY_VOICE_PROVIDER", def: "zeroclaw", help: "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
-		parse: func(c *config, v string) error { c.Admin.Provider = strings.ToLower(strings.TrimSpace(v)); return nil }},
-	{env: "SMART_MODEL", def: "anthropic/claude-sonnet-4-6", help: "model while smart mode is on (both providers)",
-		parse: func(c *config, v string) error { c.Admin.SmartOn.Model = v; return nil }},
-	{env: "TIER1SLIM_LOCAL_URL", def: "http://localhost:8080/v1", help: "Tier1Slim's model URL while smart mode is off",
-		parse: func(c *config, v string) error { c.Admin.SmartOff.URL = v; return nil }},
-	{env: "TIER1SLIM_LOCAL_MODEL", def: "qwen3.5:4b", help: "Tier1Slim's model while smart mode is off",
-		parse: func(c *config, v string) error { c.Admin.SmartOff.Model = v; return nil }},
-	{env: "TIER1SLIM_LOCAL_API_KEY", def: "dotty-voice", secret: true, help: "Tier1Slim's API key while smart mode is off",
-		parse: func(c *config, v string) error { c.Admin.SmartOff.APIKey = v; return nil }},
-	{env: "TIER1SLIM_CLOUD_URL", def: "https://openrouter.ai/api/v1", help: "Tier1Slim's model URL while smart mode is on",
-		parse: func(c *config, v string) error { c.Admin.SmartOn.URL = v; return nil }},
+	fieldSetting("DOTTY_VOICE_PROVIDER", "Admin.Provider", "", "voice provider xiaozhi uses: tier1slim makes smart mode hot-swap Tier1Slim's model on xiaozhi (and pushes it at start); anything else edits ZeroClaw's config.toml and restarts the agent",
+		func(dst *string, v string) error { *dst = strings.ToLower(strings.TrimSpace(v)); return nil }, func(v string) string { return v }),
+	textField("SMART_MODEL", "Admin.SmartOn.Model", "model while smart mode is on (both providers)"),
+	textField("TIER1SLIM_LOCAL_URL", "Admin.SmartOff.URL", "Tier1Slim's model URL while smart mode is off"),
+	textField("TIER1SLIM_LOCAL_MODEL", "Admin.SmartOff.Model", "Tier1Slim's model while smart mode is off"),
+	textField("TIER1SLIM_LOCAL_API_KEY", "Admin.SmartOff.APIKey", "Tier1Slim's API key while smart mode is off").secretValue(),
+	textField("TIER1SLIM_CLOUD_URL", "Admin.SmartOn.URL", "Tier1Slim's model URL while smart mode is on"),
 	{env: "TIER1SLIM_CLOUD_API_KEY", def: "", secret: true, help: "Tier1Slim's API key while smart mode is on; unset: OPENROUTER_API_KEY",
 		parse: func(c *config, v string) error { c.Keys.Cloud = v; return nil }},
 	{env: "OPENROUTER_API_KEY", def: "", secret: true, help: "fallback for every cloud API key",
 		parse: func(c *config, v string) error { c.Keys.OpenRouter = v; return nil }},
-	{env: "DOTTY_DEFAULT_MODEL", def: "mistralai/mistral-small-3.2-24b-instruct", help: "ZeroClaw's model while smart mode is off (ZeroClaw provider)",
-		parse: func(c *config, v string) error { c.Admin.DefaultModel = v; return nil }},
-	{env: "VOICE_LOCAL_PROFILE_KEY", def: "", help: "set to edit a multi-profile config.toml: the profile key of the local model",
-		parse: func(c *config, v string) error { c.Admin.LocalProfileKey = v; return nil }},
-	{env: "VOICE_CLOUD_PROFILE_KEY", def: "custom:https://openrouter.ai/api/v1", help: "profile key of the cloud model in a multi-profile config.toml",
-		parse: func(c *config, v string) error { c.Admin.CloudProfileKey = v; return nil }},
-	pathSetting("ZEROCLAW_WORKSPACE", "/root/.zeroclaw/workspace", "ZeroClaw's workspace, where /admin/persona writes the persona files",
-		func(c *config) *string { return &c.Admin.Workspace }),
-	pathSetting("ZEROCLAW_VOICE_CFG", "/root/.zeroclaw/config.toml", "the voice agent's config.toml, edited by /admin/model and smart mode",
-		func(c *config) *string { return &c.Admin.VoiceConfig }),
-	{env: "ZEROCLAW_VOICE_UNIT", def: "zeroclaw-bridge", help: "systemd unit reported for the voice agent (the bridge restarts its own agent child)",
-		parse: func(c *config, v string) error { c.Admin.VoiceUnit = v; return nil }},
-	pathSetting("ZEROCLAW_DISCORD_CFG", "/root/.zeroclaw-discord/config.toml", "the Discord agent's config.toml, edited by /admin/model",
-		func(c *config) *string { return &c.Admin.DiscordConfig }),
-	{env: "ZEROCLAW_DISCORD_UNIT", def: "zeroclaw-discord", help: "systemd unit restarted after the Discord agent's model changed",
-		parse: func(c *config, v string) error { c.Admin.DiscordUnit = v; return nil }},
+	textField("DOTTY_DEFAULT_MODEL", "Admin.DefaultModel", "ZeroClaw's model while smart mode is off (ZeroClaw provider)"),
+	textField("VOICE_LOCAL_PROFILE_KEY", "Admin.LocalProfileKey", "set to edit a multi-profile config.toml: the profile key of the local model"),
+	textField("VOICE_CLOUD_PROFILE_KEY", "Admin.CloudProfileKey", "profile key of the cloud model in a multi-profile config.toml"),
+	pathField("ZEROCLAW_WORKSPACE", "Admin.Workspace", "ZeroClaw's workspace, where /admin/persona writes the persona files"),
+	pathField("ZEROCLAW_VOICE_CFG", "Admin.VoiceConfig", "the voice agent's config.toml, edited by /admin/model and smart mode"),
+	textField("ZEROCLAW_VOICE_UNIT", "Admin.VoiceUnit", "systemd unit reported for the voice agent (the bridge restarts its own agent child)"),
+	pathField("ZEROCLAW_DISCORD_CFG", "Admin.DiscordConfig", "the Discord agent's config.toml, edited by /admin/model"),
+	textField("ZEROCLAW_DISCORD_UNIT", "Admin.DiscordUnit", "systemd unit restarted after the Discord agent's model changed"),
 	pathSetting("DOTTY_TOOL_ALLOWLIST", "/root/zeroclaw-bridge/state/tool-allowlist", "file of the tool allow list kept by /admin/safety (one tool per line); missing: bridge.py's default list",
 		func(c *config) *string { return &c.ToolAllowList }),
 	textField("VISION_MODEL", "Vision.Vision.Model", "vision model describing the robot's photos"),
@@ -892,9 +882,8 @@ func (c *config) expandPaths(homes homeDirs) []error {
 	return errs
 }
 
-// validate checks the perception limits and the settings that depend on
-// the agent protocol, and runs the Validate of the components whose
-// settings are field settings.
+// validate checks the settings that depend on the agent protocol, and
+// runs the Validate of the components whose settings are field settings.
 // Each error names the flag or variable the value came from.
 func (c config) validate() error {
 	var errs []error
@@ -902,12 +891,6 @@ func (c config) validate() error {
 		if !ok {
 			errs = append(errs, fmt.Errorf("invalid %s %q: %s", c.nameOf(env), c.shown(env, value), want))
 		}
-	}
-	for _, n := range []struct {
-		env string
-		v   int
-	}{{"PERCEPTION_MAX_DEVICES", c.Perception.MaxDevices}, {"PERCEPTION_FEED_MAX_CLIENTS", c.Perception.MaxFeedClients}} {
-		check(n.env, n.v >= 1, strconv.Itoa(n.v), "want at least 1")
 	}
 	// One agent protocol at a time: a setting of the other one is a
 	// mistake worth stopping for, not something to ignore.
@@ -923,7 +906,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("ACP", c.ACP.Validate())...)
 	errs = append(errs, c.onSettings("Pool", c.Pool.Validate())...)
 	errs = append(errs, c.onSettings("Steerable", c.Steerable.Validate())...)
-	errs = append(errs, c.onSettings("Perception.Consumers", c.Perception.Consumers.Validate())...)
+	errs = append(errs, c.onSettings("Perception", c.Perception.Validate())...)
 	errs = append(errs, c.onSettings("Social", c.Social.Validate())...)
 	errs = append(errs, c.onSettings("Vision", c.Vision.Validate())...)
 	errs = append(errs, c.onSettings("Periphery", c.Periphery.Validate())...)
@@ -938,6 +921,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Sidecar", c.Sidecar.Validate())...)
 	errs = append(errs, c.onSettings("Xiaozhi", c.Xiaozhi.Validate())...)
 	errs = append(errs, c.onSettings("UI", c.UI.Validate())...)
+	errs = append(errs, c.onSettings("Admin", c.Admin.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -80,10 +80,11 @@ func defaultConfig(t *testing.T) config {
 		t.Fatal(err)
 	}
 	home := passwdHome(t)
-	consumers := perception.DefaultConsumers()
-	consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
-	// Their values: bridge's, acp's and steerable's TestDefaultSettings.
+	// Their values: bridge's, acp's, steerable's and admin's TestDefaultSettings.
 	fields := componentFields()
+	perceptionConfig := fields.Perception // its values: perception's TestDefaultConfig
+	perceptionConfig.Consumers.HouseholdPath = filepath.Join(home, ".zeroclaw", "household.yaml")
+	perceptionConfig.SecurityLocation = brisbane
 	periphery := periphery.DefaultConfig() // its values: periphery's TestDefaultConfig
 	periphery.CalendarSAPath = "/root/.zeroclaw/secrets/google-calendar-sa.json"
 	memory := memstore.DefaultConfig() // its values: memstore's TestDefaultConfig
@@ -91,34 +92,27 @@ func defaultConfig(t *testing.T) config {
 	sidecarConfig := sidecar.DefaultConfig() // its values: sidecar's TestDefaultConfig
 	sidecarConfig.PersonasDir = "/root/zeroclaw-bridge/personas"
 	return config{
-		demo:  demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
-		HTTP:  fields.HTTP,
-		ACP:   fields.ACP,
-		Pool:  fields.Pool,
-		Voice: fields.Voice,
-		Modes: admin.ModesConfig{KidDefault: true, KidStatePath: "/root/zeroclaw-bridge/state/kid-mode",
-			SmartStatePath: "/root/zeroclaw-bridge/state/smart-mode"},
-		ConvoLog:  convolog.Config{Dir: "/root/zeroclaw-bridge/logs"},
+		demo:      demoState{Dir: filepath.Join(home, ".local", "state", "zeroclaw-bridge")},
+		HTTP:      fields.HTTP,
+		ACP:       fields.ACP,
+		Pool:      fields.Pool,
+		Voice:     fields.Voice,
+		Modes:     fields.Modes,
+		ConvoLog:  fields.ConvoLog, // its value: convolog's TestDefaultConfig
 		TZ:        brisbane,
 		Periphery: periphery,
 		LogLevel:  hclog.Info, LogFormat: "text",
-		Xiaozhi: xiaozhi.DefaultConfig(), // its values: xiaozhi's TestDefaultConfig
-		Memory:  memory,
-		Tier1:   tier1.DefaultConfig(), // its values: tier1's TestDefaultConfig
-		Perception: perception.Config{Consumers: consumers, MaxDevices: 256, MaxFeedClients: 64, SecurityLocation: brisbane,
-			Speaker: perception.SpeakerConfig{Sticky: 600 * time.Second, CalendarWindow: 30 * time.Minute, PerceptionWindow: 30 * time.Second, AskThreshold: 0.5}},
-		Narrative:   llm.DefaultNarrativeConfig(), // its values: llm's TestDefaultNarrativeConfig
-		Permissions: fields.Permissions,
-		Agent:       agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
-		Steerable:   fields.Steerable,
-		Social:      social.Config{Settings: tableSocial(home)},
-		UI:          ui.DefaultConfig(), // its values: ui's TestDefaultConfig
-		Admin: admin.Config{Provider: "zeroclaw",
-			SmartOn:      admin.Target{Model: "anthropic/claude-sonnet-4-6", URL: "https://openrouter.ai/api/v1"},
-			SmartOff:     admin.Target{Model: "qwen3.5:4b", URL: "http://localhost:8080/v1", APIKey: "dotty-voice"},
-			DefaultModel: "mistralai/mistral-small-3.2-24b-instruct", CloudProfileKey: "custom:https://openrouter.ai/api/v1",
-			Workspace: "/root/.zeroclaw/workspace", VoiceConfig: "/root/.zeroclaw/config.toml", VoiceUnit: "zeroclaw-bridge",
-			DiscordConfig: "/root/.zeroclaw-discord/config.toml", DiscordUnit: "zeroclaw-discord"},
+		Xiaozhi:       xiaozhi.DefaultConfig(), // its values: xiaozhi's TestDefaultConfig
+		Memory:        memory,
+		Tier1:         tier1.DefaultConfig(), // its values: tier1's TestDefaultConfig
+		Perception:    perceptionConfig,
+		Narrative:     llm.DefaultNarrativeConfig(), // its values: llm's TestDefaultNarrativeConfig
+		Permissions:   fields.Permissions,
+		Agent:         agentChoice{Protocol: "acp", SteerableCmd: []string{"python3", "-m", "steerable_sidecar"}},
+		Steerable:     fields.Steerable,
+		Social:        social.Config{Settings: tableSocial(home)},
+		UI:            ui.DefaultConfig(), // its values: ui's TestDefaultConfig
+		Admin:         fields.Admin,
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
 		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
 		Sidecar:       sidecarConfig,
@@ -980,6 +974,16 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			"ConvoLogPath", "RecentEvents", "LatestPhoto", "PhotoList", "MemoryRecords", "ApproveMemory", "RedactMemory", "Version",
 			"DemoAgent", "DemoAdvice"}}, // wired at build
 		{"UI.Operator", reflect.TypeFor[ui.OperatorConfig](), []string{"Restart", "RestartDelay", "XiaozhiRestart", "XiaozhiRestartEnv", "Units", "Systemd"}},
+		{"Perception", reflect.TypeFor[perception.Config](), []string{"Robot", "Senses", "Camera", "Consumers", "Speaker", "Calendar", "JournalDir",
+			"JournalMetrics", "Health", "SecurityLocation", "Location", "Clock", "Stopping", "Keepalive", "Metrics", "RequestDuration", "Access",
+			"Logger"}}, // SecurityLocation: DOTTY_LOCAL_TZ, a zone like TZ
+		{"Perception.Speaker", reflect.TypeFor[perception.SpeakerConfig](), []string{"MaxLatches"}},
+		{"Admin", reflect.TypeFor[admin.Config](), []string{"Modes", "Robot", "SmartOn", "SmartOff", "Safety", "Agent", "Sessions", "RestartUnit",
+			"RestartDelay", "Clock", "Health", "Access", "Logger"}},
+		{"Admin.SmartOn", reflect.TypeFor[admin.Target](), []string{"APIKey"}}, // TIER1SLIM_CLOUD_API_KEY falls back at build
+		{"Admin.SmartOff", reflect.TypeFor[admin.Target](), nil},
+		{"Modes", reflect.TypeFor[admin.ModesConfig](), []string{"Metrics", "Logger", "Health"}},
+		{"ConvoLog", reflect.TypeFor[convolog.Config](), []string{"Location", "Logger", "Failures", "Health"}},
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -1044,6 +1048,10 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"SIDECAR_DEADLINE", "0"}, `invalid SIDECAR_DEADLINE "0": want more than 0 seconds`},
 		{[]string{"-calendar-person-prefix-re", `^\[(?P<person>\w+)\]`}, nil, `invalid -calendar-person-prefix-re "^\\[(?P<person>\\w+)\\]": want a regular expression with named groups person and rest`},
 		{nil, []string{"CALENDAR_PERSON_PREFIX_RE", "("}, `invalid CALENDAR_PERSON_PREFIX_RE "(": want a regular expression with named groups person and rest`},
+		{nil, []string{"PERCEPTION_MAX_DEVICES", "0"}, `invalid PERCEPTION_MAX_DEVICES "0": want at least 1`},
+		{[]string{"-perception-feed-max-clients", "-1"}, nil, `invalid -perception-feed-max-clients "-1": want at least 1`},
+		{nil, []string{"SPEAKER_STICKY_SEC", "-1"}, `invalid SPEAKER_STICKY_SEC "-1": want 0 or more`},
+		{[]string{"-speaker-ask-threshold", "NaN"}, nil, `invalid -speaker-ask-threshold "NaN": want a number`},
 	} {
 		_, err := parseConfig(tc.args, env(tc.env...))
 		if err == nil {

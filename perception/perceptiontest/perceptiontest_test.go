@@ -1,27 +1,13 @@
 package perceptiontest
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 )
-
-// recorder is a testing.TB that records failures instead of ending the test.
-type recorder struct {
-	testing.TB
-	failures []string
-}
-
-func (r *recorder) Helper() {}
-func (r *recorder) Fatalf(f string, a ...any) {
-	r.failures = append(r.failures, fmt.Sprintf(f, a...))
-}
-func (r *recorder) Errorf(f string, a ...any) {
-	r.failures = append(r.failures, fmt.Sprintf(f, a...))
-}
 
 func TestExpectInOrderSkippingOthers(t *testing.T) {
 	b := perception.NewBus(perception.BusConfig{})
@@ -38,18 +24,18 @@ func TestExpectInOrderSkippingOthers(t *testing.T) {
 
 func TestExpectFailsNamingWhatItSaw(t *testing.T) {
 	b := perception.NewBus(perception.BusConfig{})
-	r := &recorder{TB: t}
+	r := &testkit.Recorder{TB: t}
 	w := NewWatcher(r, b)
 	b.Publish(perception.Event{DeviceID: "d", Name: "sound_event"})
 	if got := w.Expect(50*time.Millisecond, Named("face_lost")); got != nil {
 		t.Errorf("returned %+v on failure", got)
 	}
-	if len(r.failures) != 1 || !strings.Contains(r.failures[0], "matched 0 of 1") || !strings.Contains(r.failures[0], "sound_event") {
-		t.Errorf("failure %q", r.failures)
+	if len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "matched 0 of 1") || !strings.Contains(r.Failures[0], "sound_event") {
+		t.Errorf("failure %q", r.Failures)
 	}
 	b.Publish(perception.Event{DeviceID: "d", Name: "face_lost"})
 	w.ExpectNoMore(Named("face_lost"))
-	if len(r.failures) != 2 || !strings.Contains(r.failures[1], "unexpected face_lost") {
-		t.Errorf("ExpectNoMore failures %q", r.failures)
+	if len(r.Failures) != 2 || !strings.Contains(r.Failures[1], "unexpected face_lost") {
+		t.Errorf("ExpectNoMore failures %q", r.Failures)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's models, URLs, timeouts and room-view
@@ -30,17 +30,6 @@ func TestDefaultConfig(t *testing.T) {
 func TestValidateNamesTheField(t *testing.T) {
 	c := DefaultConfig()
 	c.Vision.Timeout, c.Audio.URL, c.RoomViewCooldown, c.MaxWaiters = 0, "openrouter.ai", -time.Second, 0
-	var got []string
-	for _, err := range fieldcheck.Split(c.Validate()) {
-		fe, ok := err.(*fieldcheck.Error)
-		if !ok {
-			t.Fatalf("%v is not a fieldcheck.Error", err)
-		}
-		got = append(got, fe.Field+": want "+fe.Want)
-	}
-	want := []string{"Vision.Timeout: want more than 0", "Audio.URL: want an http or https URL",
-		"RoomViewCooldown: want more than 0", "MaxWaiters: want at least 1"}
-	if d := cmp.Diff(got, want); d != "" {
-		t.Errorf("(-got +want):\n%s", d)
-	}
+	testkit.CheckFieldErrors(t, "Config", c.Validate(), "Vision.Timeout 0s: want more than 0", "Audio.URL openrouter.ai: want an http or https URL",
+		"RoomViewCooldown -1s: want more than 0", "MaxWaiters 0: want at least 1")
 }

@@ -1,10 +1,9 @@
 package memstore
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // TestDefaultConfig: bridge.py's person-memory setting (moved from cmd's
@@ -17,9 +16,5 @@ func TestDefaultConfig(t *testing.T) {
 	if got := (Config{}).withDefaults().PersonMaxFacts; got != 8 {
 		t.Errorf("zero PersonMaxFacts defaults to %d, want 8", got)
 	}
-	var fe *fieldcheck.Error
-	err := Config{Path: "x", PersonMaxFacts: MaxPersonFacts + 1}.Validate()
-	if !errors.As(err, &fe) || err.Error() != "PersonMaxFacts 101: want at most 100" {
-		t.Errorf("Validate() = %v, want a fieldcheck.Error on PersonMaxFacts", err)
-	}
+	testkit.CheckFieldErrors(t, "Config", Config{Path: "x", PersonMaxFacts: MaxPersonFacts + 1}.Validate(), "PersonMaxFacts 101: want at most 100")
 }
