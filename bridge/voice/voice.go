@@ -1,4 +1,11 @@
-package bridge
+// Package voice is the voice feature: POST /api/message and
+// /api/message/stream, which xiaozhi's ZeroClawLLM provider calls, and
+// Reply for the firmware sidecar. A turn gets the prompt sandwich
+// (speaker, person memory, room view, perception, context, suffix), runs
+// on the agent pool, goes through the reply pipeline (emoji, content
+// filter, sentence cap) and is recorded in the voice metrics, the
+// conversation log and the turn bus.
+package voice
 
 import (
 	"bytes"
@@ -105,8 +112,8 @@ type PersonMemory interface {
 	PersonBlock(ctx context.Context, personID string) string
 }
 
-// VoiceConfig configures the voice routes.
-type VoiceConfig struct {
+// Config configures the voice routes.
+type Config struct {
 	// Agent runs the turns.
 	Agent Turner
 	// Timeout is ZEROCLAW_TIMEOUT: the whole turn, session wait included (90 s).
@@ -159,10 +166,10 @@ type VoiceConfig struct {
 	Clock clockwork.Clock
 }
 
-// DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
+// DefaultMaxContentRunes is the default Config.MaxContentRunes.
 const DefaultMaxContentRunes = 16 << 10
 
-// DefaultPersonMemoryWait is the default VoiceConfig.PersonMemoryWait.
+// DefaultPersonMemoryWait is the default Config.PersonMemoryWait.
 const DefaultPersonMemoryWait = 500 * time.Millisecond
 
 // MaxIDRunes bounds channel and session_id in code points: real callers
@@ -170,19 +177,19 @@ const DefaultPersonMemoryWait = 500 * time.Millisecond
 // pool's key, the conversation log, the dashboard).
 const MaxIDRunes = 256
 
-// DefaultVoiceConfig returns the voice routes' bounds (bridge.py's turn
+// DefaultConfig returns the voice routes' bounds (bridge.py's turn
 // timeout and sentence cap among them): the one place their defaults are
 // written.
-func DefaultVoiceConfig() VoiceConfig {
-	return VoiceConfig{Timeout: 90 * time.Second, Heartbeat: 15 * time.Second, MaxSentences: 6,
+func DefaultConfig() Config {
+	return Config{Timeout: 90 * time.Second, Heartbeat: 15 * time.Second, MaxSentences: 6,
 		PersonMemoryWait: DefaultPersonMemoryWait, MaxBodyBytes: 1 << 20, MaxContentRunes: DefaultMaxContentRunes}
 }
 
-// withDefaults fills each bound left zero with its DefaultVoiceConfig
+// withDefaults fills each bound left zero with its DefaultConfig
 // value, field by field, and the missing zone (time.Local), logger and
 // clock.
-func (c VoiceConfig) withDefaults() VoiceConfig {
-	fieldcheck.Fill(&c, DefaultVoiceConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
+func (c Config) withDefaults() Config {
+	fieldcheck.Fill(&c, DefaultConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
 	c.Location, c.Logger, c.Clock = cmp.Or(c.Location, time.Local), cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
@@ -190,8 +197,8 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 // Validate reports every setting outside its range as a *fieldcheck.Error
 // naming the field ("Timeout"): the one range check of each field; the
 // bridge's command line names the variable a value came from. The agent
-// is a dependency, not a setting: NewVoice panics without one.
-func (c VoiceConfig) Validate() error {
+// is a dependency, not a setting: New panics without one.
+func (c Config) Validate() error {
 	var errs fieldcheck.Errors
 	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
 	errs.Check("MaxSentences", c.MaxSentences >= 1, c.MaxSentences, "at least 1")
@@ -201,15 +208,15 @@ func (c VoiceConfig) Validate() error {
 // Voice serves POST /api/message and /api/message/stream for xiaozhi's
 // ZeroClawLLM provider.
 type Voice struct {
-	cfg      VoiceConfig
+	cfg      Config
 	log      hclog.Logger
 	pipeline emoji.Pipeline
 }
 
-// NewVoice returns the voice handlers.
-func NewVoice(cfg VoiceConfig) *Voice {
+// New returns the voice handlers.
+func New(cfg Config) *Voice {
 	if cfg.Agent == nil {
-		panic("bridge: NewVoice needs VoiceConfig.Agent")
+		panic("voice: New needs Config.Agent")
 	}
 	cfg = cfg.withDefaults()
 	v := &Voice{cfg: cfg, log: cfg.Logger}
