@@ -458,23 +458,39 @@ func callerLeft(c echo.Context) bool {
 	return ctx.Err() != nil && !httpapi.ShuttingDown(ctx)
 }
 
+// accept refuses a new turn while the server is stopping, then binds the
+// request body.
+func (v *Voice) accept(c echo.Context) (voiceRequest, error) {
+	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
+		return voiceRequest{}, err
+	}
+	return v.bind(c)
+}
+
+// turn resolves the speaker and their memory into req, then runs the
+// agent turn on the session key with req's prompt sandwich; onChunk and
+// flush are acp.TurnRequest's (nil for a buffered turn).
+func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk func(string), flush func()) (acp.TurnResult, error) {
+	v.prepare(ctx, req)
+	in := req.prompt()
+	return v.cfg.Agent.Turn(ctx, acp.TurnRequest{
+		Key:     key,
+		Prompt:  func(i int) string { return v.buildPrompt(in, i) },
+		OnChunk: onChunk,
+		Flush:   flush,
+	})
+}
+
 // message is POST /api/message: one buffered reply.
 func (v *Voice) message(c echo.Context) error {
-	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
-		return err
-	}
-	req, err := v.bind(c)
+	req, err := v.accept(c)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
-	v.prepare(ctx, &req)
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    req.sessionID,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-	})
+	res, err := v.turn(ctx, &req, req.sessionID, nil, nil)
 	elapsed := time.Since(t0)
 	o := turnOutcome{endpoint: endpointMessage, req: req, elapsed: elapsed}
 	if err != nil {
@@ -521,10 +537,7 @@ type errorFrame struct {
 // error. A turn the shutdown grace ends gets the error frame like any
 // failed turn; only a caller hanging up gets none.
 func (v *Voice) stream(c echo.Context) error {
-	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
-		return err
-	}
-	req, err := v.bind(c)
+	req, err := v.accept(c)
 	if err != nil {
 		return err
 	}
@@ -540,22 +553,16 @@ func (v *Voice) stream(c echo.Context) error {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
-	v.prepare(ctx, &req)
 	st := v.pipeline.Stream()
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    req.sessionID,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-		OnChunk: func(delta string) {
-			chunk, first := st.Push(delta)
-			if first {
-				v.observeFirstAudio(time.Since(t0))
-			}
-			if chunk != "" {
-				out.frame(chunkFrame{Type: "chunk", Content: chunk})
-			}
-		},
-		Flush: out.flush,
-	})
+	res, err := v.turn(ctx, &req, req.sessionID, func(delta string) {
+		chunk, first := st.Push(delta)
+		if first {
+			v.observeFirstAudio(time.Since(t0))
+		}
+		if chunk != "" {
+			out.frame(chunkFrame{Type: "chunk", Content: chunk})
+		}
+	}, out.flush)
 	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
 		if callerLeft(c) {
@@ -727,11 +734,7 @@ func (v *Voice) Reply(ctx context.Context, r ReplyRequest) (string, error) {
 	req := voiceRequest{content: r.Content, channel: r.Channel, sessionID: r.SessionID, deviceID: r.DeviceID}
 	endpoint, key, sessionID := r.Endpoint, r.Key, r.SessionID
 	t0 := time.Now()
-	v.prepare(ctx, &req)
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    key,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-	})
+	res, err := v.turn(ctx, &req, key, nil, nil)
 	o := turnOutcome{endpoint: endpoint, req: req, elapsed: time.Since(t0)}
 	if err != nil {
 		o.kind, o.text = classify(ctx, err)

@@ -152,15 +152,26 @@ func (env *voiceEnv) stream(t *testing.T, req map[string]any) (*http.Response, [
 	return resp, s, f, b
 }
 
-func (env *voiceEnv) message(t *testing.T, req map[string]any) (int, map[string]any) {
+// post sends body to the route at path and returns the response with its
+// whole body read.
+func (env *voiceEnv) post(t *testing.T, path string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(env.url+"/api/message", "application/json", body(req))
+	resp, err := http.Post(env.url+path, "application/json", body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return resp, b
+}
+
+func (env *voiceEnv) message(t *testing.T, req map[string]any) (int, map[string]any) {
+	t.Helper()
+	resp, b := env.post(t, "/api/message", body(req))
 	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("body %q: %v", b, err)
 	}
@@ -593,12 +604,7 @@ func TestStreamEscapesLineSeparators(t *testing.T) {
 		return acptest.Reply{Chunks: []string{"😊 a\u0085b\u2028c\u2029d"}}
 	}}
 	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
-	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, raw := env.post(t, "/api/message/stream", body(map[string]any{"content": "x"}))
 	pySplit := regexp.MustCompile("\r\n|[\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029]")
 	var chunk string
 	for _, line := range pySplit.Split(string(raw), -1) {
@@ -741,12 +747,7 @@ func TestStoppingRefusesNewTurns(t *testing.T) {
 	close(stopping)
 	env := newVoiceEnv(t, a, Config{Stopping: stopping}, acp.PoolConfig{})
 	for _, path := range []string{"/api/message", "/api/message/stream"} {
-		resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": "hi"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := env.post(t, path, body(map[string]any{"content": "hi"}))
 		want := `{"detail":"` + httpapi.ShuttingDownDetail + `"}`
 		if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s while stopping: %d %s %q, want 503 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b, want)
@@ -878,24 +879,14 @@ func TestValidationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, path := range []string{"/api/message", "/api/message/stream"} {
-				resp, err := http.Post(env.url+path, "application/json", strings.NewReader(tt.body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, b := env.post(t, path, strings.NewReader(tt.body))
 				if resp.StatusCode != 422 || string(b) != tt.want {
 					t.Errorf("%s: %d %s\nwant %s", path, resp.StatusCode, b, tt.want)
 				}
 			}
 		})
 	}
-	resp, err := http.Post(env.url+"/api/message", "application/json", strings.NewReader(`{"content":"`+strings.Repeat("a", 2<<20)+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 413 {
+	if resp, _ := env.post(t, "/api/message", strings.NewReader(`{"content":"`+strings.Repeat("a", 2<<20)+`"}`)); resp.StatusCode != 413 {
 		t.Errorf("oversized body: %d", resp.StatusCode)
 	}
 	// content over 16 384 code points is refused on both routes before any
@@ -904,12 +895,7 @@ func TestValidationErrors(t *testing.T) {
 	prompts := len(env.agent.Prompts())
 	for _, path := range []string{"/api/message", "/api/message/stream"} {
 		for _, content := range []string{strings.Repeat("a", 16<<10+1), strings.Repeat("😊", 16<<10+1)} {
-			resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": content}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, b := env.post(t, path, body(map[string]any{"content": content}))
 			if resp.StatusCode != 413 || string(b) != `{"detail":"content over 16384 characters"}` {
 				t.Errorf("%s: oversized content (%d bytes): %d %s", path, len(content), resp.StatusCode, b)
 			}
@@ -1185,15 +1171,7 @@ func TestMessageReplyHasContentLength(t *testing.T) {
 		return acptest.Reply{Chunks: []string{long}}
 	}}
 	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
-	resp, err := http.Post(env.url+"/api/message", "application/json", body(map[string]any{"content": "x"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, raw := env.post(t, "/api/message", body(map[string]any{"content": "x"}))
 	if resp.ContentLength != int64(len(raw)) || len(resp.TransferEncoding) != 0 {
 		t.Errorf("Content-Length %d, transfer encoding %v, for a %d-byte body", resp.ContentLength, resp.TransferEncoding, len(raw))
 	}
