@@ -481,6 +481,19 @@ func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk
 	})
 }
 
+// failed takes a route's failed turn: when its caller left (a barge-in)
+// it logs left and reports false, as no reply is due; otherwise it sets
+// o's kind and spoken fallback, logs the failure and reports true.
+func (v *Voice) failed(ctx context.Context, c echo.Context, o *turnOutcome, err error, left string) bool {
+	if callerLeft(c) {
+		v.log.Debug(left, "session", o.req.sessionID)
+		return false
+	}
+	o.kind, o.text = classify(ctx, err)
+	v.log.Warn("voice turn failed", "session", o.req.sessionID, "kind", o.kind, "error", err)
+	return true
+}
+
 // message is POST /api/message: one buffered reply.
 func (v *Voice) message(c echo.Context) error {
 	req, err := v.accept(c)
@@ -494,12 +507,9 @@ func (v *Voice) message(c echo.Context) error {
 	elapsed := time.Since(t0)
 	o := turnOutcome{endpoint: endpointMessage, req: req, elapsed: elapsed}
 	if err != nil {
-		if callerLeft(c) {
-			v.log.Debug("caller left; turn cancelled", "session", req.sessionID)
+		if !v.failed(ctx, c, &o, err, "caller left; turn cancelled") {
 			return nil
 		}
-		o.kind, o.text = classify(ctx, err)
-		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
 	} else {
 		o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
 		v.observeFirstAudio(elapsed)
@@ -565,12 +575,9 @@ func (v *Voice) stream(c echo.Context) error {
 	}, out.flush)
 	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
-		if callerLeft(c) {
-			v.log.Debug("barge-in: caller left; turn cancelled", "session", req.sessionID)
+		if !v.failed(ctx, c, &o, err, "barge-in: caller left; turn cancelled") {
 			return nil
 		}
-		o.kind, o.text = classify(ctx, err)
-		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
 		out.frame(errorFrame{Type: "error", Message: o.text, SessionID: req.sessionID})
 		out.flush()
 	} else {
