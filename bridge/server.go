@@ -2,13 +2,13 @@
 // plumbing every feature shares. It owns the echo server (FastAPI-shaped
 // errors, recovery, request logging, body deadlines, the upload budget,
 // the connection limit), GET /health and GET /metrics (also /metrics/),
-// the dotty_* metric series bridge.py exported, and the voice routes
-// /api/message and /api/message/stream with their prompt sandwich. Its sub-packages are the
-// kit every feature uses: httpapi (errors, the request binder, SSE
-// headers), fanout (the one publish/subscribe bus and its lag policy),
-// health (the conditions that make /health "degraded"), convolog, turnbus,
-// llm, periphery, sidecar, and testkit for tests. Other
-// feature packages mount their routes on the same echo instance through
+// and the server's dotty_* series, among them the request series every
+// feature records its routes in. Its sub-packages are the kit every
+// feature uses: httpapi (errors, the request binder, SSE headers), fanout
+// (the one publish/subscribe bus and its lag policy), health (the
+// conditions that make /health "degraded"), convolog, turnbus, llm,
+// periphery, sidecar, and testkit for tests; and voice, the voice routes.
+// Feature packages mount their routes on the same echo instance through
 // Server.Echo.
 //
 // # Lifecycle

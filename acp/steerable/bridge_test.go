@@ -16,6 +16,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 )
 
 // The sidecar's failure classes, through the real voice route: each is
@@ -27,18 +28,19 @@ func TestSidecarErrorsReachTheVoiceRoute(t *testing.T) {
 		kind string
 		want string
 	}{
-		{"error", "ZCB_STEERTEST_CODE=-32021", bridge.KindBudgetExhausted, bridge.FallbackOffline},
-		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", bridge.KindTransport, bridge.FallbackOffline},
-		{"error", "ZCB_STEERTEST_CODE=-32020", bridge.KindPolicyDenied, bridge.FallbackError},
-		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", bridge.KindToolDispatch, bridge.FallbackError},
-		{"error", "ZCB_STEERTEST_CODE=-32011", bridge.KindStorage, bridge.FallbackError},
+		{"error", "ZCB_STEERTEST_CODE=-32021", voice.KindBudgetExhausted, voice.FallbackOffline},
+		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", voice.KindTransport, voice.FallbackOffline},
+		{"error", "ZCB_STEERTEST_CODE=-32020", voice.KindPolicyDenied, voice.FallbackError},
+		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", voice.KindToolDispatch, voice.FallbackError},
+		{"error", "ZCB_STEERTEST_CODE=-32011", voice.KindStorage, voice.FallbackError},
 	} {
 		t.Run(tt.mode+"/"+tt.env, func(t *testing.T) {
 			h := start(t, setup{mode: tt.mode, env: []string{tt.env}})
-			metrics := bridge.NewMetrics(prometheus.NewRegistry())
+			reg := prometheus.NewRegistry()
+			metrics := voice.NewMetrics(reg, bridge.NewMetrics(reg))
 			e := echo.New()
 			e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-			bridge.NewVoice(bridge.VoiceConfig{Agent: h.pool, Metrics: metrics}).Routes(e)
+			voice.New(voice.Config{Agent: h.pool, Metrics: metrics}).Routes(e)
 			ts := httptest.NewServer(e)
 			defer ts.Close()
 			b, _ := json.Marshal(map[string]string{"content": "hello", "session_id": "s1"})

@@ -30,11 +30,11 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 )
 
@@ -47,9 +47,9 @@ const (
 	endpoint = "sidecar"
 )
 
-// Voice runs one voice turn (*bridge.Voice).
+// Voice runs one voice turn (*voice.Voice).
 type Voice interface {
-	Reply(ctx context.Context, r bridge.ReplyRequest) (string, error)
+	Reply(ctx context.Context, r voice.ReplyRequest) (string, error)
 }
 
 // Config configures the sidecar routes.
@@ -269,7 +269,7 @@ func (h *Handler) listen(c echo.Context) error {
 	if session == "" {
 		key = "sidecar-" + rid // no session: no memory across requests
 	}
-	reply, err := h.cfg.Voice.Reply(tctx, bridge.ReplyRequest{Endpoint: endpoint, Key: key, SessionID: session, Channel: Channel, Content: content})
+	reply, err := h.cfg.Voice.Reply(tctx, voice.ReplyRequest{Endpoint: endpoint, Key: key, SessionID: session, Channel: Channel, Content: content})
 	if err != nil {
 		switch {
 		case httpapi.ShuttingDown(tctx):

@@ -24,9 +24,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/labstack/echo/v4"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 )
 
 // sttFake is an OpenAI-compatible transcription server that checks and
@@ -98,7 +98,7 @@ type voiceFake struct {
 	stall bool
 }
 
-func (v *voiceFake) Reply(ctx context.Context, r bridge.ReplyRequest) (string, error) {
+func (v *voiceFake) Reply(ctx context.Context, r voice.ReplyRequest) (string, error) {
 	v.mu.Lock()
 	v.keys, v.texts = append(v.keys, r.Key), append(v.texts, r.Content)
 	reply, err, stall := v.reply, v.err, v.stall

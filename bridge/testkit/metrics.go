@@ -25,6 +25,9 @@ func MetricsGolden[M any](t testing.TB, newMetrics func(prometheus.Registerer) M
 	golden(t, "testdata/metrics.txt", metricsText(t, func(reg prometheus.Registerer) { newMetrics(reg) }))
 }
 
+// OpenMetrics is the Accept header of a scraper asking for OpenMetrics.
+const OpenMetrics = "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"
+
 // metricsText registers the series register creates on a fresh registry
 // and returns all that defines them on /metrics: a sorted line per
 // series family a collector describes (its Go type, name, HELP, constant

@@ -4,13 +4,13 @@
 // until the test ends, a test server whose requests a test can end, test
 // time zones, a file that blocks a directory, whether a process still
 // runs, a private mount namespace to mount a read-only or full file
-// system in, a package's /metrics exposition held to its golden file, and
-// a component's settings checks (CheckDefaults, CheckFieldErrors) and a
-// testing.TB that records a helper's failures (Recorder). It
-// lives under bridge/ with the rest of the shared plumbing, is imported
-// only by tests, and imports no package of this module but the leaf
-// bridge/fieldcheck, so any package's tests (acp's included) may use it
-// without a cycle.
+// system in, a package's /metrics exposition held to its golden file, a
+// server's routes read (Get), a component's settings checks
+// (CheckDefaults, CheckFieldErrors) and a testing.TB that records a
+// helper's failures (Recorder). It lives under bridge/ with the rest of
+// the shared plumbing, is imported only by tests, and imports no package
+// of this module but the leaf bridge/fieldcheck, so any package's tests
+// (acp's included) may use it without a cycle.
 package testkit
 
 import (
@@ -154,6 +154,34 @@ func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelC
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { end(nil) })
 	return ts.URL, end
+}
+
+// Get GETs url on a new connection, asking for the format accept names
+// ("" asks for none), and returns the body and its Content-Type; any
+// status but 200 fails the test.
+func Get(t testing.TB, url, accept string) (body, contentType string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return string(b), resp.Header.Get("Content-Type")
 }
 
 // Together runs n goroutines at once, goroutine w calling f(w, i) for

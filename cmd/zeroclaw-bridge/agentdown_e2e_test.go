@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 )
 
 // An agent that exits at once: /api/message answers the offline fallback
@@ -32,7 +32,7 @@ func TestBridgeBrokenAgentFailsFast(t *testing.T) {
 		code, body := p.post("/api/message", `{"content":"hi","session_id":"s"}`)
 		took := time.Since(start)
 		var out struct{ Response string }
-		if code != 200 || json.Unmarshal([]byte(body), &out) != nil || out.Response != bridge.FallbackOffline {
+		if code != 200 || json.Unmarshal([]byte(body), &out) != nil || out.Response != voice.FallbackOffline {
 			t.Fatalf("turn %d: %d %s, want the offline fallback", i, code, body)
 		}
 		t.Logf("turn %d answered the offline fallback after %v", i, took.Round(time.Millisecond))

@@ -36,6 +36,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
@@ -188,11 +189,11 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.HTTP.UploadsRefused = metrics.UploadsRefused
 	c.Periphery.Location, c.Periphery.Logger, c.Periphery.Metrics = c.TZ, log.Named("periphery"), periphery.NewMetrics(reg)
 	c.Periphery.RequestDuration = metrics.RequestDuration.WithLabelValues(periphery.EndpointCalendarToday)
-	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, bridge.KindException)
+	c.Periphery.RequestErrors = metrics.RequestErrors.WithLabelValues(periphery.EndpointCalendarToday, voice.KindException)
 	journals := convolog.NewMetrics(reg)
 	c.ConvoLog.Location, c.ConvoLog.Logger, c.ConvoLog.Failures = c.TZ, log.Named("convolog"), journals.Failures("convo")
 	c.ConvoLog.Health = conds
-	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, metrics, log.Named("voice")
+	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, voice.NewMetrics(reg, metrics), log.Named("voice")
 	c.Memory.AgentAlias, c.Memory.Logger, c.Memory.Health = c.ACP.AgentAlias, log.Named("memory"), conds
 	c.Memory.Metrics = memstore.NewMetrics(reg)
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
@@ -270,7 +271,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Voice.Perception, c.Voice.Context, c.Voice.Stopping = percep, peri, srv.Stopping()
 	c.Voice.Speaker, c.Voice.PersonMemory = percep, mem
 	c.Voice.ConvoLog = convolog.New(c.ConvoLog)
-	voice := bridge.NewVoice(c.Voice)
+	voiceRoutes := voice.New(c.Voice)
 
 	c.Social.Perception, c.Social.Robot, c.Social.Agent, c.Social.Calendar = percep, xz, agentPrompter{pool}, peri
 	c.Social.KidMode, c.Social.Narrator, c.Social.ConvoLog = modes.KidMode, llm.NewNarrative(c.Narrative), c.Voice.ConvoLog
@@ -330,9 +331,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 
 	e := srv.Echo()
-	voice.Routes(e)
+	voiceRoutes.Routes(e)
 	if withSidecar {
-		c.Sidecar.Voice, c.Sidecar.Stopping = voice, srv.Stopping()
+		c.Sidecar.Voice, c.Sidecar.Stopping = voiceRoutes, srv.Stopping()
 		sidecar.New(c.Sidecar).Routes(e)
 		log.Info("serving the Stack-chan firmware sidecar", "path", c.Sidecar.Path, "stt", c.Sidecar.STT.URL, "token", c.Sidecar.Token != "")
 	}

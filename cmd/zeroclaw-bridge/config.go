@@ -30,6 +30,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
@@ -49,7 +50,7 @@ type config struct {
 	ACP         acp.Config
 	Permissions acp.Policy
 	Pool        acp.PoolConfig
-	Voice       bridge.VoiceConfig
+	Voice       voice.Config
 	Modes       admin.ModesConfig
 	ConvoLog    convolog.Config
 	Periphery   periphery.Config
@@ -168,7 +169,7 @@ var componentDefaults = config{
 	ACP:         acp.DefaultConfig(),
 	Permissions: acp.Policy{KidDeny: acp.DefaultKidDeny},
 	Pool:        acp.DefaultPoolConfig(),
-	Voice:       bridge.DefaultVoiceConfig(),
+	Voice:       voice.DefaultConfig(),
 	Steerable:   steerable.DefaultConfig(),
 
 	Modes:      admin.DefaultModesConfig(),

@@ -28,6 +28,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/periphery"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/sidecar"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/social"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
@@ -950,7 +951,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Vision.Audio", reflect.TypeFor[vision.Model](), []string{"APIKey", "HTTPClient"}},
 		{"HTTP", reflect.TypeFor[bridge.Config](), []string{"Version", "Logger", "Gatherer", "Agent", "Sessions", "Health", "TurnedAway",
 			"UploadBudgetInUse", "UploadBudgetWaiting", "UploadsRefused", "UploadPaths", "Access"}},
-		{"Voice", reflect.TypeFor[bridge.VoiceConfig](), []string{"Agent", "Heartbeat", "Location", "KidMode", "Perception", "Context",
+		{"Voice", reflect.TypeFor[voice.Config](), []string{"Agent", "Heartbeat", "Location", "KidMode", "Perception", "Context",
 			"Speaker", "PersonMemory", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
 		{"ACP", reflect.TypeFor[acp.Config](), []string{"Command", "Args", "Protocol", "Env", "DropEnv", "Dir", "StopGrace", "WriteTimeout",
 			"ClientName", "ClientVersion", "Permissions", "BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "Logger", "Metrics", "Clock"}},

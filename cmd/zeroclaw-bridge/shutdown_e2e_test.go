@@ -19,6 +19,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/voice"
 )
 
 // Shutdown with voice turns in flight, on the real binary and the
@@ -220,7 +221,7 @@ func TestSIGTERMEndsTurnsLeftWithTheirFailureReply(t *testing.T) {
 	for _, st := range turns {
 		r := st.result(t)
 		if !st.stream {
-			if out := bufferedReply(t, st, r); out != nil && (out["response"] != bridge.FallbackOffline || out["session_id"] != st.session) {
+			if out := bufferedReply(t, st, r); out != nil && (out["response"] != voice.FallbackOffline || out["session_id"] != st.session) {
 				t.Errorf("buffered %s: %v, want the offline fallback", st.session, out)
 			}
 			continue
@@ -230,7 +231,7 @@ func TestSIGTERMEndsTurnsLeftWithTheirFailureReply(t *testing.T) {
 			continue
 		}
 		last := frames[len(frames)-1]
-		if len(frames) < 2 || last["type"] != "error" || last["message"] != bridge.FallbackOffline || last["session_id"] != st.session {
+		if len(frames) < 2 || last["type"] != "error" || last["message"] != voice.FallbackOffline || last["session_id"] != st.session {
 			t.Errorf("stream %s: %d frames ending %v, want chunks then the offline error frame", st.session, len(frames), last)
 		}
 	}

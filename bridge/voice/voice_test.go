@@ -1,4 +1,4 @@
-package bridge
+package voice
 
 import (
 	"bufio"
@@ -64,14 +64,14 @@ type voiceEnv struct {
 
 // newVoiceEnv serves the voice routes on a real HTTP server over a pool
 // on an in-process agent.
-func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.PoolConfig) *voiceEnv {
+func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg Config, pcfg acp.PoolConfig) *voiceEnv {
 	t.Helper()
 	if a == nil {
 		a = &acptest.Agent{}
 	}
 	env := &voiceEnv{agent: a, kid: &kidSwitch{}, logDir: filepath.Join(t.TempDir(), "logs"), turns: turnbus.New(nil)}
 	reg := prometheus.NewRegistry()
-	env.metrics = NewMetrics(reg)
+	env.metrics = newTestMetrics(reg)
 	env.log = convolog.New(convolog.Config{Dir: env.logDir, Location: brisbane})
 	if vcfg.Agent == nil {
 		vcfg.Agent = agenttest.Pool(t, a, acp.Config{}, pcfg)
@@ -82,7 +82,7 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg VoiceConfig, pcfg acp.Pool
 	}
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-	env.voice = NewVoice(vcfg)
+	env.voice = New(vcfg)
 	env.voice.Routes(e)
 	env.url, env.endRequests = testkit.ServeEndable(t, e)
 	return env
@@ -152,15 +152,26 @@ func (env *voiceEnv) stream(t *testing.T, req map[string]any) (*http.Response, [
 	return resp, s, f, b
 }
 
-func (env *voiceEnv) message(t *testing.T, req map[string]any) (int, map[string]any) {
+// post sends body to the route at path and returns the response with its
+// whole body read.
+func (env *voiceEnv) post(t *testing.T, path string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(env.url+"/api/message", "application/json", body(req))
+	resp, err := http.Post(env.url+path, "application/json", body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return resp, b
+}
+
+func (env *voiceEnv) message(t *testing.T, req map[string]any) (int, map[string]any) {
+	t.Helper()
+	resp, b := env.post(t, "/api/message", body(req))
 	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("body %q: %v", b, err)
 	}
@@ -232,7 +243,7 @@ func lastFrame(t *testing.T, frames []map[string]any) map[string]any {
 
 // S1, S4, S5: request shapes, emoji on the first spoken chunk, one final.
 func TestStreamRequestShapes(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{}, acp.PoolConfig{})
 	for _, meta := range []any{nil, map[string]any{"provider": "zeroclaw"},
 		map[string]any{"provider": "zeroclaw", "room_description": "a child waving"},
 		map[string]any{"provider": "zeroclaw", "room_description": "a child", "room_match_person_id": "alex"},
@@ -310,7 +321,7 @@ func gatedAgent(gate <-chan struct{}, reply string) Turner {
 func TestStreamHeadersImmediately(t *testing.T) {
 	gotHeaders := make(chan struct{})
 	agent := gatedAgent(gotHeaders, "😊 late")
-	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{Agent: agent}, acp.PoolConfig{})
 	req, _ := http.NewRequest(http.MethodPost, env.url+"/api/message/stream", body(map[string]any{"content": "x"}))
 	req.Header.Set("Accept-Encoding", "gzip")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -372,10 +383,10 @@ func TestStreamFlushesEachChunk(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		agent *acptest.Agent
-		cfg   VoiceConfig
+		cfg   Config
 	}{
-		{"turner", nil, VoiceConfig{Agent: byTurner}},
-		{"pool and ACP agent", byAgent, VoiceConfig{}},
+		{"turner", nil, Config{Agent: byTurner}},
+		{"pool and ACP agent", byAgent, Config{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newVoiceEnv(t, tc.agent, tc.cfg, acp.PoolConfig{})
@@ -412,7 +423,7 @@ func TestStreamCoalescesFramesReadyTogether(t *testing.T) {
 		req.OnChunk("three.") // delivered with the result: no Flush
 		return acp.TurnResult{Text: "😊 one. two. three."}, nil
 	})
-	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{Agent: agent}, acp.PoolConfig{})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(env.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -473,7 +484,7 @@ func TestStreamSynthesisesAndPrefixes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply { return acptest.Reply{Chunks: tt.chunks} }}
-			env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+			env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 			_, speech, frames, _ := env.stream(t, map[string]any{"content": "x"})
 			if strings.Join(speech, "|") != strings.Join(tt.speech, "|") {
 				t.Errorf("speech %q, want %q", speech, tt.speech)
@@ -496,27 +507,27 @@ func (f turnerFunc) Turn(ctx context.Context, req acp.TurnRequest) (acp.TurnResu
 func TestFallbacks(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  VoiceConfig
+		cfg  Config
 		a    *acptest.Agent
 		want string
 		kind string
 	}{
-		{"agent error", VoiceConfig{}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		{"agent error", Config{}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 			return acptest.Reply{Err: &acpsdk.RequestError{Code: -32603, Message: "Agent turn failed: provider down"}}
 		}}, FallbackError, KindException},
-		{"timeout", VoiceConfig{Timeout: 200 * time.Millisecond}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		{"timeout", Config{Timeout: 200 * time.Millisecond}, &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 			return acptest.Reply{Hang: true}
 		}}, FallbackTimeout, KindTimeout},
-		{"binary missing", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+		{"binary missing", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("start: %w: /opt/zeroclaw", acp.ErrBinaryMissing)
 		})}, nil, FallbackOffline, KindBinaryMissing},
-		{"agent unavailable", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+		{"agent unavailable", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, fmt.Errorf("%w (last failure: exit status 1)", acp.ErrAgentUnavailable)
 		})}, nil, FallbackOffline, KindAgentUnavailable},
-		{"budget exhausted", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+		{"budget exhausted", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindBudgetExhausted, Method: "agent.chat.stream", Code: -32001}
 		})}, nil, FallbackOffline, KindBudgetExhausted},
-		{"policy denied", VoiceConfig{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
+		{"policy denied", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
 			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindPolicyDenied, Method: "agent.chat.stream", Code: -32002}
 		})}, nil, FallbackError, KindPolicyDenied},
 	}
@@ -557,7 +568,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	beats := make(chan struct{})
 	agent := gatedAgent(beats, "😊 finally")
 	clk := clockwork.NewFakeClockAt(fixedNow)
-	env := newVoiceEnv(t, nil, VoiceConfig{Agent: agent, Heartbeat: 15 * time.Second, Clock: clk}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{Agent: agent, Heartbeat: 15 * time.Second, Clock: clk}, acp.PoolConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
@@ -592,13 +603,8 @@ func TestStreamEscapesLineSeparators(t *testing.T) {
 	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 		return acptest.Reply{Chunks: []string{"😊 a\u0085b\u2028c\u2029d"}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
-	resp, err := http.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "x"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
+	_, raw := env.post(t, "/api/message/stream", body(map[string]any{"content": "x"}))
 	pySplit := regexp.MustCompile("\r\n|[\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029]")
 	var chunk string
 	for _, line := range pySplit.Split(string(raw), -1) {
@@ -627,7 +633,7 @@ func TestBargeIn(t *testing.T) {
 		}
 		return acptest.Reply{Chunks: []string{"😊 short answer."}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 	first, _, _, _ := env.stream(t, map[string]any{"content": "warm up", "channel": "dotty", "session_id": "robot"})
 	if first.StatusCode != 200 {
 		t.Fatal(first.Status)
@@ -683,7 +689,7 @@ func TestShutdownGraceEndsVoiceTurns(t *testing.T) {
 	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 		return acptest.Reply{Chunks: []string{"😊 Once upon"}, Hang: true}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 
 	client := &http.Client{Timeout: 10 * time.Second} // bounds every read of the body
 	resp, err := client.Post(env.url+"/api/message/stream", "application/json", body(map[string]any{"content": "a long story", "session_id": "s1"}))
@@ -739,14 +745,9 @@ func TestStoppingRefusesNewTurns(t *testing.T) {
 	a := &acptest.Agent{}
 	stopping := make(chan struct{})
 	close(stopping)
-	env := newVoiceEnv(t, a, VoiceConfig{Stopping: stopping}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{Stopping: stopping}, acp.PoolConfig{})
 	for _, path := range []string{"/api/message", "/api/message/stream"} {
-		resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": "hi"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := env.post(t, path, body(map[string]any{"content": "hi"}))
 		want := `{"detail":"` + httpapi.ShuttingDownDetail + `"}`
 		if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s while stopping: %d %s %q, want 503 %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b, want)
@@ -780,7 +781,7 @@ func histogramCount(t *testing.T, m *Metrics, endpoint string) uint64 {
 // Buffered barge-in: a caller that leaves cancels the turn too.
 func TestBufferedCallerLeavesCancelsTurn(t *testing.T) {
 	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply { return acptest.Reply{Hang: true} }}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.url+"/api/message", body(map[string]any{"content": "x"}))
@@ -812,7 +813,7 @@ func TestConcurrentSessionsOverlap(t *testing.T) {
 		}
 		return acptest.Reply{Chunks: []string{"😊 done."}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	for i, sid := range []string{"robot-a", "robot-b"} {
@@ -840,7 +841,7 @@ func TestBufferedReply(t *testing.T) {
 		}
 		return acptest.Reply{Chunks: []string{"😮 Wow! 🎉 A comet ", "is ice."}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 	code, out := env.message(t, map[string]any{"content": "comet", "session_id": "b1"})
 	if code != 200 || out["response"] != "😮 Wow!  A comet is ice." || out["session_id"] != "b1" || out["emotion"] != "surprised" {
 		t.Errorf("%d %v", code, out)
@@ -860,7 +861,7 @@ func TestBufferedReply(t *testing.T) {
 }
 
 func TestValidationErrors(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{}, acp.PoolConfig{})
 	tests := []struct {
 		name, body, want string
 	}{
@@ -878,24 +879,14 @@ func TestValidationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, path := range []string{"/api/message", "/api/message/stream"} {
-				resp, err := http.Post(env.url+path, "application/json", strings.NewReader(tt.body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, b := env.post(t, path, strings.NewReader(tt.body))
 				if resp.StatusCode != 422 || string(b) != tt.want {
 					t.Errorf("%s: %d %s\nwant %s", path, resp.StatusCode, b, tt.want)
 				}
 			}
 		})
 	}
-	resp, err := http.Post(env.url+"/api/message", "application/json", strings.NewReader(`{"content":"`+strings.Repeat("a", 2<<20)+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 413 {
+	if resp, _ := env.post(t, "/api/message", strings.NewReader(`{"content":"`+strings.Repeat("a", 2<<20)+`"}`)); resp.StatusCode != 413 {
 		t.Errorf("oversized body: %d", resp.StatusCode)
 	}
 	// content over 16 384 code points is refused on both routes before any
@@ -904,12 +895,7 @@ func TestValidationErrors(t *testing.T) {
 	prompts := len(env.agent.Prompts())
 	for _, path := range []string{"/api/message", "/api/message/stream"} {
 		for _, content := range []string{strings.Repeat("a", 16<<10+1), strings.Repeat("😊", 16<<10+1)} {
-			resp, err := http.Post(env.url+path, "application/json", body(map[string]any{"content": content}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, b := env.post(t, path, body(map[string]any{"content": content}))
 			if resp.StatusCode != 413 || string(b) != `{"detail":"content over 16384 characters"}` {
 				t.Errorf("%s: oversized content (%d bytes): %d %s", path, len(content), resp.StatusCode, b)
 			}
@@ -959,7 +945,7 @@ func TestSuffixHashes(t *testing.T) {
 
 // The worked sandwich example, then the first-turn suffix and kid mode.
 func TestSandwich(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{}, acp.PoolConfig{})
 	env.kid.on.Store(true)
 	req := map[string]any{"content": "[Context] You are Dotty.\n\n[User] what is a comet?", "channel": "dotty", "session_id": "w",
 		"metadata": map[string]any{"provider": "zeroclaw", "room_description": "a child with curly brown hair"}}
@@ -1016,7 +1002,7 @@ type partsStub []string
 func (p partsStub) ContextParts() []string { return p }
 
 func TestSandwichPerceptionAndContext(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{
+	env := newVoiceEnv(t, nil, Config{
 		Perception: linesStub{"dotty-1": {"You see alex in front of you.", "You hear: a dog barking"}},
 		Context:    partsStub{"Brisbane: Sunny +24°C", "Today: 09:30 [Alex] Swimming"},
 	}, acp.PoolConfig{})
@@ -1030,7 +1016,7 @@ func TestSandwichPerceptionAndContext(t *testing.T) {
 
 // Rotation after ZEROCLAW_SESSION_MAX_TURNS brings the full suffix back.
 func TestRotationResetsSuffix(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{SessionMaxTurns: 2})
+	env := newVoiceEnv(t, nil, Config{}, acp.PoolConfig{SessionMaxTurns: 2})
 	for i := 0; i < 3; i++ {
 		env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "session_id": "r"})
 	}
@@ -1046,7 +1032,7 @@ func TestRotationResetsSuffix(t *testing.T) {
 
 // A lost agent session is replaced and the prompt rebuilt with the full suffix.
 func TestLostSessionRetriesWithFullSuffix(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{}, acp.PoolConfig{})
 	env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "session_id": "l"})
 	env.agent.Forget(env.agent.Prompts()[0].SessionID)
 	_, speech, _, _ := env.stream(t, map[string]any{"content": "again", "channel": "dotty", "session_id": "l"})
@@ -1063,7 +1049,7 @@ func TestMetricsAndTurnBus(t *testing.T) {
 		}
 		return acptest.Reply{Chunks: []string{"😊 ok"}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
 	sub, err := env.turns.Subscribe("test", 8)
 	if err != nil {
 		t.Fatal(err)
@@ -1134,7 +1120,7 @@ func TestClassify(t *testing.T) {
 // (full suffix, adult and kid) and on later ones (short suffix), with and
 // without perception and context lines, whatever lines the content spans.
 func TestDemoAgentQuotesRealPrompts(t *testing.T) {
-	env := newVoiceEnv(t, nil, VoiceConfig{
+	env := newVoiceEnv(t, nil, Config{
 		Perception: linesStub{"dotty-1": {"You see alex in front of you."}},
 		Context:    partsStub{"Brisbane: Sunny +24°C"},
 	}, acp.PoolConfig{})
@@ -1184,16 +1170,8 @@ func TestMessageReplyHasContentLength(t *testing.T) {
 	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
 		return acptest.Reply{Chunks: []string{long}}
 	}}
-	env := newVoiceEnv(t, a, VoiceConfig{}, acp.PoolConfig{})
-	resp, err := http.Post(env.url+"/api/message", "application/json", body(map[string]any{"content": "x"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := newVoiceEnv(t, a, Config{}, acp.PoolConfig{})
+	resp, raw := env.post(t, "/api/message", body(map[string]any{"content": "x"}))
 	if resp.ContentLength != int64(len(raw)) || len(resp.TransferEncoding) != 0 {
 		t.Errorf("Content-Length %d, transfer encoding %v, for a %d-byte body", resp.ContentLength, resp.TransferEncoding, len(raw))
 	}

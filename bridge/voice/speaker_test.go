@@ -1,4 +1,4 @@
-package bridge
+package voice
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func TestSpeakerAndPersonMemoryInPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := &fakeSpeaker{block: samSpeaker, person: "sam"}
 			mem := &fakeMemory{block: samMemory}
-			env := newVoiceEnv(t, nil, VoiceConfig{
+			env := newVoiceEnv(t, nil, Config{
 				Speaker: sp, PersonMemory: mem,
 				Perception: linesStub{"dotty-1": {"You see sam in front of you."}},
 				Context:    partsStub{"Brisbane: Sunny +24°C"},
@@ -145,7 +145,7 @@ func TestSpeakerAndPersonMemoryInPrompt(t *testing.T) {
 func TestSpeakerOncePerRequest(t *testing.T) {
 	sp := &fakeSpeaker{block: samSpeaker, person: "sam"}
 	mem := &fakeMemory{block: samMemory}
-	env := newVoiceEnv(t, nil, VoiceConfig{Speaker: sp, PersonMemory: mem}, acp.PoolConfig{})
+	env := newVoiceEnv(t, nil, Config{Speaker: sp, PersonMemory: mem}, acp.PoolConfig{})
 	env.stream(t, map[string]any{"content": "hi", "channel": "dotty", "session_id": "l"})
 	env.agent.Forget(env.agent.Prompts()[0].SessionID)
 	env.stream(t, map[string]any{"content": "again", "channel": "dotty", "session_id": "l"})
@@ -208,7 +208,7 @@ func TestSpeakerBlocksAbsent(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := VoiceConfig{}
+			cfg := Config{}
 			if tc.speaker != nil {
 				cfg.Speaker = tc.speaker
 			}
@@ -251,7 +251,7 @@ func TestPersonMemoryCap(t *testing.T) {
 	const wait = 200 * time.Millisecond
 	mem := &fakeMemory{block: samMemory, release: make(chan struct{})}
 	t.Cleanup(func() { close(mem.release) })
-	env := newVoiceEnv(t, nil, VoiceConfig{Speaker: &fakeSpeaker{block: samSpeaker, person: "sam"},
+	env := newVoiceEnv(t, nil, Config{Speaker: &fakeSpeaker{block: samSpeaker, person: "sam"},
 		PersonMemory: mem, PersonMemoryWait: wait}, acp.PoolConfig{})
 	for _, route := range []string{"stream", "message"} {
 		start := time.Now()

@@ -1,4 +1,11 @@
-package bridge
+// Package voice is the voice feature: POST /api/message and
+// /api/message/stream, which xiaozhi's ZeroClawLLM provider calls, and
+// Reply for the firmware sidecar. A turn gets the prompt sandwich
+// (speaker, person memory, room view, perception, context, suffix), runs
+// on the agent pool, goes through the reply pipeline (emoji, content
+// filter, sentence cap) and is recorded in the voice metrics, the
+// conversation log and the turn bus.
+package voice
 
 import (
 	"bytes"
@@ -106,8 +113,8 @@ type PersonMemory interface {
 	PersonBlock(ctx context.Context, personID string) string
 }
 
-// VoiceConfig configures the voice routes.
-type VoiceConfig struct {
+// Config configures the voice routes.
+type Config struct {
 	// Agent runs the turns.
 	Agent Turner
 	// Timeout is ZEROCLAW_TIMEOUT: the whole turn, session wait included (90 s).
@@ -160,10 +167,10 @@ type VoiceConfig struct {
 	Clock clockwork.Clock
 }
 
-// DefaultMaxContentRunes is the default VoiceConfig.MaxContentRunes.
+// DefaultMaxContentRunes is the default Config.MaxContentRunes.
 const DefaultMaxContentRunes = 16 << 10
 
-// DefaultPersonMemoryWait is the default VoiceConfig.PersonMemoryWait.
+// DefaultPersonMemoryWait is the default Config.PersonMemoryWait.
 const DefaultPersonMemoryWait = 500 * time.Millisecond
 
 // MaxIDRunes bounds channel and session_id in code points: real callers
@@ -171,19 +178,19 @@ const DefaultPersonMemoryWait = 500 * time.Millisecond
 // pool's key, the conversation log, the dashboard).
 const MaxIDRunes = 256
 
-// DefaultVoiceConfig returns the voice routes' bounds (bridge.py's turn
+// DefaultConfig returns the voice routes' bounds (bridge.py's turn
 // timeout and sentence cap among them): the one place their defaults are
 // written.
-func DefaultVoiceConfig() VoiceConfig {
-	return VoiceConfig{Timeout: 90 * time.Second, Heartbeat: 15 * time.Second, MaxSentences: 6,
+func DefaultConfig() Config {
+	return Config{Timeout: 90 * time.Second, Heartbeat: 15 * time.Second, MaxSentences: 6,
 		PersonMemoryWait: DefaultPersonMemoryWait, MaxBodyBytes: 1 << 20, MaxContentRunes: DefaultMaxContentRunes}
 }
 
-// withDefaults fills each bound left zero with its DefaultVoiceConfig
+// withDefaults fills each bound left zero with its DefaultConfig
 // value, field by field, and the missing zone (time.Local), logger and
 // clock.
-func (c VoiceConfig) withDefaults() VoiceConfig {
-	fieldcheck.Fill(&c, DefaultVoiceConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
+func (c Config) withDefaults() Config {
+	fieldcheck.Fill(&c, DefaultConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
 	c.Location, c.Logger, c.Clock = cmp.Or(c.Location, time.Local), cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
@@ -191,8 +198,8 @@ func (c VoiceConfig) withDefaults() VoiceConfig {
 // Validate reports every setting outside its range as a *fieldcheck.Error
 // naming the field ("Timeout"): the one range check of each field; the
 // bridge's command line names the variable a value came from. The agent
-// is a dependency, not a setting: NewVoice panics without one.
-func (c VoiceConfig) Validate() error {
+// is a dependency, not a setting: New panics without one.
+func (c Config) Validate() error {
 	var errs fieldcheck.Errors
 	errs.Check("Timeout", c.Timeout > 0, c.Timeout, "more than 0")
 	errs.Check("MaxSentences", c.MaxSentences >= 1, c.MaxSentences, "at least 1")
@@ -202,15 +209,15 @@ func (c VoiceConfig) Validate() error {
 // Voice serves POST /api/message and /api/message/stream for xiaozhi's
 // ZeroClawLLM provider.
 type Voice struct {
-	cfg      VoiceConfig
+	cfg      Config
 	log      hclog.Logger
 	pipeline emoji.Pipeline
 }
 
-// NewVoice returns the voice handlers.
-func NewVoice(cfg VoiceConfig) *Voice {
+// New returns the voice handlers.
+func New(cfg Config) *Voice {
 	if cfg.Agent == nil {
-		panic("bridge: NewVoice needs VoiceConfig.Agent")
+		panic("voice: New needs Config.Agent")
 	}
 	cfg = cfg.withDefaults()
 	v := &Voice{cfg: cfg, log: cfg.Logger}
@@ -452,32 +459,58 @@ func callerLeft(c echo.Context) bool {
 	return ctx.Err() != nil && !httpapi.ShuttingDown(ctx)
 }
 
+// accept refuses a new turn while the server is stopping, then binds the
+// request body.
+func (v *Voice) accept(c echo.Context) (voiceRequest, error) {
+	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
+		return voiceRequest{}, err
+	}
+	return v.bind(c)
+}
+
+// turn resolves the speaker and their memory into req, then runs the
+// agent turn on the session key with req's prompt sandwich; onChunk and
+// flush are acp.TurnRequest's (nil for a buffered turn).
+func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk func(string), flush func()) (acp.TurnResult, error) {
+	v.prepare(ctx, req)
+	in := req.prompt()
+	return v.cfg.Agent.Turn(ctx, acp.TurnRequest{
+		Key:     key,
+		Prompt:  func(i int) string { return v.buildPrompt(in, i) },
+		OnChunk: onChunk,
+		Flush:   flush,
+	})
+}
+
+// failed takes a route's failed turn: when its caller left (a barge-in)
+// it logs left and reports false, as no reply is due; otherwise it sets
+// o's kind and spoken fallback, logs the failure and reports true.
+func (v *Voice) failed(ctx context.Context, c echo.Context, o *turnOutcome, err error, left string) bool {
+	if callerLeft(c) {
+		v.log.Debug(left, "session", o.req.sessionID)
+		return false
+	}
+	o.kind, o.text = classify(ctx, err)
+	v.log.Warn("voice turn failed", "session", o.req.sessionID, "kind", o.kind, "error", err)
+	return true
+}
+
 // message is POST /api/message: one buffered reply.
 func (v *Voice) message(c echo.Context) error {
-	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
-		return err
-	}
-	req, err := v.bind(c)
+	req, err := v.accept(c)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
-	v.prepare(ctx, &req)
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    req.sessionID,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-	})
+	res, err := v.turn(ctx, &req, req.sessionID, nil, nil)
 	elapsed := time.Since(t0)
 	o := turnOutcome{endpoint: endpointMessage, req: req, elapsed: elapsed}
 	if err != nil {
-		if callerLeft(c) {
-			v.log.Debug("caller left; turn cancelled", "session", req.sessionID)
+		if !v.failed(ctx, c, &o, err, "caller left; turn cancelled") {
 			return nil
 		}
-		o.kind, o.text = classify(ctx, err)
-		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
 	} else {
 		o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
 		v.observeFirstAudio(elapsed)
@@ -515,10 +548,7 @@ type errorFrame struct {
 // error. A turn the shutdown grace ends gets the error frame like any
 // failed turn; only a caller hanging up gets none.
 func (v *Voice) stream(c echo.Context) error {
-	if err := httpapi.RefuseWhileStopping(v.cfg.Stopping); err != nil {
-		return err
-	}
-	req, err := v.bind(c)
+	req, err := v.accept(c)
 	if err != nil {
 		return err
 	}
@@ -534,30 +564,21 @@ func (v *Voice) stream(c echo.Context) error {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
-	v.prepare(ctx, &req)
 	st := v.pipeline.Stream()
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    req.sessionID,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-		OnChunk: func(delta string) {
-			chunk, first := st.Push(delta)
-			if first {
-				v.observeFirstAudio(time.Since(t0))
-			}
-			if chunk != "" {
-				out.frame(chunkFrame{Type: "chunk", Content: chunk})
-			}
-		},
-		Flush: out.flush,
-	})
+	res, err := v.turn(ctx, &req, req.sessionID, func(delta string) {
+		chunk, first := st.Push(delta)
+		if first {
+			v.observeFirstAudio(time.Since(t0))
+		}
+		if chunk != "" {
+			out.frame(chunkFrame{Type: "chunk", Content: chunk})
+		}
+	}, out.flush)
 	o := turnOutcome{endpoint: endpointStream, req: req}
 	if err != nil {
-		if callerLeft(c) {
-			v.log.Debug("barge-in: caller left; turn cancelled", "session", req.sessionID)
+		if !v.failed(ctx, c, &o, err, "barge-in: caller left; turn cancelled") {
 			return nil
 		}
-		o.kind, o.text = classify(ctx, err)
-		v.log.Warn("voice turn failed", "session", req.sessionID, "kind", o.kind, "error", err)
 		out.frame(errorFrame{Type: "error", Message: o.text, SessionID: req.sessionID})
 		out.flush()
 	} else {
@@ -721,11 +742,7 @@ func (v *Voice) Reply(ctx context.Context, r ReplyRequest) (string, error) {
 	req := voiceRequest{content: r.Content, channel: r.Channel, sessionID: r.SessionID, deviceID: r.DeviceID}
 	endpoint, key, sessionID := r.Endpoint, r.Key, r.SessionID
 	t0 := time.Now()
-	v.prepare(ctx, &req)
-	res, err := v.cfg.Agent.Turn(ctx, acp.TurnRequest{
-		Key:    key,
-		Prompt: func(i int) string { return v.buildPrompt(req.prompt(), i) },
-	})
+	res, err := v.turn(ctx, &req, key, nil, nil)
 	o := turnOutcome{endpoint: endpoint, req: req, elapsed: time.Since(t0)}
 	if err != nil {
 		o.kind, o.text = classify(ctx, err)

@@ -1,4 +1,4 @@
-package bridge
+package voice
 
 // The prompt suffixes of bridge.py, byte for byte (the voice prompts were tuned against them);
 // sandwich_test.go pins their SHA-256.

@@ -1,4 +1,4 @@
-package bridge
+package voice
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func TestPersonMemoryInARealTurn(t *testing.T) {
 				return err == nil && len(recs) == 2
 			})
 
-			env := newVoiceEnv(t, nil, VoiceConfig{Speaker: percep, PersonMemory: store}, acp.PoolConfig{})
+			env := newVoiceEnv(t, nil, Config{Speaker: percep, PersonMemory: store}, acp.PoolConfig{})
 			turn := func(session string) string {
 				env.message(t, map[string]any{"content": "[User] it's Alex, what should I cook?", "channel": "dotty", "session_id": session})
 				p := env.agent.Prompts()

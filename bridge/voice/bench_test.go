@@ -1,4 +1,4 @@
-package bridge
+package voice
 
 import (
 	"bufio"
@@ -41,10 +41,10 @@ func benchServer(b *testing.B, agent Turner) string {
 	b.Helper()
 	e := echo.New()
 	e.HTTPErrorHandler = httpapi.ErrorHandler(hclog.NewNullLogger())
-	NewVoice(VoiceConfig{
+	New(Config{
 		Agent:    agent,
 		Location: brisbane,
-		Metrics:  NewMetrics(prometheus.NewRegistry()),
+		Metrics:  newTestMetrics(prometheus.NewRegistry()),
 		ConvoLog: convolog.New(convolog.Config{Dir: filepath.Join(b.TempDir(), "logs"), Location: brisbane}),
 		Turns:    turnbus.New(nil),
 	}).Routes(e)
