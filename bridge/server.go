@@ -391,9 +391,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	start := time.Now()
-	s.stoppingOnce.Do(func() { close(s.stopping) })
-	// Each response from now on closes its connection.
+	// Each response from now on closes its connection. This comes before
+	// the stop is announced: a request the stop ends (a body waiting for
+	// the upload budget) answers at once, and with keep-alives still on
+	// net/http would first try to read the rest of its unread body, which
+	// the client may never send, so the answer would be lost at Close.
 	s.e.Server.SetKeepAlivesEnabled(false)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.awaitInFlight(endRequests)
 	sctx, cancel := context.WithTimeout(context.Background(), lastWordTimeout)
 	defer cancel()
