@@ -17,6 +17,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
@@ -32,7 +33,7 @@ const earlyCap = 256
 type conn struct {
 	proto   *Protocol
 	cfg     Config
-	acfg    acp.Config
+	acfg    agentconn.Child // the supervisor's timings and metrics
 	log     hclog.Logger
 	rpc     *jsonrpc.Conn
 	noise   func(string)
@@ -55,7 +56,7 @@ type conn struct {
 
 	mu          sync.Mutex
 	cause       string
-	info        acp.AgentInfo
+	info        agentconn.AgentInfo
 	streamCalls int              // agent.chat.stream answers awaited
 	early       []early          // notifications for streams not bound yet
 	turns       map[string]*turn // running turns by session id
@@ -64,7 +65,7 @@ type conn struct {
 
 // turn is a running turn's routing entry.
 type turn struct {
-	mb           *acp.Mailbox
+	mb           *agentconn.Mailbox
 	stream       *stream // set once the turn's agent.chat.stream is sent
 	cancelWanted bool    // cancelled before its stream id was known
 }
@@ -79,7 +80,7 @@ type stream struct {
 	id        string
 	reply     strings.Builder
 	delivered int
-	res       acp.PromptResult
+	res       agentconn.PromptResult
 	err       error
 	finished  chan struct{}
 	once      sync.Once
@@ -92,7 +93,7 @@ type early struct {
 	id     string
 }
 
-func newConn(p *Protocol, ch acp.Child) *conn {
+func newConn(p *Protocol, ch agentconn.Child) *conn {
 	noise := ch.Noise
 	if noise == nil {
 		noise = func(string) {}
@@ -101,7 +102,7 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 	if recycle == nil {
 		recycle = func(string) {}
 	}
-	clock := ch.Config.Clock
+	clock := ch.Clock
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
@@ -110,11 +111,11 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 		log = hclog.NewNullLogger()
 	}
 	c := &conn{
-		proto: p, cfg: p.cfg, acfg: ch.Config, log: log,
+		proto: p, cfg: p.cfg, acfg: ch, log: log,
 		noise: noise, recycle: recycle, clock: clock,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
-		info:    acp.AgentInfo{Dialect: Dialect},
+		info:    agentconn.AgentInfo{Dialect: Dialect},
 		turns:   make(map[string]*turn),
 		streams: make(map[string]*stream),
 	}
@@ -122,7 +123,7 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 	return c
 }
 
-var _ acp.ChildConn = (*conn)(nil)
+var _ agentconn.ChildConn = (*conn)(nil)
 
 // Done implements acp.Conn.
 func (c *conn) Done() <-chan struct{} { return c.done }
@@ -140,7 +141,7 @@ func (c *conn) Err() error {
 func (c *conn) markDead(err error) {
 	c.doneOnce.Do(func() {
 		if err == nil {
-			err = acp.ErrAgentGone
+			err = agentconn.ErrAgentGone
 		}
 		c.deadErr = err
 		close(c.done)
@@ -192,16 +193,14 @@ func (c *conn) Wait() {
 }
 
 func (c *conn) dropped(reason string) {
-	if m := c.acfg.Metrics; m != nil {
-		m.DroppedUpdates.WithLabelValues(reason).Inc()
-	}
+	c.acfg.Metrics.Dropped(reason)
 }
 
 // Traits implements acp.Conn: the sidecar cancels streams in protocol; its
 // sessions outlive a restart, resumed or created again with the history
 // the bridge keeps (ResumeSession); it has no session limit of its own.
-func (c *conn) Traits() acp.Traits {
-	return acp.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
+func (c *conn) Traits() agentconn.Traits {
+	return agentconn.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
 }
 
 // TurnLease implements acp.Conn: the sidecar runs turns concurrently.
@@ -216,7 +215,7 @@ func (c *conn) Recycle(reason string) { c.recycle(reason) }
 func (c *conn) LateSessions() int { return 0 }
 
 // Info implements acp.ChildConn from the ready signal and the last ping.
-func (c *conn) Info() acp.AgentInfo {
+func (c *conn) Info() agentconn.AgentInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := c.info
@@ -505,7 +504,7 @@ func (c *conn) NewSession(ctx context.Context) (string, error) {
 }
 
 func (c *conn) create(ctx context.Context) (string, error) {
-	key := cmp.Or(acp.SessionKey(ctx), acp.DefaultKey)
+	key := cmp.Or(agentconn.SessionKey(ctx), acp.DefaultKey)
 	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, jsonrpc.CallOptions{})
 	if err != nil {
 		return "", err
@@ -555,14 +554,14 @@ func (c *conn) CloseSession(_ context.Context, sid string) { c.ForgetSession(sid
 func (c *conn) ForgetSession(sid string) { c.proto.hist.forget(sid) }
 
 // BeginTurn implements acp.Conn.
-func (c *conn) BeginTurn(m *acp.Mailbox) {
+func (c *conn) BeginTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	c.turns[m.SessionID()] = &turn{mb: m}
 	c.mu.Unlock()
 }
 
 // EndTurn implements acp.Conn.
-func (c *conn) EndTurn(m *acp.Mailbox) {
+func (c *conn) EndTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	if t := c.turns[m.SessionID()]; t != nil && t.mb == m {
 		delete(c.turns, m.SessionID())
@@ -592,7 +591,7 @@ type chatParams struct {
 // history and text, then the stream's notifications until stream.done or
 // stream.error. The exchange joins the history when the stream ends: whole,
 // or, after a barge-in, as far as it was delivered.
-func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, error) {
+func (c *conn) Prompt(ctx context.Context, sid, text string) (agentconn.PromptResult, error) {
 	st := &stream{sid: sid, finished: make(chan struct{})}
 	c.mu.Lock()
 	if t := c.turns[sid]; t != nil {
@@ -618,24 +617,24 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 		if ctx.Err() != nil {
 			c.cancelBound(st) // answered just as the turn gave up
 		}
-		return acp.PromptResult{}, err
+		return agentconn.PromptResult{}, err
 	}
 	select {
 	case <-st.finished:
 	case <-ctx.Done():
 		if err := c.Err(); err != nil {
-			return acp.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, err)
+			return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, err)
 		}
-		return acp.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, ctx.Err())
+		return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, ctx.Err())
 	case <-c.done:
-		return acp.PromptResult{}, fmt.Errorf("%s: stream %s: %w", methodChatStream, st.id, c.Err())
+		return agentconn.PromptResult{}, fmt.Errorf("%s: stream %s: %w", methodChatStream, st.id, c.Err())
 	}
 	st.mu.Lock()
 	res, err, reply := st.res, st.err, st.reply.String()
-	cut := res.StopReason == acp.StopCancelled || (st.t != nil && st.t.mb.IsCancelled())
+	cut := res.StopReason == agentconn.StopCancelled || (st.t != nil && st.t.mb.IsCancelled())
 	st.mu.Unlock()
 	if err != nil {
-		return acp.PromptResult{}, err
+		return agentconn.PromptResult{}, err
 	}
 	c.proto.hist.add(sid, text, reply, cut)
 	return res, nil
@@ -832,16 +831,16 @@ func (c *conn) streamNote(method string, params json.RawMessage) {
 	case noteChunk:
 		c.chunk(st, p)
 	case noteDone:
-		res := acp.PromptResult{StopReason: acp.StopEndTurn}
+		res := agentconn.PromptResult{StopReason: agentconn.StopEndTurn}
 		var err error
 		switch {
 		case p.Cancelled:
-			res.StopReason = acp.StopCancelled
+			res.StopReason = agentconn.StopCancelled
 		case p.OK != nil && !*p.OK:
 			err = fmt.Errorf("%s: stream %s ended without success", methodChatStream, p.StreamID)
 		default:
 			st.mu.Lock()
-			res.StopReason = cmp.Or(st.res.StopReason, acp.StopEndTurn)
+			res.StopReason = cmp.Or(st.res.StopReason, agentconn.StopEndTurn)
 			st.mu.Unlock()
 		}
 		st.finish(res, err)
@@ -850,7 +849,7 @@ func (c *conn) streamNote(method string, params json.RawMessage) {
 		if kind == "" {
 			kind = kindForClass(p.Kind)
 		}
-		st.finish(acp.PromptResult{}, &acp.AgentError{Kind: kind, Method: methodChatStream, Code: p.Code, Class: p.Kind, Message: p.Message})
+		st.finish(agentconn.PromptResult{}, &agentconn.AgentError{Kind: kind, Method: methodChatStream, Code: p.Code, Class: p.Kind, Message: p.Message})
 	}
 }
 
@@ -886,7 +885,7 @@ func (c *conn) chunk(st *stream, p streamParams) {
 }
 
 // finish ends the stream once.
-func (st *stream) finish(res acp.PromptResult, err error) {
+func (st *stream) finish(res agentconn.PromptResult, err error) {
 	st.once.Do(func() {
 		st.mu.Lock()
 		st.res, st.err = res, err
@@ -935,6 +934,6 @@ func stopReason(finish string) string {
 	case "content_filter":
 		return "refusal"
 	default:
-		return acp.StopEndTurn
+		return agentconn.StopEndTurn
 	}
 }

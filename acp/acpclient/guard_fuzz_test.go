@@ -1,10 +1,12 @@
-package acp
+package acpclient
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
 )
 
 // FuzzGuard feeds arbitrary agent stdout through the guard: it never
@@ -59,17 +61,17 @@ func FuzzCleanLine(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := cleanLine(in)
+		out := childlog.CleanLine(in)
 		if !utf8.ValidString(out) {
-			t.Fatalf("cleanLine(%q) = %q: invalid UTF-8", in, out)
+			t.Fatalf("childlog.CleanLine(%q) = %q: invalid UTF-8", in, out)
 		}
 		for _, r := range out {
 			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-				t.Fatalf("cleanLine(%q) = %q: control %U left", in, out, r)
+				t.Fatalf("childlog.CleanLine(%q) = %q: control %U left", in, out, r)
 			}
 		}
-		if again := cleanLine(out); again != out {
-			t.Fatalf("cleanLine not idempotent on %q: %q then %q", in, out, again)
+		if again := childlog.CleanLine(out); again != out {
+			t.Fatalf("CleanLine not idempotent on %q: %q then %q", in, out, again)
 		}
 	})
 }
