@@ -73,24 +73,17 @@ func dialFake(t testing.TB, a *fakeAgent, cfg dialCfg) *acpclient.Client {
 // connection.
 func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg dialCfg) *acpclient.Client {
 	t.Helper()
-	toAgentR, toAgentW := io.Pipe()
-	fromAgentR, fromAgentW := io.Pipe()
-	conn := a.Serve(impl, fromAgentW, toAgentR)
+	toAgent, fromAgent, onDone := a.Link(t, impl)
 	def := DefaultConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := acpclient.Dial(ctx, acpclient.Config{Permissions: cfg.Permissions}, agentconn.Child{
-		Stdin: toAgentW, Stdout: fromAgentR, Log: testLogger(t),
+		Stdin: toAgent, Stdout: fromAgent, Log: testLogger(t),
 		InitTimeout: def.InitTimeout, CancelGrace: cmp.Or(cfg.CancelGrace, def.CancelGrace)})
 	if err != nil {
 		t.Fatalf("dial fake agent: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = toAgentW.Close()
-		_ = fromAgentW.Close()
-		acptest.WaitClosed(t, "the client's connection", c.Done())
-		acptest.WaitClosed(t, "the fake agent's connection", conn.Done())
-	})
+	onDone(c.Done())
 	return c
 }
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 )
 
 var (
@@ -47,7 +45,7 @@ func sdkExampleAgent(t *testing.T) string {
 func TestSDKExampleAgentTurn(t *testing.T) {
 	path := sdkExampleAgent(t)
 	// Run without arguments: the example treats them as a client to spawn.
-	h := startHarness(t, Config{Command: path, Args: []string{}, Protocol: acpclient.New(acpclient.Config{})}, PoolConfig{})
+	h := startHarness(t, Config{Command: path, Args: []string{}}, PoolConfig{})
 	health := h.WaitReady()
 	if health.Dialect != "v1" {
 		t.Fatalf("health %+v", health)
@@ -60,7 +58,7 @@ func TestSDKExampleAgentTurn(t *testing.T) {
 
 func TestSDKExampleAgentCancel(t *testing.T) {
 	path := sdkExampleAgent(t)
-	h := startHarness(t, Config{Command: path, Args: []string{}, Protocol: acpclient.New(acpclient.Config{})}, PoolConfig{})
+	h := startHarness(t, Config{Command: path, Args: []string{}}, PoolConfig{})
 	h.WaitReady()
 	if _, err := h.BargeIn("k", "hi"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)

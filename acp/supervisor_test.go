@@ -58,6 +58,8 @@ func fakeChild(mode string, env ...string) Config {
 // withACP sets cfg's protocol to ACP with acfg.
 func withACP(cfg *Config, acfg acpclient.Config) { cfg.Protocol = acpclient.New(acfg) }
 
+// startHarness runs a supervisor on cfg (ACP when it sets no protocol)
+// and a pool on pcfg until the test ends.
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: acptest.Logs(t)}
@@ -65,6 +67,9 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	reg := prometheus.NewRegistry()
 	h.metrics = NewMetrics(reg)
 	cfg.Logger, cfg.Metrics = log, h.metrics
+	if cfg.Protocol == nil {
+		withACP(&cfg, acpclient.Config{})
+	}
 	acptest.Bounds(&cfg.BackoffInitial, &cfg.StopGrace, &cfg.UnavailableGrace, &cfg.InitTimeout)
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = NewSupervisor(cfg)

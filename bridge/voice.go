@@ -41,7 +41,7 @@ const (
 	KindException     = "exception"
 	// KindAgentUnavailable: the agent failed and is not back yet.
 	KindAgentUnavailable = "agent_unavailable"
-	// The failures an agent reports by class (acp.AgentError, the
+	// The failures an agent reports by class (agentconn.AgentError, the
 	// steerable sidecar's failure classes), each under its own label.
 	KindBudgetExhausted = agentconn.KindBudgetExhausted
 	KindPolicyDenied    = agentconn.KindPolicyDenied

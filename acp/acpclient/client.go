@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
@@ -48,7 +48,7 @@ type Client struct {
 	cancelGrace time.Duration
 	caps        Caps
 	adapter     adapter
-	conn        *acpsdk.Connection
+	conn        *acp.Connection
 	log         hclog.Logger
 	metrics     *agentconn.Metrics
 	perm        agentconn.Permissioner
@@ -119,7 +119,7 @@ func Dial(ctx context.Context, cfg Config, ch agentconn.Child) (*Client, error) 
 	lw := &jsonrpc.LockedWriter{W: ch.Stdin}
 	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.done)
 	c.notified, c.barrier = g.notificationHandled, g.barrier
-	c.conn = acpsdk.NewConnection(c.handle, lw, g)
+	c.conn = acp.NewConnection(c.handle, lw, g)
 	sl, _ := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
 	g.open()
@@ -145,14 +145,14 @@ func (c *Client) initialize(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.initTimeout)
 	defer cancel()
 	params := map[string]any{
-		"protocolVersion": acpsdk.ProtocolVersionNumber,
+		"protocolVersion": acp.ProtocolVersionNumber,
 		"clientCapabilities": map[string]any{
 			"fs":       map[string]bool{"readTextFile": false, "writeTextFile": false},
 			"terminal": false,
 		},
 		"clientInfo": map[string]string{"name": c.cfg.ClientName, "version": c.cfg.ClientVersion},
 	}
-	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodInitialize, params)
+	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, methodInitialize, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initialize: no answer within %s: %w", c.initTimeout, ctx.Err())
@@ -240,7 +240,7 @@ func (c *Client) rpcErr(method string, err error) error {
 	if c.Err() != nil {
 		return fmt.Errorf("%s: %w", method, c.Err())
 	}
-	var re *acpsdk.RequestError
+	var re *acp.RequestError
 	if errors.As(err, &re) {
 		if strings.Contains(re.Error(), "peer disconnected") {
 			return fmt.Errorf("%s: %w", method, agentconn.ErrAgentGone)
@@ -294,7 +294,7 @@ func (c *Client) open(ctx context.Context, method string, params any, record fun
 	// Not the caller's ctx: abandoning the request would lose the reply.
 	go func() { // #nosec G118 -- ends with the agent's answer or the connection
 		defer c.bg.Done()
-		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
+		raw, err := acp.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
 		sid, err := record(raw, err)
 		handoff.Lock()
 		if !abandoned {
@@ -368,7 +368,7 @@ func (c *Client) Wait() {
 // a barge-in: ending it abandons the result, and the SDK then drops the
 // agent's late reply, so the cancelled turn could never be settled.
 func (c *Client) Prompt(ctx context.Context, sid, text string) (agentconn.PromptResult, error) {
-	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
+	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
 	if err != nil {
 		if ctx.Err() != nil {
 			return agentconn.PromptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
@@ -382,7 +382,7 @@ func (c *Client) Prompt(ctx context.Context, sid, text string) (agentconn.Prompt
 	_ = json.Unmarshal(raw, &r)
 	res := agentconn.PromptResult{StopReason: r.StopReason}
 	if res.StopReason == "" {
-		res.StopReason = string(acpsdk.StopReasonEndTurn)
+		res.StopReason = string(acp.StopReasonEndTurn)
 	}
 	if len(r.Content) > 0 {
 		var s string
@@ -486,7 +486,7 @@ func (c *Client) activeTurn(sid string) *agentconn.Mailbox {
 // handle is the one SDK MethodHandler: every inbound request and
 // notification arrives here. Notifications are O(1) and never block.
 // The stdout guard lets only session/request_permission through as a request.
-func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
 	if method == methodRequestPermission {
 		return c.handlePermission(ctx, params), nil
 	}
@@ -649,16 +649,16 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 	want := ""
 	switch decision {
 	case agentconn.Allow:
-		want = string(acpsdk.PermissionOptionKindAllowOnce)
+		want = string(acp.PermissionOptionKindAllowOnce)
 	case agentconn.Deny:
-		want = string(acpsdk.PermissionOptionKindRejectOnce)
+		want = string(acp.PermissionOptionKindRejectOnce)
 	}
 	for _, o := range *p.Options {
 		if want != "" && o.Kind == want {
-			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(o.OptionID))}
+			return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(o.OptionID))}
 		}
 	}
-	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
 }
 
 // toolKinds are ACP's tool kinds; any other kind is logged as "unknown",
@@ -741,7 +741,7 @@ func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
 	c.recycle = ch.Recycle
 	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.done)
 	c.notified, c.barrier = g.notificationHandled, g.barrier
-	c.conn = acpsdk.NewConnection(c.handle, ch.Stdin, g)
+	c.conn = acp.NewConnection(c.handle, ch.Stdin, g)
 	sl, cause := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
 	c.cause = cause

@@ -3,51 +3,33 @@ package acpclient
 import (
 	"context"
 	"fmt"
-	"io"
 	"testing"
 
-	acpsdk "github.com/coder/acp-go-sdk"
 	"time"
+
+	"github.com/coder/acp-go-sdk"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
-// poolOn dials a Client to the in-process agent a and runs a pool on it
-// until the test ends.
-func poolOn(t *testing.T, a *acptest.Agent) (*Client, *acp.Pool) {
+// dialAgent dials a Client to the in-process agent a, with the
+// supervisor's default timings, until the test ends.
+func dialAgent(t *testing.T, a *acptest.Agent) *Client {
 	t.Helper()
-	toAgentR, toAgentW := io.Pipe()
-	fromAgentR, fromAgentW := io.Pipe()
-	conn := a.Serve(a, fromAgentW, toAgentR)
+	toAgent, fromAgent, onDone := a.Link(t, a)
 	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: acptest.Logs(t)})
-	def := acp.DefaultConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Config{}, agentconn.Child{Stdin: toAgentW, Stdout: fromAgentR, Log: log,
-		InitTimeout: def.InitTimeout, CancelGrace: def.CancelGrace})
+	c, err := Dial(ctx, Config{}, agentconn.Child{Stdin: toAgent, Stdout: fromAgent, Log: log,
+		InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("dial fake agent: %v", err)
 	}
-	p := acp.NewPool(acp.PoolConfig{Logger: log}, c)
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = p.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		acptest.WaitClosed(t, "pool.Run", done)
-		_ = toAgentW.Close()
-		_ = fromAgentW.Close()
-		acptest.WaitClosed(t, "the client's connection", c.Done())
-		acptest.WaitClosed(t, "the fake agent's connection", conn.Done())
-	})
-	return c, p
+	onDone(c.Done())
+	return c
 }
 
 // An agent announcing tool calls for sessions it never created, or more
@@ -56,30 +38,37 @@ func poolOn(t *testing.T, a *acptest.Agent) (*Client, *acp.Pool) {
 // a turn's calls are forgotten when it ends.
 func TestToolTableBounded(t *testing.T) {
 	a := &acptest.Agent{Name: "fake", SessionPrefix: "s"}
-	a.OnPrompt = func(ctx context.Context, a *acptest.Agent, sid, text string) (acpsdk.PromptResponse, error) {
+	a.OnPrompt = func(ctx context.Context, a *acptest.Agent, sid, text string) (acp.PromptResponse, error) {
 		for i := range 300 {
-			_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
-				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("ghost-call-", i)), "shell")})
+			_ = a.Conn().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(fmt.Sprint("ghost-", i)),
+				Update: acp.StartToolCall(acp.ToolCallId(fmt.Sprint("ghost-call-", i)), "shell")})
 		}
 		for i := range 2 * toolCallCap {
-			_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
-				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("call-", i)), "shell")})
+			_ = a.Conn().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(sid),
+				Update: acp.StartToolCall(acp.ToolCallId(fmt.Sprint("call-", i)), "shell")})
 		}
 		_ = a.Chunk(ctx, sid, "😊 ok") // handled after every update above
-		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
-	c, p := poolOn(t, a)
-	during := -1
+	c := dialAgent(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := p.Turn(ctx, acp.TurnRequest{Key: "k", Prompt: func(int) string { return "hi" }, OnChunk: func(string) {
-		c.mu.Lock()
-		during = c.calls.len()
-		c.mu.Unlock()
-	}})
+	sid, err := c.NewSession(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := agentconn.NewMailbox(sid)
+	c.BeginTurn(m)
+	if _, err := c.Prompt(ctx, sid, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Drain(); len(got) != 1 || got[0] != "😊 ok" {
+		t.Errorf("turn text %q, want the chunk sent after every update", got)
+	}
+	c.mu.Lock()
+	during := c.calls.len()
+	c.mu.Unlock()
+	c.EndTurn(m)
 	if during != toolCallCap {
 		t.Errorf("tool-call table held %d calls during the turn, want the cap %d", during, toolCallCap)
 	}

@@ -24,15 +24,14 @@ import (
 // pool until the test ends. Zero configs get test-friendly defaults.
 func Pool(t testing.TB, a *acptest.Agent, cfg acpclient.Config, pcfg acp.PoolConfig) *acp.Pool {
 	t.Helper()
-	toAgentR, toAgentW := io.Pipe()
-	fromAgentR, fromAgentW := io.Pipe()
-	conn := a.Serve(a, fromAgentW, toAgentR)
+	toAgent, fromAgent, onDone := a.Link(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := acpclient.Dial(ctx, cfg, child(toAgentW, fromAgentR, time.Second))
+	c, err := acpclient.Dial(ctx, cfg, child(toAgent, fromAgent, time.Second))
 	if err != nil {
 		t.Fatalf("agenttest: dial: %v", err)
 	}
+	onDone(c.Done()) // after the pool's own cleanup below
 	if pcfg.Logger == nil {
 		pcfg.Logger = hclog.NewNullLogger()
 	}
@@ -46,10 +45,6 @@ func Pool(t testing.TB, a *acptest.Agent, cfg acpclient.Config, pcfg acp.PoolCon
 	t.Cleanup(func() {
 		stop()
 		<-done
-		_ = toAgentW.Close()
-		_ = fromAgentW.Close()
-		acptest.WaitClosed(t, "agenttest: client", c.Done())
-		acptest.WaitClosed(t, "agenttest: agent", conn.Done())
 	})
 	return p
 }

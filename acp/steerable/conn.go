@@ -125,10 +125,10 @@ func newConn(p *Protocol, ch agentconn.Child) *conn {
 
 var _ agentconn.ChildConn = (*conn)(nil)
 
-// Done implements acp.Conn.
+// Done implements agentconn.Conn.
 func (c *conn) Done() <-chan struct{} { return c.done }
 
-// Err implements acp.Conn.
+// Err implements agentconn.Conn.
 func (c *conn) Err() error {
 	select {
 	case <-c.done:
@@ -149,7 +149,7 @@ func (c *conn) markDead(err error) {
 	})
 }
 
-// Abort implements acp.ChildConn.
+// Abort implements agentconn.ChildConn.
 func (c *conn) Abort(err error) { c.markDead(err) }
 
 func (c *conn) setCause(s string) {
@@ -160,7 +160,7 @@ func (c *conn) setCause(s string) {
 	c.mu.Unlock()
 }
 
-// CloseCause implements acp.ChildConn.
+// CloseCause implements agentconn.ChildConn.
 func (c *conn) CloseCause() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -184,7 +184,7 @@ func (c *conn) goBackground(f func()) bool {
 	return true
 }
 
-// Wait implements acp.ChildConn.
+// Wait implements agentconn.ChildConn.
 func (c *conn) Wait() {
 	c.mu.Lock()
 	c.bgClosed = true
@@ -196,25 +196,25 @@ func (c *conn) dropped(reason string) {
 	c.acfg.Metrics.Dropped(reason)
 }
 
-// Traits implements acp.Conn: the sidecar cancels streams in protocol; its
+// Traits implements agentconn.Conn: the sidecar cancels streams in protocol; its
 // sessions outlive a restart, resumed or created again with the history
 // the bridge keeps (ResumeSession); it has no session limit of its own.
 func (c *conn) Traits() agentconn.Traits {
 	return agentconn.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
 }
 
-// TurnLease implements acp.Conn: the sidecar runs turns concurrently.
+// TurnLease implements agentconn.Conn: the sidecar runs turns concurrently.
 func (c *conn) TurnLease() chan struct{} { return nil }
 
-// Recycle implements acp.Conn.
+// Recycle implements agentconn.Conn.
 func (c *conn) Recycle(reason string) { c.recycle(reason) }
 
-// LateSessions implements acp.Conn. A session created after its caller
+// LateSessions implements agentconn.Conn. A session created after its caller
 // gave up is never recorded; the sidecar has no method to close one, so
 // it holds nothing the bridge could give back.
 func (c *conn) LateSessions() int { return 0 }
 
-// Info implements acp.ChildConn from the ready signal and the last ping.
+// Info implements agentconn.ChildConn from the ready signal and the last ping.
 func (c *conn) Info() agentconn.AgentInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -295,7 +295,7 @@ func toolCount(raw json.RawMessage) (int, bool) {
 	return 0, false
 }
 
-// StderrLine implements acp.ChildConn: the ready marker may come here.
+// StderrLine implements agentconn.ChildConn: the ready marker may come here.
 func (c *conn) StderrLine(line string) {
 	i := strings.Index(line, readyMarker)
 	if i < 0 {
@@ -322,7 +322,7 @@ func (c *conn) markReady(via string, r readyInfo) {
 	})
 }
 
-// Handshake implements acp.ChildConn: it waits for whichever ready signal
+// Handshake implements agentconn.ChildConn: it waits for whichever ready signal
 // comes first, the stderr marker or lifecycle.ready (a --quiet-ready
 // sidecar sends only the latter), within InitTimeout. Nothing is sent
 // before it. Then the health pings start.
@@ -394,7 +394,7 @@ func (c *conn) ping() error {
 	return nil
 }
 
-// Shutdown implements acp.ChildConn: system.shutdown (the sidecar drains
+// Shutdown implements agentconn.ChildConn: system.shutdown (the sidecar drains
 // its streams, answers and exits), waiting at most StopGrace for the exit.
 // A sidecar that ignores it is then sent SIGTERM by the supervisor.
 func (c *conn) Shutdown(exited <-chan struct{}) bool {
@@ -489,7 +489,7 @@ type createParams struct {
 	ChatID string `json:"chatId"`
 }
 
-// NewSession implements acp.Conn: agent.session.create, bounded by
+// NewSession implements agentconn.Conn: agent.session.create, bounded by
 // InitTimeout, for the pool key ctx carries (acp.DefaultKey when none).
 // The new session's history starts empty.
 func (c *conn) NewSession(ctx context.Context) (string, error) {
@@ -512,7 +512,7 @@ func (c *conn) create(ctx context.Context) (string, error) {
 	return sessionResult(methodSessionCreate, raw)
 }
 
-// ResumeSession implements acp.Conn: agent.session.resume of a session
+// ResumeSession implements agentconn.Conn: agent.session.resume of a session
 // opened before the sidecar restarted, or, when the sidecar no longer has
 // it, agent.session.create (the sidecar keeps its sessions in memory
 // unless its embedder gives it a database, so after its own restart it
@@ -546,21 +546,21 @@ func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
 	return id, nil
 }
 
-// CloseSession implements acp.Conn. The sidecar has no method to close a
+// CloseSession implements agentconn.Conn. The sidecar has no method to close a
 // session; the bridge forgets its history.
 func (c *conn) CloseSession(_ context.Context, sid string) { c.ForgetSession(sid) }
 
-// ForgetSession implements acp.Conn.
+// ForgetSession implements agentconn.Conn.
 func (c *conn) ForgetSession(sid string) { c.proto.hist.forget(sid) }
 
-// BeginTurn implements acp.Conn.
+// BeginTurn implements agentconn.Conn.
 func (c *conn) BeginTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	c.turns[m.SessionID()] = &turn{mb: m}
 	c.mu.Unlock()
 }
 
-// EndTurn implements acp.Conn.
+// EndTurn implements agentconn.Conn.
 func (c *conn) EndTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	if t := c.turns[m.SessionID()]; t != nil && t.mb == m {
@@ -587,7 +587,7 @@ type chatParams struct {
 	Messages    []Message `json:"messages"`
 }
 
-// Prompt implements acp.Conn: agent.chat.stream with the session's
+// Prompt implements agentconn.Conn: agent.chat.stream with the session's
 // history and text, then the stream's notifications until stream.done or
 // stream.error. The exchange joins the history when the stream ends: whole,
 // or, after a barge-in, as far as it was delivered.
@@ -725,7 +725,7 @@ func (c *conn) cancelBound(st *stream) {
 	}
 }
 
-// CancelTurn implements acp.Conn: agent.chat.cancel for the session's
+// CancelTurn implements agentconn.Conn: agent.chat.cancel for the session's
 // stream at once, without waiting for its answer; a stream whose id is not
 // known yet is cancelled as soon as its answer arrives.
 func (c *conn) CancelTurn(sid string) error {

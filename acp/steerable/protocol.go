@@ -19,7 +19,7 @@ func New(cfg Config) *Protocol {
 	return &Protocol{cfg: cfg, hist: newStore(cfg.HistoryChars)}
 }
 
-// Open implements acp.Protocol: it starts reading the child's stdout and
+// Open implements agentconn.Protocol: it starts reading the child's stdout and
 // waits for nothing; Handshake waits for the ready signal.
 func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
 	c := newConn(p, ch)

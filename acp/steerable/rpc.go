@@ -169,8 +169,8 @@ func (c *conn) answerUnserved(id json.RawMessage, method string) {
 }
 
 // rpcError converts a JSON-RPC error: the sidecar's own failure classes
-// (by its error kind or code) become an *acp.AgentError of their kind; the
-// others an *acp.RPCError (so a message naming a lost session lets the
+// (by its error kind or code) become an *agentconn.AgentError of their kind; the
+// others an *agentconn.RPCError (so a message naming a lost session lets the
 // pool retry on a new one).
 func rpcError(method string, e *jsonrpc.Error) error {
 	if kind := cmp.Or(kindForClass(e.Kind), kindForCode(e.Code)); kind != "" {
