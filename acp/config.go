@@ -122,9 +122,6 @@ const (
 	KeyShared SessionKeyMode = "shared"
 )
 
-// DefaultKey is the pool key used when a caller sends no session id.
-const DefaultKey = "default"
-
 // PoolConfig configures a Pool.
 type PoolConfig struct {
 	// KeyMode is KeyPerSession (default) or KeyShared (ZEROCLAW_SESSION_KEY).

@@ -174,7 +174,7 @@ func (p *Pool) keyFor(k string) string {
 		return string(KeyShared)
 	}
 	if k == "" {
-		return DefaultKey
+		return agentconn.DefaultKey
 	}
 	return k
 }

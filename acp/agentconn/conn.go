@@ -85,6 +85,9 @@ type Traits struct {
 	KeepCancelled bool
 }
 
+// DefaultKey is the pool key used when a caller sends no session id.
+const DefaultKey = "default"
+
 type sessionKeyCtx struct{}
 
 // WithSessionKey returns ctx carrying key, the pool key a session is

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
@@ -490,7 +489,7 @@ type createParams struct {
 }
 
 // NewSession implements agentconn.Conn: agent.session.create, bounded by
-// InitTimeout, for the pool key ctx carries (acp.DefaultKey when none).
+// InitTimeout, for the pool key ctx carries (agentconn.DefaultKey when none).
 // The new session's history starts empty.
 func (c *conn) NewSession(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
@@ -504,7 +503,7 @@ func (c *conn) NewSession(ctx context.Context) (string, error) {
 }
 
 func (c *conn) create(ctx context.Context) (string, error) {
-	key := cmp.Or(agentconn.SessionKey(ctx), acp.DefaultKey)
+	key := cmp.Or(agentconn.SessionKey(ctx), agentconn.DefaultKey)
 	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, jsonrpc.CallOptions{})
 	if err != nil {
 		return "", err
