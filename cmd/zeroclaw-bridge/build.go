@@ -247,7 +247,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	policy := c.Permissions
 	policy.AllowLive, policy.KidMode = safety.List, modes.KidMode
-	if c.ACP.Protocol == nil {
+	if c.Agent.Protocol != protocolSteerable { // the steerable protocol is set above
 		c.ACPClient.Permissions = &policy
 		c.ACP.Protocol = acpclient.New(c.ACPClient)
 	}
