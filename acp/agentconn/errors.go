@@ -24,10 +24,10 @@ var (
 
 // JSON-RPC error codes with a meaning the bridge acts on.
 const (
-	CodeSessionNotFound = -32000
-	CodeSessionLimit    = -32001
-	CodeSessionBusy     = -32002
-	CodeCancelled       = -32800
+	codeSessionNotFound = -32000
+	codeSessionLimit    = -32001
+	codeSessionBusy     = -32002
+	codeCancelled       = -32800
 )
 
 // RPCError is a JSON-RPC error answered by the agent for one method call.
@@ -49,14 +49,14 @@ func (e *RPCError) Error() string {
 func (e *RPCError) Is(target error) bool {
 	switch target {
 	case ErrSessionNotFound:
-		if e.Code == CodeSessionNotFound && !strings.Contains(strings.ToLower(e.Message), "auth") {
+		if e.Code == codeSessionNotFound && !strings.Contains(strings.ToLower(e.Message), "auth") {
 			return true
 		}
 		return messageNamesLostSession(e.Message)
 	case ErrSessionLimit:
-		return e.Code == CodeSessionLimit
+		return e.Code == codeSessionLimit
 	case ErrSessionBusy:
-		return e.Code == CodeSessionBusy
+		return e.Code == codeSessionBusy
 	case ErrNotSupported:
 		return e.Code == jsonrpc.CodeMethodNotFound
 	}

@@ -1,6 +1,8 @@
 // Package childlog turns what an agent child writes outside its protocol
 // (stderr, stray stdout) into log lines: cleaned of control characters,
-// secrets redacted, rate-capped. The supervisor and every protocol use it.
+// secrets redacted, rate-capped. The supervisor uses it for stderr and for
+// the stray stdout lines a protocol hands it (agentconn.Child.Noise),
+// acpclient for its stdout guard and the agent text it logs.
 package childlog
 
 import (
