@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // Source hands out the current agent connection, waiting for one within
-// ctx. *Supervisor and *Client implement it.
+// ctx. *Supervisor and *acpclient.Client implement it.
 type Source interface {
 	Acquire(ctx context.Context) (agentconn.Conn, error)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jonboulle/clockwork"
+
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 

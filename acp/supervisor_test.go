@@ -18,7 +18,6 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
-
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 

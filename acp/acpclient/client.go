@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"

@@ -13,7 +13,8 @@ import (
 // Conn is one live connection to one agent process (one child generation)
 // as acp's Pool drives it, whatever protocol it speaks: acpclient.Client
 // speaks ACP, the steerable package's connection speaks the steerable
-// sidecar's protocol. Every method is safe for concurrent use and bounded in time.
+// sidecar's protocol. Every method is safe for concurrent use and bounded
+// in time.
 type Conn interface {
 	// Done is closed when the connection can no longer be used; Err then
 	// says why, and is nil while it is alive.

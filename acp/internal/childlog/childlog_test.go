@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
