@@ -3,12 +3,12 @@ package acp
 import (
 	"cmp"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 )
 
@@ -18,12 +18,11 @@ import (
 type Config struct {
 	// Command is the agent executable (absolute path or a name looked up on PATH).
 	Command string
-	// Args follow Command; nil means ["acp"], as bridge.py ran it, when
-	// Protocol is ACP, and none otherwise.
+	// Args follow Command.
 	Args []string
-	// Protocol is what the child speaks; nil is ACP. The steerable
-	// package provides the steerable sidecar's.
-	Protocol Protocol
+	// Protocol is what the child speaks (required): acpclient's for an
+	// ACP agent, steerable's for the steerable sidecar.
+	Protocol agentconn.Protocol
 	// Env is added to the bridge's own environment for the child
 	// (after RUST_LOG=error, so an entry here wins).
 	Env []string
@@ -45,19 +44,6 @@ type Config struct {
 	// WriteTimeout bounds one frame written to the child's stdin; a child that
 	// does not read for this long is treated as wedged (default InitTimeout).
 	WriteTimeout time.Duration
-
-	// AgentAlias is sent as agentAlias on session/new to ZeroClaw 0.8+ (ZEROCLAW_AGENT_ALIAS).
-	AgentAlias string
-	// SessionCwd is sent as cwd on session/new (ZEROCLAW_SESSION_CWD). ZeroClaw
-	// gets none when empty; other v1 agents get the bridge's working directory.
-	SessionCwd string
-
-	// ClientName and ClientVersion are sent in initialize's clientInfo.
-	ClientName    string
-	ClientVersion string
-
-	// Permissions answers session/request_permission. Nil allows everything.
-	Permissions Permissioner
 
 	// UnavailableGrace is how long Acquire waits for an agent that has
 	// failed since it was last ready before failing with
@@ -86,23 +72,19 @@ type Config struct {
 }
 
 // DefaultConfig returns the supervisor's timings and bounds (bridge.py's
-// handshake timeout and stderr rate among them) and its client name: the
-// one place their defaults are written. Command is the caller's to set.
+// handshake timeout and stderr rate among them): the one place their
+// defaults are written. Command and Protocol are the caller's to set.
 func DefaultConfig() Config {
 	return Config{InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second, StopGrace: 2 * time.Second,
 		UnavailableGrace: 2 * time.Second, BackoffInitial: 200 * time.Millisecond, BackoffMax: 30 * time.Second,
-		HealthyReset: time.Minute, StderrLinesPerSecond: 200, ClientName: "zeroclaw-bridge", ClientVersion: "dev"}
+		HealthyReset: time.Minute, StderrLinesPerSecond: 200}
 }
 
 // withDefaults fills each field left zero with its DefaultConfig value,
-// field by field; WriteTimeout defaults to InitTimeout, Args to ["acp"]
-// for ACP.
+// field by field; WriteTimeout defaults to InitTimeout.
 func (c Config) withDefaults() Config {
-	if c.Args == nil && c.Protocol == nil {
-		c.Args = []string{"acp"}
-	}
 	fieldcheck.Fill(&c, DefaultConfig(), "InitTimeout", "CancelGrace", "StopGrace", "UnavailableGrace",
-		"BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "ClientName", "ClientVersion")
+		"BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond")
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = c.InitTimeout
 	}
@@ -116,7 +98,8 @@ func (c Config) withDefaults() Config {
 // timeouts and graces want more than 0 (New fills a zero one, but a
 // setting of 0 is a mistake). A missing executable is not an error: the
 // bridge runs without its brain and says so on /health; an empty Command
-// is a mistake of the caller, which NewSupervisor panics on.
+// or a nil Protocol is a mistake of the caller, which NewSupervisor panics
+// on.
 func (c Config) Validate() error {
 	var errs fieldcheck.Errors
 	for _, d := range []struct {
@@ -125,7 +108,6 @@ func (c Config) Validate() error {
 	}{{"InitTimeout", c.InitTimeout}, {"CancelGrace", c.CancelGrace}, {"UnavailableGrace", c.UnavailableGrace}} {
 		errs.Check(d.field, d.v > 0, d.v, "more than 0")
 	}
-	errs.Check("SessionCwd", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "an absolute path")
 	errs.CheckRef("BackoffInitial", c.BackoffMax <= 0 || c.BackoffInitial <= c.BackoffMax, c.BackoffInitial, "at most", "BackoffMax")
 	return errs.Err()
 }
@@ -139,9 +121,6 @@ const (
 	// KeyShared gives all callers bridge.py's single shared agent session.
 	KeyShared SessionKeyMode = "shared"
 )
-
-// DefaultKey is the pool key used when a caller sends no session id.
-const DefaultKey = "default"
 
 // PoolConfig configures a Pool.
 type PoolConfig struct {

@@ -1,7 +1,9 @@
-// Package acp runs the bridge's agent: it supervises one long-running
-// child — `zeroclaw acp` or any ACP agent, or the steerable sidecar — speaks
-// the child's protocol over stdio, and shares it between callers through a
-// pool of agent sessions.
+// Package acp runs the bridge's agent, whatever protocol it speaks: it
+// supervises one long-running child — `zeroclaw acp` or any ACP agent, or
+// the steerable sidecar — and shares it between callers through a pool of
+// agent sessions. The protocol is Config.Protocol (package agentconn's
+// contract): acpclient's for ACP agents, steerable's for the sidecar; acp
+// imports neither.
 //
 // # Components
 //
@@ -16,34 +18,23 @@
 //     failure, Acquire waits at most UnavailableGrace for the restart, then
 //     fails fast with ErrAgentUnavailable until the agent is ready again; a
 //     restart asked for with Restart is not a failure and is waited for.
-//   - Protocol is what the supervisor speaks to its child, through two
-//     small interfaces: ChildConn, the supervisor's hooks (handshake,
-//     health info, stderr lines, the polite stop), and Conn, what the pool
-//     drives (sessions, prompts streaming into a Mailbox, cancel,
-//     liveness, Traits). Config.Protocol nil is ACP; the steerable
-//     package provides the steerable sidecar's.
-//   - Client is ACP's Conn: one initialised connection (one child
-//     generation). A stdout guard sits in front of the SDK: it drops
-//     non-JSON noise, keeps frames over 8 MiB away from the SDK (its limit
-//     is 10 MiB), answers requests the bridge does not serve, and paces
-//     notifications so the SDK's 1024-slot queue never overflows. One
-//     dispatcher receives every inbound frame; the dialect is detected from
-//     the raw initialize result and one adapter per dialect (ACP v1, legacy
-//     L0–L2) translates frames.
-//   - Permissioner answers session/request_permission; Policy is bridge.py's
-//     rule set (kid mode denies camera.take_photo, and any tool a request
-//     does not identify). Each request is decided for the tool it names
-//     itself, never the session's previous tool. Options are chosen by
-//     kind, never by display name.
+//   - Protocol (agentconn) is what the supervisor speaks to its child,
+//     through two small interfaces: ChildConn, the supervisor's hooks
+//     (handshake, health info, stderr lines, the polite stop), and Conn,
+//     what the pool drives (sessions, prompts streaming into a Mailbox,
+//     cancel, liveness, Traits). Config.Protocol is required: acpclient.New
+//     for ACP (its stdout guard, dialects and permission handling are
+//     documented there), steerable.New for the steerable sidecar.
 //   - Pool maps callers to agent sessions and runs turns, whatever the
 //     protocol.
-//   - AgentError carries failures an agent reports by class (budget,
+//   - agentconn.AgentError carries failures an agent reports by class (budget,
 //     policy, tool, storage, transport), so the bridge can answer each its
 //     own way without knowing which agent runs.
 //
 // # Usage
 //
-//	sup := acp.NewSupervisor(acp.Config{Command: "zeroclaw", Logger: log})
+//	sup := acp.NewSupervisor(acp.Config{Command: "zeroclaw", Args: []string{"acp"},
+//		Protocol: acpclient.New(acpclient.Config{Permissions: policy}), Logger: log})
 //	// or the steerable sidecar:
 //	// acp.Config{Command: "python3", Args: []string{"-m", "steerable_sidecar"},
 //	//	Protocol: steerable.New(steerable.Config{Model: model}), Logger: log}

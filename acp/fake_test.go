@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"sync/atomic"
@@ -10,7 +11,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // fakeAgent is the test agent (acptest.Agent), named for these tests.
@@ -52,38 +55,35 @@ func hclogFor(w io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: w})
 }
 
+// dialCfg is what a test sets for an in-process client: the supervisor's
+// cancel grace (default 2 s) and the permission answerer.
+type dialCfg struct {
+	CancelGrace time.Duration
+	Permissions agentconn.Permissioner
+}
+
 // dialFake connects a Client to a in-process fake agent; cleanup closes the
 // pipes and waits for both sides to finish.
-func dialFake(t testing.TB, a *fakeAgent, cfg Config) *Client {
+func dialFake(t testing.TB, a *fakeAgent, cfg dialCfg) *acpclient.Client {
 	t.Helper()
 	return dialFakeAgent(t, a, a, cfg)
 }
 
 // dialFakeAgent is dialFake with impl (a wrapper around a) answering the
 // connection.
-func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg Config) *Client {
+func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg dialCfg) *acpclient.Client {
 	t.Helper()
-	toAgentR, toAgentW := io.Pipe()
-	fromAgentR, fromAgentW := io.Pipe()
-	conn := a.Serve(impl, fromAgentW, toAgentR)
-	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
-	}
-	if cfg.Command == "" {
-		cfg.Command = "in-process"
-	}
+	toAgent, fromAgent, onDone := a.Link(t, impl)
+	def := DefaultConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, cfg, toAgentW, fromAgentR)
+	c, err := acpclient.Dial(ctx, acpclient.Config{Permissions: cfg.Permissions}, agentconn.Child{
+		Stdin: toAgent, Stdout: fromAgent, Log: testLogger(t),
+		InitTimeout: def.InitTimeout, CancelGrace: cmp.Or(cfg.CancelGrace, def.CancelGrace)})
 	if err != nil {
 		t.Fatalf("dial fake agent: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = toAgentW.Close()
-		_ = fromAgentW.Close()
-		acptest.WaitClosed(t, "the client's connection", c.Done())
-		acptest.WaitClosed(t, "the fake agent's connection", conn.Done())
-	})
+	onDone(c.Done())
 	return c
 }
 

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
-	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/reexec"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -202,7 +203,7 @@ func TestAgentDiesWithKilledBridge(t *testing.T) {
 // kid mode off, counted, and logged at WARN once per cause.
 func TestUnidentifiedPermissionIsCounted(t *testing.T) {
 	cfg := fakeChild("perm")
-	cfg.Permissions = &Policy{}
+	withACP(&cfg, acpclient.Config{Permissions: &agentconn.Policy{}})
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
 	for _, prompt := range []string{"cmd:ls -la /tmp", "cmd:cat /etc/hostname"} {
@@ -216,28 +217,6 @@ func TestUnidentifiedPermissionIsCounted(t *testing.T) {
 	}
 	if n := strings.Count(h.logs.String(), "[WARN]  test: permission request does not identify its tool"); n != 1 {
 		t.Errorf("%d WARN lines for two requests of one cause, want 1:\n%s", n, h.logs.String())
-	}
-}
-
-func TestCleanLine(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"plain line", "plain line"},
-		{"\x1b[2m2026\x1b[0m \x1b[1;31mERROR\x1b[0m boom", "2026 ERROR boom"},
-		{"a\tb\r", "a b"},
-		{"title\x1b]0;window\x07 after", "title after"},
-		{"osc\x1b]8;;http://x\x1b\\link", "osclink"},
-		{"bell\a and nul\x00", "bell and nul"},
-		{"bad \xff utf8 ✓", "bad \ufffd utf8 ✓"},
-		{"trailing escape \x1b", "trailing escape "},
-		{"a\x1b(Bb \x1b7saved\x1b8", "ab saved"},
-		{"broken \x1b[31✓ kept", "broken ✓ kept"},
-		{"esc before \x1b✓ rune", "esc before ✓ rune"},
-		{"\x1b[?25l\x1b[2Khidden cursor", "hidden cursor"},
-		{"unfinished \x1b[31", "unfinished "},
-	} {
-		if got := cleanLine(tt.in); got != tt.want {
-			t.Errorf("cleanLine(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 
@@ -310,49 +289,6 @@ func TestLateSessionIsClosed(t *testing.T) {
 	}
 }
 
-// An agent announcing tool calls for sessions it never created, or more
-// than the table holds, cannot grow the client's tool-call table: only
-// sessions in a turn are remembered, at most toolCallCap calls in all, and
-// a turn's calls are forgotten when it ends.
-func TestToolTableBounded(t *testing.T) {
-	a := newFakeAgent()
-	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
-		for i := range 300 {
-			_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(fmt.Sprint("ghost-", i)),
-				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("ghost-call-", i)), "shell")})
-		}
-		for i := range 2 * toolCallCap {
-			_ = a.Conn().SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(sid),
-				Update: acpsdk.StartToolCall(acpsdk.ToolCallId(fmt.Sprint("call-", i)), "shell")})
-		}
-		_ = a.Chunk(ctx, sid, "😊 ok") // handled after every update above
-		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
-	}
-	c := dialFake(t, a, Config{})
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
-	runPool(t, p)
-	during := -1
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "hi" }, OnChunk: func(string) {
-		c.mu.Lock()
-		during = c.calls.len()
-		c.mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if during != toolCallCap {
-		t.Errorf("tool-call table held %d calls during the turn, want the cap %d", during, toolCallCap)
-	}
-	c.mu.Lock()
-	n := c.calls.len()
-	c.mu.Unlock()
-	if n != 0 {
-		t.Errorf("tool-call table holds %d calls after the turn, want 0", n)
-	}
-}
-
 // An agent whose connection dies while its process lingers (ignoring
 // SIGTERM): the unavailable grace counts from the failure, not from the
 // end of the stop ladder, and once one turn has failed fast the next
@@ -393,5 +329,19 @@ func TestStopTermReachesAgentGroup(t *testing.T) {
 	}
 	if strings.Contains(h.logs.String(), "did not exit after SIGTERM") {
 		t.Error("the ladder had to SIGKILL an agent that exits on SIGTERM")
+	}
+}
+
+// A child's secrets never reach the log: ZeroClaw's OTP enrollment URI on
+// stdout and a key echoed on stderr are redacted.
+func TestChildSecretsRedacted(t *testing.T) {
+	h := readyHarness(t, "zeroclaw-v1", "ZCB_ACPTEST_OTP=1")
+	h.MustTurn("k", "hi")
+	testkit.WaitFor(t, 5*time.Second, "the child's lines logged", func() bool {
+		l := h.logs.String()
+		return strings.Contains(l, "agent stdout: Enrollment URI: otpauth://[redacted]") && strings.Contains(l, "api_key=[redacted]")
+	})
+	if l := h.logs.String(); strings.Contains(l, acptest.OTPSecret) || strings.Contains(l, acptest.APIKey) {
+		t.Errorf("a secret reached the log:\n%s", l)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
@@ -21,8 +23,9 @@ type Metrics struct {
 	Backoff prometheus.Gauge
 	// Dialect is an info gauge: 1 for the running child's dialect.
 	Dialect *prometheus.GaugeVec
-	// DroppedUpdates counts agent updates that were not delivered, by reason.
-	DroppedUpdates *prometheus.CounterVec
+	// Metrics are the series the agent's protocol fills
+	// (DroppedUpdates, PermissionUnidentified).
+	agentconn.Metrics
 	// SessionWaits counts turns that queued for a session slot because
 	// every session was in a turn.
 	SessionWaits prometheus.Counter
@@ -32,9 +35,6 @@ type Metrics struct {
 	// KeysForgotten counts session keys dropped to keep the key table bounded.
 	KeysForgotten prometheus.Counter
 
-	// PermissionUnidentified counts permission requests whose tool could
-	// not be identified, by the decision taken.
-	PermissionUnidentified *prometheus.CounterVec
 	// SessionsRestored counts sessions reopened after their agent process
 	// restarted, by how (RestoreHows); SessionsLost counts those that
 	// could not be, so their conversation starts again, by reason
@@ -50,6 +50,12 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	s := metric.On(reg)
 	m := &Metrics{
+		Metrics: agentconn.Metrics{
+			DroppedUpdates: s.CounterVec("dotty_acp_dropped_updates_total",
+				"Agent updates not delivered to a turn, partitioned by reason.", "reason"),
+			PermissionUnidentified: s.CounterVec("dotty_acp_permission_unnamed_total",
+				"Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).", "decision"),
+		},
 		ChildUp: s.Gauge("dotty_acp_child_up",
 			"1 while the supervised ACP agent child is initialised and ready, else 0."),
 		Restarts: s.CounterVec("dotty_acp_child_restarts_total",
@@ -58,16 +64,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Delay before the next ACP agent start attempt; 0 when none is pending."),
 		Dialect: s.GaugeVec("dotty_acp_dialect",
 			"Info gauge: 1 for the ACP dialect spoken by the running agent child.", "dialect"),
-		DroppedUpdates: s.CounterVec("dotty_acp_dropped_updates_total",
-			"Agent updates not delivered to a turn, partitioned by reason.", "reason"),
 		SessionWaits: s.Counter("dotty_acp_session_waits_total",
 			"Voice turns that waited for an agent session slot because every session was in a turn."),
 		SessionYields: s.Counter("dotty_acp_session_yields_total",
 			"Agent sessions handed to a turn waiting for a slot because their key kept them busy turn after turn."),
 		KeysForgotten: s.Counter("dotty_acp_session_keys_forgotten_total",
 			"Caller session keys without an agent session dropped to keep the key table bounded."),
-		PermissionUnidentified: s.CounterVec("dotty_acp_permission_unnamed_total",
-			"Agent permission requests whose tool could not be identified, by decision (deny while kid mode is on).", "decision"),
 		SessionsRestored: s.CounterVec("dotty_agent_sessions_restored_total",
 			"Agent sessions reopened after their agent process restarted: resumed by the agent, or recreated with the conversation the bridge kept.", "how"),
 		SessionsLost: s.CounterVec("dotty_agent_sessions_lost_total",
@@ -76,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.ActiveSessions = s.GaugeFunc("dotty_active_acp_sessions",
 		"Number of live agent sessions in the pool (one per conversation, at most ZEROCLAW_MAX_SESSIONS).", m.sessionCount)
 	metric.Zero(m.Restarts.WithLabelValues, RestartReasons...)
-	metric.Zero(m.PermissionUnidentified.WithLabelValues, Allow.String(), Deny.String())
+	metric.Zero(m.PermissionUnidentified.WithLabelValues, agentconn.Allow.String(), agentconn.Deny.String())
 	metric.Zero(m.SessionsRestored.WithLabelValues, RestoreHows...)
 	metric.Zero(m.SessionsLost.WithLabelValues, LossReasons...)
 	return m

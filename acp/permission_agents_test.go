@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // toolsAgent is a fake agent whose prompts "<i>" play turns[i]: the tools
@@ -24,10 +26,10 @@ func toolsAgent(turns ...acptest.Reply) *fakeAgent {
 
 // decisions runs one turn per reply on a pool over a, with policy, and
 // returns "<tool>=<outcome>" for every permission request, in order.
-func decisions(t *testing.T, policy *Policy, turns ...acptest.Reply) []string {
+func decisions(t *testing.T, policy *agentconn.Policy, turns ...acptest.Reply) []string {
 	t.Helper()
 	a := toolsAgent(turns...)
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{Permissions: policy}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{Permissions: policy}))
 	runPool(t, p)
 	for i := range turns {
 		turnText(t, p, "k", fmt.Sprint(i), nil)
@@ -39,8 +41,8 @@ func decisions(t *testing.T, policy *Policy, turns ...acptest.Reply) []string {
 	return got
 }
 
-func kidPolicy(on bool, deny ...string) *Policy {
-	return &Policy{Deny: deny, KidMode: func() bool { return on }}
+func kidPolicy(on bool, deny ...string) *agentconn.Policy {
+	return &agentconn.Policy{Deny: deny, KidMode: func() bool { return on }}
 }
 
 func tools(names ...string) []acptest.Tool {
@@ -117,14 +119,14 @@ func TestPermissionGeminiUnnamedTools(t *testing.T) {
 		{Name: "run_shell_command", Title: "ls -la /tmp"}, {Name: "weather"}, {Name: "camera.take_photo"}}}
 	wantDecisions(t, decisions(t, kidPolicy(true), r), "run_shell_command=cancel", "weather=proceed_once", "camera.take_photo=cancel")
 	wantDecisions(t, decisions(t, kidPolicy(false), r), "run_shell_command=proceed_once", "weather=proceed_once", "camera.take_photo=proceed_once")
-	wantDecisions(t, decisions(t, &Policy{DenyUnidentified: true}, r), "run_shell_command=cancel", "weather=proceed_once", "camera.take_photo=proceed_once")
+	wantDecisions(t, decisions(t, &agentconn.Policy{DenyUnidentified: true}, r), "run_shell_command=cancel", "weather=proceed_once", "camera.take_photo=proceed_once")
 }
 
 // Through a real child: ZeroClaw 0.8.4's order, then May 2026's, with kid
 // mode on, on one session.
 func TestSupervisorPermissionPerRequest(t *testing.T) {
 	cfg := fakeChild("perm")
-	cfg.Permissions = kidPolicy(true, "shell")
+	withACP(&cfg, acpclient.Config{Permissions: kidPolicy(true, "shell")})
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
 	h.wantTexts(

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // Source hands out the current agent connection, waiting for one within
-// ctx. *Supervisor and *Client implement it.
+// ctx. *Supervisor and *acpclient.Client implement it.
 type Source interface {
-	Acquire(ctx context.Context) (Conn, error)
+	Acquire(ctx context.Context) (agentconn.Conn, error)
 }
 
 // Pool maps callers to agent sessions: one session per pool key, one turn
@@ -36,10 +38,10 @@ type Pool struct {
 	// creating counts session/new requests in flight per connection; they
 	// hold a slot under the session limit from the moment they are
 	// decided, so concurrent turns can never overshoot it.
-	creating map[Conn]int
+	creating map[agentconn.Conn]int
 	// retiring counts sessions being closed per connection: the agent
 	// still holds them until the close is answered, so they keep their slot.
-	retiring map[Conn]int
+	retiring map[agentconn.Conn]int
 	// queue holds turns waiting for a session slot, first come first served.
 	queue []*slotWaiter
 	// seq orders turn ends against slot waits (see mustYieldLocked).
@@ -59,7 +61,7 @@ type entry struct {
 	key   string
 	lease chan struct{}
 
-	client   Conn
+	client   agentconn.Conn
 	sid      string
 	created  time.Time
 	lastUsed time.Time
@@ -91,8 +93,8 @@ func NewPool(cfg PoolConfig, src Source) *Pool {
 		log:      cfg.Logger,
 		stopping: make(chan struct{}),
 		entries:  make(map[string]*entry),
-		creating: make(map[Conn]int),
-		retiring: make(map[Conn]int),
+		creating: make(map[agentconn.Conn]int),
+		retiring: make(map[agentconn.Conn]int),
 	}
 	if cfg.Metrics != nil {
 		f := p.liveSessions
@@ -173,7 +175,7 @@ func (p *Pool) keyFor(k string) string {
 		return string(KeyShared)
 	}
 	if k == "" {
-		return DefaultKey
+		return agentconn.DefaultKey
 	}
 	return k
 }
@@ -235,7 +237,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 
 	for attempt, reacquired := 0, false; ; attempt++ {
 		sid, idx, fresh, created, err := p.prepareSession(ctx, ls, e, c, req.NoEvict)
-		if err != nil && errors.Is(err, ErrAgentGone) && !reacquired && ctx.Err() == nil {
+		if err != nil && errors.Is(err, agentconn.ErrAgentGone) && !reacquired && ctx.Err() == nil {
 			// The agent died before this turn sent it anything; the
 			// supervisor is restarting it, so wait for the next one once.
 			reacquired = true
@@ -264,7 +266,7 @@ func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 			if ctx.Err() != nil {
 				return TurnResult{}, fmt.Errorf("turn cancelled: %w", ctx.Err())
 			}
-			lost, busy := errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrSessionBusy)
+			lost, busy := errors.Is(err, agentconn.ErrSessionNotFound), errors.Is(err, agentconn.ErrSessionBusy)
 			if attempt == 0 && (lost || busy) {
 				p.log.Info("agent session unusable; retrying once on a new session", "session", sid, "error", err)
 				p.dropSession(e, c, sid, busy)
@@ -352,7 +354,7 @@ func (p *Pool) lease(ctx context.Context, key string) (*entry, error) {
 }
 
 // acquireInto acquires a live connection and records its process lease in ls.
-func (p *Pool) acquireInto(ctx context.Context, ls *leases) (Conn, error) {
+func (p *Pool) acquireInto(ctx context.Context, ls *leases) (agentconn.Conn, error) {
 	c, proc, err := p.acquireClient(ctx)
 	if err != nil {
 		return nil, err
@@ -364,7 +366,7 @@ func (p *Pool) acquireInto(ctx context.Context, ls *leases) (Conn, error) {
 // acquireClient returns a ready connection and, for one-turn-per-process
 // agents, its held process lease. A legacy agent still busy with a detached
 // turn after InitTimeout is recycled through its owner.
-func (p *Pool) acquireClient(ctx context.Context) (Conn, chan struct{}, error) {
+func (p *Pool) acquireClient(ctx context.Context) (agentconn.Conn, chan struct{}, error) {
 	for {
 		c, err := p.src.Acquire(ctx)
 		if err != nil {
@@ -402,10 +404,10 @@ func (p *Pool) acquireClient(ctx context.Context) (Conn, chan struct{}, error) {
 // prepareSession returns the entry's session on c, rotating, resuming or
 // creating it as needed, with the session's turn index and the time spent
 // creating it. noEvict is TurnRequest.NoEvict.
-func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn, noEvict bool) (sid string, idx int, fresh bool, created time.Duration, err error) {
+func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c agentconn.Conn, noEvict bool) (sid string, idx int, fresh bool, created time.Duration, err error) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
-	var stale Conn // the connection of a session from before a restart
+	var stale agentconn.Conn // the connection of a session from before a restart
 	var staleSid string
 	if e.sid != "" && e.client != c {
 		stale, staleSid = e.client, e.sid
@@ -475,14 +477,14 @@ func (p *Pool) prepareSession(ctx context.Context, ls *leases, e *entry, c Conn,
 // (counted lost, LossResumeFailed); when the agent refused it (see
 // resumeRefused) the turn goes on on a new session, else it fails and the
 // key's next turn starts afresh.
-func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale Conn, staleSid string, start time.Time, noEvict bool) (string, int, bool, time.Duration, error) {
+func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale agentconn.Conn, staleSid string, start time.Time, noEvict bool) (string, int, bool, time.Duration, error) {
 	if err := p.reserveSlot(ctx, c, e, noEvict); err != nil {
 		return "", 0, false, 0, err // still bound to stale: the next turn tries again
 	}
 	sid, err := p.openSession(ctx, ls, e, c, stale, func() (string, error) {
-		keyed := WithSessionKey(context.Background(), e.key)
+		keyed := agentconn.WithSessionKey(context.Background(), e.key)
 		sid, err := c.ResumeSession(keyed, staleSid)
-		if errors.Is(err, ErrSessionLimit) && !noEvict {
+		if errors.Is(err, agentconn.ErrSessionLimit) && !noEvict {
 			p.log.Warn("agent session limit reached while resuming; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
 			sid, err = c.ResumeSession(keyed, staleSid)
@@ -502,8 +504,8 @@ func (p *Pool) resumeSession(ctx context.Context, ls *leases, e *entry, c, stale
 // resumeRefused reports whether a resumption that failed with err left
 // the turn free to start a new session at once: the session was
 // forgotten, and neither the turn's ctx nor the connection has ended.
-func (p *Pool) resumeRefused(ctx context.Context, e *entry, c Conn, err error) bool {
-	if ctx.Err() != nil || c.Err() != nil || errors.Is(err, ErrAgentGone) {
+func (p *Pool) resumeRefused(ctx context.Context, e *entry, c agentconn.Conn, err error) bool {
+	if ctx.Err() != nil || c.Err() != nil || errors.Is(err, agentconn.ErrAgentGone) {
 		return false
 	}
 	p.mu.Lock()
@@ -514,11 +516,11 @@ func (p *Pool) resumeRefused(ctx context.Context, e *entry, c Conn, err error) b
 // newSession creates a session on c for e, holding the slot reserveSlot
 // gave it; at the agent's own session limit an idle session is closed and
 // the agent asked again, unless noEvict.
-func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn, noEvict bool) (string, error) {
+func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c agentconn.Conn, noEvict bool) (string, error) {
 	return p.openSession(ctx, ls, e, c, nil, func() (string, error) {
-		keyed := WithSessionKey(context.Background(), e.key)
+		keyed := agentconn.WithSessionKey(context.Background(), e.key)
 		sid, err := c.NewSession(keyed)
-		if errors.Is(err, ErrSessionLimit) && !noEvict {
+		if errors.Is(err, agentconn.ErrSessionLimit) && !noEvict {
 			p.log.Warn("agent session limit reached; closing idle sessions and retrying", "error", err)
 			p.evictIdle(c, e, 1)
 			sid, err = c.NewSession(keyed)
@@ -535,7 +537,7 @@ func (p *Pool) newSession(ctx context.Context, ls *leases, e *entry, c Conn, noE
 // background goroutine that records the session for e's key (its next
 // turn uses it) and releases them. resumedFrom is the connection of the
 // session being resumed, nil for a new one.
-func (p *Pool) openSession(ctx context.Context, ls *leases, e *entry, c, resumedFrom Conn, open func() (string, error)) (string, error) {
+func (p *Pool) openSession(ctx context.Context, ls *leases, e *entry, c, resumedFrom agentconn.Conn, open func() (string, error)) (string, error) {
 	type result struct {
 		sid string
 		err error
@@ -571,7 +573,7 @@ func (p *Pool) openSession(ctx context.Context, ls *leases, e *entry, c, resumed
 // and gives back the slot reserved for its creation. A resumed session
 // (resumedFrom set) keeps its turns, age and rotation; one that could not
 // be resumed is forgotten.
-func (p *Pool) recordSession(e *entry, c, resumedFrom Conn, sid string, err error) {
+func (p *Pool) recordSession(e *entry, c, resumedFrom agentconn.Conn, sid string, err error) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	if p.creating[c]--; p.creating[c] <= 0 {
@@ -584,7 +586,7 @@ func (p *Pool) recordSession(e *entry, c, resumedFrom Conn, sid string, err erro
 		e.client, e.sid = c, sid
 	case err == nil:
 		e.client, e.sid, e.created, e.lastUsed, e.turns, e.rotation = c, sid, now, now, 0, p.rotation
-	case resumedFrom != nil && e.client == resumedFrom && (c.Err() != nil || errors.Is(err, ErrAgentGone)):
+	case resumedFrom != nil && e.client == resumedFrom && (c.Err() != nil || errors.Is(err, agentconn.ErrAgentGone)):
 		// The new process died too: nothing said the session is gone, so
 		// the key stays bound to it and the next process is asked again.
 	case resumedFrom != nil && e.client == resumedFrom:
@@ -652,7 +654,7 @@ func (p *Pool) mustYieldLocked(e *entry) bool {
 }
 
 // sessionLimit is the most sessions the pool keeps on c.
-func (p *Pool) sessionLimit(c Conn) int {
+func (p *Pool) sessionLimit(c agentconn.Conn) int {
 	limit := p.cfg.MaxSessions
 	if m := c.Traits().MaxSessions; m > 0 && m < limit {
 		limit = m
@@ -678,7 +680,7 @@ const slotRecheck = 250 * time.Millisecond
 // that frees, within ctx; past SessionQueue waiters it fails with
 // ErrSessionLimit. A reservation is released by recordSession. With
 // noEvict it is reserveFree's instead.
-func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry, noEvict bool) error {
+func (p *Pool) reserveSlot(ctx context.Context, c agentconn.Conn, self *entry, noEvict bool) error {
 	if noEvict {
 		return p.reserveFree(ctx, c, self)
 	}
@@ -722,7 +724,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry, noEvict boo
 			if len(p.queue) >= p.cfg.SessionQueue {
 				n := len(p.queue)
 				p.mu.Unlock()
-				return fmt.Errorf("%w: every session is in a turn and %d turns are already waiting", ErrSessionLimit, n)
+				return fmt.Errorf("%w: every session is in a turn and %d turns are already waiting", agentconn.ErrSessionLimit, n)
 			}
 			p.seq++
 			w = &slotWaiter{wake: make(chan struct{}, 1), seq: p.seq}
@@ -747,7 +749,7 @@ func (p *Pool) reserveSlot(ctx context.Context, c Conn, self *entry, noEvict boo
 // recently used idle session is evicted (returned with its lease held, to be
 // released and retired after p.mu); its slot frees when the agent has
 // closed it. ok reports a reservation.
-func (p *Pool) takeSlotLocked(c Conn, self *entry) (victim *entry, sid string, ok bool) {
+func (p *Pool) takeSlotLocked(c agentconn.Conn, self *entry) (victim *entry, sid string, ok bool) {
 	if p.slotsUsedLocked(c, self) < p.sessionLimit(c) {
 		p.creating[c]++
 		return nil, "", true
@@ -767,7 +769,7 @@ func (p *Pool) takeSlotLocked(c Conn, self *entry) (victim *entry, sid string, o
 // slotsUsedLocked counts the session slots on c taken by other keys'
 // sessions and by sessions being created or closed (the agent holds them
 // until the close is answered).
-func (p *Pool) slotsUsedLocked(c Conn, self *entry) int {
+func (p *Pool) slotsUsedLocked(c agentconn.Conn, self *entry) int {
 	n := p.creating[c] + p.retiring[c] + c.LateSessions()
 	for _, e := range p.entries {
 		if e != self && e.sid != "" && e.client == c {
@@ -782,7 +784,7 @@ func (p *Pool) slotsUsedLocked(c Conn, self *entry) int {
 // turns queued for a slot. While a close already under way may free one
 // it looks again every slotRecheck, within ctx; otherwise it fails at once
 // with ErrSessionLimit.
-func (p *Pool) reserveFree(ctx context.Context, c Conn, self *entry) error {
+func (p *Pool) reserveFree(ctx context.Context, c agentconn.Conn, self *entry) error {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -799,7 +801,7 @@ func (p *Pool) reserveFree(ctx context.Context, c Conn, self *entry) error {
 		p.mu.Unlock()
 		if queued > 0 || !closing {
 			return fmt.Errorf("%w: no free session slot (%d turns waiting for one), and this turn may not close another key's session",
-				ErrSessionLimit, queued)
+				agentconn.ErrSessionLimit, queued)
 		}
 		select {
 		case <-p.cfg.Clock.After(slotRecheck):
@@ -813,7 +815,7 @@ func (p *Pool) reserveFree(ctx context.Context, c Conn, self *entry) error {
 
 // idleVictimLocked returns the least recently used session on c not in a
 // turn, with its lease taken, or nil.
-func (p *Pool) idleVictimLocked(c Conn, self *entry) *entry {
+func (p *Pool) idleVictimLocked(c agentconn.Conn, self *entry) *entry {
 	var victim *entry
 	for _, e := range p.entries {
 		if e == self || e.sid == "" || e.client != c {
@@ -901,7 +903,7 @@ func (p *Pool) metricAdd(f func(*Metrics)) {
 // evictIdle closes up to n sessions on c whose entries are not in a turn,
 // least recently used first, and returns how many it closed; each close
 // has reached the agent when it returns.
-func (p *Pool) evictIdle(c Conn, self *entry, n int) int {
+func (p *Pool) evictIdle(c agentconn.Conn, self *entry, n int) int {
 	freed := 0
 	for freed < n {
 		p.mu.Lock()
@@ -929,7 +931,7 @@ func (p *Pool) evictIdle(c Conn, self *entry, n int) int {
 // A retired session keeps its slot, counted in the same critical section
 // that unbinds it: between the two, a concurrent turn would see the slot
 // free while the agent still holds the session, and overshoot the limit.
-func (p *Pool) dropSession(e *entry, c Conn, sid string, retire bool) {
+func (p *Pool) dropSession(e *entry, c agentconn.Conn, sid string, retire bool) {
 	p.mu.Lock()
 	if e.sid == sid && e.client == c {
 		e.sid = ""
@@ -947,7 +949,7 @@ func (p *Pool) dropSession(e *entry, c Conn, sid string, retire bool) {
 }
 
 // detachSession unbinds sid from e so the key's next turn starts a new session.
-func (p *Pool) detachSession(e *entry, c Conn, sid string) {
+func (p *Pool) detachSession(e *entry, c agentconn.Conn, sid string) {
 	p.mu.Lock()
 	if e.sid == sid && e.client == c {
 		e.sid = ""
@@ -959,13 +961,13 @@ func (p *Pool) detachSession(e *entry, c Conn, sid string) {
 // retireCounted closes sid on c in the background; its slot, already
 // counted in p.retiring (under the same lock that unbound the session from
 // its key), is given back when the close ends.
-func (p *Pool) retireCounted(c Conn, sid string) {
+func (p *Pool) retireCounted(c agentconn.Conn, sid string) {
 	p.goBackground(func() { p.closeCounted(c, sid) })
 }
 
 // closeCounted closes sid on c (bounded by retireTimeout), then frees the
 // slot counted in p.retiring and wakes queued turns.
-func (p *Pool) closeCounted(c Conn, sid string) {
+func (p *Pool) closeCounted(c agentconn.Conn, sid string) {
 	c.CloseSession(context.Background(), sid)
 	p.mu.Lock()
 	if p.retiring[c]--; p.retiring[c] <= 0 {
@@ -979,7 +981,7 @@ func (p *Pool) closeCounted(c Conn, sid string) {
 func (p *Pool) reap() {
 	now := p.cfg.Clock.Now()
 	type victim struct {
-		c   Conn
+		c   agentconn.Conn
 		sid string
 	}
 	var victims, lost []victim
@@ -1029,8 +1031,8 @@ func (p *Pool) reap() {
 // runPrompt sends the prompt and forwards chunks until the result arrives
 // or ctx ends. On ctx's end it hands the leases to a background settlement
 // (ls is emptied) and returns ctx's error.
-func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text string, onChunk func(string), flush func()) (PromptResult, []string, error) {
-	t := newMailbox(sid)
+func (p *Pool) runPrompt(ctx context.Context, ls *leases, c agentconn.Conn, sid, text string, onChunk func(string), flush func()) (agentconn.PromptResult, []string, error) {
+	t := agentconn.NewMailbox(sid)
 	c.BeginTurn(t)
 	acpCtx, abandon := context.WithCancel(context.Background())
 	resCh := make(chan promptOutcome, 1)
@@ -1041,7 +1043,7 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text stri
 
 	var chunks []string
 	forward := func(deliver bool) {
-		for _, s := range t.drain() {
+		for _, s := range t.Drain() {
 			chunks = append(chunks, s)
 			if deliver && onChunk != nil {
 				onChunk(s)
@@ -1050,7 +1052,7 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text stri
 	}
 	for {
 		select {
-		case <-t.signal:
+		case <-t.Signal():
 			if ctx.Err() == nil {
 				forward(true)
 				if flush != nil && onChunk != nil {
@@ -1066,20 +1068,20 @@ func (p *Pool) runPrompt(ctx context.Context, ls *leases, c Conn, sid, text stri
 		case <-ctx.Done():
 		}
 		// ctx ended: barge-in or timeout.
-		t.markCancelled()
+		t.MarkCancelled()
 		p.settle(ls, c, sid, t, resCh, abandon)
-		return PromptResult{}, chunks, ctx.Err()
+		return agentconn.PromptResult{}, chunks, ctx.Err()
 	}
 }
 
 // endTurn ends t's routing on c, then refuses its late text.
-func endTurn(c Conn, t *Mailbox) {
+func endTurn(c agentconn.Conn, t *agentconn.Mailbox) {
 	c.EndTurn(t)
-	t.close()
+	t.Close()
 }
 
 type promptOutcome struct {
-	res PromptResult
+	res agentconn.PromptResult
 	err error
 }
 
@@ -1090,7 +1092,7 @@ type promptOutcome struct {
 // SessionIdle (by then an unused session would be rotated anyway) or
 // until a turn of the key gives up waiting at its own deadline, whichever
 // comes first; one without retires the session after CancelGrace.
-func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan promptOutcome, abandon context.CancelFunc) {
+func (p *Pool) settle(ls *leases, c agentconn.Conn, sid string, t *agentconn.Mailbox, resCh <-chan promptOutcome, abandon context.CancelFunc) {
 	held := *ls
 	*ls = leases{}
 	started := p.cfg.Clock.Now()
@@ -1145,7 +1147,7 @@ func (p *Pool) settle(ls *leases, c Conn, sid string, t *Mailbox, resCh <-chan p
 			select {
 			case o := <-resCh:
 				if o.err != nil {
-					lost := errors.Is(o.err, ErrSessionNotFound)
+					lost := errors.Is(o.err, agentconn.ErrSessionNotFound)
 					if !lost && c.Err() != nil {
 						p.agentGone(held.e, c, sid)
 						return

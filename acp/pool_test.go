@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -37,7 +38,7 @@ func turnText(t *testing.T, p *Pool, key, prompt string, idxs *[]int) TurnResult
 
 func TestPoolTurnStreamsChunksInOrder(t *testing.T) {
 	a := newFakeAgent()
-	c := dialFake(t, a, Config{})
+	c := dialFake(t, a, dialCfg{})
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	p := NewPool(PoolConfig{Logger: testLogger(t), Metrics: m}, c)
@@ -82,7 +83,7 @@ func TestPoolKeysSelectSessions(t *testing.T) {
 	for _, mode := range []SessionKeyMode{KeyPerSession, KeyShared} {
 		t.Run(string(mode), func(t *testing.T) {
 			a := newFakeAgent()
-			p := NewPool(PoolConfig{Logger: testLogger(t), KeyMode: mode}, dialFake(t, a, Config{}))
+			p := NewPool(PoolConfig{Logger: testLogger(t), KeyMode: mode}, dialFake(t, a, dialCfg{}))
 			runPool(t, p)
 			r1 := turnText(t, p, "a", "one", nil)
 			r2 := turnText(t, p, "b", "two", nil)
@@ -114,7 +115,7 @@ func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 		_ = a.Chunk(ctx, sid, "😊 ok")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 
 	var wg sync.WaitGroup
@@ -168,7 +169,7 @@ func TestPoolRotation(t *testing.T) {
 			clk := testkit.NewClock()
 			cfg := tt.cfg
 			cfg.Logger, cfg.Clock = testLogger(t), clk
-			p := NewPool(cfg, dialFake(t, a, Config{}))
+			p := NewPool(cfg, dialFake(t, a, dialCfg{}))
 			var idxs []int
 			first := turnText(t, p, "k", "t0", &idxs)
 			var last TurnResult
@@ -198,7 +199,7 @@ func TestPoolRotation(t *testing.T) {
 
 func TestPoolRetriesLostSessionOnce(t *testing.T) {
 	a := newFakeAgent()
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	first := turnText(t, p, "k", "warm up", nil)
 	a.LoseNextSession()
@@ -220,11 +221,11 @@ func TestPoolFailsAfterSecondLostSession(t *testing.T) {
 	a.OnPrompt = func(ctx context.Context, a *fakeAgent, sid, text string) (acpsdk.PromptResponse, error) {
 		return acpsdk.PromptResponse{}, &acpsdk.RequestError{Code: -32000, Message: "Session not found: " + sid}
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
 	calls := 0
 	_, err := p.Turn(context.Background(), TurnRequest{Prompt: func(int) string { calls++; return "x" }})
-	if !errors.Is(err, ErrSessionNotFound) || calls != 2 {
-		t.Fatalf("err = %v after %d prompts, want ErrSessionNotFound after 2", err, calls)
+	if !errors.Is(err, agentconn.ErrSessionNotFound) || calls != 2 {
+		t.Fatalf("err = %v after %d prompts, want agentconn.ErrSessionNotFound after 2", err, calls)
 	}
 }
 
@@ -238,10 +239,10 @@ func TestPoolAgentErrorStartsFreshSession(t *testing.T) {
 		_ = a.Chunk(ctx, sid, "😊 fine")
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	_, err := p.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "x" }})
-	var re *RPCError
+	var re *agentconn.RPCError
 	if !errors.As(err, &re) || re.Code != -32603 {
 		t.Fatalf("err = %v, want the agent's -32603", err)
 	}
@@ -295,7 +296,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		}
 		return res, err
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: testkit.NewClock()}, dialFake(t, a, Config{CancelGrace: 2 * time.Second}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: testkit.NewClock()}, dialFake(t, a, dialCfg{CancelGrace: 2 * time.Second}))
 	runPool(t, p)
 	warm := turnText(t, p, "k", "quick warm-up", nil)
 
@@ -368,7 +369,7 @@ func TestPoolCancelDuringToolKeepsSession(t *testing.T) {
 		return acptest.Reply{Chunks: []string{"😊 let me look. "}, Shape: acptest.ZeroClawMay,
 			Tools: []acptest.Tool{{Name: "web_fetch", NoAsk: true, Until: tools[nth.Add(1)-1]}}}
 	}
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{CancelGrace: 50 * time.Millisecond}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{CancelGrace: 50 * time.Millisecond}))
 	t.Cleanup(func() { close(tools[2]) }) // before the connection's cleanup
 	runPool(t, p)
 	warm := turnText(t, p, "k", "hello", nil)
@@ -441,7 +442,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	clk := testkit.NewClock()
-	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, Config{CancelGrace: 200 * time.Millisecond}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, dialCfg{CancelGrace: 200 * time.Millisecond}))
 	t.Cleanup(func() { close(release) }) // before the connection's cleanup
 	runPool(t, p)
 	warm := turnText(t, p, "k", "hello", nil)
@@ -475,19 +476,19 @@ func bargeInAfterChunk(t *testing.T, p *Pool, key, text string) {
 // blockingPerm blocks its first decision until its ctx ends and allows
 // later ones at once.
 type blockingPerm struct {
-	asked chan PermissionRequest
+	asked chan agentconn.PermissionRequest
 	once  sync.Once
 }
 
-func (b *blockingPerm) Decide(ctx context.Context, req PermissionRequest) Decision {
+func (b *blockingPerm) Decide(ctx context.Context, req agentconn.PermissionRequest) agentconn.Decision {
 	first := false
 	b.once.Do(func() { first = true })
 	if !first {
-		return Allow
+		return agentconn.Allow
 	}
 	b.asked <- req
 	<-ctx.Done()
-	return Allow
+	return agentconn.Allow
 }
 
 func permAgent(outcomes chan<- acpsdk.RequestPermissionOutcome, options []acpsdk.PermissionOption, toolCall acpsdk.ToolCallUpdate) *fakeAgent {
@@ -545,7 +546,7 @@ func TestPermissionOptionsChosenByKind(t *testing.T) {
 			kid = tt.kid
 			outcomes := make(chan acpsdk.RequestPermissionOutcome, 1)
 			a := permAgent(outcomes, tt.options, tt.toolCall)
-			c := dialFake(t, a, Config{Permissions: &Policy{KidMode: func() bool { return kid }}})
+			c := dialFake(t, a, dialCfg{Permissions: &agentconn.Policy{KidMode: func() bool { return kid }}})
 			p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
 			runPool(t, p)
 			turnText(t, p, "k", tt.tool, nil)
@@ -569,8 +570,8 @@ func TestPermissionOptionsChosenByKind(t *testing.T) {
 func TestCancelAnswersPendingPermission(t *testing.T) {
 	outcomes := make(chan acpsdk.RequestPermissionOutcome, 1)
 	a := permAgent(outcomes, zeroclawOptions, acpsdk.ToolCallUpdate{ToolCallId: "approval-1", Title: acpsdk.Ptr("Approve shell?")})
-	perm := &blockingPerm{asked: make(chan PermissionRequest, 1)}
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{Permissions: perm}))
+	perm := &blockingPerm{asked: make(chan agentconn.PermissionRequest, 1)}
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{Permissions: perm}))
 	runPool(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -607,7 +608,7 @@ func TestCancelAnswersPendingPermission(t *testing.T) {
 
 func TestPoolSessionLimit(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	r1 := turnText(t, p, "a", "quick a", nil)
 	turnText(t, p, "b", "quick b", nil)
@@ -664,7 +665,7 @@ func TestPoolSessionLimit(t *testing.T) {
 // session's rotation waits for that close instead of failing.
 func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	greet := func(p *Pool) (TurnResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -685,8 +686,8 @@ func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 		_, closed, _, _ := snapshot(a)
 		return len(closed) == 1 && closed[0] == g1.SessionID
 	})
-	if _, err := greet(p); !errors.Is(err, ErrSessionLimit) {
-		t.Errorf("greeting with no free slot: %v, want ErrSessionLimit", err)
+	if _, err := greet(p); !errors.Is(err, agentconn.ErrSessionLimit) {
+		t.Errorf("greeting with no free slot: %v, want agentconn.ErrSessionLimit", err)
 	}
 	if r := turnText(t, p, "a", "quick a", nil); r.SessionID != ra.SessionID {
 		t.Errorf("a moved from %s to %s", ra.SessionID, r.SessionID)
@@ -703,7 +704,7 @@ func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 	r := newFakeAgent()
 	gate := &gatedClose{fakeAgent: r, asked: make(chan struct{}, 1), open: make(chan struct{})}
 	clk := testkit.NewClock()
-	q := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, SessionMaxTurns: 1, Clock: clk}, dialFakeAgent(t, r, gate, Config{}))
+	q := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, SessionMaxTurns: 1, Clock: clk}, dialFakeAgent(t, r, gate, dialCfg{}))
 	runPool(t, q)
 	turnText(t, q, "a", "quick a", nil)
 	first, err := greet(q)
@@ -768,7 +769,7 @@ func (g *gatedClose) CloseSession(ctx context.Context, r acpsdk.CloseSessionRequ
 func TestPoolReapsIdleSessions(t *testing.T) {
 	a := newFakeAgent()
 	clk := testkit.NewClock()
-	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, dialCfg{}))
 	r := turnText(t, p, "k", "hi", nil)
 	clk.Advance(301 * time.Second)
 	p.reap()
@@ -791,7 +792,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 
 func TestPoolTurnWaitsForLeaseWithinCtx(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

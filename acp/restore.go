@@ -1,5 +1,7 @@
 package acp
 
+import "github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+
 // restoreCounts are what /health reports of the sessions whose agent
 // process restarted under them; the metrics count the same.
 type restoreCounts struct {
@@ -33,7 +35,7 @@ func (p *Pool) lostLocked(reason string) {
 // bound to the key, so the key's next turn reopens it on the next process
 // with its conversation. Otherwise it is forgotten and, unless it was due
 // for rotation anyway, counted lost.
-func (p *Pool) agentGone(e *entry, c Conn, sid string) {
+func (p *Pool) agentGone(e *entry, c agentconn.Conn, sid string) {
 	if c.Traits().Resume {
 		p.log.Info("agent process gone under a turn; its session waits for the next process", "key", e.key, "session", sid)
 		return

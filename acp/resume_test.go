@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // killAgent sends SIGKILL to the running agent child and waits for its
@@ -78,8 +79,8 @@ func TestResumeAcrossAgentRestart(t *testing.T) {
 			case "kill-mid-turn":
 				errc := h.Start(context.Background(), "k", "slow story")
 				h.killAgent()
-				if err := acptest.Await(t, errc, 20*time.Second, "the killed turn's end"); !errors.Is(err, ErrAgentGone) {
-					t.Fatalf("the killed turn: %v, want ErrAgentGone", err)
+				if err := acptest.Await(t, errc, 20*time.Second, "the killed turn's end"); !errors.Is(err, agentconn.ErrAgentGone) {
+					t.Fatalf("the killed turn: %v, want agentconn.ErrAgentGone", err)
 				}
 			}
 			res, chunks := h.MustTurn("k", "recall")

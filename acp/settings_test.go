@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -15,8 +16,8 @@ import (
 func TestDefaultSettings(t *testing.T) {
 	testkit.CheckDefaults(t, "DefaultConfig", DefaultConfig(), Config{InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second,
 		StopGrace: 2 * time.Second, UnavailableGrace: 2 * time.Second, BackoffInitial: 200 * time.Millisecond, BackoffMax: 30 * time.Second,
-		HealthyReset: time.Minute, StderrLinesPerSecond: 200, ClientName: "zeroclaw-bridge", ClientVersion: "dev"},
-		cmp.Comparer(func(a, b Protocol) bool { return a == b }))
+		HealthyReset: time.Minute, StderrLinesPerSecond: 200},
+		cmp.Comparer(func(a, b agentconn.Protocol) bool { return a == b }))
 	testkit.CheckDefaults(t, "DefaultPoolConfig", DefaultPoolConfig(), PoolConfig{KeyMode: KeyPerSession, MaxSessions: 8,
 		SessionIdle: 300 * time.Second, SessionMaxTurns: 50, SessionMaxAge: 1800 * time.Second, SessionQueue: 64})
 }
@@ -25,9 +26,9 @@ func TestDefaultSettings(t *testing.T) {
 // its field.
 func TestValidateNamesTheField(t *testing.T) {
 	c := DefaultConfig()
-	c.CancelGrace, c.SessionCwd, c.BackoffInitial = 0, "srv/dotty", time.Hour
+	c.CancelGrace, c.BackoffInitial = 0, time.Hour
 	testkit.CheckFieldErrors(t, "Config", c.Validate(),
-		"CancelGrace 0s: want more than 0", "SessionCwd srv/dotty: want an absolute path", "BackoffInitial 1h0m0s: want at most BackoffMax")
+		"CancelGrace 0s: want more than 0", "BackoffInitial 1h0m0s: want at most BackoffMax")
 	p := DefaultPoolConfig()
 	p.KeyMode, p.SessionIdle, p.SessionQueue = "per-caller", -time.Second, 0
 	testkit.CheckFieldErrors(t, "PoolConfig", p.Validate(),
@@ -45,7 +46,7 @@ func TestDefaultsPerField(t *testing.T) {
 		t.Errorf("PoolConfig (-got +want):\n%s", d)
 	}
 	c := Config{Command: "agent", CancelGrace: time.Second}.withDefaults()
-	if c.CancelGrace != time.Second || c.InitTimeout != 10*time.Second || c.WriteTimeout != c.InitTimeout || c.ClientName != "zeroclaw-bridge" {
+	if c.CancelGrace != time.Second || c.InitTimeout != 10*time.Second || c.WriteTimeout != c.InitTimeout {
 		t.Errorf("Config.withDefaults() = %+v", c)
 	}
 }

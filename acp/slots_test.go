@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -29,7 +30,7 @@ func TestPoolSlotsHammer(t *testing.T) {
 	}
 	counting := &countingAgent{fakeAgent: a, open: &open, max: &maxOpen}
 	m := NewMetrics(prometheus.NewRegistry())
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: limit, Metrics: m}, dialFakeAgent(t, a, counting, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: limit, Metrics: m}, dialFakeAgent(t, a, counting, dialCfg{}))
 	runPool(t, p)
 
 	stop := make(chan struct{})
@@ -104,7 +105,7 @@ func (c *countingAgent) CloseSession(ctx context.Context, r acpsdk.CloseSessionR
 // queue without taking a slot; past SessionQueue a turn fails at once.
 func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionQueue: 3}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionQueue: 3}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	hold, release := context.WithCancel(context.Background())
 	defer release()
@@ -135,8 +136,8 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 
 	// The queue is full: the next turn fails at once.
 	_, err := p.Turn(context.Background(), TurnRequest{Key: "overflow", Prompt: func(int) string { return "quick" }})
-	if !errors.Is(err, ErrSessionLimit) {
-		t.Errorf("overflow turn: %v, want ErrSessionLimit", err)
+	if !errors.Is(err, agentconn.ErrSessionLimit) {
+		t.Errorf("overflow turn: %v, want agentconn.ErrSessionLimit", err)
 	}
 	leave()
 	testkit.WaitFor(t, 5*time.Second, "leaver gone", func() bool { return p.queued() == 2 })
@@ -163,7 +164,7 @@ func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 func TestPoolKeyTableBounded(t *testing.T) {
 	a := newFakeAgent()
 	m := NewMetrics(prometheus.NewRegistry())
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, MaxKeys: 16, Metrics: m}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, MaxKeys: 16, Metrics: m}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	for i := range 200 {
 		turnText(t, p, fmt.Sprintf("flood-%d", i), "hi", nil)
@@ -188,7 +189,7 @@ func TestPoolKeyTableBounded(t *testing.T) {
 func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
 	a := newFakeAgent()
 	m := NewMetrics(prometheus.NewRegistry())
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionMaxTurns: 1 << 20, Metrics: m}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionMaxTurns: 1 << 20, Metrics: m}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 
 	stop := make(chan struct{})
@@ -268,7 +269,7 @@ func TestPoolYieldRule(t *testing.T) {
 // within the bound instead of forgetting one key per new key.
 func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 	a := slowAgent(false)
-	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, MaxKeys: 4}, dialFake(t, a, Config{}))
+	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, MaxKeys: 4}, dialFake(t, a, dialCfg{}))
 	runPool(t, p)
 	hold, release := context.WithCancel(context.Background())
 	held := make(chan error, 1)

@@ -17,6 +17,10 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // Supervisor states reported by Health.
@@ -51,16 +55,16 @@ type Supervisor struct {
 
 	mu            sync.Mutex
 	state         string
-	cur           ChildConn     // ready connection, nil otherwise
-	ready         chan struct{} // closed and replaced at every state change
+	cur           agentconn.ChildConn // ready connection, nil otherwise
+	ready         chan struct{}       // closed and replaced at every state change
 	gen           uint64
 	pid           int
 	restarts      int
 	readyAt       time.Time
 	lastErr       error
 	binaryMissing bool
-	info          AgentInfo // the current generation's agent, once ready
-	infoSrc       ChildConn // refreshes info's live parts; nil before ready
+	info          agentconn.AgentInfo // the current generation's agent, once ready
+	infoSrc       agentconn.ChildConn // refreshes info's live parts; nil before ready
 	running       bool
 	// failed is set when a child fails and cleared when one is ready;
 	// unavailable is set once a caller has waited UnavailableGrace for a
@@ -81,6 +85,9 @@ type Supervisor struct {
 func NewSupervisor(cfg Config) *Supervisor {
 	if cfg.Command == "" {
 		panic("acp: NewSupervisor needs Config.Command")
+	}
+	if cfg.Protocol == nil {
+		panic("acp: NewSupervisor needs Config.Protocol")
 	}
 	cfg = cfg.withDefaults()
 	return &Supervisor{
@@ -127,7 +134,7 @@ func (s *Supervisor) Restart(reason string) bool {
 // fails with ErrAgentUnavailable, and later callers fail at once until the
 // agent is ready again: a broken agent must not hold every caller for its
 // whole turn timeout. The first start is waited for within ctx.
-func (s *Supervisor) Acquire(ctx context.Context) (Conn, error) {
+func (s *Supervisor) Acquire(ctx context.Context) (agentconn.Conn, error) {
 	var grace <-chan time.Time
 	for {
 		s.mu.Lock()
@@ -322,7 +329,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	s.mu.Lock()
 	s.gen++
 	gen := s.gen
-	s.info, s.infoSrc = AgentInfo{}, nil
+	s.info, s.infoSrc = agentconn.AgentInfo{}, nil
 	s.setStateLocked(StateStarting)
 	s.mu.Unlock()
 	log := s.log.With("gen", gen)
@@ -370,7 +377,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		err = fmt.Errorf("agent start: %w", err)
 		s.recordEnd(err)
 		reason = "init_failed"
-		var unsup *errUnsupported
+		var unsup *agentconn.UnsupportedError
 		if errors.As(err, &unsup) {
 			reason = "unsupported"
 		}
@@ -388,7 +395,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		// Restart was asked while this child started: replace it before
 		// any turn can use it, as a planned restart.
 		why := s.restartWhy
-		s.plannedGen, s.lastErr = gen, fmt.Errorf("%w: recycled: %s", ErrAgentGone, why)
+		s.plannedGen, s.lastErr = gen, fmt.Errorf("%w: recycled: %s", agentconn.ErrAgentGone, why)
 		s.mu.Unlock()
 		log.Info("restarting the agent as asked while it was starting", "reason", why)
 		p.stop(log, true)
@@ -409,7 +416,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	select {
 	case <-p.exited:
 		reason = "exit"
-		s.recordEnd(fmt.Errorf("%w: %s", ErrAgentGone, p.exitStatus()))
+		s.recordEnd(fmt.Errorf("%w: %s", agentconn.ErrAgentGone, p.exitStatus()))
 		log.Error("agent exited", "status", p.exitStatus())
 	case <-p.conn.Done():
 		// A dying child closes stdout just before Wait returns; give the
@@ -417,16 +424,16 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 		select {
 		case <-p.exited:
 			reason = "exit"
-			s.recordEnd(fmt.Errorf("%w: %s", ErrAgentGone, p.exitStatus()))
+			s.recordEnd(fmt.Errorf("%w: %s", agentconn.ErrAgentGone, p.exitStatus()))
 			log.Error("agent exited", "status", p.exitStatus())
 		case <-time.After(exitReapWindow):
 			reason = "connection_closed"
-			s.recordEnd(fmt.Errorf("%w: connection closed (%s)", ErrAgentGone, p.conn.CloseCause()))
+			s.recordEnd(fmt.Errorf("%w: connection closed (%s)", agentconn.ErrAgentGone, p.conn.CloseCause()))
 			log.Error("agent connection closed while the process lives; restarting it", "cause", p.conn.CloseCause())
 		}
 	case r := <-p.recycle:
 		reason = "recycled"
-		s.recordEnd(fmt.Errorf("%w: recycled: %s", ErrAgentGone, r))
+		s.recordEnd(fmt.Errorf("%w: recycled: %s", agentconn.ErrAgentGone, r))
 		log.Warn("recycling the agent", "reason", r)
 	case <-ctx.Done():
 		reason, graceful = "shutdown", true
@@ -437,7 +444,7 @@ func (s *Supervisor) runOnce(ctx context.Context, first bool) (reason string, ra
 	ranFor = s.cfg.Clock.Now().Sub(readyAt)
 	if !graceful {
 		// Fail in-flight turns at once; a graceful stop retires sessions first.
-		p.conn.Abort(fmt.Errorf("%w: %s", ErrAgentGone, reason))
+		p.conn.Abort(fmt.Errorf("%w: %s", agentconn.ErrAgentGone, reason))
 		s.noteFailed(gen, reason)
 	}
 	p.stop(log, graceful)
@@ -459,7 +466,7 @@ func (s *Supervisor) recordEnd(err error) {
 type process struct {
 	cfg  Config
 	cmd  *exec.Cmd
-	conn ChildConn
+	conn agentconn.ChildConn
 	kill context.CancelFunc // ends the child's ctx: Cmd.Cancel sends SIGTERM to the group
 
 	stdin   *os.File
@@ -528,17 +535,22 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 		default:
 		}
 	}
-	w := &lockedWriter{
-		w:        inW,
-		deadline: func() error { return inW.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) },
-		onTimeout: func() {
+	w := &jsonrpc.LockedWriter{
+		W:        inW,
+		Deadline: func() error { return inW.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) },
+		OnTimeout: func() {
 			recycle(fmt.Sprintf("agent did not read stdin for %s", s.cfg.WriteTimeout))
 		},
 	}
-	noise := newLineLimiter(log.Named("child"), 50, clockwork.NewRealClock())
-	conn, err := s.protocol().Open(Child{
-		Gen: gen, Config: s.cfg, Stdin: w, Stdout: outR, Log: log,
-		Noise: func(line string) { noise.emit(hclog.Info, noiseLine(line)) },
+	noise := childlog.NewLimiter(log.Named("child"), 50, clockwork.NewRealClock())
+	var m *agentconn.Metrics
+	if s.cfg.Metrics != nil {
+		m = &s.cfg.Metrics.Metrics
+	}
+	conn, err := s.cfg.Protocol.Open(agentconn.Child{
+		Gen: gen, InitTimeout: s.cfg.InitTimeout, CancelGrace: s.cfg.CancelGrace, StopGrace: s.cfg.StopGrace,
+		Clock: s.cfg.Clock, Metrics: m, Stdin: w, Stdout: outR, Log: log,
+		Noise: func(line string) { noise.Emit(hclog.Info, childlog.NoiseLine(line)) },
 		Go: func(f func()) {
 			p.readers.Add(1)
 			go func() {
@@ -574,14 +586,6 @@ func (s *Supervisor) spawn(gen uint64, log hclog.Logger) (*process, error) {
 	return p, nil
 }
 
-// protocol is the configured Protocol, ACP when none is.
-func (s *Supervisor) protocol() Protocol {
-	if s.cfg.Protocol != nil {
-		return s.cfg.Protocol
-	}
-	return acpProtocol{}
-}
-
 // stopUnopened ends a child whose connection could not be opened: SIGTERM
 // (already sent), StopGrace, SIGKILL; then its readers.
 func (p *process) stopUnopened(log hclog.Logger) {
@@ -612,7 +616,7 @@ func (p *process) stop(log hclog.Logger, graceful bool) {
 			waited = p.conn.Shutdown(p.exited)
 		}
 	}
-	p.conn.Abort(fmt.Errorf("%w: stopped", ErrAgentGone))
+	p.conn.Abort(fmt.Errorf("%w: stopped", agentconn.ErrAgentGone))
 	_ = p.stdin.Close()
 	if graceful && !waited {
 		select {

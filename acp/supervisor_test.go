@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
-
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -42,15 +44,21 @@ type harness struct {
 	stop    func() time.Duration // stops both (testkit.RunAll)
 }
 
-// fakeChild returns a Config that runs the test binary as a fake agent.
+// fakeChild returns a Config that runs the test binary as a fake ACP
+// agent; withACP replaces its ACP settings.
 func fakeChild(mode string, env ...string) Config {
 	path, args, e := acptest.Command(mode, env...)
 	if args == nil {
 		args = []string{}
 	}
-	return Config{Command: path, Args: args, Env: e}
+	return Config{Command: path, Args: args, Env: e, Protocol: acpclient.New(acpclient.Config{})}
 }
 
+// withACP sets cfg's protocol to ACP with acfg.
+func withACP(cfg *Config, acfg acpclient.Config) { cfg.Protocol = acpclient.New(acfg) }
+
+// startHarness runs a supervisor on cfg (ACP when it sets no protocol)
+// and a pool on pcfg until the test ends.
 func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: acptest.Logs(t)}
@@ -58,6 +66,9 @@ func startHarness(t *testing.T, cfg Config, pcfg PoolConfig) *harness {
 	reg := prometheus.NewRegistry()
 	h.metrics = NewMetrics(reg)
 	cfg.Logger, cfg.Metrics = log, h.metrics
+	if cfg.Protocol == nil {
+		withACP(&cfg, acpclient.Config{})
+	}
 	acptest.Bounds(&cfg.BackoffInitial, &cfg.StopGrace, &cfg.UnavailableGrace, &cfg.InitTimeout)
 	pcfg.Logger, pcfg.Metrics = log, h.metrics
 	h.sup = NewSupervisor(cfg)
@@ -144,8 +155,8 @@ func TestSupervisorRestartsAfterCrashMidTurn(t *testing.T) {
 	h := startHarness(t, fakeChild("crash-mid-turn", "ZCB_ACPTEST_STATE_DIR="+dir, "ZCB_ACPTEST_CRASHES=1"), PoolConfig{})
 	first := h.WaitReady()
 	_, _, err := h.Turn("k", "doomed")
-	if !errors.Is(err, ErrAgentGone) {
-		t.Fatalf("turn during crash: err = %v, want ErrAgentGone", err)
+	if !errors.Is(err, agentconn.ErrAgentGone) {
+		t.Fatalf("turn during crash: err = %v, want agentconn.ErrAgentGone", err)
 	}
 	crashed := time.Now()
 	res, _ := h.MustTurn("k", "after crash")
@@ -337,7 +348,7 @@ func TestSupervisorSurvivesOversizeLines(t *testing.T) {
 func TestSupervisorOversizeResultFailsOnlyTheTurn(t *testing.T) {
 	h := readyHarness(t, "bigresult")
 	_, _, err := h.Turn("k", "big")
-	var re *RPCError
+	var re *agentconn.RPCError
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "too large") {
 		t.Fatalf("err = %v, want an RPC error saying too large", err)
 	}
@@ -357,7 +368,7 @@ func TestSupervisorBusySessionRetry(t *testing.T) {
 func TestSupervisorPermissions(t *testing.T) {
 	kid := true
 	cfg := fakeChild("perm")
-	cfg.Permissions = &Policy{KidMode: func() bool { return kid }}
+	withACP(&cfg, acpclient.Config{Permissions: &agentconn.Policy{KidMode: func() bool { return kid }}})
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
 	h.wantTexts(
@@ -369,7 +380,8 @@ func TestSupervisorPermissions(t *testing.T) {
 
 func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
 	cfg := fakeChild("perm-hold")
-	cfg.Permissions = &blockingPerm{asked: make(chan PermissionRequest, 1)}
+	perm := &blockingPerm{asked: make(chan agentconn.PermissionRequest, 1)}
+	withACP(&cfg, acpclient.Config{Permissions: perm})
 	h := startHarness(t, cfg, PoolConfig{})
 	h.WaitReady()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -379,7 +391,7 @@ func TestSupervisorCancelReleasesHeldPermission(t *testing.T) {
 		errc <- err
 	}()
 	select {
-	case <-cfg.Permissions.(*blockingPerm).asked:
+	case <-perm.asked:
 	case <-time.After(10 * time.Second):
 		t.Fatal("permission request never arrived")
 	}
@@ -428,7 +440,7 @@ func TestSupervisorCancelDuringZeroClawMayTool(t *testing.T) {
 
 func TestSupervisorZeroClawStandIn(t *testing.T) {
 	cfg := fakeChild("zeroclaw-v1", "ZCB_ACPTEST_CONTENT=override", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
-	cfg.AgentAlias = "dotty"
+	withACP(&cfg, acpclient.Config{AgentAlias: "dotty"})
 	h := startHarness(t, cfg, PoolConfig{})
 	health := h.WaitReady()
 	if health.AgentName != "zeroclaw-acp" || health.Dialect != "v1" {
@@ -457,8 +469,8 @@ func TestSupervisorZeroClawStandIn(t *testing.T) {
 func TestSupervisorRequiresAliasConfigured(t *testing.T) {
 	h := readyHarness(t, "zeroclaw-v1", "ZCB_ACPTEST_REQUIRE_ALIAS=dotty")
 	_, _, err := h.Turn("k", "hi")
-	var re *RPCError
-	if !errors.As(err, &re) || re.Code != codeInvalidParams {
+	var re *agentconn.RPCError
+	if !errors.As(err, &re) || re.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("err = %v, want -32602", err)
 	}
 	if !strings.Contains(h.logs.String(), "ZEROCLAW_AGENT_ALIAS") {

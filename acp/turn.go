@@ -5,7 +5,7 @@ import "time"
 // TurnRequest is one voice turn for Pool.Turn.
 type TurnRequest struct {
 	// Key selects the agent session (the caller's session_id); empty means
-	// DefaultKey. Ignored in KeyShared mode.
+	// agentconn.DefaultKey. Ignored in KeyShared mode.
 	Key string
 	// Prompt builds the text sent to the agent. It is called after the
 	// session lease is held, with the number of turns the session has

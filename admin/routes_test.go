@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
@@ -485,17 +485,17 @@ func TestSafety(t *testing.T) {
 // the same store the route writes, so the next permission request sees it.
 func TestKidModeFlipsDenyListLive(t *testing.T) {
 	a := newAdminEnv(t, nil)
-	policy := &acp.Policy{KidMode: a.modes.KidMode, AllowLive: a.cfg.Safety.List}
-	photo := acp.PermissionRequest{Tool: "self.camera.take_photo", ToolCallID: "call-1"}
-	if d := policy.Decide(context.Background(), photo); d != acp.Deny {
+	policy := &agentconn.Policy{KidMode: a.modes.KidMode, AllowLive: a.cfg.Safety.List}
+	photo := agentconn.PermissionRequest{Tool: "self.camera.take_photo", ToolCallID: "call-1"}
+	if d := policy.Decide(context.Background(), photo); d != agentconn.Deny {
 		t.Fatalf("kid mode on by default: %v", d)
 	}
 	a.post("/admin/kid-mode", `{"enabled":false}`)
-	if d := policy.Decide(context.Background(), photo); d != acp.Allow {
+	if d := policy.Decide(context.Background(), photo); d != agentconn.Allow {
 		t.Errorf("after kid mode off: %v", d)
 	}
 	a.post("/admin/kid-mode", `{"enabled":true}`)
-	if d := policy.Decide(context.Background(), photo); d != acp.Deny {
+	if d := policy.Decide(context.Background(), photo); d != agentconn.Deny {
 		t.Errorf("after kid mode on: %v", d)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"testing"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -94,6 +95,25 @@ func (a *Agent) Serve(impl acpsdk.Agent, w io.Writer, r io.Reader) *acpsdk.Agent
 	a.conn, a.out = conn, out
 	a.mu.Unlock()
 	return conn
+}
+
+// Link serves impl (a, or a wrapper around a) over in-process pipes and
+// returns the client's side: toAgent is the agent's input, fromAgent its
+// output. Call onDone with the client's Done channel once it is dialled:
+// when the test ends, the pipes are closed and both the client and the
+// agent's connection are waited for.
+func (a *Agent) Link(t testing.TB, impl acpsdk.Agent) (toAgent io.Writer, fromAgent io.Reader, onDone func(clientDone <-chan struct{})) {
+	toAgentR, toAgentW := io.Pipe()
+	fromAgentR, fromAgentW := io.Pipe()
+	conn := a.Serve(impl, fromAgentW, toAgentR)
+	return toAgentW, fromAgentR, func(clientDone <-chan struct{}) {
+		t.Cleanup(func() {
+			_ = toAgentW.Close()
+			_ = fromAgentW.Close()
+			WaitClosed(t, "the client's connection", clientDone)
+			WaitClosed(t, "the fake agent's connection", conn.Done())
+		})
+	}
 }
 
 // Asked returns the permission requests scripted tools made so far, with

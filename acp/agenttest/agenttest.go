@@ -14,34 +14,26 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 )
 
 // Pool connects a to a new acp.Pool over in-process pipes and runs the
 // pool until the test ends. Zero configs get test-friendly defaults.
-func Pool(t testing.TB, a *acptest.Agent, cfg acp.Config, pcfg acp.PoolConfig) *acp.Pool {
+func Pool(t testing.TB, a *acptest.Agent, cfg acpclient.Config, pcfg acp.PoolConfig) *acp.Pool {
 	t.Helper()
-	toAgentR, toAgentW := io.Pipe()
-	fromAgentR, fromAgentW := io.Pipe()
-	conn := a.Serve(a, fromAgentW, toAgentR)
-	if cfg.Command == "" {
-		cfg.Command = "agenttest"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.CancelGrace == 0 {
-		cfg.CancelGrace = time.Second
-	}
+	toAgent, fromAgent, onDone := a.Link(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := acp.Dial(ctx, cfg, toAgentW, fromAgentR)
+	c, err := acpclient.Dial(ctx, cfg, child(toAgent, fromAgent, time.Second))
 	if err != nil {
 		t.Fatalf("agenttest: dial: %v", err)
 	}
+	onDone(c.Done()) // after the pool's own cleanup below
 	if pcfg.Logger == nil {
-		pcfg.Logger = cfg.Logger
+		pcfg.Logger = hclog.NewNullLogger()
 	}
 	p := acp.NewPool(pcfg, c)
 	runCtx, stop := context.WithCancel(context.Background())
@@ -53,10 +45,6 @@ func Pool(t testing.TB, a *acptest.Agent, cfg acp.Config, pcfg acp.PoolConfig) *
 	t.Cleanup(func() {
 		stop()
 		<-done
-		_ = toAgentW.Close()
-		_ = fromAgentW.Close()
-		acptest.WaitClosed(t, "agenttest: client", c.Done())
-		acptest.WaitClosed(t, "agenttest: agent", conn.Done())
 	})
 	return p
 }
@@ -85,7 +73,7 @@ func DemoPool(t testing.TB, pcfg acp.PoolConfig) *acp.Pool {
 		_ = demoagent.Serve(ctx, toAgentR, fromAgentW, demoagent.Options{})
 		_ = fromAgentW.Close()
 	}()
-	c, err := acp.Dial(context.Background(), acp.Config{Command: "demo", Logger: hclog.NewNullLogger()}, toAgentW, fromAgentR)
+	c, err := acpclient.Dial(context.Background(), acpclient.Config{}, child(toAgentW, fromAgentR, acp.DefaultConfig().CancelGrace))
 	if err != nil {
 		t.Fatalf("agenttest: dial demo agent: %v", err)
 	}
@@ -98,4 +86,11 @@ func DemoPool(t testing.TB, pcfg acp.PoolConfig) *acp.Pool {
 		pcfg.SessionMaxTurns = 1 << 30
 	}
 	return acp.NewPool(pcfg, c)
+}
+
+// child is an in-process agent's side of the pipes, with the supervisor's
+// default init timeout and the given cancel grace.
+func child(w io.Writer, r io.Reader, cancelGrace time.Duration) agentconn.Child {
+	return agentconn.Child{Stdin: w, Stdout: r, Log: hclog.NewNullLogger(),
+		InitTimeout: acp.DefaultConfig().InitTimeout, CancelGrace: cancelGrace}
 }

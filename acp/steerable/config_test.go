@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
@@ -65,13 +65,13 @@ func TestSplitCommand(t *testing.T) {
 
 func TestKinds(t *testing.T) {
 	for class, want := range map[string]string{
-		"BudgetExhaustedError": acp.KindBudgetExhausted, "budget_exhausted": acp.KindBudgetExhausted,
-		"PolicyDeniedError": acp.KindPolicyDenied, "policy_denied": acp.KindPolicyDenied,
-		"ToolDispatchError": acp.KindToolDispatch, "tool_failed": acp.KindToolDispatch,
-		"StorageError": acp.KindStorage, "TransportError": acp.KindTransport,
-		"ConnectError": acp.KindTransport, "ReadTimeout": acp.KindTransport, "RemoteProtocolError": acp.KindTransport,
-		"HTTPStatusError": acp.KindTransport, "APIConnectionError": acp.KindTransport, "RateLimitError": acp.KindTransport,
-		"-32021": acp.KindBudgetExhausted, "ValueError": "", "internal": "", "invalid_params": "", "": "",
+		"BudgetExhaustedError": agentconn.KindBudgetExhausted, "budget_exhausted": agentconn.KindBudgetExhausted,
+		"PolicyDeniedError": agentconn.KindPolicyDenied, "policy_denied": agentconn.KindPolicyDenied,
+		"ToolDispatchError": agentconn.KindToolDispatch, "tool_failed": agentconn.KindToolDispatch,
+		"StorageError": agentconn.KindStorage, "TransportError": agentconn.KindTransport,
+		"ConnectError": agentconn.KindTransport, "ReadTimeout": agentconn.KindTransport, "RemoteProtocolError": agentconn.KindTransport,
+		"HTTPStatusError": agentconn.KindTransport, "APIConnectionError": agentconn.KindTransport, "RateLimitError": agentconn.KindTransport,
+		"-32021": agentconn.KindBudgetExhausted, "ValueError": "", "internal": "", "invalid_params": "", "": "",
 	} {
 		if got := kindForClass(class); got != want {
 			t.Errorf("kindForClass(%q) = %q, want %q", class, got, want)
@@ -80,25 +80,25 @@ func TestKinds(t *testing.T) {
 	// As the sidecar answers them: its own classes by kind or code.
 	for _, tt := range []struct {
 		e    jsonrpc.Error
-		kind string // "" for an *acp.RPCError
+		kind string // "" for an *agentconn.RPCError
 	}{
-		{jsonrpc.Error{Code: -32021, Kind: "budget_exhausted"}, acp.KindBudgetExhausted},
-		{jsonrpc.Error{Code: -32020, Kind: "policy_denied"}, acp.KindPolicyDenied},
-		{jsonrpc.Error{Code: -32030, Kind: "tool_failed"}, acp.KindToolDispatch},
-		{jsonrpc.Error{Code: -32011, Kind: "internal"}, acp.KindStorage},
-		{jsonrpc.Error{Code: -32021}, acp.KindBudgetExhausted},
+		{jsonrpc.Error{Code: -32021, Kind: "budget_exhausted"}, agentconn.KindBudgetExhausted},
+		{jsonrpc.Error{Code: -32020, Kind: "policy_denied"}, agentconn.KindPolicyDenied},
+		{jsonrpc.Error{Code: -32030, Kind: "tool_failed"}, agentconn.KindToolDispatch},
+		{jsonrpc.Error{Code: -32011, Kind: "internal"}, agentconn.KindStorage},
+		{jsonrpc.Error{Code: -32021}, agentconn.KindBudgetExhausted},
 		{jsonrpc.Error{Code: -32603, Kind: "internal", Message: "'chatId'"}, ""},
 		{jsonrpc.Error{Code: -32602, Kind: "invalid_params", Message: "failed to construct LLM provider: model is required"}, ""},
 		{jsonrpc.Error{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}, ""},
 		{jsonrpc.Error{Code: -32001, Message: "BudgetExhaustedError"}, ""}, // the catalogue's codes: never raised
 	} {
 		err := rpcError("m", &tt.e)
-		ae, isAgent := err.(*acp.AgentError)
-		if _, isRPC := err.(*acp.RPCError); tt.kind == "" && !isRPC || tt.kind != "" && (!isAgent || ae.Kind != tt.kind) {
+		ae, isAgent := err.(*agentconn.AgentError)
+		if _, isRPC := err.(*agentconn.RPCError); tt.kind == "" && !isRPC || tt.kind != "" && (!isAgent || ae.Kind != tt.kind) {
 			t.Errorf("%+v gave %#v, want kind %q", tt.e, err, tt.kind)
 		}
 	}
-	if err := rpcError("agent.session.resume", &jsonrpc.Error{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}); !errors.Is(err, acp.ErrSessionNotFound) {
+	if err := rpcError("agent.session.resume", &jsonrpc.Error{Code: -32004, Kind: "invalid_request", Message: "session not found: s"}); !errors.Is(err, agentconn.ErrSessionNotFound) {
 		t.Errorf("%v is not a lost session", err)
 	}
 }

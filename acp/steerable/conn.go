@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
@@ -32,7 +32,7 @@ const earlyCap = 256
 type conn struct {
 	proto   *Protocol
 	cfg     Config
-	acfg    acp.Config
+	acfg    agentconn.Child // the supervisor's timings and metrics
 	log     hclog.Logger
 	rpc     *jsonrpc.Conn
 	noise   func(string)
@@ -55,7 +55,7 @@ type conn struct {
 
 	mu          sync.Mutex
 	cause       string
-	info        acp.AgentInfo
+	info        agentconn.AgentInfo
 	streamCalls int              // agent.chat.stream answers awaited
 	early       []early          // notifications for streams not bound yet
 	turns       map[string]*turn // running turns by session id
@@ -64,7 +64,7 @@ type conn struct {
 
 // turn is a running turn's routing entry.
 type turn struct {
-	mb           *acp.Mailbox
+	mb           *agentconn.Mailbox
 	stream       *stream // set once the turn's agent.chat.stream is sent
 	cancelWanted bool    // cancelled before its stream id was known
 }
@@ -79,7 +79,7 @@ type stream struct {
 	id        string
 	reply     strings.Builder
 	delivered int
-	res       acp.PromptResult
+	res       agentconn.PromptResult
 	err       error
 	finished  chan struct{}
 	once      sync.Once
@@ -92,7 +92,7 @@ type early struct {
 	id     string
 }
 
-func newConn(p *Protocol, ch acp.Child) *conn {
+func newConn(p *Protocol, ch agentconn.Child) *conn {
 	noise := ch.Noise
 	if noise == nil {
 		noise = func(string) {}
@@ -101,7 +101,7 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 	if recycle == nil {
 		recycle = func(string) {}
 	}
-	clock := ch.Config.Clock
+	clock := ch.Clock
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
@@ -110,11 +110,11 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 		log = hclog.NewNullLogger()
 	}
 	c := &conn{
-		proto: p, cfg: p.cfg, acfg: ch.Config, log: log,
+		proto: p, cfg: p.cfg, acfg: ch, log: log,
 		noise: noise, recycle: recycle, clock: clock,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
-		info:    acp.AgentInfo{Dialect: Dialect},
+		info:    agentconn.AgentInfo{Dialect: Dialect},
 		turns:   make(map[string]*turn),
 		streams: make(map[string]*stream),
 	}
@@ -122,12 +122,12 @@ func newConn(p *Protocol, ch acp.Child) *conn {
 	return c
 }
 
-var _ acp.ChildConn = (*conn)(nil)
+var _ agentconn.ChildConn = (*conn)(nil)
 
-// Done implements acp.Conn.
+// Done implements agentconn.Conn.
 func (c *conn) Done() <-chan struct{} { return c.done }
 
-// Err implements acp.Conn.
+// Err implements agentconn.Conn.
 func (c *conn) Err() error {
 	select {
 	case <-c.done:
@@ -140,7 +140,7 @@ func (c *conn) Err() error {
 func (c *conn) markDead(err error) {
 	c.doneOnce.Do(func() {
 		if err == nil {
-			err = acp.ErrAgentGone
+			err = agentconn.ErrAgentGone
 		}
 		c.deadErr = err
 		close(c.done)
@@ -148,7 +148,7 @@ func (c *conn) markDead(err error) {
 	})
 }
 
-// Abort implements acp.ChildConn.
+// Abort implements agentconn.ChildConn.
 func (c *conn) Abort(err error) { c.markDead(err) }
 
 func (c *conn) setCause(s string) {
@@ -159,7 +159,7 @@ func (c *conn) setCause(s string) {
 	c.mu.Unlock()
 }
 
-// CloseCause implements acp.ChildConn.
+// CloseCause implements agentconn.ChildConn.
 func (c *conn) CloseCause() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -183,7 +183,7 @@ func (c *conn) goBackground(f func()) bool {
 	return true
 }
 
-// Wait implements acp.ChildConn.
+// Wait implements agentconn.ChildConn.
 func (c *conn) Wait() {
 	c.mu.Lock()
 	c.bgClosed = true
@@ -192,31 +192,29 @@ func (c *conn) Wait() {
 }
 
 func (c *conn) dropped(reason string) {
-	if m := c.acfg.Metrics; m != nil {
-		m.DroppedUpdates.WithLabelValues(reason).Inc()
-	}
+	c.acfg.Metrics.Dropped(reason)
 }
 
-// Traits implements acp.Conn: the sidecar cancels streams in protocol; its
+// Traits implements agentconn.Conn: the sidecar cancels streams in protocol; its
 // sessions outlive a restart, resumed or created again with the history
 // the bridge keeps (ResumeSession); it has no session limit of its own.
-func (c *conn) Traits() acp.Traits {
-	return acp.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
+func (c *conn) Traits() agentconn.Traits {
+	return agentconn.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
 }
 
-// TurnLease implements acp.Conn: the sidecar runs turns concurrently.
+// TurnLease implements agentconn.Conn: the sidecar runs turns concurrently.
 func (c *conn) TurnLease() chan struct{} { return nil }
 
-// Recycle implements acp.Conn.
+// Recycle implements agentconn.Conn.
 func (c *conn) Recycle(reason string) { c.recycle(reason) }
 
-// LateSessions implements acp.Conn. A session created after its caller
+// LateSessions implements agentconn.Conn. A session created after its caller
 // gave up is never recorded; the sidecar has no method to close one, so
 // it holds nothing the bridge could give back.
 func (c *conn) LateSessions() int { return 0 }
 
-// Info implements acp.ChildConn from the ready signal and the last ping.
-func (c *conn) Info() acp.AgentInfo {
+// Info implements agentconn.ChildConn from the ready signal and the last ping.
+func (c *conn) Info() agentconn.AgentInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := c.info
@@ -296,7 +294,7 @@ func toolCount(raw json.RawMessage) (int, bool) {
 	return 0, false
 }
 
-// StderrLine implements acp.ChildConn: the ready marker may come here.
+// StderrLine implements agentconn.ChildConn: the ready marker may come here.
 func (c *conn) StderrLine(line string) {
 	i := strings.Index(line, readyMarker)
 	if i < 0 {
@@ -323,7 +321,7 @@ func (c *conn) markReady(via string, r readyInfo) {
 	})
 }
 
-// Handshake implements acp.ChildConn: it waits for whichever ready signal
+// Handshake implements agentconn.ChildConn: it waits for whichever ready signal
 // comes first, the stderr marker or lifecycle.ready (a --quiet-ready
 // sidecar sends only the latter), within InitTimeout. Nothing is sent
 // before it. Then the health pings start.
@@ -395,7 +393,7 @@ func (c *conn) ping() error {
 	return nil
 }
 
-// Shutdown implements acp.ChildConn: system.shutdown (the sidecar drains
+// Shutdown implements agentconn.ChildConn: system.shutdown (the sidecar drains
 // its streams, answers and exits), waiting at most StopGrace for the exit.
 // A sidecar that ignores it is then sent SIGTERM by the supervisor.
 func (c *conn) Shutdown(exited <-chan struct{}) bool {
@@ -490,8 +488,8 @@ type createParams struct {
 	ChatID string `json:"chatId"`
 }
 
-// NewSession implements acp.Conn: agent.session.create, bounded by
-// InitTimeout, for the pool key ctx carries (acp.DefaultKey when none).
+// NewSession implements agentconn.Conn: agent.session.create, bounded by
+// InitTimeout, for the pool key ctx carries (agentconn.DefaultKey when none).
 // The new session's history starts empty.
 func (c *conn) NewSession(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
@@ -505,7 +503,7 @@ func (c *conn) NewSession(ctx context.Context) (string, error) {
 }
 
 func (c *conn) create(ctx context.Context) (string, error) {
-	key := cmp.Or(acp.SessionKey(ctx), acp.DefaultKey)
+	key := cmp.Or(agentconn.SessionKey(ctx), agentconn.DefaultKey)
 	raw, err := c.call(ctx, methodSessionCreate, createParams{ChatID: ChatID(key)}, jsonrpc.CallOptions{})
 	if err != nil {
 		return "", err
@@ -513,7 +511,7 @@ func (c *conn) create(ctx context.Context) (string, error) {
 	return sessionResult(methodSessionCreate, raw)
 }
 
-// ResumeSession implements acp.Conn: agent.session.resume of a session
+// ResumeSession implements agentconn.Conn: agent.session.resume of a session
 // opened before the sidecar restarted, or, when the sidecar no longer has
 // it, agent.session.create (the sidecar keeps its sessions in memory
 // unless its embedder gives it a database, so after its own restart it
@@ -547,22 +545,22 @@ func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
 	return id, nil
 }
 
-// CloseSession implements acp.Conn. The sidecar has no method to close a
+// CloseSession implements agentconn.Conn. The sidecar has no method to close a
 // session; the bridge forgets its history.
 func (c *conn) CloseSession(_ context.Context, sid string) { c.ForgetSession(sid) }
 
-// ForgetSession implements acp.Conn.
+// ForgetSession implements agentconn.Conn.
 func (c *conn) ForgetSession(sid string) { c.proto.hist.forget(sid) }
 
-// BeginTurn implements acp.Conn.
-func (c *conn) BeginTurn(m *acp.Mailbox) {
+// BeginTurn implements agentconn.Conn.
+func (c *conn) BeginTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	c.turns[m.SessionID()] = &turn{mb: m}
 	c.mu.Unlock()
 }
 
-// EndTurn implements acp.Conn.
-func (c *conn) EndTurn(m *acp.Mailbox) {
+// EndTurn implements agentconn.Conn.
+func (c *conn) EndTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
 	if t := c.turns[m.SessionID()]; t != nil && t.mb == m {
 		delete(c.turns, m.SessionID())
@@ -588,11 +586,11 @@ type chatParams struct {
 	Messages    []Message `json:"messages"`
 }
 
-// Prompt implements acp.Conn: agent.chat.stream with the session's
+// Prompt implements agentconn.Conn: agent.chat.stream with the session's
 // history and text, then the stream's notifications until stream.done or
 // stream.error. The exchange joins the history when the stream ends: whole,
 // or, after a barge-in, as far as it was delivered.
-func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, error) {
+func (c *conn) Prompt(ctx context.Context, sid, text string) (agentconn.PromptResult, error) {
 	st := &stream{sid: sid, finished: make(chan struct{})}
 	c.mu.Lock()
 	if t := c.turns[sid]; t != nil {
@@ -618,24 +616,24 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (acp.PromptResult, 
 		if ctx.Err() != nil {
 			c.cancelBound(st) // answered just as the turn gave up
 		}
-		return acp.PromptResult{}, err
+		return agentconn.PromptResult{}, err
 	}
 	select {
 	case <-st.finished:
 	case <-ctx.Done():
 		if err := c.Err(); err != nil {
-			return acp.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, err)
+			return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, err)
 		}
-		return acp.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, ctx.Err())
+		return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, ctx.Err())
 	case <-c.done:
-		return acp.PromptResult{}, fmt.Errorf("%s: stream %s: %w", methodChatStream, st.id, c.Err())
+		return agentconn.PromptResult{}, fmt.Errorf("%s: stream %s: %w", methodChatStream, st.id, c.Err())
 	}
 	st.mu.Lock()
 	res, err, reply := st.res, st.err, st.reply.String()
-	cut := res.StopReason == acp.StopCancelled || (st.t != nil && st.t.mb.IsCancelled())
+	cut := res.StopReason == agentconn.StopCancelled || (st.t != nil && st.t.mb.IsCancelled())
 	st.mu.Unlock()
 	if err != nil {
-		return acp.PromptResult{}, err
+		return agentconn.PromptResult{}, err
 	}
 	c.proto.hist.add(sid, text, reply, cut)
 	return res, nil
@@ -726,7 +724,7 @@ func (c *conn) cancelBound(st *stream) {
 	}
 }
 
-// CancelTurn implements acp.Conn: agent.chat.cancel for the session's
+// CancelTurn implements agentconn.Conn: agent.chat.cancel for the session's
 // stream at once, without waiting for its answer; a stream whose id is not
 // known yet is cancelled as soon as its answer arrives.
 func (c *conn) CancelTurn(sid string) error {
@@ -832,16 +830,16 @@ func (c *conn) streamNote(method string, params json.RawMessage) {
 	case noteChunk:
 		c.chunk(st, p)
 	case noteDone:
-		res := acp.PromptResult{StopReason: acp.StopEndTurn}
+		res := agentconn.PromptResult{StopReason: agentconn.StopEndTurn}
 		var err error
 		switch {
 		case p.Cancelled:
-			res.StopReason = acp.StopCancelled
+			res.StopReason = agentconn.StopCancelled
 		case p.OK != nil && !*p.OK:
 			err = fmt.Errorf("%s: stream %s ended without success", methodChatStream, p.StreamID)
 		default:
 			st.mu.Lock()
-			res.StopReason = cmp.Or(st.res.StopReason, acp.StopEndTurn)
+			res.StopReason = cmp.Or(st.res.StopReason, agentconn.StopEndTurn)
 			st.mu.Unlock()
 		}
 		st.finish(res, err)
@@ -850,7 +848,7 @@ func (c *conn) streamNote(method string, params json.RawMessage) {
 		if kind == "" {
 			kind = kindForClass(p.Kind)
 		}
-		st.finish(acp.PromptResult{}, &acp.AgentError{Kind: kind, Method: methodChatStream, Code: p.Code, Class: p.Kind, Message: p.Message})
+		st.finish(agentconn.PromptResult{}, &agentconn.AgentError{Kind: kind, Method: methodChatStream, Code: p.Code, Class: p.Kind, Message: p.Message})
 	}
 }
 
@@ -886,7 +884,7 @@ func (c *conn) chunk(st *stream, p streamParams) {
 }
 
 // finish ends the stream once.
-func (st *stream) finish(res acp.PromptResult, err error) {
+func (st *stream) finish(res agentconn.PromptResult, err error) {
 	st.once.Do(func() {
 		st.mu.Lock()
 		st.res, st.err = res, err
@@ -935,6 +933,6 @@ func stopReason(finish string) string {
 	case "content_filter":
 		return "refusal"
 	default:
-		return acp.StopEndTurn
+		return agentconn.StopEndTurn
 	}
 }

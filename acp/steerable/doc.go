@@ -54,12 +54,12 @@
 //     counted in dotty_acp_dropped_updates_total{reason="unknown_stream"}.
 //   - Barge-in: agent.chat.cancel {"streamId"} is sent at once (as soon as
 //     the id is known), and the pool settles the turn in the background.
-//   - Errors: the sidecar's own failure classes become *acp.AgentError
+//   - Errors: the sidecar's own failure classes become *agentconn.AgentError
 //     kinds: an error answer's kind or code (budget_exhausted -32021,
 //     policy_denied -32020, tool_failed -32030, storage -32011), or the
 //     exception class stream.error names (BudgetExhaustedError …; the HTTP
 //     client's ConnectError, ReadTimeout, HTTPStatusError … are transport).
-//     Other errors are *acp.RPCError. The -32001…-32005 of the sidecar's
+//     Other errors are *agentconn.RPCError. The -32001…-32005 of the sidecar's
 //     published catalogue are never raised by it.
 //   - Health: system.ping every Config.PingInterval fills /health
 //     (version, protocolVersion, status, uptime, loadedProviders,

@@ -1,6 +1,6 @@
 package steerable
 
-import "github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+import "github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 
 // Protocol is the steerable sidecar's protocol for an acp.Supervisor: set
 // it as acp.Config.Protocol. One Protocol serves every child generation of
@@ -11,7 +11,7 @@ type Protocol struct {
 	hist *store
 }
 
-var _ acp.Protocol = (*Protocol)(nil)
+var _ agentconn.Protocol = (*Protocol)(nil)
 
 // New returns the protocol for cfg.
 func New(cfg Config) *Protocol {
@@ -19,9 +19,9 @@ func New(cfg Config) *Protocol {
 	return &Protocol{cfg: cfg, hist: newStore(cfg.HistoryChars)}
 }
 
-// Open implements acp.Protocol: it starts reading the child's stdout and
+// Open implements agentconn.Protocol: it starts reading the child's stdout and
 // waits for nothing; Handshake waits for the ready signal.
-func (p *Protocol) Open(ch acp.Child) (acp.ChildConn, error) {
+func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
 	c := newConn(p, ch)
 	ch.Go(func() { c.read(ch.Stdout) })
 	return c, nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/sidecarwire/wiretest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
@@ -168,7 +168,7 @@ func TestBridgeSendsWhatTheSidecarRequires(t *testing.T) {
 func TestChatWithoutModelRefused(t *testing.T) {
 	h := start(t, setup{mode: "sidecar", noModel: true})
 	_, _, err := h.Turn("k", "hi")
-	var re *acp.RPCError
+	var re *agentconn.RPCError
 	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, "model is required") {
 		t.Fatalf("turn without a model: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
@@ -46,7 +46,7 @@ type sidecarWriter struct{ w io.Writer }
 func (s sidecarWriter) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
 	if err != nil {
-		return n, fmt.Errorf("%w: writing to the sidecar: %v", acp.ErrAgentGone, err)
+		return n, fmt.Errorf("%w: writing to the sidecar: %v", agentconn.ErrAgentGone, err)
 	}
 	return n, nil
 }
@@ -85,7 +85,7 @@ func (c *conn) call(ctx context.Context, method string, params any, opts jsonrpc
 			return nil, fmt.Errorf("%s: %w", method, dead)
 		}
 		return nil, fmt.Errorf("%s: %w", method, err)
-	case errors.Is(err, acp.ErrAgentGone):
+	case errors.Is(err, agentconn.ErrAgentGone):
 		return nil, fmt.Errorf("%s: %w", method, err) // writing the request
 	default:
 		return nil, err // opts.OnResult's
@@ -109,7 +109,7 @@ func (c *conn) read(r io.Reader) {
 		cause = "reading stdout: " + err.Error()
 	}
 	c.setCause(cause)
-	c.markDead(fmt.Errorf("%w: connection closed", acp.ErrAgentGone))
+	c.markDead(fmt.Errorf("%w: connection closed", agentconn.ErrAgentGone))
 }
 
 // frame handles one frame that is not the answer to a waiting call.
@@ -169,14 +169,14 @@ func (c *conn) answerUnserved(id json.RawMessage, method string) {
 }
 
 // rpcError converts a JSON-RPC error: the sidecar's own failure classes
-// (by its error kind or code) become an *acp.AgentError of their kind; the
-// others an *acp.RPCError (so a message naming a lost session lets the
+// (by its error kind or code) become an *agentconn.AgentError of their kind; the
+// others an *agentconn.RPCError (so a message naming a lost session lets the
 // pool retry on a new one).
 func rpcError(method string, e *jsonrpc.Error) error {
 	if kind := cmp.Or(kindForClass(e.Kind), kindForCode(e.Code)); kind != "" {
-		return &acp.AgentError{Kind: kind, Method: method, Code: e.Code, Class: e.Kind, Message: e.Message}
+		return &agentconn.AgentError{Kind: kind, Method: method, Code: e.Code, Class: e.Kind, Message: e.Message}
 	}
-	return &acp.RPCError{Method: method, Code: e.Code, Message: e.Message}
+	return &agentconn.RPCError{Method: method, Code: e.Code, Message: e.Message}
 }
 
 // kindForCode maps the codes the sidecar (steerable-framework 0.2.3)
@@ -186,13 +186,13 @@ func rpcError(method string, e *jsonrpc.Error) error {
 func kindForCode(code int) string {
 	switch code {
 	case -32021:
-		return acp.KindBudgetExhausted
+		return agentconn.KindBudgetExhausted
 	case -32020:
-		return acp.KindPolicyDenied
+		return agentconn.KindPolicyDenied
 	case -32030:
-		return acp.KindToolDispatch
+		return agentconn.KindToolDispatch
 	case -32011:
-		return acp.KindStorage
+		return agentconn.KindStorage
 	}
 	return ""
 }
@@ -226,17 +226,17 @@ func kindForClass(class string) string {
 	case k == "":
 		return ""
 	case strings.Contains(k, "budget"):
-		return acp.KindBudgetExhausted
+		return agentconn.KindBudgetExhausted
 	case strings.Contains(k, "policy"):
-		return acp.KindPolicyDenied
+		return agentconn.KindPolicyDenied
 	case strings.HasPrefix(k, "tool"):
-		return acp.KindToolDispatch
+		return agentconn.KindToolDispatch
 	case strings.Contains(k, "storage"):
-		return acp.KindStorage
+		return agentconn.KindStorage
 	}
 	for _, t := range transportClasses {
 		if strings.Contains(k, t) {
-			return acp.KindTransport
+			return agentconn.KindTransport
 		}
 	}
 	return ""

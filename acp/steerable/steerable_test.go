@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -373,27 +374,27 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 		mode, env, kind string
 		code            int
 	}{
-		{"error", "ZCB_STEERTEST_CODE=-32021", acp.KindBudgetExhausted, -32021},
-		{"error", "ZCB_STEERTEST_CODE=-32020", acp.KindPolicyDenied, -32020},
-		{"error", "ZCB_STEERTEST_CODE=-32030", acp.KindToolDispatch, -32030},
-		{"error", "ZCB_STEERTEST_CODE=-32011", acp.KindStorage, -32011},
-		{"stream-error", "ZCB_STEERTEST_KIND=BudgetExhaustedError", acp.KindBudgetExhausted, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=PolicyDeniedError", acp.KindPolicyDenied, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", acp.KindToolDispatch, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=StorageError", acp.KindStorage, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", acp.KindTransport, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=HTTPStatusError", acp.KindTransport, 0},
-		{"stream-error", "ZCB_STEERTEST_KIND=APITimeoutError", acp.KindTransport, 0},
+		{"error", "ZCB_STEERTEST_CODE=-32021", agentconn.KindBudgetExhausted, -32021},
+		{"error", "ZCB_STEERTEST_CODE=-32020", agentconn.KindPolicyDenied, -32020},
+		{"error", "ZCB_STEERTEST_CODE=-32030", agentconn.KindToolDispatch, -32030},
+		{"error", "ZCB_STEERTEST_CODE=-32011", agentconn.KindStorage, -32011},
+		{"stream-error", "ZCB_STEERTEST_KIND=BudgetExhaustedError", agentconn.KindBudgetExhausted, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=PolicyDeniedError", agentconn.KindPolicyDenied, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=ToolDispatchError", agentconn.KindToolDispatch, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=StorageError", agentconn.KindStorage, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=ConnectError", agentconn.KindTransport, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=HTTPStatusError", agentconn.KindTransport, 0},
+		{"stream-error", "ZCB_STEERTEST_KIND=APITimeoutError", agentconn.KindTransport, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.env, func(t *testing.T) {
 			h := start(t, setup{mode: tt.mode, env: []string{tt.env}})
 			_, _, err := h.Turn("k", "hi")
-			var ae *acp.AgentError
+			var ae *agentconn.AgentError
 			if !errors.As(err, &ae) || ae.Kind != tt.kind || ae.Code != tt.code {
 				t.Fatalf("err = %v, want an AgentError of kind %s, code %d", err, tt.kind, tt.code)
 			}
-			if errors.Is(err, acp.ErrSessionLimit) || errors.Is(err, acp.ErrSessionBusy) || errors.Is(err, acp.ErrSessionNotFound) {
+			if errors.Is(err, agentconn.ErrSessionLimit) || errors.Is(err, agentconn.ErrSessionBusy) || errors.Is(err, agentconn.ErrSessionNotFound) {
 				t.Errorf("%v matches an ACP sentinel", err)
 			}
 			if n := len(h.chats()); n != 1 {
@@ -410,7 +411,7 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	t.Run("unknown stream error kind", func(t *testing.T) {
 		h := start(t, setup{mode: "stream-error", env: []string{"ZCB_STEERTEST_KIND=ValueError"}})
 		_, _, err := h.Turn("k", "hi")
-		var ae *acp.AgentError
+		var ae *agentconn.AgentError
 		if !errors.As(err, &ae) || ae.Kind != "" || ae.Class != "ValueError" {
 			t.Fatalf("err = %v, want an unclassified AgentError", err)
 		}
@@ -420,8 +421,8 @@ func TestErrorCodesBecomeKinds(t *testing.T) {
 	t.Run("catalogue code", func(t *testing.T) {
 		h := start(t, setup{mode: "error", env: []string{"ZCB_STEERTEST_CODE=-32004"}})
 		_, _, err := h.Turn("k", "hi")
-		var re *acp.RPCError
-		var ae *acp.AgentError
+		var re *agentconn.RPCError
+		var ae *agentconn.AgentError
 		if !errors.As(err, &re) || re.Code != -32004 || errors.As(err, &ae) {
 			t.Fatalf("err = %v, want an RPCError -32004", err)
 		}
@@ -485,7 +486,7 @@ func TestCrashMidStream(t *testing.T) {
 	h := start(t, setup{mode: "crash-mid-stream", env: []string{"ZCB_STEERTEST_STATE_DIR=" + t.TempDir(), "ZCB_STEERTEST_CRASHES=1"}})
 	h.WaitReady()
 	_, _, err := h.Turn("k", "doomed")
-	if !errors.Is(err, acp.ErrAgentGone) {
+	if !errors.Is(err, agentconn.ErrAgentGone) {
 		t.Fatalf("err = %v, want ErrAgentGone", err)
 	}
 	res, _ := h.MustTurn("k", "after the crash")
@@ -532,7 +533,7 @@ func TestConversationSurvivesKill(t *testing.T) {
 				var once sync.Once
 				_, err := h.pool.Turn(ctx, acp.TurnRequest{Key: "k", Prompt: func(int) string { return "tell me a slow story" },
 					OnChunk: func(string) { once.Do(kill) }})
-				if !errors.Is(err, acp.ErrAgentGone) {
+				if !errors.Is(err, agentconn.ErrAgentGone) {
 					t.Fatalf("turn killed mid-stream: %v, want ErrAgentGone", err)
 				}
 			case "during a cancel":

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
@@ -22,7 +23,7 @@ import (
 // sidecar.
 type wire struct {
 	t       *testing.T
-	c       acp.ChildConn
+	c       agentconn.ChildConn
 	toSide  *bufio.Scanner // what the bridge wrote
 	fromW   *io.PipeWriter // what the sidecar writes
 	metrics *acp.Metrics
@@ -37,11 +38,11 @@ func newWire(t *testing.T, cfg Config) *wire {
 	fromR, fromW := io.Pipe()
 	w := &wire{t: t, toSide: bufio.NewScanner(toR), fromW: fromW, metrics: acp.NewMetrics(prometheus.NewRegistry())}
 	cfg.MaxLine = 1 << 10
-	c, err := New(cfg).Open(acp.Child{
+	c, err := New(cfg).Open(agentconn.Child{
 		Gen: 1, Stdin: toW, Stdout: fromR, Log: hclog.NewNullLogger(),
-		Config: acp.Config{InitTimeout: 2 * time.Second, CancelGrace: time.Second, StopGrace: time.Second, Metrics: w.metrics},
-		Noise:  func(l string) { w.mu.Lock(); w.noise = append(w.noise, l); w.mu.Unlock() },
-		Go:     func(f func()) { w.wg.Add(1); go func() { defer w.wg.Done(); f() }() },
+		InitTimeout: 2 * time.Second, CancelGrace: time.Second, StopGrace: time.Second, Metrics: &w.metrics.Metrics,
+		Noise: func(l string) { w.mu.Lock(); w.noise = append(w.noise, l); w.mu.Unlock() },
+		Go:    func(f func()) { w.wg.Add(1); go func() { defer w.wg.Done(); f() }() },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func newWire(t *testing.T, cfg Config) *wire {
 	t.Cleanup(func() {
 		_ = fromW.Close()
 		_ = toR.Close()
-		c.Abort(acp.ErrAgentGone)
+		c.Abort(agentconn.ErrAgentGone)
 		w.wg.Wait()
 		c.Wait()
 	})

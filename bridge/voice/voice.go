@@ -26,6 +26,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -48,13 +49,13 @@ const (
 	KindException     = "exception"
 	// KindAgentUnavailable: the agent failed and is not back yet.
 	KindAgentUnavailable = "agent_unavailable"
-	// The failures an agent reports by class (acp.AgentError, the
+	// The failures an agent reports by class (agentconn.AgentError, the
 	// steerable sidecar's failure classes), each under its own label.
-	KindBudgetExhausted = acp.KindBudgetExhausted
-	KindPolicyDenied    = acp.KindPolicyDenied
-	KindToolDispatch    = acp.KindToolDispatch
-	KindStorage         = acp.KindStorage
-	KindTransport       = acp.KindTransport
+	KindBudgetExhausted = agentconn.KindBudgetExhausted
+	KindPolicyDenied    = agentconn.KindPolicyDenied
+	KindToolDispatch    = agentconn.KindToolDispatch
+	KindStorage         = agentconn.KindStorage
+	KindTransport       = agentconn.KindTransport
 	// KindShutdown: the bridge stopped and the turn had not finished
 	// within the shutdown grace.
 	KindShutdown = "shutdown"
@@ -367,7 +368,7 @@ func (v *Voice) bind(c echo.Context) (voiceRequest, error) {
 // and turns the shutdown grace ended (the bridge is going offline), are
 // decided by the turn's own ctx, never by the error's text.
 func classify(ctx context.Context, err error) (kind, fallback string) {
-	var agentErr *acp.AgentError
+	var agentErr *agentconn.AgentError
 	switch {
 	case httpapi.ShuttingDown(ctx):
 		return KindShutdown, FallbackOffline

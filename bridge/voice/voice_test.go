@@ -30,7 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
@@ -74,7 +76,7 @@ func newVoiceEnv(t *testing.T, a *acptest.Agent, vcfg Config, pcfg acp.PoolConfi
 	env.metrics = newTestMetrics(reg)
 	env.log = convolog.New(convolog.Config{Dir: env.logDir, Location: brisbane})
 	if vcfg.Agent == nil {
-		vcfg.Agent = agenttest.Pool(t, a, acp.Config{}, pcfg)
+		vcfg.Agent = agenttest.Pool(t, a, acpclient.Config{}, pcfg)
 	}
 	vcfg.Location, vcfg.KidMode, vcfg.ConvoLog, vcfg.Turns, vcfg.Metrics = brisbane, env.kid, env.log, env.turns, env.metrics
 	if vcfg.Clock == nil {
@@ -525,10 +527,10 @@ func TestFallbacks(t *testing.T) {
 			return acp.TurnResult{}, fmt.Errorf("%w (last failure: exit status 1)", acp.ErrAgentUnavailable)
 		})}, nil, FallbackOffline, KindAgentUnavailable},
 		{"budget exhausted", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
-			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindBudgetExhausted, Method: "agent.chat.stream", Code: -32001}
+			return acp.TurnResult{}, &agentconn.AgentError{Kind: agentconn.KindBudgetExhausted, Method: "agent.chat.stream", Code: -32001}
 		})}, nil, FallbackOffline, KindBudgetExhausted},
 		{"policy denied", Config{Agent: turnerFunc(func(context.Context, acp.TurnRequest) (acp.TurnResult, error) {
-			return acp.TurnResult{}, &acp.AgentError{Kind: acp.KindPolicyDenied, Method: "agent.chat.stream", Code: -32002}
+			return acp.TurnResult{}, &agentconn.AgentError{Kind: agentconn.KindPolicyDenied, Method: "agent.chat.stream", Code: -32002}
 		})}, nil, FallbackError, KindPolicyDenied},
 	}
 	for _, tt := range tests {
@@ -1094,18 +1096,18 @@ func TestClassify(t *testing.T) {
 	}{
 		{expired, errors.New("anything"), KindTimeout, FallbackTimeout},
 		{live, fmt.Errorf("spawn: %w", acp.ErrBinaryMissing), KindBinaryMissing, FallbackOffline},
-		{live, acp.ErrAgentGone, KindException, FallbackError},
+		{live, agentconn.ErrAgentGone, KindException, FallbackError},
 		{live, fmt.Errorf("acquire: %w", acp.ErrAgentUnavailable), KindAgentUnavailable, FallbackOffline},
-		{live, fmt.Errorf("slot: %w", acp.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
-		{live, context.DeadlineExceeded, KindException, FallbackError},                    // only our own ctx decides timeouts
-		{live, fmt.Errorf("turn: %w", &acp.AgentError{Kind: acp.KindBudgetExhausted, Code: -32001}), KindBudgetExhausted, FallbackOffline},
-		{live, &acp.AgentError{Kind: acp.KindTransport, Class: "TransportError"}, KindTransport, FallbackOffline},
-		{live, &acp.AgentError{Kind: acp.KindPolicyDenied, Code: -32002}, KindPolicyDenied, FallbackError},
-		{live, &acp.AgentError{Kind: acp.KindToolDispatch, Code: -32003}, KindToolDispatch, FallbackError},
-		{live, &acp.AgentError{Kind: acp.KindStorage, Code: -32004}, KindStorage, FallbackError},
-		{live, &acp.AgentError{Class: "ProviderError"}, KindException, FallbackError}, // a class the bridge does not know
-		{live, &acp.AgentError{Kind: "made_up"}, KindException, FallbackError},        // the label set stays fixed
-		{expired, &acp.AgentError{Kind: acp.KindTransport}, KindTimeout, FallbackTimeout},
+		{live, fmt.Errorf("slot: %w", agentconn.ErrSessionLimit), KindException, FallbackError}, // the slot queue is full
+		{live, context.DeadlineExceeded, KindException, FallbackError},                          // only our own ctx decides timeouts
+		{live, fmt.Errorf("turn: %w", &agentconn.AgentError{Kind: agentconn.KindBudgetExhausted, Code: -32001}), KindBudgetExhausted, FallbackOffline},
+		{live, &agentconn.AgentError{Kind: agentconn.KindTransport, Class: "TransportError"}, KindTransport, FallbackOffline},
+		{live, &agentconn.AgentError{Kind: agentconn.KindPolicyDenied, Code: -32002}, KindPolicyDenied, FallbackError},
+		{live, &agentconn.AgentError{Kind: agentconn.KindToolDispatch, Code: -32003}, KindToolDispatch, FallbackError},
+		{live, &agentconn.AgentError{Kind: agentconn.KindStorage, Code: -32004}, KindStorage, FallbackError},
+		{live, &agentconn.AgentError{Class: "ProviderError"}, KindException, FallbackError}, // a class the bridge does not know
+		{live, &agentconn.AgentError{Kind: "made_up"}, KindException, FallbackError},        // the label set stays fixed
+		{expired, &agentconn.AgentError{Kind: agentconn.KindTransport}, KindTimeout, FallbackTimeout},
 		{shutDown, context.Canceled, KindShutdown, FallbackOffline},
 		{shutDownChild, fmt.Errorf("turn cancelled: %w", context.Canceled), KindShutdown, FallbackOffline}, // the turn's ctx, under the request's
 	}

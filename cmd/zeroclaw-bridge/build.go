@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
@@ -173,7 +174,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	if c.Agent.Protocol == protocolSteerable {
 		c.ACP.Protocol = steerable.New(c.Steerable) // the same supervisor and pool, another wire
 	}
-	c.ACP.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
+	c.ACPClient.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
 	c.Permissions.Logger = acpLog.Named("permission")
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
 	c.HTTP.Logger, c.HTTP.Gatherer, c.HTTP.TurnedAway = log.Named("bridge"), reg, metrics.ConnectionsTurnedAway
@@ -194,7 +195,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.ConvoLog.Location, c.ConvoLog.Logger, c.ConvoLog.Failures = c.TZ, log.Named("convolog"), journals.Failures("convo")
 	c.ConvoLog.Health = conds
 	c.Voice.Location, c.Voice.Metrics, c.Voice.Logger = c.TZ, voice.NewMetrics(reg, metrics), log.Named("voice")
-	c.Memory.AgentAlias, c.Memory.Logger, c.Memory.Health = c.ACP.AgentAlias, log.Named("memory"), conds
+	c.Memory.AgentAlias, c.Memory.Logger, c.Memory.Health = c.ACPClient.AgentAlias, log.Named("memory"), conds
 	c.Memory.Metrics = memstore.NewMetrics(reg)
 	c.Xiaozhi.Logger = log.Named("xiaozhi")
 	c.Tier1.Metrics, c.Tier1.Logger = tier1.NewMetrics(reg), log.Named("tier1")
@@ -227,7 +228,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		c.Social.Settings.GreetAgentTimeout = c.Voice.Timeout // a greeting is a turn like any other
 	}
 
-	errs := []error{c.ACP.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
+	errs := []error{c.ACP.Validate(), c.ACPClient.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
 		c.Voice.Validate(), c.Memory.Validate(), c.Tier1.Validate(), c.Perception.Validate(),
 		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate(), c.Steerable.Validate()}
 	if withSidecar {
@@ -247,7 +248,10 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	policy := c.Permissions
 	policy.AllowLive, policy.KidMode = safety.List, modes.KidMode
-	c.ACP.Permissions = &policy
+	if c.Agent.Protocol != protocolSteerable { // the steerable protocol is set above
+		c.ACPClient.Permissions = &policy
+		c.ACP.Protocol = acpclient.New(c.ACPClient)
+	}
 	sup := acp.NewSupervisor(c.ACP)
 	pool := acp.NewPool(c.Pool, sup)
 

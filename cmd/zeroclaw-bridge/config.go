@@ -18,6 +18,8 @@ import (
 	"github.com/mattn/go-shellwords"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
@@ -48,7 +50,8 @@ type config struct {
 	HTTP        bridge.Config
 	Agent       agentChoice
 	ACP         acp.Config
-	Permissions acp.Policy
+	ACPClient   acpclient.Config
+	Permissions agentconn.Policy
 	Pool        acp.PoolConfig
 	Voice       voice.Config
 	Modes       admin.ModesConfig
@@ -167,7 +170,8 @@ type setting struct {
 var componentDefaults = config{
 	HTTP:        bridge.DefaultConfig(),
 	ACP:         acp.DefaultConfig(),
-	Permissions: acp.Policy{KidDeny: acp.DefaultKidDeny},
+	ACPClient:   acpclient.DefaultConfig(),
+	Permissions: agentconn.Policy{KidDeny: agentconn.DefaultKidDeny},
 	Pool:        acp.DefaultPoolConfig(),
 	Voice:       voice.DefaultConfig(),
 	Steerable:   steerable.DefaultConfig(),
@@ -504,8 +508,8 @@ var settings = []setting{
 			return nil
 		},
 		func(m acp.SessionKeyMode) string { return string(m) }),
-	textField("ZEROCLAW_AGENT_ALIAS", "ACP.AgentAlias", "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)"),
-	pathField("ZEROCLAW_SESSION_CWD", "ACP.SessionCwd", "absolute working directory sent on session/new"),
+	textField("ZEROCLAW_AGENT_ALIAS", "ACPClient.AgentAlias", "agentAlias sent on session/new (ZeroClaw 0.8+ with several agents configured)"),
+	pathField("ZEROCLAW_SESSION_CWD", "ACPClient.SessionCwd", "absolute working directory sent on session/new"),
 	secondsField("ZEROCLAW_CANCEL_GRACE", "ACP.CancelGrace", "seconds a cancelled turn (barge-in) waits for the agent's cancelled result before a WARN; an ACP agent's session is kept, its next turn waiting for the result (at most ZEROCLAW_SESSION_IDLE), a steerable-sidecar's is retired"),
 	listField("ZEROCLAW_PERMISSION_ALLOW", "Permissions.Allow", "comma-separated tools allowed without a log line (other tools are allowed and logged)"),
 	listField("ZEROCLAW_PERMISSION_DENY", "Permissions.Deny", "comma-separated tools always refused; a kind:<kind> entry refuses every request of that ACP tool kind (kind:execute: any command)"),
@@ -905,6 +909,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("HTTP", c.HTTP.Validate())...)
 	errs = append(errs, c.onSettings("Voice", c.Voice.Validate())...)
 	errs = append(errs, c.onSettings("ACP", c.ACP.Validate())...)
+	errs = append(errs, c.onSettings("ACPClient", c.ACPClient.Validate())...)
 	errs = append(errs, c.onSettings("Pool", c.Pool.Validate())...)
 	errs = append(errs, c.onSettings("Steerable", c.Steerable.Validate())...)
 	errs = append(errs, c.onSettings("Perception", c.Perception.Validate())...)

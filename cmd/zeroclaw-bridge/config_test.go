@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerable"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui"
@@ -168,7 +169,7 @@ func TestParseConfigValues(t *testing.T) {
 			func(c *config) { c.Pool.SessionMaxTurns, c.Pool.MaxSessions = 3, 1 }},
 		{"shared session", []string{"ZEROCLAW_SESSION_KEY", "shared"}, func(c *config) { c.Pool.KeyMode = acp.KeyShared }},
 		{"alias and cwd", []string{"ZEROCLAW_AGENT_ALIAS", "dotty", "ZEROCLAW_SESSION_CWD", "/srv/dotty"},
-			func(c *config) { c.ACP.AgentAlias, c.ACP.SessionCwd = "dotty", "/srv/dotty" }},
+			func(c *config) { c.ACPClient.AgentAlias, c.ACPClient.SessionCwd = "dotty", "/srv/dotty" }},
 		{"permission lists", []string{"ZEROCLAW_PERMISSION_ALLOW", "memory_recall", "ZEROCLAW_PERMISSION_DENY", " shell, file_write ,,"},
 			func(c *config) {
 				c.Permissions.Allow, c.Permissions.Deny = []string{"memory_recall"}, []string{"shell", "file_write"}
@@ -527,7 +528,7 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(c *config) {}, nil},
 		{"every range at once", func(c *config) {
 			c.HTTP.Port, c.Voice.Timeout, c.ACP.InitTimeout, c.Pool.SessionIdle, c.Pool.SessionMaxAge, c.ACP.CancelGrace = 65536, 0, -time.Second, 0, 0, -1500*time.Millisecond
-			c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.MaxSentences, c.ACP.SessionCwd = 0, 0, 0, "rel"
+			c.Pool.SessionMaxTurns, c.Pool.MaxSessions, c.Voice.MaxSentences, c.ACPClient.SessionCwd = 0, 0, 0, "rel"
 		}, []string{
 			// In the order of the components' Validate: HTTP, Voice, ACP, Pool.
 			`invalid PORT "65536": want a port from 0 to 65535`,
@@ -956,7 +957,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"ACP", reflect.TypeFor[acp.Config](), []string{"Command", "Args", "Protocol", "Env", "DropEnv", "Dir", "StopGrace", "WriteTimeout",
 			"ClientName", "ClientVersion", "Permissions", "BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "Logger", "Metrics", "Clock"}},
 		{"Pool", reflect.TypeFor[acp.PoolConfig](), []string{"MaxKeys", "ReapInterval", "Logger", "Metrics", "Clock"}},
-		{"Permissions", reflect.TypeFor[acp.Policy](), []string{"AllowLive", "KidMode", "Logger"}},
+		{"Permissions", reflect.TypeFor[agentconn.Policy](), []string{"AllowLive", "KidMode", "Logger"}},
 		{"Steerable", reflect.TypeFor[steerable.Config](), []string{"APIKey", "Temperature", "HistoryChars", "PingInterval", "PingTimeout",
 			"PingMisses", "MaxLine", "MaxReply"}}, // the key is a secret row of its own
 		{"Periphery", reflect.TypeFor[periphery.Config](), []string{"Location", "GWSBin", "CalendarSAPath", "Logger", "Access", "Metrics",

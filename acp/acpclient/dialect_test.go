@@ -1,4 +1,4 @@
-package acp
+package acpclient
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 func TestDetectDialect(t *testing.T) {
@@ -65,7 +67,7 @@ func TestDetectDialect(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := detectDialect(json.RawMessage(tt.raw))
 			if tt.wantErr {
-				var u *errUnsupported
+				var u *agentconn.UnsupportedError
 				if !errors.As(err, &u) {
 					t.Fatalf("err = %v, want errUnsupported", err)
 				}
@@ -163,18 +165,18 @@ func TestAdapterParams(t *testing.T) {
 
 func TestRPCErrorIs(t *testing.T) {
 	tests := []struct {
-		err  *RPCError
+		err  *agentconn.RPCError
 		want error
 		is   bool
 	}{
-		{&RPCError{Code: -32000, Message: "Session not found: S"}, ErrSessionNotFound, true},
-		{&RPCError{Code: -32000, Message: "Authentication required"}, ErrSessionNotFound, false},
-		{&RPCError{Code: -32603, Message: "session expired"}, ErrSessionNotFound, true},
-		{&RPCError{Code: -32603, Message: "Agent turn failed: boom"}, ErrSessionNotFound, false},
-		{&RPCError{Code: -32001, Message: "Maximum session limit reached (10)"}, ErrSessionLimit, true},
-		{&RPCError{Code: -32002, Message: "Session already has an active prompt turn: S"}, ErrSessionBusy, true},
-		{&RPCError{Code: -32601, Message: "Method not found"}, ErrNotSupported, true},
-		{&RPCError{Code: -32602, Message: "bad"}, ErrNotSupported, false},
+		{&agentconn.RPCError{Code: -32000, Message: "Session not found: S"}, agentconn.ErrSessionNotFound, true},
+		{&agentconn.RPCError{Code: -32000, Message: "Authentication required"}, agentconn.ErrSessionNotFound, false},
+		{&agentconn.RPCError{Code: -32603, Message: "session expired"}, agentconn.ErrSessionNotFound, true},
+		{&agentconn.RPCError{Code: -32603, Message: "Agent turn failed: boom"}, agentconn.ErrSessionNotFound, false},
+		{&agentconn.RPCError{Code: -32001, Message: "Maximum session limit reached (10)"}, agentconn.ErrSessionLimit, true},
+		{&agentconn.RPCError{Code: -32002, Message: "Session already has an active prompt turn: S"}, agentconn.ErrSessionBusy, true},
+		{&agentconn.RPCError{Code: -32601, Message: "Method not found"}, agentconn.ErrNotSupported, true},
+		{&agentconn.RPCError{Code: -32602, Message: "bad"}, agentconn.ErrNotSupported, false},
 	}
 	for _, tt := range tests {
 		wrapped := errors.Join(errors.New("context"), tt.err)

@@ -1,4 +1,4 @@
-package acp
+package acpclient
 
 import (
 	"bufio"
@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/jonboulle/clockwork"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // runGuard feeds input through a guard and returns what reached the SDK
@@ -26,7 +25,7 @@ func runGuard(t *testing.T, input string) (forwarded []string, answered string, 
 	var reply bytes.Buffer
 	var mu sync.Mutex
 	done := make(chan struct{})
-	g := newStdoutGuard(strings.NewReader(input), &lockedWriter{w: &reply}, hclog.NewNullLogger(),
+	g := newStdoutGuard(strings.NewReader(input), &jsonrpc.LockedWriter{W: &reply}, hclog.NewNullLogger(),
 		func(r string) { mu.Lock(); drops = append(drops, r); mu.Unlock() }, done)
 	g.sdkLine, g.maxLine = 1<<10, 4<<10
 	g.open()
@@ -72,11 +71,11 @@ func TestGuardClassifiesFrames(t *testing.T) {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(fwd[3]), &errResp); err != nil || errResp.ID != 8 || errResp.Error.Code != codeInternal ||
+	if err := json.Unmarshal([]byte(fwd[3]), &errResp); err != nil || errResp.ID != 8 || errResp.Error.Code != jsonrpc.CodeInternal ||
 		!strings.Contains(errResp.Error.Message, "too large") {
 		t.Errorf("oversize response became %.200s (err %v)", fwd[3], err)
 	}
-	if !strings.Contains(answered, `"id":9`) || !strings.Contains(answered, fmt.Sprint(codeMethodNotFound)) {
+	if !strings.Contains(answered, `"id":9`) || !strings.Contains(answered, fmt.Sprint(jsonrpc.CodeMethodNotFound)) {
 		t.Errorf("unserved request not answered -32601: %q", answered)
 	}
 	if len(drops) != 1 || drops[0] != "oversize" {
@@ -127,49 +126,6 @@ func TestGuardPacesNotifications(t *testing.T) {
 	}
 	if read != paceHigh+100 {
 		t.Errorf("read %d frames, want %d", read, paceHigh+100)
-	}
-}
-
-func TestLineLimiter(t *testing.T) {
-	clk := testkit.NewClock()
-	var buf testkit.LogBuffer
-	l := newLineLimiter(hclogFor(&buf), 3, clk)
-	for i := 0; i < 10; i++ {
-		l.emit(hclog.Info, fmt.Sprintf("line %d", i))
-	}
-	l.emit(hclog.Error, "panic survives the cap")
-	clk.Advance(time.Second)
-	l.emit(hclog.Info, "next window")
-	out := buf.String()
-	if strings.Count(out, "line ") != 3 || !strings.Contains(out, "dropped=7") ||
-		!strings.Contains(out, "panic survives") || !strings.Contains(out, "next window") {
-		t.Errorf("limiter output:\n%s", out)
-	}
-}
-
-func TestStderrPumpTailAndLevels(t *testing.T) {
-	var buf testkit.LogBuffer
-	p := newStderrPump(hclogFor(&buf), 5, clockwork.NewFakeClock())
-	var in strings.Builder
-	for i := 0; i < 30; i++ {
-		fmt.Fprintf(&in, "line %d\n", i)
-	}
-	in.WriteString("thread 'main' panicked at src/main.rs:1:1: boom\n")
-	in.WriteString(strings.Repeat("z", stderrLineCap+5) + "\nlast")
-	p.run(strings.NewReader(in.String()))
-	// The tail holds only what the cap kept out of the log: the logged
-	// lines are not repeated in the exit report.
-	tail := p.Tail()
-	if len(tail) != stderrTailLen || tail[len(tail)-1] != "last" || !strings.Contains(tail[len(tail)-2], "over 64 KiB") {
-		t.Errorf("tail = %q", tail)
-	}
-	for _, l := range tail {
-		if l == "line 0" || strings.Contains(l, "panicked") {
-			t.Errorf("logged line %q repeated in the tail", l)
-		}
-	}
-	if !strings.Contains(buf.String(), "[ERROR] test: thread 'main' panicked") {
-		t.Errorf("panic line not at error level:\n%s", buf.String())
 	}
 }
 

@@ -1,11 +1,10 @@
-package acp
+package acpclient
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -16,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
@@ -43,7 +44,7 @@ type stdoutGuard struct {
 	src    *bufio.Reader
 	reply  io.Writer // the child's stdin, for answers the guard gives itself
 	log    hclog.Logger
-	noise  *lineLimiter
+	noise  *childlog.Limiter
 	onDrop func(reason string)
 	// sdkLine and maxLine are sdkSafeLine and guardMaxLine, smaller in tests.
 	sdkLine, maxLine int
@@ -70,7 +71,7 @@ func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop fun
 		src:     bufio.NewReaderSize(src, 64<<10),
 		reply:   reply,
 		log:     log,
-		noise:   newLineLimiter(log, 50, clockwork.NewRealClock()),
+		noise:   childlog.NewLimiter(log, 50, clockwork.NewRealClock()),
 		onDrop:  onDrop,
 		sdkLine: sdkSafeLine,
 		maxLine: guardMaxLine,
@@ -150,7 +151,7 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 		case <-g.gate:
 			g.gate = nil
 		case <-g.done:
-			return 0, ErrAgentGone
+			return 0, agentconn.ErrAgentGone
 		}
 	}
 	for len(g.out) == 0 {
@@ -200,7 +201,7 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
 		// Cleaned like stderr (legacy agents colour these tracing lines),
 		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).
-		g.noise.emit(hclog.Info, noiseLine(string(trimmed[:min(len(trimmed), 4096)])))
+		g.noise.Emit(hclog.Info, childlog.NoiseLine(string(trimmed[:min(len(trimmed), 4096)])))
 		return nil
 	}
 	oversize := len(trimmed) > g.sdkLine
@@ -208,17 +209,17 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	case head.ID != nil && head.Method == "": // response
 		if oversize {
 			g.log.Warn("agent response over the size limit replaced by an error", "bytes", len(trimmed), "id", string(*head.ID))
-			g.forward(jsonrpc.ErrorFrame(*head.ID, codeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
+			g.forward(jsonrpc.ErrorFrame(*head.ID, jsonrpc.CodeInternal, fmt.Sprintf("agent response too large (%d bytes)", len(trimmed))))
 			return nil
 		}
 		g.forward(trimmed)
 		return nil
 	case head.ID != nil: // request from the agent
 		if head.Method != methodRequestPermission {
-			return g.answer(jsonrpc.ErrorFrame(*head.ID, codeMethodNotFound, "Method not found: "+head.Method))
+			return g.answer(jsonrpc.ErrorFrame(*head.ID, jsonrpc.CodeMethodNotFound, "Method not found: "+head.Method))
 		}
 		if oversize {
-			return g.answer(jsonrpc.ErrorFrame(*head.ID, codeInternal, "request too large"))
+			return g.answer(jsonrpc.ErrorFrame(*head.ID, jsonrpc.CodeInternal, "request too large"))
 		}
 		g.forward(trimmed)
 		return nil
@@ -239,7 +240,7 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 		g.paced = true
 		return nil
 	default:
-		g.noise.emit(hclog.Warn, "agent sent a frame with neither id nor method")
+		g.noise.Emit(hclog.Warn, "agent sent a frame with neither id nor method")
 		return nil
 	}
 }
@@ -250,7 +251,7 @@ func (g *stdoutGuard) pace() error {
 		select {
 		case <-g.wake:
 		case <-g.done:
-			return ErrAgentGone
+			return agentconn.ErrAgentGone
 		}
 	}
 	return nil
@@ -272,32 +273,4 @@ func (g *stdoutGuard) answer(frame []byte) error {
 		g.log.Debug("could not answer agent request", "error", err)
 	}
 	return nil
-}
-
-// lockedWriter serialises whole frames onto the child's stdin and bounds each
-// write, so a child that stops reading cannot block the bridge forever
-// (the pipe buffer is only 64 KiB). A timed-out write calls onTimeout.
-type lockedWriter struct {
-	mu        sync.Mutex
-	w         io.Writer
-	deadline  func() error // sets the write deadline; nil when unsupported
-	onTimeout func()
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.deadline != nil {
-		_ = w.deadline()
-	}
-	n, err := w.w.Write(p)
-	if err != nil && w.onTimeout != nil && isTimeout(err) {
-		w.onTimeout()
-	}
-	return n, err
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }

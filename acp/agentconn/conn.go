@@ -1,4 +1,4 @@
-package acp
+package agentconn
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 )
 
 // Conn is one live connection to one agent process (one child generation)
-// as the Pool drives it, whatever protocol it speaks: *Client speaks ACP,
-// the steerable package's connection speaks the steerable sidecar's
-// protocol. Every method is safe for concurrent use and bounded in time.
+// as acp's Pool drives it, whatever protocol it speaks: acpclient.Client
+// speaks ACP, the steerable package's connection speaks the steerable
+// sidecar's protocol. Every method is safe for concurrent use and bounded
+// in time.
 type Conn interface {
 	// Done is closed when the connection can no longer be used; Err then
 	// says why, and is nil while it is alive.
@@ -84,6 +86,9 @@ type Traits struct {
 	KeepCancelled bool
 }
 
+// DefaultKey is the pool key used when a caller sends no session id.
+const DefaultKey = "default"
+
 type sessionKeyCtx struct{}
 
 // WithSessionKey returns ctx carrying key, the pool key a session is
@@ -114,8 +119,8 @@ const (
 	StopCancelled = "cancelled"
 )
 
-// Protocol is how a Supervisor speaks to the children it spawns. The nil
-// Protocol of a Config is ACP.
+// Protocol is how acp's Supervisor speaks to the children it spawns:
+// acpclient's for ACP agents, steerable's for the steerable sidecar.
 type Protocol interface {
 	// Open wraps a freshly spawned child's pipes in a connection. It
 	// starts the goroutines that read them (through Child.Go) and returns
@@ -123,7 +128,7 @@ type Protocol interface {
 	Open(ch Child) (ChildConn, error)
 }
 
-// ChildConn is a Conn to a child the Supervisor owns, with the hooks the
+// ChildConn is a Conn to a child acp's Supervisor owns, with the hooks the
 // supervisor drives it through.
 type ChildConn interface {
 	Conn
@@ -156,8 +161,16 @@ type ChildConn interface {
 type Child struct {
 	// Gen is the child's generation, counted from 1.
 	Gen uint64
-	// Config is the supervisor's, defaults applied.
-	Config Config
+	// InitTimeout bounds the handshake and session creation; CancelGrace
+	// is how long a cancelled turn may take to confirm; StopGrace is each
+	// step of the supervisor's stop ladder (acp.Config's, defaults applied).
+	InitTimeout time.Duration
+	CancelGrace time.Duration
+	StopGrace   time.Duration
+	// Clock is the supervisor's clock.
+	Clock clockwork.Clock
+	// Metrics receives the series a protocol fills; nil records nothing.
+	Metrics *Metrics
 	// Stdin takes whole frames: writes are serialised and each is bounded
 	// by WriteTimeout (a child that stops reading is recycled).
 	Stdin io.Writer
@@ -199,6 +212,10 @@ type AgentInfo struct {
 	Details []any
 }
 
+// mailboxCap bounds the text buffered for one turn between the
+// connection's reader and the turn's owner.
+const mailboxCap = 1 << 20
+
 // Mailbox holds the text streamed for one running turn between the
 // connection's reader, which appends without ever blocking, and the turn's
 // owner in the pool, which drains it. It holds at most 1 MiB; past that,
@@ -215,7 +232,8 @@ type Mailbox struct {
 	canceled bool
 }
 
-func newMailbox(sid string) *Mailbox {
+// NewMailbox returns the empty mailbox of a turn on session sid.
+func NewMailbox(sid string) *Mailbox {
 	return &Mailbox{sid: sid, signal: make(chan struct{}, 1), cancel: make(chan struct{})}
 }
 
@@ -246,8 +264,8 @@ func (t *Mailbox) Push(text string) (ok bool, reason string) {
 	return true, ""
 }
 
-// drain takes the waiting text.
-func (t *Mailbox) drain() []string {
+// Drain takes the waiting text.
+func (t *Mailbox) Drain() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.pending
@@ -255,8 +273,8 @@ func (t *Mailbox) drain() []string {
 	return p
 }
 
-// markCancelled stops delivery and releases pending permission waits.
-func (t *Mailbox) markCancelled() {
+// MarkCancelled stops delivery and releases pending permission waits.
+func (t *Mailbox) MarkCancelled() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.canceled {
@@ -265,6 +283,9 @@ func (t *Mailbox) markCancelled() {
 		close(t.cancel)
 	}
 }
+
+// Signal receives when new text is waiting to be drained.
+func (t *Mailbox) Signal() <-chan struct{} { return t.signal }
 
 // Cancelled is closed once the turn is being cancelled.
 func (t *Mailbox) Cancelled() <-chan struct{} { return t.cancel }
@@ -276,8 +297,8 @@ func (t *Mailbox) IsCancelled() bool {
 	return t.canceled
 }
 
-// close refuses later text; the pool calls it after the connection's EndTurn.
-func (t *Mailbox) close() {
+// Close refuses later text; the pool calls it after the connection's EndTurn.
+func (t *Mailbox) Close() {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()

@@ -1,4 +1,4 @@
-package acp
+package acpclient
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -14,8 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/childlog"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 const (
@@ -31,9 +34,6 @@ const (
 	methodSessionEvent      = "session/event"
 	methodRequestPermission = "session/request_permission"
 
-	// mailboxCap bounds the text buffered for one turn between the SDK and
-	// the turn's reader.
-	mailboxCap = 1 << 20
 	// retireTimeout bounds one session/close or session/stop.
 	retireTimeout = 2 * time.Second
 )
@@ -42,15 +42,18 @@ const (
 // generation). It is safe for concurrent use. Clients come from a
 // Supervisor, or from Dial for an agent reached over in-process pipes.
 type Client struct {
-	gen     uint64
-	cfg     Config
-	caps    Caps
-	adapter adapter
-	conn    *acpsdk.Connection
-	log     hclog.Logger
-	metrics *Metrics
-	perm    Permissioner
-	cwd     string // cwd sent to non-ZeroClaw v1 agents
+	gen uint64
+	cfg Config
+	// initTimeout and cancelGrace are the supervisor's (agentconn.Child).
+	initTimeout time.Duration
+	cancelGrace time.Duration
+	caps        Caps
+	adapter     adapter
+	conn        *acp.Connection
+	log         hclog.Logger
+	metrics     *agentconn.Metrics
+	perm        agentconn.Permissioner
+	cwd         string // cwd sent to non-ZeroClaw v1 agents
 
 	// procLease serialises turns for agents that serve one turn at a time.
 	procLease chan struct{}
@@ -77,43 +80,48 @@ type Client struct {
 	cause *closeCause
 
 	mu       sync.Mutex
-	turns    map[string]*Mailbox // by agent session id
-	sessions map[string]bool     // live sessions created on this client
-	opening  map[string]int      // sessions being resumed or loaded: their updates are replayed history
-	calls    toolCalls           // tool_call updates of running turns
-	warned   map[string]bool     // causes of unidentified permission requests already logged at WARN
+	turns    map[string]*agentconn.Mailbox // by agent session id
+	sessions map[string]bool               // live sessions created on this client
+	opening  map[string]int                // sessions being resumed or loaded: their updates are replayed history
+	calls    toolCalls                     // tool_call updates of running turns
+	warned   map[string]bool               // causes of unidentified permission requests already logged at WARN
 }
 
-func newClient(gen uint64, cfg Config) *Client {
+func newClient(ch agentconn.Child, cfg Config) *Client {
 	return &Client{
-		gen:      gen,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		metrics:  cfg.Metrics,
-		perm:     cfg.Permissions,
-		recycle:  func(string) {},
-		notified: func() {},
-		barrier:  func(context.Context, time.Duration) {},
-		done:     make(chan struct{}),
-		turns:    make(map[string]*Mailbox),
-		sessions: make(map[string]bool),
-		opening:  make(map[string]int),
-		warned:   make(map[string]bool),
+		gen:         ch.Gen,
+		cfg:         cfg,
+		initTimeout: ch.InitTimeout,
+		cancelGrace: ch.CancelGrace,
+		log:         cmp.Or(ch.Log, hclog.NewNullLogger()),
+		metrics:     ch.Metrics,
+		perm:        cfg.Permissions,
+		recycle:     func(string) {},
+		notified:    func() {},
+		barrier:     func(context.Context, time.Duration) {},
+		done:        make(chan struct{}),
+		turns:       make(map[string]*agentconn.Mailbox),
+		sessions:    make(map[string]bool),
+		opening:     make(map[string]int),
+		warned:      make(map[string]bool),
 	}
 }
 
-// Dial connects to an agent over the given streams (w = the agent's input,
-// r = its output), runs initialize and detects the dialect. The client dies
-// when r ends. It is meant for agents in the same process (tests,
-// benchmarks); supervised children are dialled by the Supervisor.
-func Dial(ctx context.Context, cfg Config, w io.Writer, r io.Reader) (*Client, error) {
+// Dial connects to an agent over ch.Stdin (the agent's input) and
+// ch.Stdout (its output), runs initialize and detects the dialect; of ch it
+// also reads InitTimeout and CancelGrace (both required), Log and Metrics.
+// The client dies when ch.Stdout ends. It is meant for agents in the same
+// process (tests, benchmarks); supervised children are opened by
+// Protocol.Open.
+func Dial(ctx context.Context, cfg Config, ch agentconn.Child) (*Client, error) {
 	cfg = cfg.withDefaults()
-	c := newClient(1, cfg)
-	lw := &lockedWriter{w: w}
-	g := newStdoutGuard(r, lw, cfg.Logger, c.dropped, c.done)
+	ch.Gen = 1
+	c := newClient(ch, cfg)
+	lw := &jsonrpc.LockedWriter{W: ch.Stdin}
+	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.done)
 	c.notified, c.barrier = g.notificationHandled, g.barrier
-	c.conn = acpsdk.NewConnection(c.handle, lw, g)
-	sl, _ := newSlogLogger(cfg.Logger.Named("rpc"))
+	c.conn = acp.NewConnection(c.handle, lw, g)
+	sl, _ := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
 	g.open()
 	go c.watchConn()
@@ -128,27 +136,27 @@ func Dial(ctx context.Context, cfg Config, w io.Writer, r io.Reader) (*Client, e
 func (c *Client) watchConn() {
 	select {
 	case <-c.conn.Done():
-		c.markDead(fmt.Errorf("%w: connection closed", ErrAgentGone))
+		c.markDead(fmt.Errorf("%w: connection closed", agentconn.ErrAgentGone))
 	case <-c.done:
 	}
 }
 
 // initialize sends initialize, detects the dialect and prepares the adapter.
 func (c *Client) initialize(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.initTimeout)
 	defer cancel()
 	params := map[string]any{
-		"protocolVersion": acpsdk.ProtocolVersionNumber,
+		"protocolVersion": acp.ProtocolVersionNumber,
 		"clientCapabilities": map[string]any{
 			"fs":       map[string]bool{"readTextFile": false, "writeTextFile": false},
 			"terminal": false,
 		},
 		"clientInfo": map[string]string{"name": c.cfg.ClientName, "version": c.cfg.ClientVersion},
 	}
-	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodInitialize, params)
+	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, methodInitialize, params)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("initialize: no answer within %s: %w", c.cfg.InitTimeout, ctx.Err())
+			return fmt.Errorf("initialize: no answer within %s: %w", c.initTimeout, ctx.Err())
 		}
 		return fmt.Errorf("initialize: %w", c.rpcErr(methodInitialize, err))
 	}
@@ -196,7 +204,7 @@ func (c *Client) Err() error {
 	if c.conn != nil {
 		select {
 		case <-c.conn.Done():
-			c.markDead(fmt.Errorf("%w: connection closed", ErrAgentGone))
+			c.markDead(fmt.Errorf("%w: connection closed", agentconn.ErrAgentGone))
 			return c.deadErr
 		default:
 		}
@@ -204,8 +212,8 @@ func (c *Client) Err() error {
 	return nil
 }
 
-// Acquire makes a Client its own Source: it returns c while c is alive.
-func (c *Client) Acquire(context.Context) (Conn, error) {
+// Acquire makes a Client its own acp.Source: it returns c while c is alive.
+func (c *Client) Acquire(context.Context) (agentconn.Conn, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
 	}
@@ -215,18 +223,14 @@ func (c *Client) Acquire(context.Context) (Conn, error) {
 func (c *Client) markDead(err error) {
 	c.doneOnce.Do(func() {
 		if err == nil {
-			err = ErrAgentGone
+			err = agentconn.ErrAgentGone
 		}
 		c.deadErr = err
 		close(c.done)
 	})
 }
 
-func (c *Client) dropped(reason string) {
-	if c.metrics != nil {
-		c.metrics.DroppedUpdates.WithLabelValues(reason).Inc()
-	}
-}
+func (c *Client) dropped(reason string) { c.metrics.Dropped(reason) }
 
 // rpcErr converts an SDK error into an *RPCError, or ErrAgentGone when the
 // connection is gone.
@@ -237,12 +241,12 @@ func (c *Client) rpcErr(method string, err error) error {
 	if c.Err() != nil {
 		return fmt.Errorf("%s: %w", method, c.Err())
 	}
-	var re *acpsdk.RequestError
+	var re *acp.RequestError
 	if errors.As(err, &re) {
 		if strings.Contains(re.Error(), "peer disconnected") {
-			return fmt.Errorf("%s: %w", method, ErrAgentGone)
+			return fmt.Errorf("%s: %w", method, agentconn.ErrAgentGone)
 		}
-		return &RPCError{Method: method, Code: re.Code, Message: re.Message}
+		return &agentconn.RPCError{Method: method, Code: re.Code, Message: re.Message}
 	}
 	return fmt.Errorf("%s: %w", method, err)
 }
@@ -272,7 +276,7 @@ func (c *Client) sessionParams() any {
 // a late session is closed as soon as it arrives; until then it counts in
 // LateSessions.
 func (c *Client) open(ctx context.Context, method string, params any, record func(json.RawMessage, error) (string, error)) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.InitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.initTimeout)
 	defer cancel()
 	type reply struct {
 		sid string
@@ -291,7 +295,7 @@ func (c *Client) open(ctx context.Context, method string, params any, record fun
 	// Not the caller's ctx: abandoning the request would lose the reply.
 	go func() { // #nosec G118 -- ends with the agent's answer or the connection
 		defer c.bg.Done()
-		raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
+		raw, err := acp.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
 		sid, err := record(raw, err)
 		handoff.Lock()
 		if !abandoned {
@@ -327,8 +331,8 @@ func (c *Client) open(ctx context.Context, method string, params any, record fun
 func (c *Client) sessionFromReply(raw json.RawMessage, err error) (string, error) {
 	if err != nil {
 		err = c.rpcErr(methodSessionNew, err)
-		var re *RPCError
-		if errors.As(err, &re) && re.Code == codeInvalidParams {
+		var re *agentconn.RPCError
+		if errors.As(err, &re) && re.Code == jsonrpc.CodeInvalidParams {
 			c.log.Error("agent refused session/new: check ZEROCLAW_AGENT_ALIAS and ZEROCLAW_SESSION_CWD", "error", re.Message)
 		}
 		return "", err
@@ -364,22 +368,22 @@ func (c *Client) Wait() {
 // Prompt sends session/prompt and waits for its result. ctx should outlive
 // a barge-in: ending it abandons the result, and the SDK then drops the
 // agent's late reply, so the cancelled turn could never be settled.
-func (c *Client) Prompt(ctx context.Context, sid, text string) (PromptResult, error) {
-	raw, err := acpsdk.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
+func (c *Client) Prompt(ctx context.Context, sid, text string) (agentconn.PromptResult, error) {
+	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, methodSessionPrompt, c.adapter.promptParams(sid, text))
 	if err != nil {
 		if ctx.Err() != nil {
-			return PromptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
+			return agentconn.PromptResult{}, fmt.Errorf("session/prompt: %w", ctx.Err())
 		}
-		return PromptResult{}, c.rpcErr(methodSessionPrompt, err)
+		return agentconn.PromptResult{}, c.rpcErr(methodSessionPrompt, err)
 	}
 	var r struct {
 		StopReason string          `json:"stopReason"`
 		Content    json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal(raw, &r)
-	res := PromptResult{StopReason: r.StopReason}
+	res := agentconn.PromptResult{StopReason: r.StopReason}
 	if res.StopReason == "" {
-		res.StopReason = string(acpsdk.StopReasonEndTurn)
+		res.StopReason = string(acp.StopReasonEndTurn)
 	}
 	if len(r.Content) > 0 {
 		var s string
@@ -395,7 +399,7 @@ func (c *Client) Prompt(ctx context.Context, sid, text string) (PromptResult, er
 // CancelTurn asks the agent to stop the session's running turn (v1 only).
 func (c *Client) CancelTurn(sid string) error {
 	if !c.caps.Cancel() {
-		return ErrNotSupported
+		return agentconn.ErrNotSupported
 	}
 	if err := c.conn.SendNotification(context.Background(), methodSessionCancel, c.adapter.sessionIDParams(sid)); err != nil {
 		return c.rpcErr(methodSessionCancel, err)
@@ -458,23 +462,23 @@ func (c *Client) retireAll(ctx context.Context) {
 }
 
 // BeginTurn routes the session's streamed text into m until EndTurn(m).
-func (c *Client) BeginTurn(m *Mailbox) {
+func (c *Client) BeginTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
-	c.turns[m.sid] = m
+	c.turns[m.SessionID()] = m
 	c.mu.Unlock()
 }
 
 // EndTurn stops routing text into m and forgets its turn's tool calls.
-func (c *Client) EndTurn(m *Mailbox) {
+func (c *Client) EndTurn(m *agentconn.Mailbox) {
 	c.mu.Lock()
-	if c.turns[m.sid] == m {
-		delete(c.turns, m.sid)
-		c.calls.dropSession(m.sid)
+	if sid := m.SessionID(); c.turns[sid] == m {
+		delete(c.turns, sid)
+		c.calls.dropSession(sid)
 	}
 	c.mu.Unlock()
 }
 
-func (c *Client) activeTurn(sid string) *Mailbox {
+func (c *Client) activeTurn(sid string) *agentconn.Mailbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.turns[sid]
@@ -483,7 +487,7 @@ func (c *Client) activeTurn(sid string) *Mailbox {
 // handle is the one SDK MethodHandler: every inbound request and
 // notification arrives here. Notifications are O(1) and never block.
 // The stdout guard lets only session/request_permission through as a request.
-func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acpsdk.RequestError) {
+func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
 	if method == methodRequestPermission {
 		return c.handlePermission(ctx, params), nil
 	}
@@ -528,7 +532,7 @@ func (c *Client) route(sid string, ev event) {
 		}
 	case evToolStart:
 		// A title may be a command line, credentials and all.
-		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "title", redactSecrets(ev.title), "id", ev.toolID)
+		c.log.Info("agent tool call", "session", sid, "tool", ev.tool, "title", childlog.RedactSecrets(ev.title), "id", ev.toolID)
 		c.noteToolCall(sid, ev)
 	case evToolEnd:
 		c.log.Debug("agent tool update", "session", sid, "tool", ev.tool, "id", ev.toolID, "status", ev.status)
@@ -630,8 +634,8 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 		defer c.mu.Unlock()
 		return c.calls.lookup(sid, id)
 	})
-	req := PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title,
-		Kind: p.ToolCall.Kind, Tool: normaliseTool(tool), Guessed: source == fromDisplay}
+	req := agentconn.PermissionRequest{SessionID: sid, ToolCallID: p.ToolCall.ID, Title: p.ToolCall.Title,
+		Kind: p.ToolCall.Kind, Tool: agentconn.NormaliseTool(tool), Guessed: source == fromDisplay}
 	question := strings.HasPrefix(req.ToolCallID, "ask-user-")
 
 	decision := c.decide(ctx, req)
@@ -641,21 +645,21 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 	c.log.Info("permission decided", "session", sid, "tool", req.Tool, "identified_by", source, "decision", decision)
 
 	if p.Options == nil { // legacy shape
-		return map[string]bool{"approved": decision == Allow}
+		return map[string]bool{"approved": decision == agentconn.Allow}
 	}
 	want := ""
 	switch decision {
-	case Allow:
-		want = string(acpsdk.PermissionOptionKindAllowOnce)
-	case Deny:
-		want = string(acpsdk.PermissionOptionKindRejectOnce)
+	case agentconn.Allow:
+		want = string(acp.PermissionOptionKindAllowOnce)
+	case agentconn.Deny:
+		want = string(acp.PermissionOptionKindRejectOnce)
 	}
 	for _, o := range *p.Options {
 		if want != "" && o.Kind == want {
-			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(o.OptionID))}
+			return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(o.OptionID))}
 		}
 	}
-	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
 }
 
 // toolKinds are ACP's tool kinds; any other kind is logged as "unknown",
@@ -665,7 +669,7 @@ var toolKinds = []string{"read", "edit", "delete", "move", "search", "execute", 
 // unidentified counts a permission request whose tool could not be
 // identified and logs it: at WARN, with the raw toolCall, the first time
 // its cause (the fields it had) is seen on this connection, then at Debug.
-func (c *Client) unidentified(sid string, tc permissionToolCall, d Decision) {
+func (c *Client) unidentified(sid string, tc permissionToolCall, d agentconn.Decision) {
 	if c.metrics != nil {
 		c.metrics.PermissionUnidentified.WithLabelValues(d.String()).Inc()
 	}
@@ -687,23 +691,23 @@ func (c *Client) unidentified(sid string, tc permissionToolCall, d Decision) {
 		lvl = hclog.Warn
 	}
 	c.log.Log(lvl, "permission request does not identify its tool; kid mode refuses it, else ZEROCLAW_PERMISSION_UNIDENTIFIED decides",
-		"session", sid, "cause", cause, "decision", d, "tool_call", redactedSnippet(string(raw)))
+		"session", sid, "cause", cause, "decision", d, "tool_call", childlog.RedactedSnippet(string(raw)))
 }
 
 // decide runs the policy; a cancelled turn (or an ended request) answers
 // Cancel, also while the policy is still deciding: an agent waiting on an
 // unanswered permission would otherwise hold the session for ever.
-func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
+func (c *Client) decide(ctx context.Context, req agentconn.PermissionRequest) agentconn.Decision {
 	t := c.activeTurn(req.SessionID)
 	if t != nil && t.IsCancelled() {
-		return Cancel
+		return agentconn.Cancel
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if t != nil {
 		go func() {
 			select {
-			case <-t.cancel:
+			case <-t.Cancelled():
 				cancel()
 			case <-dctx.Done():
 			}
@@ -711,29 +715,35 @@ func (c *Client) decide(ctx context.Context, req PermissionRequest) Decision {
 	}
 	perm := c.perm
 	if perm == nil {
-		perm = allowAll{}
+		perm = agentconn.AllowAll{}
 	}
 	d := perm.Decide(dctx, req)
 	if dctx.Err() != nil {
-		return Cancel
+		return agentconn.Cancel
 	}
 	return d
 }
 
-// acpProtocol is the Protocol of a Config without one: ACP over the SDK,
-// behind the stdout guard.
-type acpProtocol struct{}
+// Protocol is ACP for acp's Supervisor: set it as acp.Config.Protocol.
+// Each child gets its own Client: the SDK connection, behind the stdout
+// guard.
+type Protocol struct{ cfg Config }
 
-// Open builds the child's Client: the SDK connection fed by the stdout
-// guard, whose reader and the connection watcher run under ch.Go.
-func (acpProtocol) Open(ch Child) (ChildConn, error) {
-	c := newClient(ch.Gen, ch.Config)
-	c.log = ch.Log
+var _ agentconn.Protocol = (*Protocol)(nil)
+
+// New returns the protocol for cfg.
+func New(cfg Config) *Protocol { return &Protocol{cfg: cfg.withDefaults()} }
+
+// Open implements agentconn.Protocol: it builds the child's Client, the
+// SDK connection fed by the stdout guard, whose reader and the connection
+// watcher run under ch.Go.
+func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
+	c := newClient(ch, p.cfg)
 	c.recycle = ch.Recycle
-	g := newStdoutGuard(ch.Stdout, ch.Stdin, ch.Log.Named("child"), c.dropped, c.done)
+	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.done)
 	c.notified, c.barrier = g.notificationHandled, g.barrier
-	c.conn = acpsdk.NewConnection(c.handle, ch.Stdin, g)
-	sl, cause := newSlogLogger(ch.Log.Named("rpc"))
+	c.conn = acp.NewConnection(c.handle, ch.Stdin, g)
+	sl, cause := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
 	c.cause = cause
 	g.open()
@@ -746,13 +756,13 @@ func (acpProtocol) Open(ch Child) (ChildConn, error) {
 // ones serve one turn per process; the sessions of an agent that can
 // resume or load them (ZeroClaw ≥ 0.8.0 with its session store open)
 // outlive its process.
-func (c *Client) Traits() Traits {
-	return Traits{
+func (c *Client) Traits() agentconn.Traits {
+	return agentconn.Traits{
 		Cancel:        c.caps.Cancel(),
 		Resume:        c.caps.RestoreMethod() != "",
 		MaxSessions:   c.caps.MaxSessions,
-		InitTimeout:   c.cfg.InitTimeout,
-		CancelGrace:   c.cfg.CancelGrace,
+		InitTimeout:   c.initTimeout,
+		CancelGrace:   c.cancelGrace,
 		KeepCancelled: c.caps.Cancel(),
 	}
 }
@@ -772,7 +782,7 @@ func (c *Client) TurnLease() chan struct{} { return c.procLease }
 func (c *Client) ResumeSession(ctx context.Context, sid string) (string, error) {
 	method := c.caps.RestoreMethod()
 	if method == "" {
-		return "", fmt.Errorf("session resume: %w", ErrNotSupported)
+		return "", fmt.Errorf("session resume: %w", agentconn.ErrNotSupported)
 	}
 	params := c.sessionParams()
 	if m, ok := params.(map[string]any); ok {
@@ -810,8 +820,8 @@ func (c *Client) Recycle(reason string) { c.recycle(reason) }
 func (c *Client) Handshake(ctx context.Context) error { return c.initialize(ctx) }
 
 // Info implements ChildConn from the initialize result.
-func (c *Client) Info() AgentInfo {
-	return AgentInfo{
+func (c *Client) Info() agentconn.AgentInfo {
+	return agentconn.AgentInfo{
 		Dialect: string(c.caps.Dialect),
 		Name:    c.caps.AgentName,
 		Version: c.caps.AgentVersion,

@@ -1,10 +1,9 @@
-package acp
+package acpclient
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // FuzzGuard feeds arbitrary agent stdout through the guard: it never
@@ -45,31 +44,6 @@ func FuzzGuard(f *testing.F) {
 			if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.Error == nil {
 				t.Fatalf("answered the agent with %q", line)
 			}
-		}
-	})
-}
-
-// FuzzCleanLine: whatever a child writes, the cleaned line is valid UTF-8
-// with no control characters, and a clean line comes back unchanged.
-func FuzzCleanLine(f *testing.F) {
-	for _, seed := range []string{
-		"plain ✓ line", "\x1b[2m2026\x1b[0m \x1b[1;31mERROR\x1b[0m", "a\tb\r\a", "\x1b]0;t\x07x",
-		"\x1b]8;;u\x1b\\l", "\x1b(B", "\x1b[31✓", "\x1b", "\xff\xfe", "\u0085c1",
-	} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		out := cleanLine(in)
-		if !utf8.ValidString(out) {
-			t.Fatalf("cleanLine(%q) = %q: invalid UTF-8", in, out)
-		}
-		for _, r := range out {
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-				t.Fatalf("cleanLine(%q) = %q: control %U left", in, out, r)
-			}
-		}
-		if again := cleanLine(out); again != out {
-			t.Fatalf("cleanLine not idempotent on %q: %q then %q", in, out, again)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package acp
+package acpclient
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 )
 
 // Dialect is the ACP flavour an agent speaks: ACP v1, or one of the three
@@ -72,17 +74,12 @@ func (c Caps) RestoreMethod() string {
 // total (legacy agents do not read stdin during a turn).
 func (c Caps) OneTurnPerProcess() bool { return c.Dialect.Legacy() }
 
-// errUnsupported marks an initialize result the bridge cannot drive.
-type errUnsupported struct{ reason string }
-
-func (e *errUnsupported) Error() string { return "unsupported agent: " + e.reason }
-
 // detectDialect classifies a raw initialize result, before the SDK's typed
 // decode could reject a legacy shape.
 func detectDialect(raw json.RawMessage) (Caps, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return Caps{}, &errUnsupported{"initialize result is not an object"}
+		return Caps{}, &agentconn.UnsupportedError{Reason: "initialize result is not an object"}
 	}
 	if pv, ok := top["protocolVersion"]; ok {
 		pv = bytes.TrimSpace(pv)
@@ -98,10 +95,10 @@ func detectDialect(raw json.RawMessage) (Caps, error) {
 		}
 		var n float64
 		if err := json.Unmarshal(pv, &n); err != nil {
-			return Caps{}, &errUnsupported{"protocolVersion is neither a number nor a string"}
+			return Caps{}, &agentconn.UnsupportedError{Reason: "protocolVersion is neither a number nor a string"}
 		}
 		if n != 1 {
-			return Caps{}, &errUnsupported{fmt.Sprintf("protocol version %v (the bridge speaks 1)", n)}
+			return Caps{}, &agentconn.UnsupportedError{Reason: fmt.Sprintf("protocol version %v (the bridge speaks 1)", n)}
 		}
 		return v1Caps(raw)
 	}
@@ -110,7 +107,7 @@ func detectDialect(raw json.RawMessage) (Caps, error) {
 		c.Dialect = DialectL0
 		return c, nil
 	}
-	return Caps{}, &errUnsupported{"no protocol version in initialize result"}
+	return Caps{}, &agentconn.UnsupportedError{Reason: "no protocol version in initialize result"}
 }
 
 func v1Caps(raw json.RawMessage) (Caps, error) {
@@ -138,7 +135,7 @@ func v1Caps(raw json.RawMessage) (Caps, error) {
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return Caps{}, &errUnsupported{"malformed v1 initialize result: " + err.Error()}
+		return Caps{}, &agentconn.UnsupportedError{Reason: "malformed v1 initialize result: " + err.Error()}
 	}
 	c := Caps{
 		Dialect:         DialectV1,
