@@ -7,9 +7,9 @@
 // system in, a package's /metrics exposition held to its golden file, and
 // a component's settings checks (CheckDefaults, CheckFieldErrors). It
 // lives under bridge/ with the rest of the shared plumbing, is imported
-// only by tests, and imports no package of this module but the leaf
-// bridge/fieldcheck, so any package's tests (acp's included) may use it
-// without a cycle.
+// only by tests and the soak (cmd/soak, for FillFS), and imports no
+// package of this module but the leaf bridge/fieldcheck, so any package's
+// tests (acp's included) may use it without a cycle.
 package testkit
 
 import (
@@ -198,25 +198,40 @@ func ProcessGone(pid int) bool {
 }
 
 // Fill fills the file system dir is on (a small MountTmpfs) to its last
-// byte with a file in dir, and returns the function that removes the file
-// again (run at the end of the test too).
+// byte with a file in dir (FillFS), and returns the function that removes
+// the file again (run at the end of the test too).
 func Fill(t testing.TB, dir string) (free func()) {
 	t.Helper()
-	f, err := os.CreateTemp(dir, "filler-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := f.Name()
-	removed := false
-	free = func() {
-		if !removed {
-			removed = true
-			if err := os.Remove(name); err != nil {
+	remove, err := FillFS(dir)
+	if remove != nil {
+		free = func() {
+			if err := remove(); err != nil {
 				t.Errorf("remove the filler: %v", err)
 			}
 		}
+		t.Cleanup(free)
 	}
-	t.Cleanup(free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return free
+}
+
+// FillFS fills the file system dir is on to its last byte with a file in
+// dir and returns the function that removes the file (the first call
+// removes it, later ones do nothing). It takes no testing.TB, for the soak
+// (cmd/soak); tests call Fill.
+func FillFS(dir string) (free func() error, err error) {
+	f, err := os.CreateTemp(dir, "filler-*")
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	free = func() error {
+		var err error
+		once.Do(func() { err = os.Remove(f.Name()) })
+		return err
+	}
 	// Large writes first, then ever smaller ones for the last block's
 	// slack, each until the file system is full.
 	for _, size := range []int{64 << 10, 4 << 10, 512, 1} {
@@ -225,14 +240,14 @@ func Fill(t testing.TB, dir string) (free func()) {
 			if _, err := f.Write(chunk); err != nil {
 				if !errors.Is(err, syscall.ENOSPC) {
 					_ = f.Close()
-					t.Fatalf("fill %s: %v", dir, err)
+					return free, fmt.Errorf("fill %s: %w", dir, err)
 				}
 				break
 			}
 		}
 	}
 	if err := f.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("fill %s: %v", dir, err)
+		return free, fmt.Errorf("fill %s: %w", dir, err)
 	}
-	return free
+	return free, nil
 }
