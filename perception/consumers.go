@@ -374,6 +374,19 @@ func ClockTimeout(ctx context.Context, clock clockwork.Clock, d time.Duration) (
 	}
 }
 
+// clockSleep waits d on clock and reports whether it did: false means ctx
+// ended first (the timer is stopped, so a fake clock counts no stale wait).
+func clockSleep(ctx context.Context, clock clockwork.Clock, d time.Duration) bool {
+	t := clock.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.Chan():
+		return true
+	}
+}
+
 // robot reports whether outbound calls are possible, warning when not
 // (once a minute per consumer and action: a robot without xiaozhi sees
 // every event skipped).

@@ -136,6 +136,26 @@ func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelC
 	return ts.URL, end
 }
 
+// Get GETs url and returns the answer's status and whole body, failing the
+// test when the request cannot be made or the body read.
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read the body: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // Together runs n goroutines at once, goroutine w calling f(w, i) for
 // each i below each, and returns when all are done.
 func Together(n, each int, f func(w, i int)) {

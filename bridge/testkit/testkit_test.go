@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"slices"
 	"strings"
@@ -146,6 +148,19 @@ func TestSSEFrames(t *testing.T) {
 		t.Errorf("frames %q, want %q", got, want)
 	}
 }
+// Get answers any status with the whole body; only a request that cannot
+// be made fails the test.
+func TestGet(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = w.Write([]byte("short and stout " + r.URL.Path))
+	}))
+	defer srv.Close()
+	if code, body := Get(t, srv.URL+"/pot"); code != http.StatusTeapot || body != "short and stout /pot" {
+		t.Errorf("Get = %d %q", code, body)
+	}
+}
+
 func TestFieldChecks(t *testing.T) {
 	var errs fieldcheck.Errors
 	errs.Check("Port", false, 70000, "a port from 0 to 65535")
