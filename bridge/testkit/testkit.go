@@ -136,24 +136,32 @@ func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelC
 	return ts.URL, end
 }
 
-// Get GETs url and returns the answer's status and whole body, failing the
-// test when the request cannot be made or the body read.
+// Get GETs url and returns the answer's status and whole body (Fetch).
 func Get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, b := Fetch(t, req)
+	return resp.StatusCode, string(b)
+}
+
+// Fetch sends req with the default client and returns the answer, its
+// body read and closed, and the body; a request that cannot be made or a
+// body that cannot be read fails the test.
+func Fetch(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req) // #nosec G704 -- tests only: the test's own server
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: read the body: %v", url, err)
+		t.Fatalf("%s %s: read the body: %v", req.Method, req.URL, err)
 	}
-	return resp.StatusCode, string(b)
+	return resp, b
 }
 
 // Together runs n goroutines at once, goroutine w calling f(w, i) for

@@ -148,6 +148,7 @@ func TestSSEFrames(t *testing.T) {
 		t.Errorf("frames %q, want %q", got, want)
 	}
 }
+
 // Get answers any status with the whole body; only a request that cannot
 // be made fails the test.
 func TestGet(t *testing.T) {
