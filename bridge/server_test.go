@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,24 +69,8 @@ func serve(t *testing.T, h http.Handler, method, path string) *httptest.Response
 // returned stop cancels Run and waits (bounded) for its result.
 func startRun(t *testing.T, s *Server) (stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	stop = testkit.Run(t, s, 10*time.Second)
 	testkit.WaitFor(t, 5*time.Second, "the server to listen", func() bool { return s.Addr() != "" })
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				err = errors.New("Run did not return within 10 s of cancel")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
 	return stop
 }
 

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -101,6 +102,20 @@ func TestRunAll(t *testing.T) {
 		t.Errorf("second stop returned %s, want the first's %s", again, took)
 	}
 	t.Logf("stopped in %s", took)
+}
+
+// Run runs its runner until stop, which hands back what Run returned, the
+// same error again on a second call.
+func TestRun(t *testing.T) {
+	r := runUntil{make(chan struct{})}
+	stop := Run(t, r, time.Second)
+	Recv(t, MinWait, r.ran, "the runner was not started")
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("stop = %v, want context.Canceled", err)
+	}
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("second stop = %v, want context.Canceled", err)
+	}
 }
 
 // TestRecv: Recv hands back the value sent, and the zero value of a
