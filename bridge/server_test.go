@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,24 +69,8 @@ func serve(t *testing.T, h http.Handler, method, path string) *httptest.Response
 // returned stop cancels Run and waits (bounded) for its result.
 func startRun(t *testing.T, s *Server) (stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	stop = testkit.Run(t, s, 10*time.Second)
 	testkit.WaitFor(t, 5*time.Second, "the server to listen", func() bool { return s.Addr() != "" })
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				err = errors.New("Run did not return within 10 s of cancel")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
 	return stop
 }
 
@@ -206,8 +189,8 @@ func TestMetricsEndpointServesEverySeries(t *testing.T) {
 	ts := httptest.NewServer(s.Echo())
 	defer ts.Close()
 
-	body, ctype := testkit.Get(t, ts.URL+"/metrics", "")
-	slash, _ := testkit.Get(t, ts.URL+"/metrics/", "")
+	body, ctype := testkit.Scrape(t, ts.URL+"/metrics", "")
+	slash, _ := testkit.Scrape(t, ts.URL+"/metrics/", "")
 	if body != slash {
 		t.Errorf("/metrics and /metrics/ differ:\n%s", cmp.Diff(body, slash))
 	}
@@ -243,7 +226,7 @@ func TestMetricsOpenMetrics(t *testing.T) {
 	s, _ := newTestServer(t, Config{})
 	ts := httptest.NewServer(s.Echo())
 	defer ts.Close()
-	b, ct := testkit.Get(t, ts.URL+"/metrics", testkit.OpenMetrics)
+	b, ct := testkit.Scrape(t, ts.URL+"/metrics", testkit.OpenMetrics)
 	if !strings.HasPrefix(ct, "application/openmetrics-text") {
 		t.Fatalf("Content-Type %q", ct)
 	}
@@ -490,7 +473,7 @@ func TestRunServesAndStops(t *testing.T) {
 	if strings.HasSuffix(s.Addr(), ":0") {
 		t.Errorf("Addr() = %s, want the port actually bound", s.Addr())
 	}
-	body, _ := testkit.Get(t, "http://"+s.Addr()+"/health", "")
+	body, _ := testkit.Scrape(t, "http://"+s.Addr()+"/health", "")
 	if !strings.Contains(body, `"acp_running":true`) {
 		t.Errorf("/health over TCP: %s", body)
 	}
@@ -637,7 +620,7 @@ func TestShutdownGraceLetsRequestsFinish(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
 	testkit.Recv(t, 5*time.Second, s.Stopping(), "Stopping not closed after cancel")
-	if body, _ := testkit.Get(t, "http://"+s.Addr()+"/health", ""); !strings.Contains(body, `"status":"stopping"`) {
+	if body, _ := testkit.Scrape(t, "http://"+s.Addr()+"/health", ""); !strings.Contains(body, `"status":"stopping"`) {
 		t.Errorf("/health while stopping: %s", body)
 	}
 	close(release)

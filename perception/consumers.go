@@ -374,6 +374,19 @@ func ClockTimeout(ctx context.Context, clock clockwork.Clock, d time.Duration) (
 	}
 }
 
+// clockSleep waits d on clock and reports whether it did: false means ctx
+// ended first (the timer is stopped, so a fake clock counts no stale wait).
+func clockSleep(ctx context.Context, clock clockwork.Clock, d time.Duration) bool {
+	t := clock.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.Chan():
+		return true
+	}
+}
+
 // robot reports whether outbound calls are possible, warning when not
 // (once a minute per consumer and action: a robot without xiaozhi sees
 // every event skipped).
@@ -562,13 +575,8 @@ func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
 		return
 	}
 	dir, _ := ev.Data["direction"].(string)
-	var yaw int
-	switch dir {
-	case "left":
-		yaw = -c.cfg.WakeTurnYaw
-	case "right":
-		yaw = c.cfg.WakeTurnYaw
-	default:
+	yaw, ok := sideYaw(dir, c.cfg.WakeTurnYaw, false)
+	if !ok {
 		return
 	}
 	if !c.turnGate(ev, 0) {
@@ -587,20 +595,29 @@ func (c *consumers) soundTurner(ctx context.Context, ev Event) {
 		return
 	}
 	dir, _ := ev.Data["direction"].(string)
-	var yaw int
-	switch dir {
-	case "left":
-		yaw = -c.cfg.SoundTurnYaw
-	case "right":
-		yaw = c.cfg.SoundTurnYaw
-	case "centre", "center":
-	default:
+	yaw, ok := sideYaw(dir, c.cfg.SoundTurnYaw, true)
+	if !ok {
 		return
 	}
 	if !c.turnGate(ev, c.cfg.SoundTurnCooldown) {
 		return
 	}
 	c.turnHead(ctx, SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data["energy"]})
+}
+
+// sideYaw is the head yaw toward a direction the firmware reported: -yaw
+// for "left", yaw for "right" and, when centre is true, 0 for "centre" or
+// "center"; ok is false for any other direction (no turn).
+func sideYaw(dir string, yaw int, centre bool) (turn int, ok bool) {
+	switch dir {
+	case "left":
+		return -yaw, true
+	case "right":
+		return yaw, true
+	case "centre", "center":
+		return 0, centre
+	}
+	return 0, false
 }
 
 // soundQuietAfterChat is the sound turner's hard-coded quiet time.

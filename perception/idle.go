@@ -26,14 +26,7 @@ func (c *consumers) idleLoop(ctx context.Context) {
 	log := c.s.log.Named(IdlePhotographer)
 	log.Debug("idle photographer started", "sleep_min", c.cfg.IdleSleepMin, "sleep_max", c.cfg.IdleSleepMax,
 		"jaccard", c.cfg.IdleJaccard, "wait", c.cfg.IdleResultWait)
-	for {
-		t := c.clock.NewTimer(c.idleSleep())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.Chan():
-		}
+	for clockSleep(ctx, c.clock, c.idleSleep()) {
 		Safely(log, IdlePhotographer, func() { c.idleOnce(ctx) })
 	}
 }
@@ -75,12 +68,8 @@ func (c *consumers) idleOnce(ctx context.Context) {
 	// As bridge.py: the whole wait after every shot, however soon the
 	// description comes, so the next sleep starts only after it; then
 	// the newest description since the shot is judged.
-	t := c.clock.NewTimer(c.cfg.IdleResultWait)
-	select {
-	case <-ctx.Done():
-		t.Stop()
+	if !clockSleep(ctx, c.clock, c.cfg.IdleResultWait) {
 		return
-	case <-t.Chan():
 	}
 	ended, cancel := context.WithCancel(ctx)
 	cancel() // so NextPhoto returns what is there without waiting

@@ -127,13 +127,8 @@ func TestDeviceIDValidation(t *testing.T) {
 	if _, ok := e.s.states.Get("unknown"); !ok {
 		t.Error("absent device_id is not stored as unknown")
 	}
-	resp, err := http.Get(e.url + "/api/perception/recent?device_id=%07")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 422 {
-		t.Errorf("recent with a control character: %d", resp.StatusCode)
+	if code, _ := testkit.Get(t, e.url+"/api/perception/recent?device_id=%07"); code != 422 {
+		t.Errorf("recent with a control character: %d", code)
 	}
 }
 

@@ -114,18 +114,14 @@ func (e *env) post(t *testing.T, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// get GETs path and returns the body of its 200 answer.
 func (e *env) get(t *testing.T, path string) string {
 	t.Helper()
-	resp, err := http.Get(e.url + path)
-	if err != nil {
-		t.Fatal(err)
+	code, body := testkit.Get(t, e.url+path)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", path, code, body)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return string(b)
+	return body
 }
 
 func ev(device, name string, ts float64, data map[string]any) Event {
@@ -324,13 +320,8 @@ func TestRecentRing(t *testing.T) {
 			t.Errorf("device %q: %s", dev, raw)
 		}
 	}
-	resp, err := http.Get(e.url + "/api/perception/recent?device_id=d&limit=x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 422 {
-		t.Errorf("bad limit: %d", resp.StatusCode)
+	if code, _ := testkit.Get(t, e.url+"/api/perception/recent?device_id=d&limit=x"); code != 422 {
+		t.Errorf("bad limit: %d", code)
 	}
 }
 

@@ -127,8 +127,7 @@ func (c *consumers) securityWatch(ctx context.Context, ev Event) {
 	if ev.Name != "state_changed" || NoDevice(ev) {
 		return
 	}
-	raw, _ := ev.Data["state"].(string)
-	state := strings.ToLower(text.Strip(raw))
+	state := EventState(ev)
 	if state == "security" {
 		c.startWatch(ctx, ev.DeviceID)
 		return
@@ -194,12 +193,8 @@ func (c *consumers) securityLoop(ctx context.Context, device string) {
 	log := c.s.log.Named(SecurityWatch)
 	for {
 		Safely(log, SecurityWatch, func() { c.securityCycle(ctx, device) })
-		t := c.clock.NewTimer(c.cfg.SecurityInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clockSleep(ctx, c.clock, c.cfg.SecurityInterval) {
 			return
-		case <-t.Chan():
 		}
 	}
 }

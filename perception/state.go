@@ -120,6 +120,13 @@ func (d *DeviceState) clone() DeviceState {
 
 func ptr[T any](v T) *T { return &v }
 
+// EventState is a state_changed event's state as the state table and the
+// consumers compare it: emoji stripped, in lower case; "" when absent.
+func EventState(ev Event) string {
+	s, _ := ev.Data["state"].(string)
+	return strings.ToLower(text.Strip(s))
+}
+
 // orZero is a state timestamp, 0 when never written ("missing counts as 0").
 func orZero(p *float64) float64 {
 	if p == nil {
@@ -143,8 +150,7 @@ func (d *DeviceState) apply(ev Event) {
 		d.LastSoundDir, d.LastSoundEnergy, d.soundSet = ev.Data["direction"], ev.Data["energy"], true
 		d.LastSoundT = ptr(ts)
 	case "state_changed":
-		s, _ := ev.Data["state"].(string)
-		s = strings.ToLower(text.Strip(s))
+		s := EventState(ev)
 		if s == "" {
 			return
 		}

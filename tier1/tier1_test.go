@@ -116,46 +116,47 @@ func (e *env) escalate(t *testing.T, tool string, args any) string {
 	return r
 }
 
-func TestEscalateUnknownAndFailing(t *testing.T) {
-	e := newEnv(t, nil)
-	for _, tt := range []struct {
-		tool string
-		args any
-		want string
-	}{
-		{"dance", map[string]any{}, "(unknown tool: dance)"},
-		{"", map[string]any{}, "(unknown tool: )"},
-		{"memory_lookup", map[string]any{"query": 42}, "(memory_lookup failed)"},
-		{"memory_lookup", map[string]any{"query": nil}, "(memory_lookup failed)"},
-		{"think_hard", map[string]any{"question": []int{1}}, "(think_hard failed)"},
-		{"play_song", map[string]any{"name": true}, "(play_song failed)"},
-	} {
+// escalation is one tool call and the result it must answer.
+type escalation struct {
+	tool string
+	args any
+	want string
+}
+
+// escalateEach calls each tool and checks its result.
+func (e *env) escalateEach(t *testing.T, calls []escalation) {
+	t.Helper()
+	for _, tt := range calls {
 		if got := e.escalate(t, tt.tool, tt.args); got != tt.want {
 			t.Errorf("%s %v: %q, want %q", tt.tool, tt.args, got, tt.want)
 		}
 	}
 }
 
+func TestEscalateUnknownAndFailing(t *testing.T) {
+	e := newEnv(t, nil)
+	e.escalateEach(t, []escalation{
+		{"dance", map[string]any{}, "(unknown tool: dance)"},
+		{"", map[string]any{}, "(unknown tool: )"},
+		{"memory_lookup", map[string]any{"query": 42}, "(memory_lookup failed)"},
+		{"memory_lookup", map[string]any{"query": nil}, "(memory_lookup failed)"},
+		{"think_hard", map[string]any{"question": []int{1}}, "(think_hard failed)"},
+		{"play_song", map[string]any{"name": true}, "(play_song failed)"},
+	})
+}
+
 // E5: degenerate inputs give bridge.py's strings; missing tool and
 // non-object args are 422.
 func TestEscalateDegenerate(t *testing.T) {
 	e := newEnv(t, nil)
-	for _, tt := range []struct {
-		tool string
-		args any
-		want string
-	}{
+	e.escalateEach(t, []escalation{
 		{"memory_lookup", map[string]any{}, "(empty query)"},
 		{"memory_lookup", map[string]any{"query": "  \t"}, "(empty query)"},
 		{"think_hard", map[string]any{"question": ""}, "(empty question)"},
 		{"play_song", map[string]any{}, "(no song name given)"},
 		{"take_photo", map[string]any{}, "(I can't see anything fresh right now)"},
 		{"memory_lookup", map[string]any{"query": "nothing like this"}, "(no memories found)"},
-	} {
-		if got := e.escalate(t, tt.tool, tt.args); got != tt.want {
-			t.Errorf("%s %v: %q, want %q", tt.tool, tt.args, got, tt.want)
-		}
-	}
+	})
 	for _, tt := range []struct{ body, want string }{
 		{`{"args":{}}`, `{"detail":[{"type":"missing","loc":["body","tool"],"msg":"Field required","input":{"args":{}}}]}`},
 		{`{"tool":"take_photo","args":null}`, `{"detail":[{"type":"dict_type","loc":["body","args"],"msg":"Input should be a valid dictionary","input":null}]}`},

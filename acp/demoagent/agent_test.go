@@ -284,11 +284,7 @@ func TestCancelBeforeFirstChunk(t *testing.T) {
 		}
 		close(started)
 		// Hold the first turn before its first chunk until it is cancelled.
-		select {
-		case <-ctx.Done():
-		case <-time.After(waitLimit):
-			t.Error("turn was not cancelled")
-		}
+		holdTurn(t, ctx, nil, "turn was not cancelled")
 	}}
 	hs := startAgent(t, Options{}, h)
 	sid := hs.newSession()
@@ -321,12 +317,7 @@ func TestBusySession(t *testing.T) {
 	release := make(chan struct{})
 	h := hooks{turnStarted: func(ctx context.Context, sid acp.SessionId) {
 		started <- sid
-		select {
-		case <-release:
-		case <-ctx.Done():
-		case <-time.After(waitLimit):
-			t.Error("turn was never released")
-		}
+		holdTurn(t, ctx, release, "turn was never released")
 	}}
 	hs := startAgent(t, Options{ChunkDelay: time.Millisecond}, h)
 	sid := hs.newSession()
@@ -369,12 +360,7 @@ func TestConcurrentSessions(t *testing.T) {
 			close(barrier)
 		}
 		mu.Unlock()
-		select {
-		case <-barrier:
-		case <-ctx.Done():
-		case <-time.After(waitLimit):
-			t.Error("turns did not run concurrently")
-		}
+		holdTurn(t, ctx, barrier, "turns did not run concurrently")
 	}}
 	hs := startAgent(t, Options{ChunkDelay: time.Millisecond}, h)
 	ctx := within(t)

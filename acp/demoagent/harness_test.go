@@ -235,6 +235,17 @@ func await[T any](tb testing.TB, ch <-chan T, what string) T {
 	return testkit.Recv(tb, waitLimit, ch, what)
 }
 
+// holdTurn holds a hooked turn until release is closed (nil: never) or
+// the turn's ctx ends; neither within waitLimit is a test error, msg.
+func holdTurn(tb testing.TB, ctx context.Context, release <-chan struct{}, msg string) {
+	select {
+	case <-release:
+	case <-ctx.Done():
+	case <-time.After(waitLimit):
+		tb.Error(msg)
+	}
+}
+
 // rpcError returns err's JSON-RPC error, failing the test if it is not one.
 func rpcError(tb testing.TB, err error) *acp.RequestError {
 	tb.Helper()

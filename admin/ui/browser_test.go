@@ -299,6 +299,27 @@ func serveUI(t *testing.T, u *UI, e *echo.Echo, done chan struct{}) *httptest.Se
 	return srv
 }
 
+// fakePage is a UI with its turns from bus, at UTC, served with the fake
+// bridge's routes (fakeBridge) until the test ends.
+type fakePage struct {
+	u    *UI
+	bus  *turnbus.Bus
+	stub *bridgeStub
+	feed chan string // the fake bridge's event feed
+	srv  *httptest.Server
+}
+
+func newFakePage(t *testing.T) fakePage {
+	p := fakePage{bus: turnbus.New(nil), feed: make(chan string)}
+	p.u = New(Config{Turns: p.bus, Location: time.UTC})
+	e := echo.New()
+	p.u.Routes(e)
+	done := make(chan struct{})
+	p.stub = fakeBridge(e, p.feed, done)
+	p.srv = serveUI(t, p.u, e, done)
+	return p
+}
+
 // feedSender returns send: it writes evs to the fake bridge's event feed
 // as frames of one write, failing the test when the page does not read it.
 func feedSender(t *testing.T, feed chan<- string) func(evs ...string) {
@@ -369,13 +390,8 @@ func chromium(t *testing.T, limit time.Duration) (bctx context.Context, closeBro
 // turn feed is live.
 func TestPageInBrowser(t *testing.T) {
 	needChromium(t)
-	bus := turnbus.New(nil)
-	u := New(Config{Turns: bus, Location: time.UTC})
-	e := echo.New()
-	u.Routes(e)
-	feed, done := make(chan string), make(chan struct{})
-	fakeBridge(e, feed, done)
-	srv := serveUI(t, u, e, done)
+	p := newFakePage(t)
+	bus, u, feed, srv := p.bus, p.u, p.feed, p.srv
 
 	ts := time.Now()
 	bus.Publish(turnbus.Turn{TS: ts.Add(-time.Minute), Channel: "dotty", RequestText: "[User] what's a comet?",
@@ -688,15 +704,10 @@ func TestControlPanelInBrowser(t *testing.T) {
 // and fit a phone.
 func TestSceneAndSecurityInBrowser(t *testing.T) {
 	needChromium(t)
-	bus := turnbus.New(nil)
-	u := New(Config{Turns: bus, Location: time.UTC})
-	e := echo.New()
-	u.Routes(e)
-	feed, done := make(chan string), make(chan struct{})
-	stub := fakeBridge(e, feed, done)
+	p := newFakePage(t)
+	stub, feed, srv := p.stub, p.feed, p.srv
 	records := stub.records
 	stub.set(func(b *bridgeStub) { b.records = nil }) // nothing recorded, nobody watching yet
-	srv := serveUI(t, u, e, done)
 
 	bctx, closeBrowser := chromium(t, 60*time.Second)
 	defer closeBrowser()

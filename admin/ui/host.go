@@ -115,29 +115,24 @@ func (h *hostReader) read() hostStatus {
 	} else {
 		s.CPUTempC = t
 	}
-	if l, err := h.load(); err != nil {
-		h.fail("load", err)
-	} else {
-		s.Load = &l
-	}
-	if m, err := h.memory(); err != nil {
-		h.fail("memory", err)
-	} else {
-		s.Memory = &m
-	}
+	s.Load = figure(h, "load", h.load)
+	s.Memory = figure(h, "memory", h.memory)
 	if h.stateDir != "" {
-		if d, err := diskOf(h.stateDir); err != nil {
-			h.fail("disk", err)
-		} else {
-			s.Disk = &d
-		}
+		s.Disk = figure(h, "disk", func() (hostDisk, error) { return diskOf(h.stateDir) })
 	}
-	if u, err := h.uptime(); err != nil {
-		h.fail("uptime", err)
-	} else {
-		s.UptimeS = &u
-	}
+	s.UptimeS = figure(h, "uptime", h.uptime)
 	return s
+}
+
+// figure reads one figure of the host view; nil, with the reason logged
+// (fail), when it cannot be read.
+func figure[T any](h *hostReader, name string, read func() (T, error)) *T {
+	v, err := read()
+	if err != nil {
+		h.fail(name, err)
+		return nil
+	}
+	return &v
 }
 
 // fail logs why a figure is unknown, once per figure and reason.

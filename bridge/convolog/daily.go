@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // DailyConfig configures one set of daily NDJSON files,
@@ -266,13 +266,9 @@ var Files = []string{"convo", "security", "scene-synthesis", "perception", "drea
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{WriteFailures: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_journal_write_failures_total",
-		Help: "Records of the daily NDJSON files (conversation, security, scene, idle perception) that could not be written, by file prefix.",
-	}, []string{"file"})}
-	for _, f := range Files {
-		m.WriteFailures.WithLabelValues(f)
-	}
+	m := &Metrics{WriteFailures: metric.On(reg).CounterVec("dotty_journal_write_failures_total",
+		"Records of the daily NDJSON files (conversation, security, scene, idle perception) that could not be written, by file prefix.", "file")}
+	metric.Zero(m.WriteFailures.WithLabelValues, Files...)
 	return m
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"html"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // The document is OpenAPI 3.1 by the specification's own schema (as
@@ -170,16 +170,7 @@ func get(t *testing.T, url, host string) (*http.Response, []byte) {
 		t.Fatal(err)
 	}
 	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return testkit.Fetch(t, req)
 }
 
 // /openapi.json is the document byte for byte; /docs shows every

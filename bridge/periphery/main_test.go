@@ -3,14 +3,12 @@ package periphery
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -318,17 +316,11 @@ func (s *fakeSleeper) wake(t testing.TB) {
 // (bounded) for Run to return nil.
 func runPeriphery(t testing.TB, p *Periphery) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
+	run := testkit.Run(t, p, 5*time.Second)
 	return func() {
 		t.Helper()
-		once.Do(func() {
-			cancel()
-			if err := testkit.Recv(t, 5*time.Second, done, "Run did not return within 5s of cancel"); err != nil {
-				t.Errorf("Run = %v, want nil", err)
-			}
-		})
+		if err := run(); err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
 	}
 }

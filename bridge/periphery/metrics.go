@@ -2,7 +2,8 @@ package periphery
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics are the periphery's series.
@@ -15,12 +16,8 @@ type Metrics struct {
 // NewMetrics creates the series on reg (nil: unregistered), every failure
 // kind at zero so the dashboards see it before the first failure.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{CalendarFailures: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_calendar_fetch_failures_total",
-		Help: "Total Google Calendar fetch failures (excludes intentional skips).",
-	}, []string{"kind"})}
-	for _, k := range FailureKinds {
-		m.CalendarFailures.WithLabelValues(k)
-	}
+	m := &Metrics{CalendarFailures: metric.On(reg).CounterVec("dotty_calendar_fetch_failures_total",
+		"Total Google Calendar fetch failures (excludes intentional skips).", "kind")}
+	metric.Zero(m.CalendarFailures.WithLabelValues, FailureKinds...)
 	return m
 }

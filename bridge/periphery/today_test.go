@@ -134,26 +134,15 @@ func (r *routeFixture) get(t testing.TB, query string) answer {
 	return a
 }
 
-// todayBody is a decoded 200 body.
-type todayBody struct {
-	OK                  bool     `json:"ok"`
-	Date                string   `json:"date"`
-	Fetched             float64  `json:"fetched"`
-	ConsecutiveFailures int      `json:"consecutive_failures"`
-	Person              *string  `json:"person"`
-	IncludeHousehold    bool     `json:"include_household"`
-	Events              []string `json:"events"`
-	Count               int      `json:"count"`
-}
-
-// getToday GETs and decodes a 200 answer.
-func (r *routeFixture) getToday(t testing.TB, query string) todayBody {
+// getToday GETs and decodes a 200 answer (the raw bodies' keys and order
+// are pinned by TestCalendarTodayBody's exact bodies).
+func (r *routeFixture) getToday(t testing.TB, query string) todayResponse {
 	t.Helper()
 	a := r.get(t, query)
 	if a.status != http.StatusOK || a.ctype != httpapi.MIMEJSON {
 		t.Fatalf("GET ?%s = %d %q %s, want 200 JSON", query, a.status, a.ctype, a.body)
 	}
-	var d todayBody
+	var d todayResponse
 	if err := json.Unmarshal([]byte(a.body), &d); err != nil {
 		t.Fatalf("decode %s: %v", a.body, err)
 	}
@@ -277,7 +266,7 @@ func TestCalendarTodayFilter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run("?"+tc.query, func(t *testing.T) {
 			got := r.getToday(t, tc.query)
-			want := todayBody{OK: true, Date: "2026-05-17", Fetched: float64(morning.Unix()), Person: tc.person,
+			want := todayResponse{OK: true, Date: "2026-05-17", Fetched: float64(morning.Unix()), Person: tc.person,
 				IncludeHousehold: tc.household, Events: tc.events, Count: len(tc.events)}
 			if diff := cmp.Diff(got, want); diff != "" {
 				t.Errorf("(-got +want):\n%s", diff)
@@ -323,7 +312,7 @@ func TestCalendarTodayFailure(t *testing.T) {
 func TestCalendarTodayPartialFailure(t *testing.T) {
 	r := newRouteFixture(t, nil, "context", "fail")
 	got := r.getToday(t, "")
-	want := todayBody{OK: true, Date: "2026-05-17", Fetched: float64(morning.Unix()), ConsecutiveFailures: 1,
+	want := todayResponse{OK: true, Date: "2026-05-17", Fetched: float64(morning.Unix()), ConsecutiveFailures: 1,
 		IncludeHousehold: true, Events: contextEvents, Count: 2}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("(-got +want):\n%s", diff)

@@ -2,7 +2,8 @@ package sidecar
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
 // Metrics are the sidecar's series.
@@ -14,8 +15,6 @@ type Metrics struct {
 
 // NewMetrics creates the series on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{Failures: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
-		Name: "dotty_sidecar_failures_total",
-		Help: "Firmware sidecar requests that failed, partitioned by stage (audio, system, stt, llm).",
-	}, []string{"stage"})}
+	return &Metrics{Failures: metric.On(reg).CounterVec("dotty_sidecar_failures_total",
+		"Firmware sidecar requests that failed, partitioned by stage (audio, system, stt, llm).", "stage")}
 }

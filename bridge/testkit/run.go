@@ -17,6 +17,29 @@ type Runner interface {
 	Run(ctx context.Context) error
 }
 
+// Run runs r in its own goroutine until stop, which ends its context and
+// returns what r.Run returned, failing the test when it has not returned
+// within limit (at least MinWait) of that. stop also runs when the test
+// ends; later calls return the first one's error.
+func Run(t testing.TB, r Runner, limit time.Duration) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		t.Helper()
+		once.Do(func() {
+			cancel()
+			err = Recv(t, limit, done, "Run did not return after its context ended")
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
 // RunAll runs each of rs in its own goroutine until stop, which ends
 // them (each within 15 s, or the test fails), checks that the child
 // process pid names (read before they are ended; 0 for none) no longer

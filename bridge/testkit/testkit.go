@@ -5,12 +5,13 @@
 // time zones, a file that blocks a directory, whether a process still
 // runs, a private mount namespace to mount a read-only or full file
 // system in, a package's /metrics exposition held to its golden file, a
-// server's routes read (Get), a component's settings checks
+// route read (Get, Scrape, Fetch), a component's settings checks
 // (CheckDefaults, CheckFieldErrors) and a testing.TB that records a
 // helper's failures (Recorder). It lives under bridge/ with the rest of
-// the shared plumbing, is imported only by tests, and imports no package
-// of this module but the leaf bridge/fieldcheck, so any package's tests
-// (acp's included) may use it without a cycle.
+// the shared plumbing, is imported only by tests and the soak (cmd/soak,
+// for FillFS), and imports no package of this module but the leaf
+// bridge/fieldcheck, so any package's tests (acp's included) may use it
+// without a cycle.
 package testkit
 
 import (
@@ -156,32 +157,56 @@ func ServeEndable(t testing.TB, h http.Handler) (url string, end context.CancelC
 	return ts.URL, end
 }
 
-// Get GETs url on a new connection, asking for the format accept names
+// Get GETs url and returns the answer's status and whole body (Fetch).
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, b := Fetch(t, req)
+	return resp.StatusCode, string(b)
+}
+
+// Scrape GETs url as a scraper does, asking for the format accept names
 // ("" asks for none), and returns the body and its Content-Type; any
 // status but 200 fails the test.
-func Get(t testing.TB, url, accept string) (body, contentType string) {
+func Scrape(t testing.TB, url, accept string) (body, contentType string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read %s: %v", url, err)
-	}
+	resp, b := Fetch(t, req)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
 	}
 	return string(b), resp.Header.Get("Content-Type")
+}
+
+// fetchClient is Fetch's: each request on its own connection (a test's
+// server may check, by goleak, that nothing is left open), each bounded
+// by MinWait.
+var fetchClient = &http.Client{Timeout: MinWait, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// Fetch sends req on a new connection and returns the answer, its body
+// read and closed, and the body; a request that cannot be made or a body
+// that cannot be read fails the test.
+func Fetch(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := fetchClient.Do(req) // #nosec G704 -- tests only: the test's own server
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the body: %v", req.Method, req.URL, err)
+	}
+	return resp, b
 }
 
 // Together runs n goroutines at once, goroutine w calling f(w, i) for
@@ -246,25 +271,40 @@ func ProcessGone(pid int) bool {
 }
 
 // Fill fills the file system dir is on (a small MountTmpfs) to its last
-// byte with a file in dir, and returns the function that removes the file
-// again (run at the end of the test too).
+// byte with a file in dir (FillFS), and returns the function that removes
+// the file again (run at the end of the test too).
 func Fill(t testing.TB, dir string) (free func()) {
 	t.Helper()
-	f, err := os.CreateTemp(dir, "filler-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := f.Name()
-	removed := false
-	free = func() {
-		if !removed {
-			removed = true
-			if err := os.Remove(name); err != nil {
+	remove, err := FillFS(dir)
+	if remove != nil {
+		free = func() {
+			if err := remove(); err != nil {
 				t.Errorf("remove the filler: %v", err)
 			}
 		}
+		t.Cleanup(free)
 	}
-	t.Cleanup(free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return free
+}
+
+// FillFS fills the file system dir is on to its last byte with a file in
+// dir and returns the function that removes the file (the first call
+// removes it, later ones do nothing). It takes no testing.TB, for the soak
+// (cmd/soak); tests call Fill.
+func FillFS(dir string) (free func() error, err error) {
+	f, err := os.CreateTemp(dir, "filler-*")
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	free = func() error {
+		var err error
+		once.Do(func() { err = os.Remove(f.Name()) })
+		return err
+	}
 	// Large writes first, then ever smaller ones for the last block's
 	// slack, each until the file system is full.
 	for _, size := range []int{64 << 10, 4 << 10, 512, 1} {
@@ -273,14 +313,14 @@ func Fill(t testing.TB, dir string) (free func()) {
 			if _, err := f.Write(chunk); err != nil {
 				if !errors.Is(err, syscall.ENOSPC) {
 					_ = f.Close()
-					t.Fatalf("fill %s: %v", dir, err)
+					return free, fmt.Errorf("fill %s: %w", dir, err)
 				}
 				break
 			}
 		}
 	}
 	if err := f.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("fill %s: %v", dir, err)
+		return free, fmt.Errorf("fill %s: %w", dir, err)
 	}
-	return free
+	return free, nil
 }

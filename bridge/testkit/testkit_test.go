@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"slices"
 	"strings"
@@ -103,6 +105,20 @@ func TestRunAll(t *testing.T) {
 	t.Logf("stopped in %s", took)
 }
 
+// Run runs its runner until stop, which hands back what Run returned, the
+// same error again on a second call.
+func TestRun(t *testing.T) {
+	r := runUntil{make(chan struct{})}
+	stop := Run(t, r, time.Second)
+	Recv(t, MinWait, r.ran, "the runner was not started")
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("stop = %v, want context.Canceled", err)
+	}
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("second stop = %v, want context.Canceled", err)
+	}
+}
+
 // TestRecv: Recv hands back the value sent, and the zero value of a
 // closed channel.
 func TestRecv(t *testing.T) {
@@ -148,6 +164,20 @@ func TestSSEFrames(t *testing.T) {
 		t.Errorf("frames %q, want %q", got, want)
 	}
 }
+
+// Get answers any status with the whole body; only a request that cannot
+// be made fails the test.
+func TestGet(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = w.Write([]byte("short and stout " + r.URL.Path))
+	}))
+	defer srv.Close()
+	if code, body := Get(t, srv.URL+"/pot"); code != http.StatusTeapot || body != "short and stout /pot" {
+		t.Errorf("Get = %d %q", code, body)
+	}
+}
+
 func TestFieldChecks(t *testing.T) {
 	var errs fieldcheck.Errors
 	errs.Check("Port", false, 70000, "a port from 0 to 65535")

@@ -40,7 +40,7 @@ func TestServerMetricsCarryVoiceSeries(t *testing.T) {
 	ts := httptest.NewServer(bridge.New(bridge.Config{Gatherer: reg}).Echo())
 	defer ts.Close()
 
-	body, _ := testkit.Get(t, ts.URL+"/metrics", "")
+	body, _ := testkit.Scrape(t, ts.URL+"/metrics", "")
 	for _, want := range []string{
 		"# HELP dotty_first_audio_latency_seconds Wall-clock seconds from receiving a request to first audible TTS chunk.\n" +
 			"# TYPE dotty_first_audio_latency_seconds histogram\n",
@@ -72,7 +72,7 @@ func TestServerMetricsCarryVoiceSeries(t *testing.T) {
 		t.Error("dotty_llm_tokens_total has a series before anything filled it")
 	}
 
-	om, _ := testkit.Get(t, ts.URL+"/metrics", testkit.OpenMetrics)
+	om, _ := testkit.Scrape(t, ts.URL+"/metrics", testkit.OpenMetrics)
 	if want := `dotty_first_audio_latency_seconds_bucket{le="10.0"} 0`; !strings.Contains(om, want) {
 		t.Errorf("OpenMetrics lacks %q", want)
 	}

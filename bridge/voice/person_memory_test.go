@@ -35,17 +35,7 @@ func TestPersonMemoryInARealTurn(t *testing.T) {
 			percep := perception.New(perception.Config{Consumers: cons, Location: brisbane, Clock: clockwork.NewFakeClockAt(fixedNow)})
 
 			store := memstore.New(memstore.Config{Path: mk(t), WriteBusyTimeout: 50 * time.Millisecond})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- store.Run(ctx) }()
-			t.Cleanup(func() {
-				cancel()
-				select {
-				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Error("memory writer did not stop")
-				}
-			})
+			testkit.Run(t, store, 10*time.Second)
 			for _, w := range []memstore.PersonWrite{{PersonID: "alex", Fact: "takes his coffee black"},
 				{PersonID: "alex", Fact: "is planning a surprise", Pending: true}} {
 				if err := store.EnqueuePerson(w); err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
@@ -185,7 +186,7 @@ func diskFull(bin, mnt string) (string, error) {
 	for i := range 20 {
 		m.write(c, b.URL, i, fmt.Sprint("before the disk filled ", i), noRefusal)
 	}
-	free, err := fill(filepath.Dir(db))
+	free, err := testkit.FillFS(filepath.Dir(db))
 	if err != nil {
 		return "", err
 	}
@@ -289,35 +290,4 @@ func lockDatabase(path string) (func(), error) {
 			_ = db.Close()
 		})
 	}, nil
-}
-
-// fill fills the file system dir is on to its last byte with a file in
-// dir, and returns the function that removes it again.
-func fill(dir string) (free func() error, err error) {
-	f, err := os.CreateTemp(dir, "filler-*")
-	if err != nil {
-		return nil, err
-	}
-	var once sync.Once
-	free = func() error {
-		var err error
-		once.Do(func() { err = os.Remove(f.Name()) })
-		return err
-	}
-	// Large writes first, then ever smaller ones for the last block's
-	// slack, each until the file system is full.
-	for _, size := range []int{64 << 10, 4 << 10, 512, 1} {
-		chunk := make([]byte, size)
-		for {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					_ = f.Close()
-					return free, fmt.Errorf("fill %s: %w", dir, err)
-				}
-				break
-			}
-		}
-	}
-	_ = f.Close()
-	return free, nil
 }

@@ -27,8 +27,8 @@ func TestBridgeSecurityWatchEndToEnd(t *testing.T) {
 	vlm := llmtest.New(t, "An empty hallway; the front door is closed.")
 	xz := xiaozhitest.New(t)
 	xz.Set("/xiaozhi/admin/capture-audio", xiaozhitest.Reply{Status: http.StatusNotFound, Body: "Not Found"})
-	p := startBridge(t, append(xiaozhiEnv(xz), "DOTTY_LOCAL_TZ=Pacific/Auckland",
-		"VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test", "SECURITY_CAPTURE_INTERVAL_SEC=3600")...)
+	p := startBridge(t, append(append(xiaozhiEnv(xz), visionEnv(vlm)...),
+		"DOTTY_LOCAL_TZ=Pacific/Auckland", "SECURITY_CAPTURE_INTERVAL_SEC=3600")...)
 	xz.TakesPhotos("http://"+p.addr, []byte("\xff\xd8\xff\xe0e2e-jpeg"))
 
 	// Follow the perception feed from before the state change.

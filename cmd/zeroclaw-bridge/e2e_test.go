@@ -27,6 +27,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/steerabletest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
@@ -286,6 +287,12 @@ func (p *bridgeProc) pollWhile(device string, upload func(), headers ...string) 
 func xiaozhiEnv(xz *xiaozhitest.Server) []string {
 	host, port := xz.HostPort()
 	return []string{"XIAOZHI_HOST=" + host, "XIAOZHI_OTA_PORT=" + strconv.Itoa(port)}
+}
+
+// visionEnv points the bridge's vision model (and, with it, the narrative
+// model) at the fake vlm, with a test key.
+func visionEnv(vlm *llmtest.Server) []string {
+	return []string{"VISION_API_URL=" + vlm.URL + "/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test"}
 }
 
 // heldFacts waits (≤ 10 s) for the dashboard's memory review card to list

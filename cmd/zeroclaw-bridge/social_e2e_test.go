@@ -24,7 +24,7 @@ import (
 func TestBridgeKnowsYouEndToEnd(t *testing.T) {
 	model := llmtest.New(t, "My wheels still hum with the beat; I spun too fast and loved it.")
 	xz := xiaozhitest.New(t)
-	p := startBridge(t, append(xiaozhiEnv(xz), "VISION_API_URL="+model.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test")...)
+	p := startBridge(t, append(xiaozhiEnv(xz), visionEnv(model)...)...)
 	writeHousehold(t, p)
 
 	if code, out := p.post("/api/perception/event", `{"device_id":"dotty-e2e","name":"face_recognized","data":{"identity":"alex"}}`); code != http.StatusNoContent {

@@ -34,8 +34,7 @@ func TestUploadFloodStaysInMemoryBound(t *testing.T) {
 	vlm := llmtest.New(t, "A robot on a desk.")
 	// A 12 s upload deadline keeps the test short: the held uploads are
 	// cut, and the waiting ones refused, 12 s after they began.
-	p := startBridge(t, "VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test",
-		"BRIDGE_UPLOAD_TIMEOUT=12")
+	p := startBridge(t, append(visionEnv(vlm), "BRIDGE_UPLOAD_TIMEOUT=12")...)
 	pid := p.cmd.Process.Pid
 	rssBefore, _ := benchkit.MemoryKB(pid)
 

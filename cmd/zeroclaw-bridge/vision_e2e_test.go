@@ -12,7 +12,7 @@ import (
 // take_photo reads the same description.
 func TestBridgeVisionEndToEnd(t *testing.T) {
 	vlm := llmtest.New(t, "A child holding a red kite.")
-	p := startBridge(t, "VISION_API_URL="+vlm.URL+"/v1/chat/completions", "OPENROUTER_API_KEY=sk-or-test")
+	p := startBridge(t, visionEnv(vlm)...)
 
 	got := p.pollWhile("dotty-aa:bb:cc:dd:ee:ff", func() {
 		if code, out := p.explain("dotty-aa:bb:cc:dd:ee:ff", "What do you see?", []byte("\xff\xd8\xff\xe0jpeg")); code != 200 || out != `{"description":"A child holding a red kite."}` {

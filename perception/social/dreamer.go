@@ -71,8 +71,7 @@ func (s *Service) onStateChanged(ctx context.Context, ev perception.Event) {
 	if ev.Name != "state_changed" || perception.NoDevice(ev) {
 		return
 	}
-	raw, _ := ev.Data["state"].(string)
-	state := strings.ToLower(text.Strip(raw))
+	state := perception.EventState(ev)
 	if state == "sleep" {
 		s.scheduleDreams(ctx, ev.DeviceID)
 		return

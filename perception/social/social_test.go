@@ -175,23 +175,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 func (e *env) start() {
 	e.t.Helper()
 	e.s = New(e.cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.s.Run(ctx) }()
-	var once sync.Once
+	run := testkit.Run(e.t, e.s, wait)
 	e.stopMu.Lock()
 	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					e.t.Errorf("Run: %v", err)
-				}
-			case <-time.After(wait):
-				e.t.Fatalf("Run did not return within %s of its ctx ending", wait)
-			}
-		})
+		if err := run(); err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
 	}
 	stop := e.stop
 	e.stopMu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,14 +137,8 @@ func (c *camEnv) lines(t *testing.T, name string) []string {
 
 func (c *camEnv) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(c.url + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
-	return resp.StatusCode, strings.TrimSpace(b.String())
+	code, body := testkit.Get(t, c.url+path)
+	return code, strings.TrimSpace(body)
 }
 
 func named(name, key, want string) perceptiontest.Matcher {

@@ -138,6 +138,21 @@ func contend(t *testing.T, path string) {
 			opCtx := func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 60*time.Second)
 			}
+			// review approves or redacts r and marks it in done; a failure
+			// fails the test.
+			review := func(what string, op func(context.Context, string) (bool, error), r memstore.PersonRecord, done map[string]bool) bool {
+				ctx, cancel := opCtx()
+				ok, err := op(ctx, r.ID)
+				cancel()
+				if err != nil || !ok {
+					fail("%s %s: %v %v", what, r.Content, ok, err)
+					return false
+				}
+				mu.Lock()
+				done[r.Content] = true
+				mu.Unlock()
+				return true
+			}
 			ctx, cancel := opCtx()
 			recs, _, err := s.PersonRecords(ctx)
 			cancel()
@@ -157,27 +172,11 @@ func contend(t *testing.T, path string) {
 					mu.Lock()
 					attempted[r.Content] = true
 					mu.Unlock()
-					ctx, cancel := opCtx()
-					ok, err := s.Approve(ctx, r.ID)
-					cancel()
-					if err != nil || !ok {
-						fail("approve %s: %v %v", r.Content, ok, err)
-						continue
-					}
-					mu.Lock()
-					approved[r.Content] = true
-					mu.Unlock()
+					review("approve", s.Approve, r, approved)
 				case strings.HasPrefix(r.Content, "adult") && seq(r.Content)%4 == 1:
-					ctx, cancel := opCtx()
-					ok, err := s.Redact(ctx, r.ID)
-					cancel()
-					if err != nil || !ok {
-						fail("redact %s: %v %v", r.Content, ok, err)
+					if !review("redact", s.Redact, r, redacted) {
 						continue
 					}
-					mu.Lock()
-					redacted[r.Content] = true
-					mu.Unlock()
 					if j, err := os.ReadFile(path + ".voice-journal"); err == nil && strings.Contains(string(j), r.ID) {
 						fail("redacted row %s still in the journal", r.ID)
 					}

@@ -29,22 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // run starts the writer; stop cancels it and returns Run's error.
 func run(t *testing.T, s *memstore.Store) (stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once bool
-	var err error
-	stop = func() error {
-		if once {
-			return err
-		}
-		once = true
-		cancel()
-		err = testkit.Recv(t, 30*time.Second, done, "Run did not return")
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
-	return stop
+	return testkit.Run(t, s, 30*time.Second)
 }
 
 func waitRows(t *testing.T, path string, n int) []memstoretest.Row {

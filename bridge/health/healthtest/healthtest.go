@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // Set is a conditions set whose Run runs on a fake clock until the test
@@ -28,17 +29,7 @@ func New(t testing.TB, log hclog.Logger) *Set {
 	t.Helper()
 	clock := clockwork.NewFakeClock()
 	s := &Set{Conditions: health.NewWith(health.Config{Clock: clock, Logger: log}), clock: clock}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the conditions' Run did not return within 10 s of its cancel")
-		}
-	})
+	testkit.Run(t, s, 10*time.Second)
 	return s
 }
 

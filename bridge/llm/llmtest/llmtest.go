@@ -221,6 +221,16 @@ func (s *Server) aborted(i int) {
 	s.notifyLocked()
 }
 
+// hold keeps request i open until its client gives up (aborted) or the
+// server stops.
+func (s *Server) hold(r *http.Request, i int) {
+	select {
+	case <-r.Context().Done():
+		s.aborted(i)
+	case <-s.stop:
+	}
+}
+
 func (s *Server) notifyLocked() {
 	close(s.arrived)
 	s.arrived = make(chan struct{})
@@ -242,11 +252,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.Block {
-		select {
-		case <-r.Context().Done():
-			s.aborted(i)
-		case <-s.stop:
-		}
+		s.hold(r, i)
 		return
 	}
 	if reply.Delay > 0 {
@@ -277,11 +283,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.Stall {
-		select {
-		case <-r.Context().Done():
-			s.aborted(i)
-		case <-s.stop:
-		}
+		s.hold(r, i)
 		return
 	}
 	a.finish(api, sw)
