@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"cmp"
 	"os"
 	"time"
 
@@ -88,7 +87,12 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = c.InitTimeout
 	}
-	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
 	return c
 }
 
@@ -173,7 +177,12 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = max(c.SessionIdle/4, time.Second)
 	}
-	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
 	return c
 }
 

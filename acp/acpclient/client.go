@@ -88,12 +88,15 @@ type Client struct {
 }
 
 func newClient(ch agentconn.Child, cfg Config) *Client {
+	if ch.Log == nil {
+		ch.Log = hclog.NewNullLogger()
+	}
 	return &Client{
 		gen:         ch.Gen,
 		cfg:         cfg,
 		initTimeout: ch.InitTimeout,
 		cancelGrace: ch.CancelGrace,
-		log:         cmp.Or(ch.Log, hclog.NewNullLogger()),
+		log:         ch.Log,
 		metrics:     ch.Metrics,
 		perm:        cfg.Permissions,
 		recycle:     func(string) {},
