@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"os"
 	"time"
 
@@ -87,12 +88,7 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = c.InitTimeout
 	}
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 
@@ -177,12 +173,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = max(c.SessionIdle/4, time.Second)
 	}
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	c.Logger, c.Clock = cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 

@@ -88,15 +88,12 @@ type Client struct {
 }
 
 func newClient(ch agentconn.Child, cfg Config) *Client {
-	if ch.Log == nil {
-		ch.Log = hclog.NewNullLogger()
-	}
 	return &Client{
 		gen:         ch.Gen,
 		cfg:         cfg,
 		initTimeout: ch.InitTimeout,
 		cancelGrace: ch.CancelGrace,
-		log:         ch.Log,
+		log:         cmp.Or(ch.Log, hclog.NewNullLogger()),
 		metrics:     ch.Metrics,
 		perm:        cfg.Permissions,
 		recycle:     func(string) {},

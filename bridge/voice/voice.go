@@ -192,13 +192,7 @@ func DefaultConfig() Config {
 // clock.
 func (c Config) withDefaults() Config {
 	fieldcheck.Fill(&c, DefaultConfig(), "Timeout", "Heartbeat", "MaxSentences", "PersonMemoryWait", "MaxBodyBytes", "MaxContentRunes")
-	c.Location = cmp.Or(c.Location, time.Local)
-	if c.Logger == nil {
-		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
-	}
+	c.Location, c.Logger, c.Clock = cmp.Or(c.Location, time.Local), cmp.Or(c.Logger, hclog.NewNullLogger()), cmp.Or(c.Clock, clockwork.NewRealClock())
 	return c
 }
 
