@@ -121,7 +121,8 @@ func (d *DeviceState) clone() DeviceState {
 func ptr[T any](v T) *T { return &v }
 
 // EventState is a state_changed event's state as the state table and the
-// consumers compare it: emoji stripped, in lower case; "" when absent.
+// consumers compare it: surrounding whitespace stripped (Python's strip),
+// in lower case; "" when absent or not a string.
 func EventState(ev Event) string {
 	s, _ := ev.Data["state"].(string)
 	return strings.ToLower(text.Strip(s))

@@ -69,7 +69,7 @@ func TestDetectDialect(t *testing.T) {
 			if tt.wantErr {
 				var u *agentconn.UnsupportedError
 				if !errors.As(err, &u) {
-					t.Fatalf("err = %v, want errUnsupported", err)
+					t.Fatalf("err = %v, want an *agentconn.UnsupportedError", err)
 				}
 				return
 			}

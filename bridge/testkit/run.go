@@ -41,7 +41,7 @@ func Run(t testing.TB, r Runner, limit time.Duration) (stop func() error) {
 }
 
 // RunAll runs each of rs in its own goroutine until stop, which ends
-// them (each within 15 s, or the test fails), checks that the child
+// them (each within MinWait, or the test fails), checks that the child
 // process pid names (read before they are ended; 0 for none) no longer
 // exists and that no goroutine started since RunAll was called is left,
 // and returns how long they took to return. stop also runs when the test
@@ -63,11 +63,7 @@ func RunAll(t testing.TB, pid func() int, rs ...Runner) (stop func() time.Durati
 			begin := time.Now()
 			cancel()
 			for _, ch := range done {
-				select {
-				case <-ch:
-				case <-time.After(15 * time.Second):
-					t.Fatal("a runner did not stop")
-				}
+				Recv(t, MinWait, ch, "a runner did not stop")
 			}
 			took = time.Since(begin)
 			if p > 0 {

@@ -194,7 +194,7 @@ func TestFieldChecks(t *testing.T) {
 	CheckFieldErrors(t, "HTTP", err, want...)
 	CheckDefaults(t, "valid", validated{1}, validated{1})
 	// An error that is no fieldcheck.Error fails the test, its text kept
-	// in order (what fieldcheck.Texts returned apart).
+	// in order.
 	rec := &Recorder{TB: t}
 	got := fieldTexts(rec, errors.Join(errs.Err(), io.EOF))
 	if !slices.Equal(got, []string{"Port 70000: want a port from 0 to 65535", "Max 1: want at least Min", "EOF"}) ||

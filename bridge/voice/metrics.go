@@ -37,7 +37,7 @@ var firstAudioBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10}
 // NewMetrics creates the voice series on reg (nil: unregistered) and the
 // label values the dashboards query at zero: the content-filter tiers,
 // and each voice route with each error kind in the server's request
-// series. It panics if a name is already registered on reg, as
+// series, which server (required) holds. It panics if a name is already registered on reg, as
 // prometheus.MustRegister does.
 func NewMetrics(reg prometheus.Registerer, server *bridge.Metrics) *Metrics {
 	s := metric.On(reg)
