@@ -178,6 +178,28 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// Scrape sends its Accept, returns the body and Content-Type, and fails
+// the test on any status but 200.
+func TestScrape(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/x-test")
+		_, _ = w.Write([]byte("accept=" + r.Header.Get("Accept")))
+	}))
+	defer srv.Close()
+	if body, ct := Scrape(t, srv.URL+"/metrics", OpenMetrics); body != "accept="+OpenMetrics || ct != "text/x-test" {
+		t.Errorf("Scrape = %q, %q", body, ct)
+	}
+	rec := &Recorder{TB: t}
+	Scrape(rec, srv.URL+"/gone", "")
+	if want := "GET " + srv.URL + "/gone: status 404"; !slices.Equal(rec.Failures, []string{want}) {
+		t.Errorf("Scrape of a 404 recorded %q, want %q", rec.Failures, want)
+	}
+}
+
 func TestFieldChecks(t *testing.T) {
 	var errs fieldcheck.Errors
 	errs.Check("Port", false, 70000, "a port from 0 to 65535")
