@@ -171,9 +171,6 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Modes.Metrics, c.Modes.Logger, c.Modes.Health = admin.NewMetrics(reg), log.Named("admin"), conds
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
-	if c.Agent.Protocol == protocolSteerable {
-		c.ACP.Protocol = steerable.New(c.Steerable) // the same supervisor and pool, another wire
-	}
 	c.ACPClient.ClientVersion, c.ACP.Logger, c.ACP.Metrics = buildVersion(), acpLog, acpMetrics
 	c.Permissions.Logger = acpLog.Named("permission")
 	c.Pool.Logger, c.Pool.Metrics = acpLog.Named("pool"), acpMetrics
@@ -248,7 +245,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	policy := c.Permissions
 	policy.AllowLive, policy.KidMode = safety.List, modes.KidMode
-	if c.Agent.Protocol != protocolSteerable { // the steerable protocol is set above
+	if c.Agent.Protocol == protocolSteerable {
+		c.ACP.Protocol = steerable.New(c.Steerable) // the same supervisor and pool, another wire
+	} else {
 		c.ACPClient.Permissions = &policy
 		c.ACP.Protocol = acpclient.New(c.ACPClient)
 	}
