@@ -32,7 +32,7 @@ const earlyCap = 256
 type conn struct {
 	proto   *Protocol
 	cfg     Config
-	acfg    agentconn.Child // the supervisor's timings and metrics
+	child   agentconn.Child // the supervisor's timings and metrics
 	log     hclog.Logger
 	rpc     *jsonrpc.Conn
 	noise   func(string)
@@ -110,7 +110,7 @@ func newConn(p *Protocol, ch agentconn.Child) *conn {
 		log = hclog.NewNullLogger()
 	}
 	c := &conn{
-		proto: p, cfg: p.cfg, acfg: ch, log: log,
+		proto: p, cfg: p.cfg, child: ch, log: log,
 		noise: noise, recycle: recycle, clock: clock,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
@@ -192,14 +192,14 @@ func (c *conn) Wait() {
 }
 
 func (c *conn) dropped(reason string) {
-	c.acfg.Metrics.Dropped(reason)
+	c.child.Metrics.Dropped(reason)
 }
 
 // Traits implements agentconn.Conn: the sidecar cancels streams in protocol; its
 // sessions outlive a restart, resumed or created again with the history
 // the bridge keeps (ResumeSession); it has no session limit of its own.
 func (c *conn) Traits() agentconn.Traits {
-	return agentconn.Traits{Cancel: true, Resume: true, InitTimeout: c.acfg.InitTimeout, CancelGrace: c.acfg.CancelGrace}
+	return agentconn.Traits{Cancel: true, Resume: true, InitTimeout: c.child.InitTimeout, CancelGrace: c.child.CancelGrace}
 }
 
 // TurnLease implements agentconn.Conn: the sidecar runs turns concurrently.
@@ -326,14 +326,14 @@ func (c *conn) markReady(via string, r readyInfo) {
 // sidecar sends only the latter), within InitTimeout. Nothing is sent
 // before it. Then the health pings start.
 func (c *conn) Handshake(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.child.InitTimeout)
 	defer cancel()
 	select {
 	case <-c.ready:
 	case <-c.done:
 		return fmt.Errorf("waiting for the sidecar's ready signal: %w", c.Err())
 	case <-ctx.Done():
-		return fmt.Errorf("sidecar sent no ready signal within %s: %w", c.acfg.InitTimeout, ctx.Err())
+		return fmt.Errorf("sidecar sent no ready signal within %s: %w", c.child.InitTimeout, ctx.Err())
 	}
 	c.goBackground(c.pingLoop)
 	return nil
@@ -400,7 +400,7 @@ func (c *conn) Shutdown(exited <-chan struct{}) bool {
 	if c.Err() != nil {
 		return false
 	}
-	grace := time.NewTimer(c.acfg.StopGrace)
+	grace := time.NewTimer(c.child.StopGrace)
 	defer grace.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -421,7 +421,7 @@ func (c *conn) Shutdown(exited <-chan struct{}) bool {
 				c.log.Warn("sidecar refused system.shutdown", "error", err)
 			}
 		case <-grace.C:
-			c.log.Warn("sidecar did not exit after system.shutdown; closing stdin and sending SIGTERM", "grace", c.acfg.StopGrace)
+			c.log.Warn("sidecar did not exit after system.shutdown; closing stdin and sending SIGTERM", "grace", c.child.StopGrace)
 			return true
 		}
 	}
@@ -492,7 +492,7 @@ type createParams struct {
 // InitTimeout, for the pool key ctx carries (agentconn.DefaultKey when none).
 // The new session's history starts empty.
 func (c *conn) NewSession(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.child.InitTimeout)
 	defer cancel()
 	sid, err := c.create(ctx)
 	if err != nil {
@@ -519,7 +519,7 @@ func (c *conn) create(ctx context.Context) (string, error) {
 // the session carries over, so the conversation goes on. Both are bounded
 // by one InitTimeout.
 func (c *conn) ResumeSession(ctx context.Context, sid string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.acfg.InitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.child.InitTimeout)
 	defer cancel()
 	raw, err := c.call(ctx, methodSessionResume, map[string]string{"sessionId": sid}, jsonrpc.CallOptions{})
 	if err == nil {
