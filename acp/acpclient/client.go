@@ -59,10 +59,6 @@ type Client struct {
 	procLease chan struct{}
 	// recycle asks the owner to replace this client's process.
 	recycle func(reason string)
-	// notified tells the stdout guard one notification was handled.
-	notified func()
-	// barrier waits for notifications sent before the current request.
-	barrier func(ctx context.Context, limit time.Duration)
 
 	doneOnce sync.Once
 	done     chan struct{}
@@ -97,8 +93,6 @@ func newClient(ch agentconn.Child, cfg Config) *Client {
 		metrics:     ch.Metrics,
 		perm:        cfg.Permissions,
 		recycle:     func(string) {},
-		notified:    func() {},
-		barrier:     func(context.Context, time.Duration) {},
 		done:        make(chan struct{}),
 		turns:       make(map[string]*agentconn.Mailbox),
 		sessions:    make(map[string]bool),
@@ -118,8 +112,7 @@ func Dial(ctx context.Context, cfg Config, ch agentconn.Child) (*Client, error) 
 	ch.Gen = 1
 	c := newClient(ch, cfg)
 	lw := &jsonrpc.LockedWriter{W: ch.Stdin}
-	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.done)
-	c.notified, c.barrier = g.notificationHandled, g.barrier
+	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.notification, c.done)
 	c.conn = acp.NewConnection(c.handle, lw, g)
 	sl, _ := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
@@ -484,30 +477,35 @@ func (c *Client) activeTurn(sid string) *agentconn.Mailbox {
 	return c.turns[sid]
 }
 
-// handle is the one SDK MethodHandler: every inbound request and
-// notification arrives here. Notifications are O(1) and never block.
-// The stdout guard lets only session/request_permission through as a request.
+// handle is the SDK's MethodHandler: the stdout guard lets only
+// session/request_permission through as a request, and no notification.
 func (c *Client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
 	if method == methodRequestPermission {
 		return c.handlePermission(ctx, params), nil
 	}
-	defer c.notified()
+	c.notification(method, params)
+	return nil, nil
+}
+
+// notification handles one notification from the agent, on the stdout
+// guard's reading goroutine and in the order they were sent: it is O(1)
+// and never blocks.
+func (c *Client) notification(method string, params json.RawMessage) {
 	if strings.HasPrefix(method, "_zeroclaw/") {
 		if method == "_zeroclaw/history_trimmed" {
 			c.log.Info("agent trimmed session history", "details", string(params[:min(len(params), 512)]))
 		}
-		return nil, nil
+		return
 	}
 	if c.adapter == nil {
-		return nil, nil
+		return
 	}
 	sid, ev, ok := c.adapter.decode(method, params)
 	if !ok {
 		c.log.Debug("ignoring agent notification", "method", method)
-		return nil, nil
+		return
 	}
 	c.route(sid, ev)
-	return nil, nil
 }
 
 func (c *Client) route(sid string, ev event) {
@@ -626,9 +624,8 @@ func (c *Client) handlePermission(ctx context.Context, params json.RawMessage) a
 	}
 	_ = json.Unmarshal(params, &p)
 	sid := cmp.Or(p.SessionID, p.SessionID2)
-	// The SDK may run this request before the notifications sent ahead of
-	// it are handled: a tool_call with the same id would not be known yet.
-	c.barrier(ctx, time.Second)
+	// Every notification sent ahead of this request, the tool_call update
+	// with the same id among them, was handled before the request was read.
 	tool, source := identifyTool(p.ToolName, p.ToolCall, func(id string) string {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -740,8 +737,7 @@ func New(cfg Config) *Protocol { return &Protocol{cfg: cfg.withDefaults()} }
 func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
 	c := newClient(ch, p.cfg)
 	c.recycle = ch.Recycle
-	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.done)
-	c.notified, c.barrier = g.notificationHandled, g.barrier
+	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.notification, c.done)
 	c.conn = acp.NewConnection(c.handle, ch.Stdin, g)
 	sl, cause := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
@@ -792,8 +788,8 @@ func (c *Client) ResumeSession(ctx context.Context, sid string) (string, error) 
 	c.opening[sid]++
 	c.mu.Unlock()
 	return c.open(ctx, method, params, func(_ json.RawMessage, err error) (string, error) {
-		// The SDK returns the answer once every notification sent before
-		// it was handled: the replay is over.
+		// Every notification sent before the answer was handled before
+		// the answer was read: the replay is over.
 		c.mu.Lock()
 		if c.opening[sid]--; c.opening[sid] <= 0 {
 			delete(c.opening, sid)

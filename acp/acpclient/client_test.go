@@ -77,3 +77,40 @@ func TestToolTableBounded(t *testing.T) {
 		t.Errorf("tool-call table holds %d calls after the turn, want 0", n)
 	}
 }
+
+// An agent sending more notifications at once than the SDK's queue holds
+// (1 024) keeps its connection: the guard handles each before reading the
+// next, so the turn gets its text, in order, and the next turn runs.
+func TestNotificationFloodKeepsConnection(t *testing.T) {
+	const flood = 3000
+	a := &acptest.Agent{Name: "fake", SessionPrefix: "s"}
+	a.OnPrompt = func(ctx context.Context, a *acptest.Agent, sid, text string) (acp.PromptResponse, error) {
+		for i := range flood {
+			_ = a.Conn().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(fmt.Sprint("other-", i)),
+				Update: acp.UpdateAgentMessageText("ignored")})
+		}
+		_ = a.Chunk(ctx, sid, "😊 "+text)
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+	}
+	c := dialAgent(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sid, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two"} {
+		m := agentconn.NewMailbox(sid)
+		c.BeginTurn(m)
+		if _, err := c.Prompt(ctx, sid, text); err != nil {
+			t.Fatalf("turn %q after a flood of %d notifications: %v", text, flood, err)
+		}
+		if got := m.Drain(); len(got) != 1 || got[0] != "😊 "+text {
+			t.Errorf("turn %q text %q, want its one chunk", text, got)
+		}
+		c.EndTurn(m)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("connection ended: %v", err)
+	}
+}

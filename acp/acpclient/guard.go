@@ -3,14 +3,10 @@ package acpclient
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -27,19 +23,24 @@ const (
 	// guardMaxLine is the largest line the guard buffers at all; longer lines
 	// are discarded unread.
 	guardMaxLine = 64 << 20
-	// paceHigh is how many notifications may wait in the SDK's 1024-slot
-	// queue before the guard stops reading the child, so that queue never
-	// overflows however fast the child writes.
-	paceHigh = 512
 )
 
 // stdoutGuard is the reader the SDK connection reads the child's stdout
 // through. It reads lines of any length, drops non-JSON noise (legacy
 // agents log on stdout), keeps oversize frames away from the SDK, answers
-// requests the bridge does not serve, and paces notifications so the
-// SDK's bounded queue can never overflow. It filters on the SDK's own
-// reading goroutine: a frame reaches the SDK without a second goroutine
-// or pipe in between, which would cost two thread wake-ups per frame.
+// requests the bridge does not serve, and handles notifications itself.
+// It runs on the SDK's own reading goroutine: a frame reaches the SDK
+// without a second goroutine or pipe in between, which would cost two
+// thread wake-ups per frame.
+//
+// Notifications never reach the SDK. The SDK queues them for a goroutine
+// of their own and, before returning a response, waits for that goroutine
+// to finish the notifications received ahead of it (another goroutine
+// started and joined per request): three thread wake-ups per turn. The
+// guard instead calls the client's handler for each notification, in
+// order, before it reads the next frame, so a notification is handled
+// before any response or request sent after it is seen at all, and the
+// SDK's queue, which closes the connection when it overflows, stays empty.
 type stdoutGuard struct {
 	src    *bufio.Reader
 	reply  io.Writer // the child's stdin, for answers the guard gives itself
@@ -49,33 +50,28 @@ type stdoutGuard struct {
 	// sdkLine and maxLine are sdkSafeLine and guardMaxLine, smaller in tests.
 	sdkLine, maxLine int
 
-	out     []byte        // the frame being handed to the SDK, not yet read
-	frames  []byte        // out's backing array, reused between frames
-	readErr error         // the error that ended src; returned once out is empty
-	paced   bool          // the last frame was a notification: pace before the next
-	gate    chan struct{} // closed by open: the SDK reads nothing before
+	// notify handles one notification; it must not block for long (it
+	// holds up the child's stdout).
+	notify func(method string, params json.RawMessage)
 
-	forwarded atomic.Uint64 // notifications handed to the SDK (written by the reading goroutine)
-	handled   atomic.Uint64 // notifications the dispatcher has finished
-	wake      chan struct{} // cap 1; dispatcher → guard
-	done      <-chan struct{}
-
-	// Barrier waiters (see waitHandled).
-	waiters  atomic.Int32
-	mu       sync.Mutex
-	progress chan struct{} // closed at the next handled notification
+	out      []byte        // the frame being handed to the SDK, not yet read
+	frames   []byte        // out's backing array, reused between frames
+	readErr  error         // the error that ended src; returned once out is empty
+	notified bool          // the last frame was a notification, handled here
+	gate     chan struct{} // closed by open: the SDK reads nothing before
+	done     <-chan struct{}
 }
 
-func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop func(string), done <-chan struct{}) *stdoutGuard {
+func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop func(string), notify func(string, json.RawMessage), done <-chan struct{}) *stdoutGuard {
 	return &stdoutGuard{
 		src:     bufio.NewReaderSize(src, 64<<10),
 		reply:   reply,
 		log:     log,
 		noise:   childlog.NewLimiter(log, 50, clockwork.NewRealClock()),
 		onDrop:  onDrop,
+		notify:  notify,
 		sdkLine: sdkSafeLine,
 		maxLine: guardMaxLine,
-		wake:    make(chan struct{}, 1),
 		done:    done,
 		gate:    make(chan struct{}),
 	}
@@ -86,65 +82,11 @@ func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop fun
 // can make it log.
 func (g *stdoutGuard) open() { close(g.gate) }
 
-// notificationHandled is called by the dispatcher after each notification.
-func (g *stdoutGuard) notificationHandled() {
-	g.handled.Add(1)
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
-	if g.waiters.Load() > 0 {
-		g.mu.Lock()
-		if g.progress != nil {
-			close(g.progress)
-			g.progress = nil
-		}
-		g.mu.Unlock()
-	}
-}
-
-// barrier waits until every notification forwarded so far has been
-// handled, within ctx and at most limit. The SDK runs an inbound request at
-// once on its own goroutine, while notifications are processed in order on
-// another, so a request can overtake the notifications sent before it
-// (a permission request its tool_call update).
-func (g *stdoutGuard) barrier(ctx context.Context, limit time.Duration) {
-	target := g.forwarded.Load()
-	if g.handled.Load() >= target {
-		return
-	}
-	g.waiters.Add(1)
-	defer g.waiters.Add(-1)
-	timeout := time.NewTimer(limit)
-	defer timeout.Stop()
-	for {
-		g.mu.Lock()
-		if g.handled.Load() >= target {
-			g.mu.Unlock()
-			return
-		}
-		if g.progress == nil {
-			g.progress = make(chan struct{})
-		}
-		ch := g.progress
-		g.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		case <-g.done:
-			return
-		case <-timeout.C:
-			return
-		}
-	}
-}
-
 // Read implements io.Reader for the SDK: the next forwarded frame (or
 // what is left of it), newline-terminated. It reads and classifies child
-// lines until one is forwarded, blocks while the SDK's queue is full, and
-// returns the child's read error (nil at EOF becomes io.EOF) once the
-// frames before it are read.
+// lines, handling notifications, until one is forwarded, and returns the
+// child's read error (nil at EOF becomes io.EOF) once the frames before it
+// are read.
 func (g *stdoutGuard) Read(p []byte) (int, error) {
 	if g.gate != nil {
 		select {
@@ -158,17 +100,14 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 		if g.readErr != nil {
 			return 0, g.readErr
 		}
-		if g.paced {
-			g.paced = false
-			if err := g.pace(); err != nil {
-				g.readErr = err
-				return 0, err
-			}
+		if g.notified {
+			g.notified = false
 			if g.src.Buffered() > 0 {
 				// More frames are already here (a reply's last chunk and
-				// its result): let the notification just queued be
-				// handled before the next frame is parsed, so a chunk is
-				// not overtaken by the result behind it.
+				// its result): let the turn woken by the chunk write it
+				// before the result behind it is parsed and wakes the
+				// turn's prompt instead, so the chunk is not held back to
+				// go out with the final frame.
 				runtime.Gosched()
 			}
 		}
@@ -197,7 +136,10 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	var head jsonrpc.Head
+	var head struct {
+		jsonrpc.Head
+		Params json.RawMessage `json:"params"`
+	}
 	if trimmed[0] != '{' || json.Unmarshal(trimmed, &head) != nil {
 		// Cleaned like stderr (legacy agents colour these tracing lines),
 		// secrets redacted (ZeroClaw prints its OTP enrollment URI here).
@@ -235,26 +177,13 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 			g.onDrop("oversize")
 			return nil
 		}
-		g.forward(trimmed)
-		g.forwarded.Add(1)
-		g.paced = true
+		g.notify(head.Method, head.Params)
+		g.notified = true
 		return nil
 	default:
 		g.noise.Emit(hclog.Warn, "agent sent a frame with neither id nor method")
 		return nil
 	}
-}
-
-// pace blocks while too many notifications wait in the SDK's queue.
-func (g *stdoutGuard) pace() error {
-	for g.forwarded.Load()-g.handled.Load() >= paceHigh {
-		select {
-		case <-g.wake:
-		case <-g.done:
-			return agentconn.ErrAgentGone
-		}
-	}
-	return nil
 }
 
 // forward queues frame for the SDK's next reads. The buffer is reused

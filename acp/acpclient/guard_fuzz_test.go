@@ -24,8 +24,8 @@ func FuzzGuard(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
-		forwarded, answered, _ := runGuard(t, input)
-		for _, line := range forwarded {
+		r := runGuard(t, input)
+		for _, line := range r.forwarded {
 			if len(line) > 1<<10+256 { // the test guard's SDK limit, plus an error frame
 				t.Fatalf("forwarded %d bytes past the limit", len(line))
 			}
@@ -34,7 +34,12 @@ func FuzzGuard(f *testing.F) {
 				t.Fatalf("forwarded a non-object line %q: %v", line, err)
 			}
 		}
-		for _, line := range strings.Split(strings.TrimSpace(answered), "\n") {
+		for _, n := range r.notified { // method, space, params: params are JSON when present
+			if _, params, _ := strings.Cut(n, " "); params != "" && !json.Valid([]byte(params)) {
+				t.Fatalf("handled a notification with params %q", params)
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSpace(r.answered), "\n") {
 			if line == "" {
 				continue
 			}
