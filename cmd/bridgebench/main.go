@@ -133,11 +133,11 @@ func run(o options, out io.Writer) error {
 	ingestShare := ratio{name: "perception ingest, % of the empty handler's events/s", unit: " %", target: 80, atLeast: true, missing: "skipped (-skip-perception)"}
 	rssOver := ratio{name: "idle RSS (existing brain.db) over the library floor (+ openai-go, SQLite, YAML)", unit: " MiB", target: 3, missing: "skipped (-skip-floors)"}
 
-	agent, agentFirst, err := agentBaseline(bin, o.turns)
+	agent, agentFirst, acpCPU, err := agentBaseline(bin, o.turns)
 	if err != nil {
 		return err
 	}
-	add("demo agent alone (ACP prompt round trip)", fmt.Sprintf("p50 %s  p99 %s", us(pct(agent, .5)), us(pct(agent, .99))), "")
+	add("demo agent alone (ACP prompt round trip)", fmt.Sprintf("p50 %s  p99 %s  (the SDK client's CPU: %s per prompt)", us(pct(agent, .5)), us(pct(agent, .99)), us(acpCPU)), "")
 
 	emptyURL, emptyPID, stopEmpty, err := startEmpty()
 	if err != nil {
@@ -251,7 +251,7 @@ func run(o options, out io.Writer) error {
 				cpuRatio.missing = "the empty handler's CPU was below the clock's 10 ms tick: raise -cpu-turns"
 			}
 		}
-		add(fmt.Sprintf("bridge CPU per %s turn, lockstep on one connection", kind), fmt.Sprintf("%s  (%.0f turns/s; the empty handler: %s per request)", us(cpu), float64(o.cpuTurns)/elapsed.Seconds(), us(emptyCPU)), target)
+		add(fmt.Sprintf("bridge CPU per %s turn, lockstep on one connection", kind), fmt.Sprintf("%s  (%.0f turns/s; the empty handler: %s per request; with the SDK client's per prompt: %s)", us(cpu), float64(o.cpuTurns)/elapsed.Seconds(), us(emptyCPU), us(emptyCPU+acpCPU)), target)
 	}
 
 	crash, err := crashToTurn(client, b.URL)
