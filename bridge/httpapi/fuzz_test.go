@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/url"
+	"reflect"
 	"testing"
 )
 
@@ -14,6 +15,11 @@ func FuzzDecodeObject(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		obj, apiErr := DecodeObject(body)
+		// The one-pass path gives what decoding the whole value first did.
+		wantObj, wantErr := decodeObjectTwoPass(body)
+		if !reflect.DeepEqual(obj, wantObj) || !reflect.DeepEqual(apiErr, wantErr) {
+			t.Fatalf("%q: got %v, %v; decoding the value first gives %v, %v", body, obj, apiErr, wantObj, wantErr)
+		}
 		if apiErr == nil {
 			if obj == nil {
 				t.Fatalf("no object and no error for %q", body)
@@ -27,6 +33,30 @@ func FuzzDecodeObject(f *testing.F) {
 			t.Fatalf("detail does not encode for %q: %v", body, err)
 		}
 	})
+}
+
+// decodeObjectTwoPass is DecodeObject as it was before its one-pass path:
+// the whole value decoded first, then the object's fields.
+func decodeObjectTwoPass(body []byte) (map[string]json.RawMessage, *APIError) {
+	if len(body) == 0 {
+		return nil, Validation(BodyMissing())
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, Validation(JSONInvalid(errorOffset(body, err), err.Error()))
+	}
+	switch v.(type) {
+	case nil:
+		return nil, Validation(BodyMissing())
+	case map[string]any:
+	default:
+		return nil, Validation(NotObject(v))
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, Validation(JSONInvalid(0, err.Error()))
+	}
+	return obj, nil
 }
 
 // FuzzBindQuery: whatever the query string, reading every kind of

@@ -317,6 +317,15 @@ func DecodeObject(body []byte) (map[string]json.RawMessage, *APIError) {
 	if len(body) == 0 {
 		return nil, Validation(BodyMissing())
 	}
+	// Nearly every body is a valid object: one pass into its fields. A
+	// body that starts with '{' and decodes is an object; anything else is
+	// decoded whole below, which words its error as FastAPI did.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(body, &obj) == nil {
+			return obj, nil
+		}
+	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, Validation(JSONInvalid(errorOffset(body, err), err.Error()))
