@@ -248,11 +248,34 @@ func (b *Binder) BoolOr(name string, def bool) bool {
 
 // StringValue decodes raw when it is a JSON string.
 func StringValue(raw []byte) (string, bool) {
+	if s, ok := plainString(raw); ok {
+		return s, true
+	}
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plainString reads a JSON string with nothing to unescape or replace
+// (no backslash, no control character, valid UTF-8) without the decoder:
+// its bytes between the quotes are its value.
+func plainString(raw []byte) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : n-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }
 
 // RawValue decodes raw into a plain Go value (nil when it does not

@@ -35,6 +35,21 @@ func FuzzDecodeObject(f *testing.F) {
 	})
 }
 
+// FuzzStringValue: the decoder-free path reads a string as the decoder does.
+func FuzzStringValue(f *testing.F) {
+	for _, seed := range []string{`"robot-1"`, `""`, `"a\"b"`, `"caf\u00e9"`, "\"\xff\"", "\"a\x01\"", `"a"b"`, `"`, `1`, `null`, `"日本"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := StringValue(raw)
+		var want string
+		wantOK := len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &want) == nil
+		if got != want || ok != wantOK {
+			t.Fatalf("%q: got %q, %v; the decoder gives %q, %v", raw, got, ok, want, wantOK)
+		}
+	})
+}
+
 // decodeObjectTwoPass is DecodeObject as it was before its one-pass path:
 // the whole value decoded first, then the object's fields.
 func decodeObjectTwoPass(body []byte) (map[string]json.RawMessage, *APIError) {
