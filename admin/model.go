@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,9 +24,9 @@ func execCmd(ctx context.Context, name string, args ...string) (string, error) {
 }
 
 var (
-	modelName = regexp.MustCompile(`^[A-Za-z0-9./:_-]+$`)
-	modelLine = regexp.MustCompile(`^(\s*)model\s*=\s*"[^"]*"(.*)$`)
-	fallback  = regexp.MustCompile(`^(\s*)fallback\s*=\s*"[^"]*"(.*)$`)
+	modelName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9./:_-]+$`) })
+	modelLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)model\s*=\s*"[^"]*"(.*)$`) })
+	fallback  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)fallback\s*=\s*"[^"]*"(.*)$`) })
 )
 
 // model is POST /admin/model.
@@ -59,7 +60,7 @@ func (h *Handler) setModel(daemon, model string, restart bool) (path, unit strin
 	// old file and the second would undo the first.
 	h.modelMu.Lock()
 	defer h.modelMu.Unlock()
-	if !modelName.MatchString(model) {
+	if !modelName().MatchString(model) {
 		return "", "", httpapi.NewError(http.StatusBadRequest, "model id has invalid chars")
 	}
 	path, unit = h.cfg.VoiceConfig, h.cfg.VoiceUnit
@@ -141,10 +142,10 @@ func setProfileModel(doc, key, model string) (string, error) {
 	if !ok {
 		return "", httpapi.NewError(http.StatusInternalServerError, "profile section not found: "+header)
 	}
-	if !replaceFirst(lines, start+1, end, modelLine, "model", model) {
+	if !replaceFirst(lines, start+1, end, modelLine(), "model", model) {
 		return "", httpapi.NewError(http.StatusInternalServerError, "model line not found in profile '"+key+"'")
 	}
-	if !replaceFirst(lines, 0, len(lines), fallback, "fallback", key) {
+	if !replaceFirst(lines, 0, len(lines), fallback(), "fallback", key) {
 		return "", httpapi.NewError(http.StatusInternalServerError, "[providers].fallback line not found")
 	}
 	return strings.Join(lines, "\n"), nil
@@ -160,7 +161,7 @@ func setLegacyModel(doc, model string) (string, error) {
 	if !ok {
 		return "", httpapi.NewError(http.StatusInternalServerError, "provider section not found")
 	}
-	if !replaceFirst(lines, start+1, end, modelLine, "model", model) {
+	if !replaceFirst(lines, start+1, end, modelLine(), "model", model) {
 		return "", httpapi.NewError(http.StatusInternalServerError, "model line not found")
 	}
 	return strings.Join(lines, "\n"), nil
@@ -189,19 +190,19 @@ func (h *Handler) configMatches(doc, want string) bool {
 		return false
 	}
 	for i := start + 1; i < end; i++ {
-		if m := modelValue.FindStringSubmatch(lines[i]); m != nil {
+		if m := modelValue().FindStringSubmatch(lines[i]); m != nil {
 			return m[1] == want
 		}
 	}
 	return false
 }
 
-var modelValue = regexp.MustCompile(`^\s*model\s*=\s*"([^"]*)"`)
+var modelValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*model\s*=\s*"([^"]*)"`) })
 
 // fallbackIs reports whether the file's fallback line names key.
 func fallbackIs(lines []string, key string) bool {
 	for _, l := range lines {
-		if fallback.MatchString(l) {
+		if fallback().MatchString(l) {
 			return strings.Contains(l, `"`+key+`"`)
 		}
 	}

@@ -85,7 +85,7 @@ func (s *Safety) change(add bool, tool string) (before, after int, err error) {
 	return before, len(next), nil
 }
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9._]+$`)
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._]+$`) })
 
 // safety is POST /admin/safety.
 func (h *Handler) safety(c echo.Context) error {
@@ -96,7 +96,7 @@ func (h *Handler) safety(c echo.Context) error {
 	if action != "add" && action != "remove" {
 		return httpapi.NewError(http.StatusBadRequest, "action must be 'add' or 'remove'")
 	}
-	if !toolName.MatchString(tool) {
+	if !toolName().MatchString(tool) {
 		return httpapi.NewError(http.StatusBadRequest, "tool name has invalid chars")
 	}
 	if h.cfg.Safety == nil {

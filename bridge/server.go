@@ -684,7 +684,7 @@ func pythonBuckets(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		body := rec.body.Bytes()
 		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
-			body = wholeBucket.ReplaceAll(body, []byte(`${1}${2}.0"`))
+			body = wholeBucket().ReplaceAll(body, []byte(`${1}${2}.0"`))
 		}
 		w.Header().Del("Content-Length")
 		w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
@@ -693,7 +693,9 @@ func pythonBuckets(next http.Handler) http.Handler {
 }
 
 // wholeBucket is a bucket sample's le label with a whole-number bound.
-var wholeBucket = regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*_bucket\{(?:[^}]*,)?le=")(-?[0-9]+)"`)
+var wholeBucket = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*_bucket\{(?:[^}]*,)?le=")(-?[0-9]+)"`)
+})
 
 // bufferedResponse keeps a handler's response to rewrite it.
 type bufferedResponse struct {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -102,7 +103,7 @@ func (c *consumers) idleOnce(ctx context.Context) {
 
 // wordRE is Python's Unicode \w: letters, digits and numbers of any
 // script, and the underscore.
-var wordRE = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+var wordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{L}\p{N}_]+`) })
 
 // Notable reports whether an idle description is worth keeping: at least
 // 20 characters, not a "same as before", and a lower-cased word-set
@@ -131,7 +132,7 @@ func Notable(desc, last string, threshold float64) bool {
 
 func words(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range wordRE.FindAllString(s, -1) {
+	for _, w := range wordRE().FindAllString(s, -1) {
 		out[strings.ToLower(w)] = true
 	}
 	return out

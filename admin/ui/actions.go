@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -72,7 +73,7 @@ var faceNames = map[string]string{
 var songExt = []string{".opus", ".ogg", ".wav", ".mp3"}
 
 // controlChars are C0 controls and DEL: never sent to speech.
-var controlChars = regexp.MustCompile(`[\x00-\x1f\x7f]+`)
+var controlChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\x00-\x1f\x7f]+`) })
 
 // actionResult is what every action answers on success.
 type actionResult struct {
@@ -220,7 +221,7 @@ func (u *UI) mood(c echo.Context) error {
 // cleanText is a Say or story text made safe for speech: control
 // characters become spaces and runs of white space one space.
 func cleanText(s string) string {
-	return strings.Join(strings.Fields(controlChars.ReplaceAllString(s, " ")), " ")
+	return strings.Join(strings.Fields(controlChars().ReplaceAllString(s, " ")), " ")
 }
 
 // spoken binds {text}: required, at most MaxSay characters, not empty

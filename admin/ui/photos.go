@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,7 +29,7 @@ type photoInfo struct {
 }
 
 // unsafeName are the characters kept out of a download's file name.
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // photos is GET /ui/api/photos: the devices with a photo, newest first.
 func (u *UI) photos(c echo.Context) error {
@@ -56,7 +57,7 @@ func (u *UI) photo(c echo.Context) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if c.QueryParam("download") == "1" {
-		name := "dotty-" + unsafeName.ReplaceAllString(p.Device, "_") + "-" + p.At.In(u.cfg.Location).Format("20060102-150405") + ".jpg"
+		name := "dotty-" + unsafeName().ReplaceAllString(p.Device, "_") + "-" + p.At.In(u.cfg.Location).Format("20060102-150405") + ".jpg"
 		h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	}
 	return c.Blob(http.StatusOK, "image/jpeg", p.JPEG)

@@ -201,11 +201,11 @@ func Name(name string) string {
 }
 
 // nameChars are the characters of a unit name (systemd's unit_name_is_valid).
-var nameChars = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
+var nameChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`) })
 
 // Check reports why name is not a unit name.
 func Check(name string) error {
-	if n := Name(name); len(n) > 255 || !nameChars.MatchString(name) || strings.HasPrefix(name, ".") {
+	if n := Name(name); len(n) > 255 || !nameChars().MatchString(name) || strings.HasPrefix(name, ".") {
 		return errors.New("want systemd unit names (letters, digits and :_.\\@-), such as zeroclaw-discord or zeroclaw-discord.service")
 	}
 	return nil

@@ -290,7 +290,7 @@ func mediaViews(content map[string]json.RawMessage) []mediaView {
 }
 
 // schemaRef is a reference to a named schema in escaped JSON text.
-var schemaRef = regexp.MustCompile(`&#34;#/components/schemas/([A-Za-z0-9_]+)&#34;`)
+var schemaRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`&#34;#/components/schemas/([A-Za-z0-9_]+)&#34;`) })
 
 // schemaHTML is a schema as indented JSON, escaped, with references to
 // named schemas made links to them on the page.
@@ -305,6 +305,6 @@ func schemaHTML(raw json.RawMessage) template.HTML {
 	}
 	esc := template.HTMLEscapeString(b.String())
 	// The name matched is letters, digits and _ only: safe in an href and as text.
-	return template.HTML(schemaRef.ReplaceAllString(esc, // #nosec G203 -- esc is escaped; the only markup added is the link, around a name of [A-Za-z0-9_]
+	return template.HTML(schemaRef().ReplaceAllString(esc, // #nosec G203 -- esc is escaped; the only markup added is the link, around a name of [A-Za-z0-9_]
 		`&#34;<a href="#schema-$1">#/components/schemas/$1</a>&#34;`))
 }

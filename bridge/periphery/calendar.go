@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
@@ -91,9 +92,13 @@ func failureKind(err error) string {
 var (
 	// isoTimestampRe matches ISO 8601 dates with an optional time and zone:
 	// 2026-05-17, 2026-05-17T09:30, 2026-05-17T09:30:00.5+10:00, … Z.
-	isoTimestampRe = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?\b`)
+	isoTimestampRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?\b`)
+	})
 	// emailRe matches e-mail addresses.
-	emailRe = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+`)
+	emailRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+`)
+	})
 )
 
 // funnel runs a summary through the privacy funnel: trim, drop ISO
@@ -106,7 +111,7 @@ var (
 // before the bridge adds its own "[email]" markers, then the title is cut
 // to prompttext.Event.
 func (p *Periphery) funnel(summary string) (bucket, name, title string) {
-	s := strings.Join(strings.Fields(isoTimestampRe.ReplaceAllString(summary, " ")), " ")
+	s := strings.Join(strings.Fields(isoTimestampRe().ReplaceAllString(summary, " ")), " ")
 	bucket, title = p.cfg.HouseholdBucket, s
 	re := p.cfg.PersonPrefix
 	if m := re.FindStringSubmatch(s); m != nil {
@@ -124,7 +129,7 @@ func (p *Periphery) funnel(summary string) (bucket, name, title string) {
 
 // cleanText replaces e-mail addresses and collapses whitespace.
 func cleanText(s string) string {
-	return strings.Join(strings.Fields(emailRe.ReplaceAllString(s, "[email]")), " ")
+	return strings.Join(strings.Fields(emailRe().ReplaceAllString(s, "[email]")), " ")
 }
 
 // startOfDay is local midnight of t's day in loc.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -936,8 +937,9 @@ func (c config) validate() error {
 // becomes `invalid NAME "value": want …`, NAME the flag or variable of the
 // setting whose field is path.F, the want ending with that setting's unit
 // (or with the name of the setting it compares with). Other errors are
-// returned as they are.
-func (c config) onSettings(path string, err error) []error {
+// returned as they are. c is a pointer: a config passed by value would be
+// copied to the heap on every call (s.show takes its address).
+func (c *config) onSettings(path string, err error) []error {
 	var out []error
 	for _, e := range fieldcheck.Split(fieldcheck.Under(path, err)) {
 		var fe *fieldcheck.Error
@@ -959,7 +961,7 @@ func (c config) onSettings(path string, err error) []error {
 		if fe.Why != "" {
 			want += " (" + fe.Why + ")"
 		}
-		out = append(out, fmt.Errorf("invalid %s %q: %s", c.nameOf(s.env), c.shown(s.env, s.show(&c)), want))
+		out = append(out, fmt.Errorf("invalid %s %q: %s", c.nameOf(s.env), c.shown(s.env, s.show(c)), want))
 	}
 	return out
 }
@@ -1086,7 +1088,7 @@ func parseHost(dst *string, v string) error {
 			return errors.New(wantHost)
 		}
 	}
-	if !isIP(v) && (len(v) > 253 || !hostName.MatchString(v)) {
+	if !isIP(v) && (len(v) > 253 || !hostName().MatchString(v)) {
 		return errors.New(wantHost)
 	}
 	*dst = v
@@ -1117,7 +1119,9 @@ func isIP(v string) bool {
 
 // hostName is a DNS name: dot-separated labels of letters, digits and
 // inner hyphens (underscores too, as container names have them).
-var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
+var hostName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
+})
 
 // parseZone reads an IANA time zone name.
 func parseZone(dst **time.Location, v string) error {

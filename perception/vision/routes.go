@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -306,7 +307,9 @@ func (s *Service) roster() []perception.Person {
 // Moods are the room view's mood vocabulary.
 var Moods = []string{"engaged", "tired", "excited", "distressed", "neutral"}
 
-var roomReply = regexp.MustCompile(`(?is)^\s*DESC:\s*(?P<desc>.+?)\s*\|\s*NAME:\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]*)\s*(?:\|\s*MOOD:\s*(?P<mood>[A-Za-z]+)\s*)?[.!?]?\s*$`)
+var roomReply = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?is)^\s*DESC:\s*(?P<desc>.+?)\s*\|\s*NAME:\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]*)\s*(?:\|\s*MOOD:\s*(?P<mood>[A-Za-z]+)\s*)?[.!?]?\s*$`)
+})
 
 // ParseRoomView reads a "DESC: … | NAME: … | MOOD: …" reply: the
 // description ("" for none), the lower-cased name ("" for none) and a mood
@@ -316,7 +319,7 @@ func ParseRoomView(reply string) (desc, name, mood string) {
 	if reply == "" || strings.Contains(strings.ToLower(reply), NoOneInView) {
 		return "", "", ""
 	}
-	m := roomReply.FindStringSubmatch(reply)
+	m := roomReply().FindStringSubmatch(reply)
 	if m == nil {
 		return reply, "", ""
 	}

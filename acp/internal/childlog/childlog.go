@@ -168,28 +168,35 @@ const secretKeys = `api[_-]?key|(?:secret|client|signing|master|private|access|e
 
 // secretPatterns find secrets in a line of a child's output; each match
 // is replaced by its template (${1} keeps what introduces the secret).
-var secretPatterns = []struct {
+// They are compiled on first use, not at start: an idle bridge whose agent
+// prints nothing never needs them.
+var secretPatterns = sync.OnceValue(func() []secretPattern {
+	return []secretPattern{
+		// ZeroClaw prints its OTP enrollment URI on first setup, "Enrollment
+		// URI: otpauth://totp/ZeroClaw:zeroclaw?secret=…&issuer=ZeroClaw&period=30"
+		// (the label localised).
+		{regexp.MustCompile(`(?i)(otpauth://)\S+`), "${1}" + Redacted},
+		// Credentials in a URL: scheme://user:password@host.
+		{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@`), "${1}" + Redacted + "@"},
+		// Authorization header values.
+		{regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}" + Redacted},
+		// "key": "value with spaces" and 'key': '…' for keys naming a secret:
+		// the whole quoted value.
+		{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*")[^"]*"`), "${1}" + Redacted + `"`},
+		{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*')[^']*'`), "${1}" + Redacted + `'`},
+		// key=value, key: value for keys naming a secret (after an
+		// Authorization scheme word, the credential after it).
+		{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|bot|digest|apikey)\s+)?[^\s"',;&]+`), "${1}" + Redacted},
+		// Well-known key shapes: OpenAI, Anthropic and OpenRouter (sk-…),
+		// GitHub, Slack, AWS, Google, JSON Web Tokens, Telegram bots.
+		{regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|[0-9]{8,10}:[A-Za-z0-9_-]{35})`), Redacted},
+	}
+})
+
+// secretPattern is a secret's shape and its replacement template.
+type secretPattern struct {
 	re   *regexp.Regexp
 	repl string
-}{
-	// ZeroClaw prints its OTP enrollment URI on first setup, "Enrollment
-	// URI: otpauth://totp/ZeroClaw:zeroclaw?secret=…&issuer=ZeroClaw&period=30"
-	// (the label localised).
-	{regexp.MustCompile(`(?i)(otpauth://)\S+`), "${1}" + Redacted},
-	// Credentials in a URL: scheme://user:password@host.
-	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@`), "${1}" + Redacted + "@"},
-	// Authorization header values.
-	{regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}" + Redacted},
-	// "key": "value with spaces" and 'key': '…' for keys naming a secret:
-	// the whole quoted value.
-	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*")[^"]*"`), "${1}" + Redacted + `"`},
-	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*')[^']*'`), "${1}" + Redacted + `'`},
-	// key=value, key: value for keys naming a secret (after an
-	// Authorization scheme word, the credential after it).
-	{regexp.MustCompile(`(?i)((?:` + secretKeys + `)["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|bot|digest|apikey)\s+)?[^\s"',;&]+`), "${1}" + Redacted},
-	// Well-known key shapes: OpenAI, Anthropic and OpenRouter (sk-…),
-	// GitHub, Slack, AWS, Google, JSON Web Tokens, Telegram bots.
-	{regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|[0-9]{8,10}:[A-Za-z0-9_-]{35})`), Redacted},
 }
 
 // RedactSecrets replaces what looks like a secret in a line of a child's
@@ -197,7 +204,7 @@ var secretPatterns = []struct {
 // logged: ZeroClaw prints its OTP enrollment URI, and agents echo tokens,
 // API keys and Authorization headers in their errors.
 func RedactSecrets(s string) string {
-	for _, p := range secretPatterns {
+	for _, p := range secretPatterns() {
 		if p.re.MatchString(s) {
 			s = p.re.ReplaceAllString(s, p.repl)
 		}
