@@ -20,7 +20,7 @@ func BenchmarkIngest(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	data := map[string]any{"direction": "left", "energy": 0.4, "firmware_ts_ms": 123456.0}
+	data := DataOf(map[string]any{"direction": "left", "energy": 0.4, "firmware_ts_ms": 123456.0})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -72,7 +72,7 @@ func BenchmarkIngestNewDevices(b *testing.B) {
 	for i := range ids {
 		ids[i] = "dotty-" + strconv.Itoa(i)
 	}
-	data := map[string]any{"direction": "left", "energy": 0.4}
+	data := DataOf(map[string]any{"direction": "left", "energy": 0.4})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

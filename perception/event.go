@@ -10,13 +10,13 @@ import (
 
 // Event is one perception event: {"device_id", "ts", "name", "data"}. TS is
 // wall-clock seconds since the epoch, never later than the bridge's clock
-// once ingested (clampTS). Data is shared by every subscriber and must be
-// treated as read-only.
+// once ingested (clampTS). Data never changes, so one event is shared by
+// every subscriber.
 type Event struct {
 	DeviceID string
 	TS       float64
 	Name     string
-	Data     map[string]any
+	Data     Data
 }
 
 // Time returns TS as a time.Time.
@@ -68,19 +68,6 @@ func (r recentJSON) MarshalJSON() ([]byte, error) {
 func writeString(b *bytes.Buffer, s string) {
 	enc, _ := json.Marshal(s) // a string always encodes
 	b.Write(enc)
-}
-
-func writeData(b *bytes.Buffer, d map[string]any) error {
-	if len(d) == 0 {
-		b.WriteString("{}")
-		return nil
-	}
-	enc, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	b.Write(enc)
-	return nil
 }
 
 // formatSeconds writes epoch seconds without an exponent.

@@ -11,8 +11,9 @@ import (
 )
 
 // FuzzDecodeEvent feeds arbitrary bodies to the ingest decoder: it never
-// panics, answers either an event or a 4xx error, and an accepted event
-// encodes to valid JSON for the feed and the ring.
+// panics, answers either an event or a 4xx error, an accepted event
+// encodes to valid JSON for the feed and the ring, and every field a
+// consumer reads from its data is the field the feed shows.
 func FuzzDecodeEvent(f *testing.F) {
 	for _, seed := range []string{
 		`{"device_id":"d","ts":1.5,"name":"face_detected","data":{}}`,
@@ -22,6 +23,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"NAME":"m","Data":{"y":2}}`,
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"d\u0061ta":{"y":2}}`, `{"device_id":"d","ts":1,"name":"data","data":{}}`,
 		`{"device_id":" ","ts":2,"name":"n","data":{}}`, "{\"device_id\":\"d\xff\",\"ts\":-0,\"name\":\"\",\"data\":{\"\":[]}}",
+		`{"device_id":"d","ts":1,"name":"n","data":{"a":"x","a":"y","b":[1,"2",[true,null]]}}`, "{\"device_id\":\"d\",\"ts\":1,\"name\":\"n\",\"data\":{\"a\":\"\xff\"}}",
+		`{"device_id":"d","ts":1,"name":"n","data":{"a":1e400}}`, `{"device_id":"d","ts":1,"name":"n","data":{"a":-0.5E3, "b" : "c d"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -47,6 +50,16 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("invalid JSON %q for %q", enc, body)
 			}
 		}
+		var shown map[string]any
+		if err := json.Unmarshal([]byte(ev.Data.String()), &shown); err != nil || len(shown) != ev.Data.Len() {
+			t.Fatalf("data %s (%v) has %d fields for %q", ev.Data, err, ev.Data.Len(), body)
+		}
+		for k, v := range shown {
+			got, ok := ev.Data.Lookup(k)
+			if !ok || string(mustMarshal(t, got)) != string(mustMarshal(t, v)) {
+				t.Fatalf("field %q reads %#v, the feed shows %#v, for %q", k, got, v, body)
+			}
+		}
 		// The one-pass decoding of common bodies is the binder's, exactly.
 		if _, _, fast := decodeEventFast(body); fast {
 			slow, err := s.decodeEventSlow(body)
@@ -55,6 +68,15 @@ func FuzzDecodeEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return b
 }
 
 func mustJSON(t *testing.T, v json.Marshaler) []byte {
