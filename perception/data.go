@@ -305,3 +305,135 @@ func valueEnd[T ~string | ~[]byte](b T, i int) int {
 	}
 	return i
 }
+
+// maxPlainDepth is the deepest nesting validPlain checks; a deeper body
+// takes the binder's path.
+const maxPlainDepth = 32
+
+// validPlain reports whether b is one valid JSON value, nested at most
+// maxPlainDepth deep, with no backslash (so no escapes): what the fast
+// path reads. It accepts exactly what encoding/json accepts of such a
+// body (invalid UTF-8 inside strings included); false only sends a body
+// to the binder, which decides.
+func validPlain(b []byte) bool {
+	i, ok := plainValue(b, skipSpace(b, 0), 0)
+	return ok && skipSpace(b, i) == len(b)
+}
+
+// plainValue checks the value at i; it returns the index just past it.
+func plainValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		for i++; i < len(b); i++ {
+			switch c := b[i]; {
+			case c == '"':
+				return i + 1, true
+			case c < 0x20 || c == '\\':
+				return i, false
+			}
+		}
+		return i, false
+	case c == '{' || c == '[':
+		if depth == maxPlainDepth {
+			return i, false
+		}
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == end {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				if i, ok = plainValue(b, i, depth+1); !ok {
+					return i, false
+				}
+				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+					return i, false
+				}
+				i = skipSpace(b, i+1)
+			}
+			if i, ok = plainValue(b, i, depth+1); !ok {
+				return i, false
+			}
+			if i = skipSpace(b, i); i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case end:
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	}
+	return plainNumber(b, i)
+}
+
+// literal checks that word is at i.
+func literal(b []byte, i int, word string) (int, bool) {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return i, false
+	}
+	return i + len(word), true
+}
+
+// plainNumber checks a JSON number at i:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func plainNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+// digits is the index past the decimal digits at i.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}

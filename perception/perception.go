@@ -330,7 +330,7 @@ func (s *Service) decodeEvent(b []byte) (Event, error) {
 // FastAPI did, fills in defaults and matches keys as encoding/json does
 // (in any case, the last of a repeated key winning).
 func decodeEventFast(b []byte) (ev Event, err error, ok bool) {
-	if bytes.IndexByte(b, '\\') >= 0 || !json.Valid(b) {
+	if !validPlain(b) {
 		return Event{}, nil, false
 	}
 	if i := skipSpace(b, 0); i == len(b) || b[i] != '{' {
