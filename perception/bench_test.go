@@ -91,3 +91,19 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFeedFrame: one feed client's frame of a firmware event, written
+// once per event and client.
+func BenchmarkFeedFrame(b *testing.B) {
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
+	ev, err := s.decodeEvent([]byte(`{"device_id":"dotty-aa:bb:cc:dd:ee:01","ts":1795600000.123456,"name":"sound_event","data":{"direction":"left","energy":0.731,"balance":-0.204,"firmware_ts_ms":10231}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		s.frame(&buf, ev)
+	}
+}

@@ -42,7 +42,7 @@ func (e Event) appendJSON(b *bytes.Buffer) error {
 	b.WriteString(`,"device_id":`)
 	writeString(b, e.DeviceID)
 	b.WriteString(`,"ts":`)
-	b.WriteString(formatSeconds(e.TS))
+	writeSeconds(b, e.TS)
 	b.WriteByte('}')
 	return nil
 }
@@ -54,7 +54,7 @@ type recentJSON Event
 func (r recentJSON) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"ts":`)
-	b.WriteString(formatSeconds(r.TS))
+	writeSeconds(&b, r.TS)
 	b.WriteString(`,"name":`)
 	writeString(&b, r.Name)
 	b.WriteString(`,"data":`)
@@ -65,17 +65,36 @@ func (r recentJSON) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// writeString appends s as encoding/json quotes it. A device id or an
+// event name is printable ASCII that needs no escape, written as is.
 func writeString(b *bytes.Buffer, s string) {
-	enc, _ := json.Marshal(s) // a string always encodes
-	b.Write(enc)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a string always encodes
+			b.Write(enc)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // formatSeconds writes epoch seconds without an exponent.
 func formatSeconds(f float64) string {
+	return string(appendSeconds(nil, f))
+}
+
+// writeSeconds appends formatSeconds(f) to b.
+func writeSeconds(b *bytes.Buffer, f float64) {
+	b.Write(appendSeconds(b.AvailableBuffer(), f))
+}
+
+func appendSeconds(dst []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "null"
+		return append(dst, "null"...)
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return strconv.AppendFloat(dst, f, 'f', -1, 64)
 }
 
 // clampTS is an event's ts as the bridge keeps it, judged on the bridge's

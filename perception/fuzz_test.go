@@ -1,6 +1,7 @@
 package perception
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -102,6 +103,21 @@ func TestValidPlain(t *testing.T) {
 	} {
 		if got, want := validPlain([]byte(b)), json.Valid([]byte(b)); got != want {
 			t.Errorf("validPlain(%q) = %v, json.Valid %v", b, got, want)
+		}
+	}
+}
+
+// TestWriteString: writeString quotes exactly as encoding/json does.
+func TestWriteString(t *testing.T) {
+	strs := []string{"", "dotty-aa:bb:cc:dd:ee:01", "sound_event", "é", "a\u2028b", "\xff", "<b>&", "~\x7f"}
+	for c := 0; c < 0x80; c++ {
+		strs = append(strs, "x"+string(rune(c))+"y")
+	}
+	for _, s := range strs {
+		var b bytes.Buffer
+		writeString(&b, s)
+		if want := mustMarshal(t, s); b.String() != string(want) {
+			t.Errorf("writeString(%q) = %s, encoding/json %s", s, b.String(), want)
 		}
 	}
 }
