@@ -190,6 +190,9 @@ func writeData(b *bytes.Buffer, d Data) error {
 // fields are then read by objectFields and decode exactly as
 // encoding/json decodes them.
 func plainObject(obj []byte) bool {
+	if bytes.IndexByte(obj, '\\') >= 0 {
+		return false
+	}
 	var keys [maxPlainKeys][]byte
 	n, depth := 0, 0
 	for i := 0; i < len(obj); i++ {
@@ -219,7 +222,7 @@ func plainObject(obj []byte) bool {
 			depth++
 		case ']', '}':
 			depth--
-		case ' ', '\t', '\r', '\n', '\\':
+		case ' ', '\t', '\r', '\n':
 			return false
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			j := i

@@ -25,7 +25,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"d\u0061ta":{"y":2}}`, `{"device_id":"d","ts":1,"name":"data","data":{}}`,
 		`{"device_id":" ","ts":2,"name":"n","data":{}}`, "{\"device_id\":\"d\xff\",\"ts\":-0,\"name\":\"\",\"data\":{\"\":[]}}",
 		`{"device_id":"d","ts":1,"name":"n","data":{"a":"x","a":"y","b":[1,"2",[true,null]]}}`, "{\"device_id\":\"d\",\"ts\":1,\"name\":\"n\",\"data\":{\"a\":\"\xff\"}}",
-		`{"device_id":"d","ts":1,"name":"n","data":{"a":1e400}}`, `{"device_id":"d","ts":1,"name":"n","data":{"a":-0.5E3, "b" : "c d"}}`,
+		`{"device_id":"d","ts":1,"name":"n","data":{"a":1e400}}`, `{"name":"n","data":{"a":"x\ny\u0041\"","b":["\t"]}}`, `{"name":"n","data":{"a":"x\ny"}}`, `{"device_id":"d","ts":1,"name":"n","data":{"a":-0.5E3, "b" : "c d"}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -323,9 +323,10 @@ func (s *Service) decodeEvent(b []byte) (Event, error) {
 	return s.decodeEventSlow(b)
 }
 
-// decodeEventFast decodes the shape nearly every event has in one pass:
-// all four fields present once, spelt as the model spells them, of the
-// right types, none null, with no escape anywhere. ok is false for any
+// decodeEventFast decodes the shape nearly every event has in two light
+// passes over the body (validPlain, objectFields), decoding no map: all
+// four fields present once, spelt as the model spells them, of the right
+// types, none null, with no escape anywhere. ok is false for any
 // other body, which takes the binder's path: that one words errors as
 // FastAPI did, fills in defaults and matches keys as encoding/json does
 // (in any case, the last of a repeated key winning).

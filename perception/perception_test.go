@@ -334,8 +334,8 @@ func TestEventDataKeptAsSent(t *testing.T) {
 	for _, tc := range []struct{ data, shown, identity string }{
 		{`{"identity":"alex","energy":0.50,"list":[1,"a b",[true]]}`, `{"identity":"alex","energy":0.50,"list":[1,"a b",[true]]}`, "alex"},
 		{`{"identity":"alex","identity":"mallory"}`, `{"identity":"mallory"}`, "mallory"},
-		{"{\"identity\":\"al\xffex\"}", `{"identity":"al�ex"}`, "al�ex"},
-		{`{"identity":"alex"}`, `{"identity":"alex"}`, "alex"},
+		{"{\"identity\":\"al\xffex\"}", "{\"identity\":\"al\uFFFDex\"}", "al\uFFFDex"},
+		{`{"identity":"al\u0065x","phrase":"hey\ndotty"}`, "{\"identity\":\"alex\",\"phrase\":\"hey\\ndotty\"}", "alex"},
 		{`{"identity": "alex", "n": 1e2}`, `{"identity":"alex","n":100}`, "alex"},
 		{`{"identity":"alex","nested":{"identity":"sam"}}`, `{"identity":"alex","nested":{"identity":"sam"}}`, "alex"},
 		{`{}`, `{}`, ""},
