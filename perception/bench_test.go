@@ -20,7 +20,7 @@ func BenchmarkIngest(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	data := map[string]any{"direction": "left", "energy": 0.4, "firmware_ts_ms": 123456.0}
+	data := DataOf(map[string]any{"direction": "left", "energy": 0.4, "firmware_ts_ms": 123456.0})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -72,7 +72,7 @@ func BenchmarkIngestNewDevices(b *testing.B) {
 	for i := range ids {
 		ids[i] = "dotty-" + strconv.Itoa(i)
 	}
-	data := map[string]any{"direction": "left", "energy": 0.4}
+	data := DataOf(map[string]any{"direction": "left", "energy": 0.4})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -89,5 +89,21 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		if _, err := s.decodeEvent(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFeedFrame: one feed client's frame of a firmware event, written
+// once per event and client.
+func BenchmarkFeedFrame(b *testing.B) {
+	s := New(Config{Consumers: DefaultConsumers(), Logger: hclog.NewNullLogger()})
+	ev, err := s.decodeEvent([]byte(`{"device_id":"dotty-aa:bb:cc:dd:ee:01","ts":1795600000.123456,"name":"sound_event","data":{"direction":"left","energy":0.731,"balance":-0.204,"firmware_ts_ms":10231}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		s.frame(&buf, ev)
 	}
 }

@@ -534,7 +534,7 @@ func (c *consumers) greetFace(ctx context.Context, ev Event) {
 }
 
 func (c *consumers) acknowledgeName(ctx context.Context, ev Event) {
-	raw, _ := ev.Data["identity"].(string)
+	raw, _ := ev.Data.Text("identity")
 	if raw == "" {
 		return
 	}
@@ -574,7 +574,7 @@ func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
 	if ev.Name != "wake_word_detected" || NoDevice(ev) {
 		return
 	}
-	dir, _ := ev.Data["direction"].(string)
+	dir, _ := ev.Data.Text("direction")
 	yaw, ok := sideYaw(dir, c.cfg.WakeTurnYaw, false)
 	if !ok {
 		return
@@ -582,7 +582,7 @@ func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
 	if !c.turnGate(ev, 0) {
 		return
 	}
-	phrase, ok := ev.Data["phrase"]
+	phrase, ok := ev.Data.Lookup("phrase")
 	if !ok {
 		phrase = ""
 	}
@@ -594,7 +594,7 @@ func (c *consumers) soundTurner(ctx context.Context, ev Event) {
 	if ev.Name != "sound_event" || NoDevice(ev) {
 		return
 	}
-	dir, _ := ev.Data["direction"].(string)
+	dir, _ := ev.Data.Text("direction")
 	yaw, ok := sideYaw(dir, c.cfg.SoundTurnYaw, true)
 	if !ok {
 		return
@@ -602,7 +602,7 @@ func (c *consumers) soundTurner(ctx context.Context, ev Event) {
 	if !c.turnGate(ev, c.cfg.SoundTurnCooldown) {
 		return
 	}
-	c.turnHead(ctx, SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data["energy"]})
+	c.turnHead(ctx, SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data.Get("energy")})
 }
 
 // sideYaw is the head yaw toward a direction the firmware reported: -yaw
@@ -652,7 +652,7 @@ func (c *consumers) turnHead(ctx context.Context, consumer string, ev Event, yaw
 	for k, v := range extra {
 		data[k] = v
 	}
-	c.s.Ingest(Event{DeviceID: ev.DeviceID, TS: ev.TS, Name: "head_turn", Data: data})
+	c.s.Ingest(Event{DeviceID: ev.DeviceID, TS: ev.TS, Name: "head_turn", Data: DataOf(data)})
 }
 
 // faceLostAborter aborts a greeting conversation when the face leaves

@@ -177,8 +177,8 @@ func TestWakeWordTurner(t *testing.T) {
 			turns = append(turns, x)
 		}
 	}
-	if len(turns) != 2 || turns[0].TS != at(0) || turns[0].Data["yaw"] != -45 || turns[0].Data["phrase"] != "hey dotty" ||
-		turns[0].Data["reason"] != "wake_word" || turns[1].Data["phrase"] != "" || turns[1].Data["direction"] != "right" {
+	if len(turns) != 2 || turns[0].TS != at(0) || turns[0].Data.Get("yaw") != -45 || turns[0].Data.Get("phrase") != "hey dotty" ||
+		turns[0].Data.Get("reason") != "wake_word" || turns[1].Data.Get("phrase") != "" || turns[1].Data.Get("direction") != "right" {
 		t.Errorf("head_turn events %+v", turns)
 	}
 	st, _ := e.s.states.Get("d")
@@ -208,7 +208,7 @@ func TestSoundTurner(t *testing.T) {
 			turns = append(turns, x)
 		}
 	}
-	if len(turns) != 3 || turns[2].Data["reason"] != "sound_localizer" || turns[2].Data["energy"] != 0.7 || turns[2].Data["direction"] != "left" {
+	if len(turns) != 3 || turns[2].Data.Get("reason") != "sound_localizer" || turns[2].Data.Get("energy") != 0.7 || turns[2].Data.Get("direction") != "left" {
 		t.Errorf("head_turn events %+v", turns)
 	}
 	// Quiet for 30 s after a chat.

@@ -50,8 +50,10 @@
 // (least recently seen evicted, in constant time, together with its ring,
 // its pending abort and — through Senses.Forget — its vision and audio
 // entries and long-poll waiters); the rings keep the same bound on their
-// own; every event's data is cut to about MaxData bytes before it is
-// stored or broadcast; feed clients are capped at MaxFeedClients.
+// own; every event's data is cut to about MaxData bytes when it is made
+// (Data: a POSTed event's as it is decoded, a synthetic one's by DataOf),
+// before it is stored or broadcast; feed clients are capped at
+// MaxFeedClients.
 //
 // # Consumers
 //

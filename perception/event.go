@@ -10,13 +10,13 @@ import (
 
 // Event is one perception event: {"device_id", "ts", "name", "data"}. TS is
 // wall-clock seconds since the epoch, never later than the bridge's clock
-// once ingested (clampTS). Data is shared by every subscriber and must be
-// treated as read-only.
+// once ingested (clampTS). Data never changes, so one event is shared by
+// every subscriber.
 type Event struct {
 	DeviceID string
 	TS       float64
 	Name     string
-	Data     map[string]any
+	Data     Data
 }
 
 // Time returns TS as a time.Time.
@@ -42,7 +42,7 @@ func (e Event) appendJSON(b *bytes.Buffer) error {
 	b.WriteString(`,"device_id":`)
 	writeString(b, e.DeviceID)
 	b.WriteString(`,"ts":`)
-	b.WriteString(formatSeconds(e.TS))
+	writeSeconds(b, e.TS)
 	b.WriteByte('}')
 	return nil
 }
@@ -54,7 +54,7 @@ type recentJSON Event
 func (r recentJSON) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"ts":`)
-	b.WriteString(formatSeconds(r.TS))
+	writeSeconds(&b, r.TS)
 	b.WriteString(`,"name":`)
 	writeString(&b, r.Name)
 	b.WriteString(`,"data":`)
@@ -65,30 +65,36 @@ func (r recentJSON) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// writeString appends s as encoding/json quotes it. A device id or an
+// event name is printable ASCII that needs no escape, written as is.
 func writeString(b *bytes.Buffer, s string) {
-	enc, _ := json.Marshal(s) // a string always encodes
-	b.Write(enc)
-}
-
-func writeData(b *bytes.Buffer, d map[string]any) error {
-	if len(d) == 0 {
-		b.WriteString("{}")
-		return nil
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a string always encodes
+			b.Write(enc)
+			return
+		}
 	}
-	enc, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	b.Write(enc)
-	return nil
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // formatSeconds writes epoch seconds without an exponent.
 func formatSeconds(f float64) string {
+	return string(appendSeconds(nil, f))
+}
+
+// writeSeconds appends formatSeconds(f) to b.
+func writeSeconds(b *bytes.Buffer, f float64) {
+	b.Write(appendSeconds(b.AvailableBuffer(), f))
+}
+
+func appendSeconds(dst []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "null"
+		return append(dst, "null"...)
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return strconv.AppendFloat(dst, f, 'f', -1, 64)
 }
 
 // clampTS is an event's ts as the bridge keeps it, judged on the bridge's

@@ -33,7 +33,7 @@ func (s *Service) feed(c echo.Context) error {
 	defer sub.Close()
 	return sse.Serve(c, sse.Stream[Event]{Sub: sub, Frame: s.frame, Keepalive: ": keepalive\n\n", Every: s.cfg.Keepalive,
 		Clock: s.clock, Stopping: s.cfg.Stopping, FellBehind: func(buf *bytes.Buffer) {
-			s.frame(buf, Event{Name: FellBehind, Data: map[string]any{"queue": FeedQueue}, TS: epochSeconds(s.clock.Now())})
+			s.frame(buf, Event{Name: FellBehind, Data: DataOf(map[string]any{"queue": FeedQueue}), TS: epochSeconds(s.clock.Now())})
 		}})
 }
 

@@ -270,9 +270,9 @@ func TestRecentJSON(t *testing.T) {
 	if got := string(b.RecentJSON()); got != "[]" {
 		t.Errorf("empty bus: %s", got)
 	}
-	b.Publish(Event{DeviceID: "a", Name: "face_detected", TS: 1, Data: map[string]any{}})
-	b.Publish(Event{DeviceID: "b", Name: "sound_event", TS: 3, Data: map[string]any{"direction": "left"}})
-	b.Publish(Event{DeviceID: "a", Name: "face_lost", TS: 2, Data: map[string]any{}})
+	b.Publish(Event{DeviceID: "a", Name: "face_detected", TS: 1, Data: DataOf(map[string]any{})})
+	b.Publish(Event{DeviceID: "b", Name: "sound_event", TS: 3, Data: DataOf(map[string]any{"direction": "left"})})
+	b.Publish(Event{DeviceID: "a", Name: "face_lost", TS: 2, Data: DataOf(map[string]any{})})
 	b.Publish(Event{DeviceID: "unknown", Name: "x", TS: 9}) // no ring
 	var got []struct {
 		DeviceID string  `json:"device_id"`

@@ -1,6 +1,7 @@
 package perception
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -11,8 +12,9 @@ import (
 )
 
 // FuzzDecodeEvent feeds arbitrary bodies to the ingest decoder: it never
-// panics, answers either an event or a 4xx error, and an accepted event
-// encodes to valid JSON for the feed and the ring.
+// panics, answers either an event or a 4xx error, an accepted event
+// encodes to valid JSON for the feed and the ring, and every field a
+// consumer reads from its data is the field the feed shows.
 func FuzzDecodeEvent(f *testing.F) {
 	for _, seed := range []string{
 		`{"device_id":"d","ts":1.5,"name":"face_detected","data":{}}`,
@@ -22,11 +24,16 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"NAME":"m","Data":{"y":2}}`,
 		`{"device_id":"d","ts":1,"name":"n","data":{"x":1},"d\u0061ta":{"y":2}}`, `{"device_id":"d","ts":1,"name":"data","data":{}}`,
 		`{"device_id":" ","ts":2,"name":"n","data":{}}`, "{\"device_id\":\"d\xff\",\"ts\":-0,\"name\":\"\",\"data\":{\"\":[]}}",
+		`{"device_id":"d","ts":1,"name":"n","data":{"a":"x","a":"y","b":[1,"2",[true,null]]}}`, "{\"device_id\":\"d\",\"ts\":1,\"name\":\"n\",\"data\":{\"a\":\"\xff\"}}",
+		`{"device_id":"d","ts":1,"name":"n","data":{"a":1e400}}`, `{"name":"n","data":{"a":"x\ny\u0041\"","b":["\t"]}}`, `{"name":"n","data":{"a":"x\ny"}}`, `{"device_id":"d","ts":1,"name":"n","data":{"a":-0.5E3, "b" : "c d"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	s := New(Config{Logger: hclog.NewNullLogger()})
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if validPlain(body) && !json.Valid(body) {
+			t.Fatalf("validPlain accepts invalid JSON %q", body)
+		}
 		ev, err := s.decodeEvent(body)
 		if _, ferr, fast := decodeEventFast(body); fast && ferr != nil {
 			// A rejected device id: the binder's error, word for word.
@@ -47,6 +54,16 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("invalid JSON %q for %q", enc, body)
 			}
 		}
+		var shown map[string]any
+		if err := json.Unmarshal([]byte(ev.Data.String()), &shown); err != nil || len(shown) != ev.Data.Len() {
+			t.Fatalf("data %s (%v) has %d fields for %q", ev.Data, err, ev.Data.Len(), body)
+		}
+		for k, v := range shown {
+			got, ok := ev.Data.Lookup(k)
+			if !ok || string(mustMarshal(t, got)) != string(mustMarshal(t, v)) {
+				t.Fatalf("field %q reads %#v, the feed shows %#v, for %q", k, got, v, body)
+			}
+		}
 		// The one-pass decoding of common bodies is the binder's, exactly.
 		if _, _, fast := decodeEventFast(body); fast {
 			slow, err := s.decodeEventSlow(body)
@@ -57,6 +74,15 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return b
+}
+
 func mustJSON(t *testing.T, v json.Marshaler) []byte {
 	t.Helper()
 	b, err := v.MarshalJSON()
@@ -64,4 +90,34 @@ func mustJSON(t *testing.T, v json.Marshaler) []byte {
 		t.Fatalf("encode: %v", err)
 	}
 	return b
+}
+
+// TestValidPlain: the fast path's validity check agrees with
+// encoding/json on bodies without escapes.
+func TestValidPlain(t *testing.T) {
+	for _, b := range []string{
+		`{}`, ` { "a" : [ 1 , -0.5e+3 , "x" , true , false , null , { } , [ ] ] } `, `{"ts":01}`, `{"ts":1.}`, `{"ts":-}`,
+		`{"ts":.5}`, `{"ts":1e}`, `{"ts":1E-2}`, `{"a":tru}`, `{"a":nul}`, "{\"a\":\"\x01\"}", "{\"a\":\"\x7f\xff\"}", `{}x`,
+		`{"a":1,}`, `{"a" 1}`, `{"a":1 "b":2}`, `[1,2]`, `"s"`, `{"a":[1,]}`, `{"a":{"b":{}}}`, `{"a":"b}`, ``, ` `, `{`,
+		`{"a":+1}`, `{"a":1}}`, "{\"a\":1}\t\r\n",
+	} {
+		if got, want := validPlain([]byte(b)), json.Valid([]byte(b)); got != want {
+			t.Errorf("validPlain(%q) = %v, json.Valid %v", b, got, want)
+		}
+	}
+}
+
+// TestWriteString: writeString quotes exactly as encoding/json does.
+func TestWriteString(t *testing.T) {
+	strs := []string{"", "dotty-aa:bb:cc:dd:ee:01", "sound_event", "é", "a\u2028b", "\xff", "<b>&", "~\x7f"}
+	for c := 0; c < 0x80; c++ {
+		strs = append(strs, "x"+string(rune(c))+"y")
+	}
+	for _, s := range strs {
+		var b bytes.Buffer
+		writeString(&b, s)
+		if want := mustMarshal(t, s); b.String() != string(want) {
+			t.Errorf("writeString(%q) = %s, encoding/json %s", s, b.String(), want)
+		}
+	}
 }

@@ -48,9 +48,10 @@ func CheckDeviceID(id, loc string) (httpapi.ValidationItem, bool) {
 // ending in "…", and a large object or array becomes {"truncated": true,
 // "bytes": <its size>}; keys are taken in sorted order while they fit, and
 // "truncated_keys" counts any left out. The small fields consumers read
-// (direction, state, identity …) always survive. Every event goes through
-// it, synthetic ones included, so nothing retained (state, recent ring,
-// feed frame) holds more than this per event.
+// (direction, state, identity …) always survive. Every event's data goes
+// through it as it is made (DataOf, and newData for a POSTed event's data
+// over MaxData), so nothing retained (state, recent ring, feed frame)
+// holds more than this per event.
 func capData(d map[string]any) map[string]any {
 	if d == nil {
 		return map[string]any{}

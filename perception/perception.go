@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -225,8 +226,8 @@ func (s *Service) Bus() *Bus { return s.bus }
 // Ingest applies ev to its device's state, then broadcasts it; the two
 // happen in one total order across callers, so every subscriber sees state
 // at least as new as the event. POSTed events, synthetic head_turns and
-// face_recognized events from any source all come through here. Data over
-// MaxData is summarised first (see capData). A new device past
+// face_recognized events from any source all come through here; their
+// data was bounded to MaxData when it was made (Data). A new device past
 // MaxDevices evicts the least recently seen one, which is forgotten in the
 // same order.
 //
@@ -234,7 +235,6 @@ func (s *Service) Bus() *Bus { return s.bus }
 // (clampTS), so a sender's clock cannot keep anything fresh.
 func (s *Service) Ingest(ev Event) {
 	ev.TS = clampTS(ev.TS, s.clock.Now())
-	ev.Data = capData(ev.Data)
 	s.order.Lock()
 	gone, evicted := s.states.apply(ev)
 	if evicted {
@@ -248,9 +248,8 @@ func (s *Service) Ingest(ev Event) {
 }
 
 // Broadcast publishes ev without touching state (audio_captioned,
-// scene_synthesised); its data is capped like Ingest's.
+// scene_synthesised).
 func (s *Service) Broadcast(ev Event) {
-	ev.Data = capData(ev.Data)
 	s.order.Lock()
 	s.bus.Publish(ev)
 	s.order.Unlock()
@@ -277,19 +276,6 @@ type eventBody struct {
 	TS       json.RawMessage `json:"ts"`
 	Name     json.RawMessage `json:"name"`
 	Data     json.RawMessage `json:"data"`
-}
-
-// fastEventBody is the shape nearly every event has: all four fields
-// present, of the right types, none null. Such a body is decoded in one
-// pass; anything else takes the binder's path, which words errors as
-// FastAPI did and fills in defaults.
-type fastEventBody struct {
-	DeviceID *string  `json:"device_id"`
-	TS       *float64 `json:"ts"`
-	Name     *string  `json:"name"`
-	// A repeated data key would merge both objects here where the binder
-	// keeps the last, so a body naming data twice takes the binder's path.
-	Data map[string]any `json:"data"`
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -337,32 +323,99 @@ func (s *Service) decodeEvent(b []byte) (Event, error) {
 	return s.decodeEventSlow(b)
 }
 
-// decodeEventFast decodes a body of the common shape in one pass; ok is
-// false for any other body.
+// decodeEventFast decodes the shape nearly every event has in two light
+// passes over the body (validPlain, objectFields), decoding no map: all
+// four fields present once, spelt as the model spells them, of the right
+// types, none null, with no escape anywhere. ok is false for any
+// other body, which takes the binder's path: that one words errors as
+// FastAPI did, fills in defaults and matches keys as encoding/json does
+// (in any case, the last of a repeated key winning).
 func decodeEventFast(b []byte) (ev Event, err error, ok bool) {
-	var fast fastEventBody
-	if dataKeys(b) != 1 || bytes.IndexByte(b, '\\') >= 0 || json.Unmarshal(b, &fast) != nil ||
-		fast.DeviceID == nil || fast.TS == nil || fast.Name == nil || fast.Data == nil {
+	if !validPlain(b) {
 		return Event{}, nil, false
 	}
-	if item, valid := CheckDeviceID(*fast.DeviceID, "body"); !valid {
+	if i := skipSpace(b, 0); i == len(b) || b[i] != '{' {
+		return Event{}, nil, false
+	}
+	var device, ts, name, data []byte
+	ok = true
+	objectFields(b, func(key, val []byte) bool {
+		var field *[]byte
+		switch string(key) {
+		case "device_id":
+			field = &device
+		case "ts":
+			field = &ts
+		case "name":
+			field = &name
+		case "data":
+			field = &data
+		default:
+			ok = !modelKey(key)
+			return ok
+		}
+		if *field != nil {
+			ok = false // repeated
+			return false
+		}
+		*field = val
+		return true
+	})
+	if !ok || device == nil || ts == nil || name == nil || data == nil ||
+		device[0] != '"' || name[0] != '"' || data[0] != '{' || (ts[0] != '-' && (ts[0] < '0' || ts[0] > '9')) ||
+		!utf8.Valid(device) || !utf8.Valid(name) {
+		return Event{}, nil, false
+	}
+	ev.TS, err = strconv.ParseFloat(string(ts), 64)
+	if err != nil {
+		return Event{}, nil, false
+	}
+	if ev.Data, err = newData(data); err != nil {
+		return Event{}, nil, false
+	}
+	ev.DeviceID = string(device[1 : len(device)-1])
+	if item, valid := CheckDeviceID(ev.DeviceID, "body"); !valid {
 		return Event{}, httpapi.Validation(item), true
 	}
-	return Event{DeviceID: *fast.DeviceID, TS: *fast.TS, Name: *fast.Name, Data: fast.Data}, nil, true
+	ev.Name = eventName(name[1 : len(name)-1])
+	return ev, nil, true
 }
 
-// dataKeys counts the strings in b that spell data in any case: more than
-// one means the key may be repeated (encoding/json matches keys without
-// regard to case). A body with escapes could spell it otherwise, so the
-// fast path also leaves those to the binder.
-func dataKeys(b []byte) int {
-	n := 0
-	for i := 0; i+6 <= len(b); i++ {
-		if b[i] == '"' && b[i+5] == '"' && b[i+1]|0x20 == 'd' && b[i+2]|0x20 == 'a' && b[i+3]|0x20 == 't' && b[i+4]|0x20 == 'a' {
-			n++
+// modelKey reports whether encoding/json could match key to one of the
+// model's fields other than by its exact spelling (it folds case, and
+// folds some non-ASCII letters to ASCII ones): such a body takes the
+// binder's path.
+func modelKey(key []byte) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return true
 		}
 	}
-	return n
+	for _, f := range [...]string{"device_id", "ts", "name", "data"} {
+		if bytes.EqualFold(key, []byte(f)) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownNames are the event names a robot sends, kept once so that
+// decoding one allocates nothing.
+var knownNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range append([]string{"head_pet_started", "head_pet_ended", "wake_word_detected", "chat_status",
+		"face_recognized", "dance_started", "dance_ended"}, countedEvents...) {
+		m[n] = n
+	}
+	return m
+}()
+
+// eventName is name as a string, a known one without allocating.
+func eventName(name []byte) string {
+	if n, ok := knownNames[string(name)]; ok {
+		return n
+	}
+	return string(name)
 }
 
 // decodeEventSlow is decodeEvent through the binder.

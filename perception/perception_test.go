@@ -125,7 +125,7 @@ func (e *env) get(t *testing.T, path string) string {
 }
 
 func ev(device, name string, ts float64, data map[string]any) Event {
-	return Event{DeviceID: device, Name: name, TS: ts, Data: data}
+	return Event{DeviceID: device, Name: name, TS: ts, Data: DataOf(data)}
 }
 
 // calls renders the recorded admin calls as "path body" lines.
@@ -325,6 +325,43 @@ func TestRecentRing(t *testing.T) {
 	}
 }
 
+// TestEventDataKeptAsSent: plain data is kept as the JSON it came in
+// (key order, number spelling); data that is not plain is decoded and
+// re-encoded, so a key repeated inside data or invalid UTF-8 reads the
+// same to a consumer as on the feed: the last key alone, U+FFFD.
+func TestEventDataKeptAsSent(t *testing.T) {
+	s := New(Config{Logger: hclog.NewNullLogger()})
+	for _, tc := range []struct{ data, shown, identity string }{
+		{`{"identity":"alex","energy":0.50,"list":[1,"a b",[true]]}`, `{"identity":"alex","energy":0.50,"list":[1,"a b",[true]]}`, "alex"},
+		{`{"identity":"alex","identity":"mallory"}`, `{"identity":"mallory"}`, "mallory"},
+		{"{\"identity\":\"al\xffex\"}", "{\"identity\":\"al\uFFFDex\"}", "al\uFFFDex"},
+		{`{"identity":"al\u0065x","phrase":"hey\ndotty"}`, "{\"identity\":\"alex\",\"phrase\":\"hey\\ndotty\"}", "alex"},
+		{`{"identity": "alex", "n": 1e2}`, `{"identity":"alex","n":100}`, "alex"},
+		{`{"identity":"alex","nested":{"identity":"sam"}}`, `{"identity":"alex","nested":{"identity":"sam"}}`, "alex"},
+		{`{}`, `{}`, ""},
+	} {
+		for _, body := range []string{
+			`{"device_id":"d","ts":1,"name":"face_recognized","data":` + tc.data + `}`, // fast path when plain
+			`{"name":"face_recognized","device_id":"d","data":` + tc.data + `}`,        // the binder's
+		} {
+			ev, err := s.decodeEvent([]byte(body))
+			if err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+			if got := ev.Data.String(); got != tc.shown {
+				t.Errorf("%s: data shown as %s, want %s", body, got, tc.shown)
+			}
+			if id, _ := ev.Data.Text("identity"); id != tc.identity {
+				t.Errorf("%s: identity reads %q, want %q", body, id, tc.identity)
+			}
+		}
+	}
+	ev, err := s.decodeEvent([]byte(`{"device_id":"d","ts":1,"name":"n","data":{"x":1e400}}`))
+	if err == nil || !strings.Contains(err.Error(), "dict_type") {
+		t.Errorf("data with a number out of range: %+v, %v; want the 422 a map gave", ev, err)
+	}
+}
+
 // TestDecodeEventFastPath: a firmware-shaped body is decoded in one pass,
 // and bodies whose data key may be repeated (twice in another case, or
 // spelt with an escape) are left to the binder, whose last key wins.
@@ -342,13 +379,13 @@ func TestDecodeEventFastPath(t *testing.T) {
 		if fast != tc.fast || err != nil {
 			t.Errorf("decodeEventFast(%s): fast %v, error %v; want fast %v", tc.body, fast, err, tc.fast)
 		}
-		if fast && (ev.Data["direction"] != "left" || ev.DeviceID != "dotty-1" || ev.Name != "sound_event") {
+		if fast && (ev.Data.Get("direction") != "left" || ev.DeviceID != "dotty-1" || ev.Name != "sound_event") {
 			t.Errorf("decodeEventFast(%s) = %+v", tc.body, ev)
 		}
 	}
 	s := New(Config{Logger: hclog.NewNullLogger()})
 	ev, err := s.decodeEvent([]byte(`{"device_id":"dotty-1","ts":1,"name":"n","data":{"x":1},"Data":{"y":2}}`))
-	if err != nil || len(ev.Data) != 1 || ev.Data["y"] != 2.0 {
+	if err != nil || ev.Data.Len() != 1 || ev.Data.Get("y") != 2.0 {
 		t.Errorf("repeated data key: %+v, %v; want the last object alone", ev.Data, err)
 	}
 }

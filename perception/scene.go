@@ -42,7 +42,7 @@ func (c *consumers) sceneEvent(_ context.Context, ev Event) {
 		return
 	}
 	if ev.Name == "state_changed" {
-		if s, _ := ev.Data["state"].(string); !sceneStates[s] {
+		if s, _ := ev.Data.Text("state"); !sceneStates[s] {
 			return
 		}
 	}
@@ -97,7 +97,7 @@ func (c *consumers) synthesise(device, reason string, create bool) {
 	appendTo(c.journals.scene, now, SceneRecord{TS: convolog.Timestamp(now.In(c.s.cfg.Location)), Type: "scene_synthesis",
 		Device: device, Text: scene.Text, FaceID: scene.FaceID, State: scene.State, HasVision: vision != "", HasAudioCaption: audio != ""})
 	c.s.Broadcast(Event{DeviceID: device, TS: wall, Name: "scene_synthesised",
-		Data: map[string]any{"reason": reason, "preview": text.Truncate(scene.Text, text.Cut{Max: 80})}})
+		Data: DataOf(map[string]any{"reason": reason, "preview": text.Truncate(scene.Text, text.Cut{Max: 80})})})
 	c.s.log.Named(SceneSynthesis).Info("scene", "device", device, "reason", reason, "text", text.Truncate(scene.Text, text.Cut{Max: 160}))
 }
 

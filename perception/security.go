@@ -242,7 +242,7 @@ func (c *consumers) securityCycle(ctx context.Context, device string) {
 	appendTo(c.journals.security, now, rec)
 	c.watch.keep(rec)
 	c.s.Broadcast(Event{DeviceID: device, TS: epochSeconds(now), Name: "security_capture",
-		Data: map[string]any{"photo_desc": text.Truncate(rec.PhotoDesc, text.Cut{Max: 80}), "errors": rec.Errors}})
+		Data: DataOf(map[string]any{"photo_desc": text.Truncate(rec.PhotoDesc, text.Cut{Max: 80}), "errors": rec.Errors})})
 	c.s.log.Named(SecurityWatch).Info("security cycle", "device", device, "desc_len", len(rec.PhotoDesc), "errors", strings.Join(rec.Errors, ","))
 }
 

@@ -370,10 +370,10 @@ func (sp *speaker) perceptionVotes(votes []SpeakerVote, s *Service, house *House
 		if ev.Name != "face_recognized" || ev.TS < cutoff {
 			continue
 		}
-		if src, _ := ev.Data["source"].(string); src == "room_view" {
+		if src, _ := ev.Data.Text("source"); src == "room_view" {
 			continue // a photo's match: it votes as metadata.room_match_person_id (vlm_match), once
 		}
-		if id, ok := ev.Data["identity"].(string); ok {
+		if id, ok := ev.Data.Text("identity"); ok {
 			vote(id)
 		}
 	}

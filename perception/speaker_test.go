@@ -247,10 +247,10 @@ func TestSpeakerBlock(t *testing.T) {
 				if d == "" {
 					d = "d1"
 				}
-				s.Ingest(Event{DeviceID: d, Name: "face_recognized", TS: epochSeconds(tc.at.Add(-f.ago)), Data: map[string]any{"identity": f.identity}})
+				s.Ingest(Event{DeviceID: d, Name: "face_recognized", TS: epochSeconds(tc.at.Add(-f.ago)), Data: DataOf(map[string]any{"identity": f.identity})})
 			}
 			for i := range tc.noisy {
-				s.Ingest(Event{DeviceID: "d1", Name: "sound_event", TS: epochSeconds(tc.at) - float64(i)/100, Data: map[string]any{"direction": 0}})
+				s.Ingest(Event{DeviceID: "d1", Name: "sound_event", TS: epochSeconds(tc.at) - float64(i)/100, Data: DataOf(map[string]any{"direction": 0})})
 			}
 
 			block, person := s.SpeakerBlock(tc.text, "dotty", device, tc.room)
@@ -315,7 +315,7 @@ func TestSpeakerBlockNoRoster(t *testing.T) {
 	s, _ := newSpeakerService(t, tuesday(16, 0), "", func(c *Config) {
 		c.Calendar = fakeCalendar{{"Sam", tuesday(16, 0), false}}
 	})
-	s.Ingest(Event{DeviceID: "d1", Name: "face_recognized", TS: epochSeconds(tuesday(16, 0)), Data: map[string]any{"identity": "sam"}})
+	s.Ingest(Event{DeviceID: "d1", Name: "face_recognized", TS: epochSeconds(tuesday(16, 0)), Data: DataOf(map[string]any{"identity": "sam"})})
 	if block, person := s.SpeakerBlock("it's sam", "dotty", "d1", "sam"); block != "" || person != "" {
 		t.Errorf("block %q person %q", block, person)
 	}
@@ -331,7 +331,7 @@ func TestSpeakerSignalsOff(t *testing.T) {
 		c.Calendar = fakeCalendar{{"Sam", tuesday(12, 0), false}}
 		c.Speaker = SpeakerConfig{Sticky: -1, CalendarWindow: -1, PerceptionWindow: -1, AskThreshold: -1}
 	})
-	s.Ingest(Event{DeviceID: "d1", Name: "face_recognized", TS: epochSeconds(tuesday(12, 0)), Data: map[string]any{"identity": "sam"}})
+	s.Ingest(Event{DeviceID: "d1", Name: "face_recognized", TS: epochSeconds(tuesday(12, 0)), Data: DataOf(map[string]any{"identity": "sam"})})
 	if _, person := s.SpeakerBlock("it's alex", "dotty", "d1", ""); person != "alex" {
 		t.Errorf("self-ID still counts: person %q", person)
 	}

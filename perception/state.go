@@ -124,7 +124,7 @@ func ptr[T any](v T) *T { return &v }
 // consumers compare it: surrounding whitespace stripped (Python's strip),
 // in lower case; "" when absent or not a string.
 func EventState(ev Event) string {
-	s, _ := ev.Data["state"].(string)
+	s, _ := ev.Data.Text("state")
 	return strings.ToLower(text.Strip(s))
 }
 
@@ -148,7 +148,7 @@ func (d *DeviceState) apply(ev Event) {
 	case "face_lost":
 		d.FacePresent, d.LastFaceLostT = ptr(false), ptr(ts)
 	case "sound_event":
-		d.LastSoundDir, d.LastSoundEnergy, d.soundSet = ev.Data["direction"], ev.Data["energy"], true
+		d.LastSoundDir, d.LastSoundEnergy, d.soundSet = ev.Data.Get("direction"), ev.Data.Get("energy"), true
 		d.LastSoundT = ptr(ts)
 	case "state_changed":
 		s := EventState(ev)
@@ -166,9 +166,9 @@ func (d *DeviceState) apply(ev Event) {
 	case "dance_ended":
 		d.DanceActive, d.LastDanceEndedT = ptr(false), ptr(ts)
 	case "chat_status":
-		d.Listening, d.LastChatStatusT = ptr(pyTruthy(ev.Data["listening"])), ptr(ts)
+		d.Listening, d.LastChatStatusT = ptr(pyTruthy(ev.Data.Get("listening"))), ptr(ts)
 	case "face_recognized":
-		id, _ := ev.Data["identity"].(string)
+		id, _ := ev.Data.Text("identity")
 		if id = text.Strip(id); id != "" {
 			d.LastFaceID, d.LastFaceRecognizedT = ptr(id), ptr(ts)
 		}

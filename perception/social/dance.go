@@ -42,7 +42,7 @@ func (s *Service) onDanceEnded(ctx context.Context, ev perception.Event) {
 	if ev.Name != "dance_ended" || perception.NoDevice(ev) {
 		return
 	}
-	raw, _ := ev.Data["dance"].(string)
+	raw, _ := ev.Data.Text("dance")
 	dance := prompttext.Line(raw, prompttext.Name) // it stands in the narrator's prompt
 	if dance == "" {
 		dance = DefaultDance

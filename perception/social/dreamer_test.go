@@ -193,7 +193,7 @@ func TestDreamerForgetsEvictedDevices(t *testing.T) {
 		e := newEnv(t, small)
 		p := e.cfg.Perception.(*perception.Service)
 		ingest := func(dev, name string, data map[string]any) {
-			p.Ingest(perception.Event{DeviceID: dev, TS: epochSeconds(e.clock.Now()), Name: name, Data: data})
+			p.Ingest(perception.Event{DeviceID: dev, TS: epochSeconds(e.clock.Now()), Name: name, Data: perception.DataOf(data)})
 		}
 		ingest("d1", "state_changed", map[string]any{"state": "sleep"})
 		testkit.WaitFor(t, wait, "dreams scheduled", func() bool { return e.s.Pending()["d1"] == 3 })
@@ -214,7 +214,7 @@ func TestDreamerForgetsEvictedDevices(t *testing.T) {
 		e := newEnv(t, small)
 		p := e.cfg.Perception.(*perception.Service)
 		ingest := func(dev string) {
-			p.Ingest(perception.Event{DeviceID: dev, TS: epochSeconds(e.clock.Now()), Name: "state_changed", Data: map[string]any{"state": "sleep"}})
+			p.Ingest(perception.Event{DeviceID: dev, TS: epochSeconds(e.clock.Now()), Name: "state_changed", Data: perception.DataOf(map[string]any{"state": "sleep"})})
 		}
 		// Many devices fall asleep in turn: the table never holds more than
 		// the device table does, plus the one being scheduled.

@@ -94,7 +94,7 @@ func (s *Service) onFace(ctx context.Context, ev perception.Event) {
 	var identity string
 	switch ev.Name {
 	case "face_recognized":
-		raw, _ := ev.Data["identity"].(string)
+		raw, _ := ev.Data.Text("identity")
 		identity = text.Strip(raw)
 	case "face_detected":
 		if !s.set.GreetOnFaceSeen {

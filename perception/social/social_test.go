@@ -195,7 +195,7 @@ func (e *env) restart() {
 }
 
 func (e *env) ingest(device, name string, data map[string]any) {
-	e.p.Ingest(perception.Event{DeviceID: device, TS: epochSeconds(e.clock.Now()), Name: name, Data: data})
+	e.p.Ingest(perception.Event{DeviceID: device, TS: epochSeconds(e.clock.Now()), Name: name, Data: perception.DataOf(data)})
 }
 
 // idle waits until no task is in flight: no greeting reserved and no

@@ -113,7 +113,7 @@ func (c *camEnv) described(t *testing.T, n uint64) {
 }
 
 func (c *camEnv) event(device, name string, data map[string]any) {
-	c.p.Ingest(perception.Event{DeviceID: device, TS: float64(c.clock.Now().UnixNano()) / 1e9, Name: name, Data: data})
+	c.p.Ingest(perception.Event{DeviceID: device, TS: float64(c.clock.Now().UnixNano()) / 1e9, Name: name, Data: perception.DataOf(data)})
 }
 
 // lines reads a journal file, one string per line; none when absent.
@@ -143,7 +143,7 @@ func (c *camEnv) get(t *testing.T, path string) (int, string) {
 
 func named(name, key, want string) perceptiontest.Matcher {
 	return func(ev perception.Event) bool {
-		got, _ := ev.Data[key].(string)
+		got, _ := ev.Data.Text(key)
 		return ev.Name == name && (want == "" || got == want)
 	}
 }
@@ -228,7 +228,7 @@ func TestSecurityWatchMissesAndAudio(t *testing.T) {
 	c.run(t, 1)
 	c.event("d1", "state_changed", map[string]any{"state": "security"})
 	ev := c.feed.Expect(5*time.Second, named("security_capture", "", ""))[0]
-	if errs, _ := json.Marshal(ev.Data["errors"]); string(errs) != `["photo_dispatch_failed"]` {
+	if errs, _ := json.Marshal(ev.Data.Get("errors")); string(errs) != `["photo_dispatch_failed"]` {
 		t.Errorf("errors on the feed %s", errs)
 	}
 	rec := c.p.SecurityRecent("d1", 0)
@@ -467,8 +467,8 @@ func TestSceneSynthesis(t *testing.T) {
 		t.Fatalf("scene for %s, want d2 (d1 has seen nothing)", ev.DeviceID)
 	}
 	want := "2026-11-22 15:00 — Someone is in the room. Dotty sees A red ball on a wooden floor. State: story_time."
-	if ev.Data["preview"] != string([]rune(want)[:80]) {
-		t.Errorf("preview %q", ev.Data["preview"])
+	if ev.Data.Get("preview") != string([]rune(want)[:80]) {
+		t.Errorf("preview %q", ev.Data.Get("preview"))
 	}
 	if _, body := c.get(t, "/api/perception/scene"); body != `{"d2":{"text":"`+want+`","ts_wall":`+strconv.FormatInt(c.clock.Now().Unix(), 10)+`,"face_id":null,"state":"story_time"}}` {
 		t.Errorf("scene route: %s", body)
@@ -581,7 +581,7 @@ func TestRoomViewMatchIsAHint(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	ev := c.feed.Expect(5*time.Second, named("face_recognized", "identity", "alex"), named("scene_synthesised", "reason", "face_recognized"))
-	if ev[0].Data["source"] != "room_view" || len(ev[0].Data) != 2 {
+	if ev[0].Data.Get("source") != "room_view" || ev[0].Data.Len() != 2 {
 		t.Errorf("broadcast %+v", ev[0].Data)
 	}
 	scene := "2026-11-22 15:00 — Someone is in the room. Dotty sees A boy with curly red hair. State: idle."

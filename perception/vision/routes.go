@@ -419,7 +419,7 @@ func (s *Service) announceMatch(device string, id *string, at time.Time) {
 		return
 	}
 	s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(at.UnixNano()) / 1e9, Name: "face_recognized",
-		Data: map[string]any{"identity": *id, "source": "room_view"}})
+		Data: perception.DataOf(map[string]any{"identity": *id, "source": "room_view"})})
 }
 
 // audioFormats maps content types to input_audio formats.
@@ -469,7 +469,7 @@ func (s *Service) audioExplain(c echo.Context) error {
 	s.storeSound(device, entry{desc: desc, at: s.clock.Now(), question: question, source: "audio_explain"})
 	if s.cfg.Perception != nil {
 		s.cfg.Perception.Broadcast(perception.Event{DeviceID: device, TS: float64(s.clock.Now().UnixNano()) / 1e9,
-			Name: "audio_captioned", Data: map[string]any{"source": "audio_explain", "preview": text.Truncate(desc, text.Cut{Max: 80})}})
+			Name: "audio_captioned", Data: perception.DataOf(map[string]any{"source": "audio_explain", "preview": text.Truncate(desc, text.Cut{Max: 80})})})
 	}
 	observe(s.cfg.AudioDuration, start)
 	return httpapi.WriteJSON(c, http.StatusOK, map[string]string{"description": desc})

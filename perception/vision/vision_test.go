@@ -291,7 +291,7 @@ func TestRoomView(t *testing.T) {
 		t.Errorf("state %+v", st)
 	}
 	recent := e.p.Bus().Recent("d1", 1)
-	if len(recent) != 1 || recent[0].Name != "face_recognized" || recent[0].Data["identity"] != "alex" || recent[0].Data["source"] != "room_view" {
+	if len(recent) != 1 || recent[0].Name != "face_recognized" || recent[0].Data.Get("identity") != "alex" || recent[0].Data.Get("source") != "room_view" {
 		t.Errorf("recent %+v", recent)
 	}
 	// Within the cooldown: no model call, "no one in view".
@@ -308,13 +308,13 @@ func TestRoomView(t *testing.T) {
 	e.p.Ingest(perception.Event{DeviceID: "d2", Name: "dance_started", TS: 1})
 	e.upload(t, "/api/vision/explain", "d2", RoomViewSentinel, jpeg, "image/jpeg")
 	now := float64(e.clock.Now().UnixNano()) / 1e9
-	e.p.Ingest(perception.Event{DeviceID: "d3", Name: "state_changed", TS: now - 10, Data: map[string]any{"state": "talk"}})
+	e.p.Ingest(perception.Event{DeviceID: "d3", Name: "state_changed", TS: now - 10, Data: perception.DataOf(map[string]any{"state": "talk"})})
 	e.upload(t, "/api/vision/explain", "d3", RoomViewSentinel, jpeg, "image/jpeg")
 	if e.model.Count() != calls {
 		t.Errorf("gated room views called the model %d times", e.model.Count()-calls)
 	}
 	// Within the kick-off grace the room view runs; an unknown name is no match.
-	e.p.Ingest(perception.Event{DeviceID: "d4", Name: "state_changed", TS: now - 1, Data: map[string]any{"state": "talk"}})
+	e.p.Ingest(perception.Event{DeviceID: "d4", Name: "state_changed", TS: now - 1, Data: perception.DataOf(map[string]any{"state": "talk"})})
 	e.model.Answer("DESC: Someone new | NAME: bob | MOOD: sleepy")
 	p4 := e.poll(t, "d4")
 	waitWaiters(t, e.s, "d4", 1)
@@ -364,7 +364,7 @@ func TestAudioExplain(t *testing.T) {
 	if _, a := e.s.Fresh("d1"); a != "Birdsong and a distant car." {
 		t.Errorf("audio cache %q", a)
 	}
-	if ev := feed.Expect(2*time.Second, perceptiontest.Named("audio_captioned"))[0]; ev.Data["preview"] != "Birdsong and a distant car." || ev.Data["source"] != "audio_explain" {
+	if ev := feed.Expect(2*time.Second, perceptiontest.Named("audio_captioned"))[0]; ev.Data.Get("preview") != "Birdsong and a distant car." || ev.Data.Get("source") != "audio_explain" {
 		t.Errorf("event %+v", ev)
 	}
 	if st, _ := e.p.States().Get("d1"); st.LastEventName == nil || *st.LastEventName != "face_detected" {
