@@ -324,14 +324,14 @@ func (s *Service) decodeEvent(b []byte) (Event, error) {
 }
 
 // decodeEventFast decodes the shape nearly every event has in two light
-// passes over the body (validPlain, objectFields), decoding no map: all
+// passes over the body (json.Valid, objectFields), decoding no map: all
 // four fields present once, spelt as the model spells them, of the right
 // types, none null, with no escape anywhere. ok is false for any
 // other body, which takes the binder's path: that one words errors as
 // FastAPI did, fills in defaults and matches keys as encoding/json does
 // (in any case, the last of a repeated key winning).
 func decodeEventFast(b []byte) (ev Event, err error, ok bool) {
-	if !validPlain(b) {
+	if bytes.IndexByte(b, '\\') >= 0 || !json.Valid(b) {
 		return Event{}, nil, false
 	}
 	if i := skipSpace(b, 0); i == len(b) || b[i] != '{' {
