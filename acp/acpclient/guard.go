@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
@@ -41,6 +40,9 @@ const (
 // order, before it reads the next frame, so a notification is handled
 // before any response or request sent after it is seen at all, and the
 // SDK's queue, which closes the connection when it overflows, stays empty.
+// Frames that arrive together (a reply's last chunks and its result) are
+// handled in one go: the turn is woken once and forwards its chunks in one
+// write.
 type stdoutGuard struct {
 	src    *bufio.Reader
 	reply  io.Writer // the child's stdin, for answers the guard gives itself
@@ -54,12 +56,11 @@ type stdoutGuard struct {
 	// holds up the child's stdout).
 	notify func(method string, params json.RawMessage)
 
-	out      []byte        // the frame being handed to the SDK, not yet read
-	frames   []byte        // out's backing array, reused between frames
-	readErr  error         // the error that ended src; returned once out is empty
-	notified bool          // the last frame was a notification, handled here
-	gate     chan struct{} // closed by open: the SDK reads nothing before
-	done     <-chan struct{}
+	out     []byte        // the frame being handed to the SDK, not yet read
+	frames  []byte        // out's backing array, reused between frames
+	readErr error         // the error that ended src; returned once out is empty
+	gate    chan struct{} // closed by open: the SDK reads nothing before
+	done    <-chan struct{}
 }
 
 func newStdoutGuard(src io.Reader, reply io.Writer, log hclog.Logger, onDrop func(string), notify func(string, json.RawMessage), done <-chan struct{}) *stdoutGuard {
@@ -99,17 +100,6 @@ func (g *stdoutGuard) Read(p []byte) (int, error) {
 	for len(g.out) == 0 {
 		if g.readErr != nil {
 			return 0, g.readErr
-		}
-		if g.notified {
-			g.notified = false
-			if g.src.Buffered() > 0 {
-				// More frames are already here (a reply's last chunk and
-				// its result): let the turn woken by the chunk write it
-				// before the result behind it is parsed and wakes the
-				// turn's prompt instead, so the chunk is not held back to
-				// go out with the final frame.
-				runtime.Gosched()
-			}
 		}
 		line, tooLong, err := jsonrpc.ReadLine(g.src, g.maxLine)
 		if len(line) > 0 || tooLong {
@@ -178,7 +168,6 @@ func (g *stdoutGuard) frame(line []byte, tooLong bool) error {
 			return nil
 		}
 		g.notify(head.Method, head.Params)
-		g.notified = true
 		return nil
 	default:
 		g.noise.Emit(hclog.Warn, "agent sent a frame with neither id nor method")
