@@ -30,6 +30,20 @@ func dialAgent(t *testing.T, a *acptest.Agent) *Client {
 	return c
 }
 
+// dialSession dials a Client to a and opens a session on it; ctx bounds
+// the test's requests.
+func dialSession(t *testing.T, a *acptest.Agent) (*Client, context.Context, string) {
+	t.Helper()
+	c := dialAgent(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	sid, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx, sid
+}
+
 // An agent announcing tool calls for sessions it never created, or more
 // than the table holds, cannot grow the client's tool-call table: only
 // sessions in a turn are remembered, at most toolCallCap calls in all, and
@@ -48,13 +62,7 @@ func TestToolTableBounded(t *testing.T) {
 		_ = a.Chunk(ctx, sid, "😊 ok") // handled after every update above
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
-	c := dialAgent(t, a)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sid, err := c.NewSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, sid := dialSession(t, a)
 	m := agentconn.NewMailbox(sid)
 	c.BeginTurn(m)
 	if _, err := c.Prompt(ctx, sid, "hi"); err != nil {
@@ -92,13 +100,7 @@ func TestNotificationFloodKeepsConnection(t *testing.T) {
 		_ = a.Chunk(ctx, sid, "😊 "+text)
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
-	c := dialAgent(t, a)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sid, err := c.NewSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, sid := dialSession(t, a)
 	for _, text := range []string{"one", "two"} {
 		m := agentconn.NewMailbox(sid)
 		c.BeginTurn(m)

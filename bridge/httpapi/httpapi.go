@@ -314,17 +314,24 @@ func JSONInvalid(offset int, decoderMsg string) ValidationItem {
 // nil before returning it as an error: a nil *APIError stored in an error
 // interface is not a nil error.
 func DecodeObject(body []byte) (map[string]json.RawMessage, *APIError) {
-	if len(body) == 0 {
-		return nil, Validation(BodyMissing())
-	}
 	// Nearly every body is a valid object: one pass into its fields. A
 	// body that starts with '{' and decodes is an object; anything else is
-	// decoded whole below, which words its error as FastAPI did.
+	// decoded whole, which words its error as FastAPI did.
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(body, &obj) == nil {
 			return obj, nil
 		}
+	}
+	return decodeValueFirst(body)
+}
+
+// decodeValueFirst is DecodeObject for any body: the whole value decoded
+// first (its error, or what it is when not an object), then the object's
+// fields.
+func decodeValueFirst(body []byte) (map[string]json.RawMessage, *APIError) {
+	if len(body) == 0 {
+		return nil, Validation(BodyMissing())
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
