@@ -73,21 +73,21 @@ func (h *Handler) MemoryLookup(ctx context.Context, q string) string {
 
 // takePhoto returns the freshest camera description; it never captures.
 func (h *Handler) takePhoto() string {
-	if desc, ok := FreshPhoto(h.cfg.Vision, PhotoFreshness); ok {
+	if desc, ok := FreshPhoto(h.cfg.Vision); ok {
 		return desc
 	}
 	return NothingFresh
 }
 
 // FreshPhoto is take_photo's freshness rule: v's freshest description if
-// it is no older than within (at most PhotoFreshness), cut at 300 code
-// points; false when there is none (a nil v has none).
-func FreshPhoto(v Vision, within time.Duration) (string, bool) {
+// it is no older than PhotoFreshness, cut at 300 code points; false when
+// there is none (a nil v has none).
+func FreshPhoto(v Vision) (string, bool) {
 	if v == nil {
 		return "", false
 	}
 	desc, age, ok := v.Freshest()
-	if !ok || desc == "" || age > min(within, PhotoFreshness) {
+	if !ok || desc == "" || age > PhotoFreshness {
 		return "", false
 	}
 	return text.Truncate(desc, text.Cut{Max: photoCap}), true
