@@ -72,24 +72,18 @@ func (s *Server) Bind(token, agentSessionID string) {
 }
 
 // Revoke ends a token: its next request is refused with 401.
-func (s *Server) Revoke(token string) {
-	t := s.tables
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e, ok := t.tokens[token]; ok {
-		t.minted.Remove(e)
-		delete(t.tokens, token)
-	}
-}
+func (s *Server) Revoke(token string) { s.tables.drop(func(g *grant) bool { return g.token == token }) }
 
 // RevokeKey ends every token of pool key key.
-func (s *Server) RevokeKey(key string) {
-	t := s.tables
+func (s *Server) RevokeKey(key string) { s.tables.drop(func(g *grant) bool { return g.key == key }) }
+
+// drop removes the grants that match.
+func (t *tables) drop(match func(*grant) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for e := t.minted.Front(); e != nil; {
 		next := e.Next()
-		if g := e.Value.(*grant); g.key == key {
+		if g := e.Value.(*grant); match(g) {
 			t.minted.Remove(e)
 			delete(t.tokens, g.token)
 		}
@@ -103,15 +97,16 @@ func (s *Server) SetDevice(key, deviceID string) {
 	t := s.tables
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, ok := t.devices[key]; ok {
-		e.Value.(*device).id = deviceID
-		t.set.MoveToBack(e)
-		return
+	e, known := t.devices[key]
+	if !known {
+		for t.set.Len() >= t.maxKeys {
+			delete(t.devices, t.set.Remove(t.set.Front()).(*device).key)
+		}
+		e = t.set.PushBack(&device{key: key})
+		t.devices[key] = e
 	}
-	for t.set.Len() >= t.maxKeys {
-		delete(t.devices, t.set.Remove(t.set.Front()).(*device).key)
-	}
-	t.devices[key] = t.set.PushBack(&device{key: key, id: deviceID})
+	e.Value.(*device).id = deviceID
+	t.set.MoveToBack(e)
 }
 
 // lookup returns a copy of token's grant and the device of its key ("" if

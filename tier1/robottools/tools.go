@@ -300,33 +300,25 @@ func (s *Server) playSong(ctx context.Context, _ *mcp.CallToolRequest, in songAr
 }
 
 func (s *Server) whoIsHere(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
-	if s.cfg.Room == nil {
-		return failed("The robot cannot tell who is in the room."), nil, nil
-	}
 	dev := callOf(ctx).device
-	if dev == "" {
+	switch {
+	case s.cfg.Room == nil:
+		return failed("The robot cannot tell who is in the room."), nil, nil
+	case dev == "":
 		return failed(NoRobot), nil, nil
 	}
 	people, err := s.cfg.Room.People(ctx, dev)
-	if err != nil {
-		s.log.Warn("who_is_here failed", "error", err)
-		return failed("The robot cannot tell who is in the room right now."), nil, nil
-	}
 	var lines []string
 	for _, p := range people {
-		line := prompttext.Line(p.Name, prompttext.Name)
-		if line == "" {
-			continue
+		if line := prompttext.Line(p.Name, prompttext.Name); line != "" {
+			if d := prompttext.Line(p.Description, prompttext.Description); d != "" {
+				line += " — " + d
+			}
+			lines = append(lines, line)
 		}
-		if d := prompttext.Line(p.Description, prompttext.Description); d != "" {
-			line += " — " + d
-		}
-		lines = append(lines, line)
 	}
-	if len(lines) == 0 {
-		return answer("Nobody the robot recognises is in the room right now."), nil, nil
-	}
-	return answer(prompttext.Cut("In the room: "+strings.Join(lines, "; "), prompttext.Scene)), nil, nil
+	return s.listing("who_is_here", err, "In the room: ", lines, "Nobody the robot recognises is in the room right now.",
+		prompttext.Scene), nil, nil
 }
 
 func (s *Server) today(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
@@ -334,20 +326,27 @@ func (s *Server) today(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*
 		return failed("The household calendar is not set up."), nil, nil
 	}
 	events, err := s.cfg.Calendar.Today(ctx)
-	if err != nil {
-		s.log.Warn("today failed", "error", err)
-		return failed("The household calendar cannot be read right now."), nil, nil
-	}
 	var lines []string
 	for _, e := range events {
 		if l := prompttext.Line(e, prompttext.Event); l != "" {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) == 0 {
-		return answer("Nothing is on the calendar today."), nil, nil
+	return s.listing("today", err, "Today: ", lines, "Nothing is on the calendar today.", prompttext.Calendar), nil, nil
+}
+
+// listing answers lines (outside text Line made safe) after prefix, cut
+// at c, or none when there are no lines; err, from the source of the
+// lines, is logged and answered as the tool's failure.
+func (s *Server) listing(tool string, err error, prefix string, lines []string, none string, c prompttext.Cap) *mcp.CallToolResult {
+	switch {
+	case err != nil:
+		s.log.Warn("robot tool failed", "tool", tool, "error", err)
+		return failed("The robot cannot answer " + tool + " right now.")
+	case len(lines) == 0:
+		return answer(none)
 	}
-	return answer(prompttext.Cut("Today: "+strings.Join(lines, "; "), prompttext.Calendar)), nil, nil
+	return answer(prompttext.Cut(prefix+strings.Join(lines, "; "), c))
 }
 
 func (s *Server) memoryLookup(ctx context.Context, _ *mcp.CallToolRequest, in queryArgs) (*mcp.CallToolResult, any, error) {
