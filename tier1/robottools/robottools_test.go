@@ -2,6 +2,7 @@ package robottools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 )
@@ -287,7 +289,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 // TestTokenFlood: a flood of mints keeps the table at its bound by
-// revoking the oldest tokens; binding or using a token does not save it.
+// revoking the oldest tokens; binding a token does not save it.
 func TestTokenFlood(t *testing.T) {
 	k := newKit(t, func(c *Config) { c.MaxTokens, c.MaxKeys = 8, 4 })
 	h := k.srv.Handler()
@@ -333,5 +335,37 @@ func TestConfig(t *testing.T) {
 		"CallsPerMinute 0: want at least 1", "Burst 0: want at least 1", "PhotoWait 1m0s: want more than 0 and at most 30s")
 	if _, err := New(bad); err == nil {
 		t.Error("New accepted a bad config")
+	}
+}
+
+// failing is a room and a calendar that cannot be read.
+type failing struct{}
+
+func (failing) People(context.Context, string) ([]Person, error) {
+	return nil, errors.New("perception down")
+}
+func (failing) Today(context.Context) ([]string, error) { return nil, errors.New("calendar down") }
+
+// TestDependencyDown: a robot that is not connected, a room or calendar
+// that cannot be read each fail their tool with a readable error.
+func TestDependencyDown(t *testing.T) {
+	k := newKit(t, func(c *Config) { c.Room, c.Calendar = failing{}, failing{} })
+	k.xiaozhi.Set("/xiaozhi/admin/set-head-angles", xiaozhitest.Reply{Status: http.StatusServiceUnavailable, Body: `{"error": "no device connected"}`})
+	cs := k.session(t, "k1", "dev-1")
+	for tool, want := range map[string]string{
+		"look":        "The robot is not connected right now (look failed).",
+		"who_is_here": "The robot cannot answer who_is_here right now.",
+		"today":       "The robot cannot answer today right now.",
+	} {
+		var args map[string]any
+		if tool == "look" {
+			args = map[string]any{"yaw": 0, "pitch": 0}
+		}
+		if got, isErr := callTool(t, cs, tool, args); !isErr || got != want {
+			t.Errorf("%s: %q (error %v), want %q", tool, got, isErr, want)
+		}
+		if got := k.count(tool, "error"); got != 1 {
+			t.Errorf("%s errors = %v, want 1", tool, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package robottools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 )
@@ -210,6 +212,12 @@ func (s *Server) setState(ctx context.Context, _ *mcp.CallToolRequest, in stateA
 // the details (an address, a token).
 func (s *Server) robotFailed(tool string, err error) *mcp.CallToolResult {
 	s.log.Warn("robot tool failed", "tool", tool, "error", err)
+	switch {
+	case errors.Is(err, xiaozhi.ErrNoDevice):
+		return failed("The robot is not connected right now (" + tool + " failed).")
+	case errors.Is(err, xiaozhi.ErrDisabled):
+		return failed(tier1.NoXiaozhi)
+	}
 	return failed("The robot did not respond (" + tool + " failed).")
 }
 
@@ -307,6 +315,8 @@ func (s *Server) whoIsHere(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs
 	case dev == "":
 		return failed(NoRobot), nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, tier1.ShortBudget)
+	defer cancel()
 	people, err := s.cfg.Room.People(ctx, dev)
 	var lines []string
 	for _, p := range people {
@@ -325,6 +335,8 @@ func (s *Server) today(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*
 	if s.cfg.Calendar == nil {
 		return failed("The household calendar is not set up."), nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, tier1.ShortBudget)
+	defer cancel()
 	events, err := s.cfg.Calendar.Today(ctx)
 	var lines []string
 	for _, e := range events {
