@@ -9,6 +9,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	// PhotoWait is how long take_photo waits for the description of the
 	// photo it asked for before it answers with the freshest one.
 	PhotoWait time.Duration
+	// Access is the bridge's rule for requests a web page could send (the
+	// machine's names); nil: this machine's names and addresses.
+	Access *httpapi.Access
 	// Registry receives dotty_mcp_tool_calls_total; nil records nothing.
 	Registry *prometheus.Registry
 	// Logger receives the tools' logs. Nil discards.

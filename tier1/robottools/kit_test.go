@@ -221,6 +221,9 @@ func post(t *testing.T, h http.Handler, url string, header map[string]string, re
 	for name, v := range header {
 		req.Header.Set(name, v)
 	}
+	if host := header["Host"]; host != "" {
+		req.Host = host
+	}
 	if remote != "" {
 		req.RemoteAddr = remote
 	}

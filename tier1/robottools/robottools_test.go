@@ -158,7 +158,7 @@ func TestOtherKeysRobot(t *testing.T) {
 
 // TestAuth: a live token from this host is served; an unknown, revoked or
 // missing token is 401; a peer on another host, a foreign Origin or a
-// foreign Host is 403.
+// foreign Host is 403; a body that is not JSON is 415.
 func TestAuth(t *testing.T) {
 	k := newKit(t, nil)
 	h := k.srv.Handler()
@@ -179,6 +179,9 @@ func TestAuth(t *testing.T) {
 		{"token of a closed key", map[string]string{"Authorization": "Bearer " + keyGone}, local, http.StatusUnauthorized},
 		{"no token", nil, local, http.StatusUnauthorized},
 		{"another host", map[string]string{"Authorization": "Bearer " + live}, "192.0.2.7:50000", http.StatusForbidden},
+		{"forwarded from another host", map[string]string{"Authorization": "Bearer " + live, "X-Forwarded-For": "192.0.2.7"}, local, http.StatusForbidden},
+		{"not JSON", map[string]string{"Authorization": "Bearer " + live, "Content-Type": "text/plain"}, local, http.StatusUnsupportedMediaType},
+		{"foreign Host", map[string]string{"Authorization": "Bearer " + live, "Host": "rebound.example"}, local, http.StatusForbidden},
 		{"foreign origin", map[string]string{"Authorization": "Bearer " + live, "Origin": "http://evil.example"}, local, http.StatusForbidden},
 	} {
 		if got := post(t, h, "http://127.0.0.1/", tc.header, tc.remote); got != tc.want {

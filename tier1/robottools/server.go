@@ -18,7 +18,6 @@ package robottools
 
 import (
 	"context"
-	"net"
 	"net/http"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
 )
 
@@ -54,6 +54,7 @@ type Server struct {
 	calls  *prometheus.CounterVec
 	mcp    *mcp.Server
 	tables *tables
+	access *httpapi.Access
 }
 
 // New returns the server; cfg must pass Validate.
@@ -67,6 +68,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.clock == nil {
 		s.clock = clockwork.NewRealClock()
+	}
+	if s.access = cfg.Access; s.access == nil {
+		s.access = httpapi.NewAccess(httpapi.AccessConfig{Logger: s.log})
 	}
 	if s.cfg.Permissions == nil {
 		s.cfg.Permissions = agentconn.AllowAll{}
@@ -89,31 +93,26 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves MCP over streamable HTTP: only to a peer on this host
-// (else 403), without a foreign Origin (403), with a live bearer token
-// (else 401).
+// Handler serves MCP over streamable HTTP, stateless (every request
+// stands alone, so no session table outlives a request). It refuses a
+// peer that is not on this host (httpapi.LoopbackPeer), a Host that does
+// not name this machine or an Origin of another site (the bridge's Access
+// rule) with 403, a request without a live bearer token with 401, and a
+// body that is not JSON with 415 (the SDK's check).
 func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	authed := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	origin := http.NewCrossOriginProtection().Handler(authed)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopback(r.RemoteAddr) {
+		switch {
+		case !httpapi.LoopbackPeer(r):
 			http.Error(w, "robot tools are served to this host only", http.StatusForbidden)
-			return
+		case !s.access.LocalHost(r.Host) || !s.access.LocalOrigin(r):
+			http.Error(w, "cross-site request refused", http.StatusForbidden)
+		default:
+			authed.ServeHTTP(w, r)
 		}
-		origin.ServeHTTP(w, r)
 	})
-}
-
-// loopback reports whether a request's peer address is on this host.
-func loopback(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // verify is the bearer-token check: a live token, else 401.
