@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
@@ -58,8 +58,8 @@ func TestToolSchemas(t *testing.T) {
 		t.Errorf("look's bounds: yaw %v, pitch %v", yaw, pitch)
 	}
 	state, _ := props["set_state"]["state"].(map[string]any)
-	if fmt.Sprint(state["enum"]) != fmt.Sprint(admin.States) {
-		t.Errorf("set_state's states %v, want %v", state["enum"], admin.States)
+	if fmt.Sprint(state["enum"]) != fmt.Sprint(xiaozhi.States) {
+		t.Errorf("set_state's states %v, want %v", state["enum"], xiaozhi.States)
 	}
 	for tool, args := range map[string][]string{"play_song": {"name"}, "memory_lookup": {"query"}, "remember": {"person", "fact"}, "take_photo": {"question"}} {
 		for _, a := range args {

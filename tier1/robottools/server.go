@@ -28,15 +28,6 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/metric"
-)
-
-// Outcomes of a tool call, the outcome label of dotty_mcp_tool_calls_total.
-const (
-	outcomeOK          = "ok"
-	outcomeError       = "error"
-	outcomeRefused     = "refused"
-	outcomeRateLimited = "rate_limited"
 )
 
 // Texts of calls refused before their tool runs.
@@ -79,16 +70,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry != nil {
 		reg = cfg.Registry
 	}
-	s.calls = metric.On(reg).CounterVec("dotty_mcp_tool_calls_total",
-		"Robot tool calls over MCP, by tool and outcome (ok, error, refused, rate_limited).", "tool", "outcome")
+	s.calls = NewMetrics(reg).ToolCalls
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "dotty-robot", Title: "Dotty, the desk robot", Version: "1"},
 		&mcp.ServerOptions{Instructions: "Tools to act through the desk robot you speak through: turn its head, " +
 			"set its state, see through its camera, play songs, know who is in the room and what is on today, " +
 			"and look up or remember facts about the household."})
 	s.addTools()
-	for _, name := range toolNames {
-		s.calls.WithLabelValues(name, outcomeOK) // seen at zero before the first call
-	}
 	s.mcp.AddReceivingMiddleware(s.gate)
 	return s, nil
 }

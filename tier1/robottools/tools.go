@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
@@ -112,7 +111,7 @@ func (s *Server) addTools() {
 		Description: "Turn the robot's head to look somewhere: yaw left/right and pitch down/up in degrees. " +
 			"Use it to look at someone or something, or yaw 0 pitch 0 to face forward again."}, s.look)
 	state := schema[stateArgs]()
-	state.Properties["state"].Enum = anys(admin.States)
+	state.Properties["state"].Enum = anys(xiaozhi.States)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "set_state", InputSchema: state,
 		Description: "Put the robot in a state: idle, talk, story_time (for telling a story), security (watching the room), " +
 			"sleep or dance."}, s.setState)
@@ -195,8 +194,8 @@ func (s *Server) look(ctx context.Context, _ *mcp.CallToolRequest, in lookArgs) 
 }
 
 func (s *Server) setState(ctx context.Context, _ *mcp.CallToolRequest, in stateArgs) (*mcp.CallToolResult, any, error) {
-	if !slices.Contains(admin.States, in.State) {
-		return failed(admin.ErrUnknownState.Error()), nil, nil
+	if !slices.Contains(xiaozhi.States, in.State) {
+		return failed("state must be one of " + strings.Join(xiaozhi.States, ", ")), nil, nil
 	}
 	dev, bad := s.robot(ctx)
 	if bad != nil {
