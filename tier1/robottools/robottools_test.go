@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
@@ -370,5 +371,25 @@ func TestDependencyDown(t *testing.T) {
 		if got := k.count(tool, "error"); got != 1 {
 			t.Errorf("%s errors = %v, want 1", tool, got)
 		}
+	}
+}
+
+// TestTokenEndsMidRequest: a token revoked after its request was
+// authenticated refuses the call before the tool runs.
+func TestTokenEndsMidRequest(t *testing.T) {
+	k := newKit(t, nil)
+	token := k.srv.Mint("k1")
+	k.srv.Revoke(token)
+	ran := false
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) { ran = true; return nil, nil }
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "look"},
+		Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{tokenExtra: token}}}}
+	res, err := k.srv.gate(next)(context.Background(), "tools/call", req)
+	tr, _ := res.(*mcp.CallToolResult)
+	if err != nil || ran || tr == nil || !tr.IsError || tr.Content[0].(*mcp.TextContent).Text != AccessEnded {
+		t.Errorf("ended token: result %+v, error %v, tool ran %v; want %q", res, err, ran, AccessEnded)
+	}
+	if got := k.count("look", "refused"); got != 1 {
+		t.Errorf("look refused = %v, want 1", got)
 	}
 }

@@ -34,7 +34,7 @@ import (
 const (
 	RateLimited = "Too many robot tool calls in this conversation; wait a minute, then try again."
 	NotAllowed  = "The household's tool policy does not allow this tool."
-	TokenEnded  = "This conversation's access to the robot has ended."
+	AccessEnded = "This conversation's access to the robot has ended."
 )
 
 // Server serves the robot's tools. Safe for concurrent use.
@@ -140,7 +140,7 @@ func (s *Server) gate(next mcp.MethodHandler) mcp.MethodHandler {
 		g, dev, live := s.tables.lookup(token)
 		switch {
 		case !live:
-			return s.refuse(name, outcomeRefused, TokenEnded), nil
+			return s.refuse(name, outcomeRefused, AccessEnded), nil
 		case s.cfg.Permissions.Decide(ctx, agentconn.PermissionRequest{SessionID: g.session,
 			Tool: agentconn.NormaliseTool(name), ToolCallID: "mcp-" + name}) != agentconn.Allow:
 			s.log.Info("robot tool refused by the permission policy", "tool", name, "key", g.key)
