@@ -132,7 +132,6 @@ func (s *Server) gate(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		name := r.Params.Name
-		c := &call{}
 		var token string
 		if r.Extra != nil && r.Extra.TokenInfo != nil {
 			token, _ = r.Extra.TokenInfo.Extra[tokenExtra].(string)
@@ -149,7 +148,7 @@ func (s *Server) gate(next mcp.MethodHandler) mcp.MethodHandler {
 			s.log.Debug("robot tool rate-limited", "tool", name, "key", g.key)
 			return s.refuse(name, outcomeRateLimited, RateLimited), nil
 		}
-		c.grant, c.device = g, dev
+		c := &call{grant: g, device: dev}
 		res, err := next(context.WithValue(ctx, callKey{}, c), method, req)
 		outcome := outcomeOK
 		if tr, ok := res.(*mcp.CallToolResult); err != nil || !ok || tr.IsError {
