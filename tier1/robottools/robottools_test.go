@@ -18,6 +18,8 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
 
 // TestToolSchemas: every tool is listed with a description and its
@@ -391,5 +393,36 @@ func TestTokenEndsMidRequest(t *testing.T) {
 	}
 	if got := k.count("look", "refused"); got != 1 {
 		t.Errorf("look refused = %v, want 1", got)
+	}
+}
+
+// TestHeldFactNeverReturned: with the real voice memory (brain.db and its
+// writer), a child's fact remembered through the tool is held for review
+// and memory_lookup never returns it; an adult's fact is found.
+func TestHeldFactNeverReturned(t *testing.T) {
+	db := memstoretest.V1(t)
+	store := memstore.New(memstore.Config{Path: db, WriteBusyTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = store.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	k := newKit(t, func(c *Config) {
+		c.Voice = tier1.New(tier1.Config{Memory: store, People: adults{"brett"}})
+	})
+	cs := k.session(t, "k1", "dev-1")
+	if got, _ := callTool(t, cs, "remember", map[string]any{"person": "Alex", "fact": "Alex's best friend is Sam"}); got != tier1.HeldForReview {
+		t.Errorf("child's fact: %q, want %q", got, tier1.HeldForReview)
+	}
+	callTool(t, cs, "remember", map[string]any{"person": "Brett", "fact": "Brett takes his coffee black"})
+	// One writer, in order: once the adult's fact is found, the child's is in brain.db too.
+	testkit.WaitFor(t, 0, "the adult's fact in brain.db", func() bool {
+		rows, err := store.Search(ctx, "coffee black", 1)
+		return err == nil && len(rows) == 1
+	})
+	if got, _ := callTool(t, cs, "memory_lookup", map[string]any{"query": "coffee black"}); got != "Brett takes his coffee black" {
+		t.Errorf("lookup of the adult's fact: %q", got)
+	}
+	if got, isErr := callTool(t, cs, "memory_lookup", map[string]any{"query": "best friend"}); isErr || got != tier1.NoMemories {
+		t.Errorf("lookup of the held fact: %q (error %v), want %q", got, isErr, tier1.NoMemories)
 	}
 }
