@@ -19,6 +19,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -458,8 +459,8 @@ func (h *Handler) smartMode(c echo.Context) error {
 	}{true, m.Enabled, m.DevicePushed, m.Model, m.Config, m.Restart, m.ModelWarning()})
 }
 
-// States are the robot states /admin/state accepts.
-var States = []string{"idle", "talk", "story_time", "security", "sleep", "dance"}
+// States are the robot states /admin/state accepts: xiaozhi's.
+var States = xiaozhi.States
 
 // ErrUnknownState is a robot state not in States.
 var ErrUnknownState = errors.New("state must be one of ('idle', 'talk', 'story_time', 'security', 'sleep', 'dance')")

@@ -89,18 +89,28 @@ func (h *Handler) rememberPersonTool(args map[string]json.RawMessage, session st
 	if err != nil {
 		return "", err
 	}
-	if text.Strip(fact) == "" {
-		return EmptyFact, nil
+	return h.RememberPerson(name, fact, session), nil
+}
+
+// RememberPerson is remember_person for arguments already read: the fact
+// passes the kid-safety gate (held for review unless the household knows
+// name for an adult) and the answer says which. An empty session is
+// stored NULL.
+func (h *Handler) RememberPerson(name, fact, session string) string {
+	if name = text.Strip(name); name == "" {
+		return NoPerson
 	}
-	// An escalation's session is "" when the caller had none: stored NULL.
+	if text.Strip(fact) == "" {
+		return EmptyFact
+	}
 	out := h.storePerson(name, fact, session, session != "")
 	switch {
 	case !out.stored:
-		return RememberFailed, nil
+		return RememberFailed
 	case out.review:
-		return HeldForReview, nil
+		return HeldForReview
 	}
-	return "(remembered about " + name + ")", nil
+	return "(remembered about " + name + ")"
 }
 
 // pyStrArg reads the first of names holding a truthy value, as bridge.py's

@@ -13,6 +13,9 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
 )
 
+// PhotoFreshness is the oldest camera description take_photo returns.
+const PhotoFreshness = 30 * time.Second
+
 // Tool result strings, bridge.py's exactly: Tier1Slim's model reads them.
 const (
 	EmptyQuery       = "(empty query)"
@@ -24,7 +27,6 @@ const (
 	NoSongName       = "(no song name given)"
 	NoXiaozhi        = "(can't reach xiaozhi-server)"
 	EmptyCatalogue   = "(song catalogue is empty)"
-	photoFreshness   = 30 * time.Second
 	songCacheTTL     = 60 * time.Second
 	memoryFetched    = 5
 	memoryUsed       = 3
@@ -41,13 +43,20 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 	if err != nil {
 		return "", err
 	}
+	return h.MemoryLookup(ctx, q), nil
+}
+
+// MemoryLookup is memory_lookup for a query already read: the first
+// three of the five best rows of brain.db, each cut at 200 characters,
+// joined with " | " (held-for-review facts are never among them).
+func (h *Handler) MemoryLookup(ctx context.Context, q string) string {
 	if q = text.Strip(q); q == "" {
-		return EmptyQuery, nil
+		return EmptyQuery
 	}
 	rows, err := h.cfg.Memory.Search(ctx, q, memoryFetched)
 	if err != nil {
 		h.log.Debug("memory lookup found nothing", "error", err)
-		return NoMemories, nil
+		return NoMemories
 	}
 	var snippets []string
 	for _, r := range rows {
@@ -57,21 +66,31 @@ func (h *Handler) memoryLookup(ctx context.Context, args map[string]json.RawMess
 		snippets = append(snippets, text.Truncate(text.Strip(r.Content), text.Cut{Max: snippetCap, Mark: "...", MarkInside: true}))
 	}
 	if len(snippets) == 0 {
-		return NoMemories, nil
+		return NoMemories
 	}
-	return strings.Join(snippets, " | "), nil
+	return strings.Join(snippets, " | ")
 }
 
 // takePhoto returns the freshest camera description; it never captures.
 func (h *Handler) takePhoto() string {
-	if h.cfg.Vision == nil {
-		return NothingFresh
+	if desc, ok := FreshPhoto(h.cfg.Vision); ok {
+		return desc
 	}
-	desc, age, ok := h.cfg.Vision.Freshest()
-	if !ok || desc == "" || age > photoFreshness {
-		return NothingFresh
+	return NothingFresh
+}
+
+// FreshPhoto is take_photo's freshness rule: v's freshest description if
+// it is no older than PhotoFreshness, cut at 300 code points; false when
+// there is none (a nil v has none).
+func FreshPhoto(v Vision) (string, bool) {
+	if v == nil {
+		return "", false
 	}
-	return text.Truncate(desc, text.Cut{Max: photoCap})
+	desc, age, ok := v.Freshest()
+	if !ok || desc == "" || age > PhotoFreshness {
+		return "", false
+	}
+	return text.Truncate(desc, text.Cut{Max: photoCap}), true
 }
 
 // songCache keeps the last non-empty song catalogue for a minute.
@@ -107,15 +126,22 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 	if err != nil {
 		return "", err
 	}
+	return h.PlaySong(ctx, "", name), nil
+}
+
+// PlaySong plays the catalogue song best matching name on deviceID ("":
+// xiaozhi picks the first robot, as the escalation does) and says what
+// happened in play_song's words.
+func (h *Handler) PlaySong(ctx context.Context, deviceID, name string) string {
 	if name = text.Strip(name); name == "" {
-		return NoSongName, nil
+		return NoSongName
 	}
 	if h.cfg.Xiaozhi == nil || !h.cfg.Xiaozhi.Enabled() {
-		return NoXiaozhi, nil
+		return NoXiaozhi
 	}
 	files := h.songs.get(ctx, h.cfg.Xiaozhi)
 	if len(files) == 0 {
-		return EmptyCatalogue, nil
+		return EmptyCatalogue
 	}
 	file, ok := MatchSong(name, files)
 	if !ok {
@@ -123,18 +149,18 @@ func (h *Handler) playSong(ctx context.Context, args map[string]json.RawMessage)
 		for _, f := range files[:min(len(files), songsShownOnMiss)] {
 			stems = append(stems, stem(f))
 		}
-		return fmt.Sprintf("(no match for '%s'; have: %s)", name, strings.Join(stems, ", ")), nil
+		return fmt.Sprintf("(no match for '%s'; have: %s)", name, strings.Join(stems, ", "))
 	}
 	asset := strings.TrimRight(h.cfg.SongAssetBase, "/") + "/" + file
-	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, "", asset)
+	resp, err := h.cfg.Xiaozhi.PlayAsset(ctx, deviceID, asset)
 	switch {
 	case resp.Status != 0 && resp.Status != http.StatusOK: // success is exactly 200
-		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, text.Truncate(string(resp.Body), text.Cut{Max: playErrBodyCap})), nil
+		return fmt.Sprintf("(couldn't play %s: HTTP %d: %s)", file, resp.Status, text.Truncate(string(resp.Body), text.Cut{Max: playErrBodyCap}))
 	case err != nil:
-		return fmt.Sprintf("(couldn't play %s: %v)", file, err), nil
+		return fmt.Sprintf("(couldn't play %s: %v)", file, err)
 	}
 	h.log.Info("playing song", "file", file)
-	return "playing " + stem(file), nil
+	return "playing " + stem(file)
 }
 
 // stem is a file name without its directory and extension (Python's

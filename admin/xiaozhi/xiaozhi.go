@@ -225,7 +225,10 @@ func (c *Client) SetHeadAngles(ctx context.Context, deviceID string, yaw, pitch,
 	return c.post(ctx, pathSetHeadAngles, map[string]any{"device_id": deviceID, "yaw": yaw, "pitch": pitch, "speed": speed})
 }
 
-// SetState sets the robot's state (idle, talk, story_time, security, sleep, dance).
+// States are the robot states set-state accepts.
+var States = []string{"idle", "talk", "story_time", "security", "sleep", "dance"}
+
+// SetState sets the robot's state, one of States.
 func (c *Client) SetState(ctx context.Context, deviceID, state string) error {
 	return c.post(ctx, pathSetState, map[string]string{"device_id": deviceID, "state": state})
 }

@@ -1,0 +1,133 @@
+package robottools
+
+import (
+	"container/list"
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+
+	"golang.org/x/time/rate"
+)
+
+// grant is what a token lets its holder do: act for one pool key (and,
+// once bound, one agent session), at a bounded rate.
+type grant struct {
+	token   string
+	key     string
+	session string
+	limiter *rate.Limiter
+}
+
+// tables holds the tokens, oldest minted first, and each key's robot,
+// least recently set first. Both are bounded; eviction follows the order
+// of minting (tokens) or setting (devices), which no lookup changes.
+type tables struct {
+	maxTokens, maxKeys int
+	limit              rate.Limit
+	burst              int
+
+	mu      sync.Mutex
+	tokens  map[string]*list.Element // of *grant
+	minted  *list.List
+	devices map[string]*list.Element // of *device
+	set     *list.List
+}
+
+type device struct{ key, id string }
+
+func newTables(cfg Config) *tables {
+	return &tables{maxTokens: cfg.MaxTokens, maxKeys: cfg.MaxKeys,
+		limit: rate.Limit(float64(cfg.CallsPerMinute) / 60), burst: cfg.Burst,
+		tokens: map[string]*list.Element{}, minted: list.New(), devices: map[string]*list.Element{}, set: list.New()}
+}
+
+// Mint returns a new token for an agent session being opened for pool
+// key key. At MaxTokens the oldest token is revoked.
+func (s *Server) Mint(key string) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	token := base64.RawURLEncoding.EncodeToString(b)
+	t := s.tables
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.minted.Len() >= t.maxTokens {
+		oldest := t.minted.Remove(t.minted.Front()).(*grant)
+		delete(t.tokens, oldest.token)
+		s.log.Debug("token table full; revoked the oldest token", "key", oldest.key)
+	}
+	g := &grant{token: token, key: key, limiter: rate.NewLimiter(t.limit, t.burst)}
+	t.tokens[token] = t.minted.PushBack(g)
+	return token
+}
+
+// Bind records the agent session a token was minted for, once the agent
+// has named it. An unknown token is ignored.
+func (s *Server) Bind(token, agentSessionID string) {
+	t := s.tables
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.tokens[token]; ok {
+		e.Value.(*grant).session = agentSessionID
+	}
+}
+
+// Revoke ends a token: its next request is refused with 401.
+func (s *Server) Revoke(token string) { s.tables.drop(func(g *grant) bool { return g.token == token }) }
+
+// RevokeKey ends every token of pool key key.
+func (s *Server) RevokeKey(key string) { s.tables.drop(func(g *grant) bool { return g.key == key }) }
+
+// drop removes the grants that match.
+func (t *tables) drop(match func(*grant) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for e := t.minted.Front(); e != nil; {
+		next := e.Next()
+		if g := e.Value.(*grant); match(g) {
+			t.minted.Remove(e)
+			delete(t.tokens, g.token)
+		}
+		e = next
+	}
+}
+
+// SetDevice records the robot of key's latest turn: the one its tools act
+// on. At MaxKeys the key set longest ago is forgotten.
+func (s *Server) SetDevice(key, deviceID string) {
+	t := s.tables
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, known := t.devices[key]
+	if !known {
+		for t.set.Len() >= t.maxKeys {
+			delete(t.devices, t.set.Remove(t.set.Front()).(*device).key)
+		}
+		e = t.set.PushBack(&device{key: key})
+		t.devices[key] = e
+	}
+	e.Value.(*device).id = deviceID
+	t.set.MoveToBack(e)
+}
+
+// lookup returns a copy of token's grant and the device of its key ("" if
+// none is known).
+func (t *tables) lookup(token string) (g grant, deviceID string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.tokens[token]
+	if !ok {
+		return grant{}, "", false
+	}
+	g = *e.Value.(*grant)
+	if d, ok := t.devices[g.key]; ok {
+		deviceID = d.Value.(*device).id
+	}
+	return g, deviceID, true
+}
+
+// counts returns the sizes of the tables.
+func (t *tables) counts() (tokens, keys int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tokens), len(t.devices)
+}
