@@ -43,6 +43,10 @@ type Config struct {
 	CallsPerMinute int
 	// Burst is how many calls a token may make at once.
 	Burst int
+	// RateWait is the longest a call past its token's rate waits for its
+	// turn (first come, first served, within the request's deadline);
+	// one that would wait longer is refused at once.
+	RateWait time.Duration
 	// PhotoWait is how long take_photo waits for the description of the
 	// photo it asked for before it answers with the freshest one.
 	PhotoWait time.Duration
@@ -59,7 +63,7 @@ type Config struct {
 
 // DefaultConfig returns the bounds: the one place they are written.
 func DefaultConfig() Config {
-	return Config{MaxTokens: 256, MaxKeys: 256, CallsPerMinute: 30, Burst: 10, PhotoWait: 10 * time.Second}
+	return Config{MaxTokens: 256, MaxKeys: 256, CallsPerMinute: 30, Burst: 10, RateWait: 5 * time.Second, PhotoWait: 10 * time.Second}
 }
 
 // Validate reports every setting outside its range as a
@@ -70,6 +74,7 @@ func (c Config) Validate() error {
 	errs.Check("MaxKeys", c.MaxKeys >= 1, c.MaxKeys, "at least 1")
 	errs.Check("CallsPerMinute", c.CallsPerMinute >= 1, c.CallsPerMinute, "at least 1")
 	errs.Check("Burst", c.Burst >= 1, c.Burst, "at least 1")
+	errs.Check("RateWait", c.RateWait >= 0 && c.RateWait <= time.Minute, c.RateWait, "between 0 and 1m0s")
 	errs.Check("PhotoWait", c.PhotoWait > 0 && c.PhotoWait <= tier1.PhotoFreshness, c.PhotoWait,
 		"more than 0 and at most "+tier1.PhotoFreshness.String())
 	return errs.Err()

@@ -294,6 +294,38 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+// TestRateLimitWaitsItsTurn: a call past the rate that would wait less
+// than RateWait waits for its turn instead of failing, and is answered
+// once the clock reaches it.
+func TestRateLimitWaitsItsTurn(t *testing.T) {
+	clock := testkit.NewClock()
+	k := newKit(t, func(c *Config) { c.CallsPerMinute, c.Burst, c.RateWait, c.Clock = 60, 1, 5*time.Second, clock })
+	one := k.session(t, "k1", "dev-1")
+	if _, isErr := callTool(t, one, "list_songs", nil); isErr {
+		t.Fatal("first call refused")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := one.CallTool(ctx, &mcp.CallToolParams{Name: "list_songs"})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		done <- res
+	}()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("the second call never waited for its turn: %v", err)
+	}
+	clock.Advance(time.Second)
+	if res := testkit.Recv(t, 30*time.Second, done, "the waiting call's answer"); res.IsError {
+		t.Errorf("a call that waited its turn was refused: %v", res.Content)
+	}
+	if got := k.count("list_songs", "rate_limited"); got != 0 {
+		t.Errorf("rate_limited = %v, want 0", got)
+	}
+}
+
 // TestTokenFlood: a flood of mints keeps the table at its bound by
 // revoking the oldest tokens; binding a token does not save it.
 func TestTokenFlood(t *testing.T) {
@@ -336,9 +368,10 @@ func TestConfig(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Errorf("DefaultConfig().Validate() = %v", err)
 	}
-	bad := Config{PhotoWait: time.Minute}
+	bad := Config{PhotoWait: time.Minute, RateWait: -time.Second}
 	testkit.CheckFieldErrors(t, "Config", bad.Validate(), "MaxTokens 0: want at least 1", "MaxKeys 0: want at least 1",
-		"CallsPerMinute 0: want at least 1", "Burst 0: want at least 1", "PhotoWait 1m0s: want more than 0 and at most 30s")
+		"CallsPerMinute 0: want at least 1", "Burst 0: want at least 1", "RateWait -1s: want between 0 and 1m0s",
+		"PhotoWait 1m0s: want more than 0 and at most 30s")
 	if _, err := New(bad); err == nil {
 		t.Error("New accepted a bad config")
 	}

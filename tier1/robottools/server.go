@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
@@ -144,7 +145,7 @@ func (s *Server) gate(next mcp.MethodHandler) mcp.MethodHandler {
 			Tool: agentconn.NormaliseTool(name), ToolCallID: "mcp-" + name}) != agentconn.Allow:
 			s.log.Info("robot tool refused by the permission policy", "tool", name, "key", g.key)
 			return s.refuse(name, outcomeRefused, NotAllowed), nil
-		case !g.limiter.AllowN(s.clock.Now(), 1):
+		case !s.waitTurn(ctx, g.limiter):
 			s.log.Debug("robot tool rate-limited", "tool", name, "key", g.key)
 			return s.refuse(name, outcomeRateLimited, RateLimited), nil
 		}
@@ -159,6 +160,29 @@ func (s *Server) gate(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		s.calls.WithLabelValues(name, outcome).Inc()
 		return res, err
+	}
+}
+
+// waitTurn takes one call from l, waiting for it (reservations are served
+// in order) at most RateWait and never past ctx; false when the call must
+// be refused.
+func (s *Server) waitTurn(ctx context.Context, l *rate.Limiter) bool {
+	now := s.clock.Now()
+	r := l.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if !r.OK() || d > s.cfg.RateWait {
+		r.CancelAt(now)
+		return false
+	}
+	if d == 0 {
+		return true
+	}
+	select {
+	case <-s.clock.After(d):
+		return true
+	case <-ctx.Done():
+		r.CancelAt(s.clock.Now())
+		return false
 	}
 }
 
