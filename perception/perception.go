@@ -399,12 +399,11 @@ func modelKey(key []byte) bool {
 	return false
 }
 
-// knownNames are the event names a robot sends, kept once so that
-// decoding one allocates nothing.
+// knownNames are the event names a robot sends most (those the events
+// counter labels), kept once so that decoding one allocates nothing.
 var knownNames = func() map[string]string {
-	m := map[string]string{}
-	for _, n := range append([]string{"head_pet_started", "head_pet_ended", "wake_word_detected", "chat_status",
-		"face_recognized", "dance_started", "dance_ended"}, countedEvents...) {
+	m := make(map[string]string, len(countedEvents))
+	for _, n := range countedEvents {
 		m[n] = n
 	}
 	return m
