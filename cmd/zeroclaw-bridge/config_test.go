@@ -452,6 +452,8 @@ func TestSwitchRules(t *testing.T) {
 		{"GREETER_GREET_UNKNOWN", "YES", true, ""},
 		{"GREETER_USE_FACE_DETECTED", "nope", false, greeter},
 		{"GREETER_GREET_ANYONE", "2", false, greeter},
+		{"DOTTY_MCP_ENABLED", "off", false, ""},
+		{"DOTTY_MCP_ENABLED", "disabled", false, greeter},
 		{"SECURITY_WATCH_ENABLED", "1", true, ""},
 		{"SECURITY_WATCH_ENABLED", "true", false, one},
 		{"SECURITY_WATCH_ENABLED", "0", false, ""},
@@ -478,8 +480,8 @@ func TestSwitchRules(t *testing.T) {
 			switches[s.env] = s
 		}
 	}
-	if len(switches) != 13 {
-		t.Errorf("%d switches, want 13", len(switches))
+	if len(switches) != 14 {
+		t.Errorf("%d switches, want 14", len(switches))
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -627,8 +629,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 169 {
-		t.Errorf("%d settings, want 169 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 173 {
+		t.Errorf("%d settings, want 173 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
