@@ -534,6 +534,23 @@ func (l *latches) get(k latchKey, now time.Time) (string, bool) {
 	return v.person, true
 }
 
+// forDevice returns the people latched on device, on any channel, while
+// their latch is live, the most recently set first (the table's order).
+func (l *latches) forDevice(device string, now time.Time) []string {
+	if l.ttl < 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k, v := range l.cache.All() {
+		if k.device == device && now.Sub(v.at) <= l.ttl {
+			out = append(out, v.person)
+		}
+	}
+	return out
+}
+
 // len reports how many latches are kept, live or not yet dropped.
 func (l *latches) len() int {
 	l.mu.Lock()

@@ -295,7 +295,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	var toolsRun func(context.Context) error
 	if tokens != nil {
 		t := c.MCP.withDefaults().Tools
-		t.Robot, t.Voice, t.Vision, t.Room = xz, calls, sight, roomPeople{percep: percep, clock: clockwork.NewRealClock()}
+		t.Robot, t.Voice, t.Vision, t.Room = xz, calls, sight, roomPeople{percep}
 		if len(c.Periphery.CalendarIDs) > 0 {
 			t.Calendar = calendarToday{peri}
 		}

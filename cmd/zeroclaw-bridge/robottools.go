@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/fieldcheck"
@@ -147,27 +146,20 @@ type poolDevices struct {
 
 func (d poolDevices) SetDevice(key, deviceID string) { d.tools.SetDevice(d.pool.KeyFor(key), deviceID) }
 
-// roomPeople is who_is_here's view of a robot's room: the face perception
-// recognised there within perception.IdentityTTL, named and described from
-// the household roster.
-type roomPeople struct {
-	percep *perception.Service
-	clock  clockwork.Clock
-}
+// roomPeople is who_is_here's view of a robot's room: perception's Present
+// (the face recognised in front of it, whoever told it their name), named
+// and described from the household roster.
+type roomPeople struct{ percep *perception.Service }
 
 // personDescription bounds a person's roster description.
 const personDescription = 160
 
 func (r roomPeople) People(_ context.Context, deviceID string) ([]robottools.Person, error) {
-	st, _ := r.percep.States().Get(deviceID)
-	id, fresh := st.FreshIdentity(r.clock.Now(), perception.IdentityTTL)
-	if !fresh {
-		return nil, nil
+	var out []robottools.Person
+	for _, p := range r.percep.Present(deviceID) {
+		out = append(out, robottools.Person{Name: cmp.Or(p.DisplayName, p.ID), Description: p.CompactDescription(personDescription)})
 	}
-	if p, ok := r.percep.Household().Lookup(id); ok {
-		return []robottools.Person{{Name: cmp.Or(p.DisplayName, p.ID), Description: p.CompactDescription(personDescription)}}, nil
-	}
-	return []robottools.Person{{Name: id}}, nil
+	return out, nil
 }
 
 // calendarToday is today's calendar for the today tool: every event,
