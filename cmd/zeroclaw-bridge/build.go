@@ -52,8 +52,10 @@ import (
 func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
 	log.Debug("configuration", append([]any{"version", buildVersion()}, cfg.effective()...)...)
 	// The robot tools' listener first: its URL goes into the agent's
-	// sessions.
-	cfg.MCP.listener = listenTools(cfg.MCP, log.Named("robottools"))
+	// sessions (ACP agents only: a steerable-sidecar takes no MCP servers).
+	if cfg.Agent.Protocol != protocolSteerable {
+		cfg.MCP.listener = listenTools(cfg.MCP, log.Named("robottools"))
+	}
 	b, err := build(cfg, log, lk)
 	if err != nil {
 		cfg.MCP.listener.close()
