@@ -176,6 +176,9 @@ func (c *Client) initialize(ctx context.Context) error {
 			}
 		}
 	}
+	if c.cfg.Tools != nil && c.cfg.ToolsURL != "" {
+		c.log.Info("robot tools for this agent's sessions", "offered", c.toolsTransport())
+	}
 	if caps.Dialect.Legacy() {
 		c.log.Warn("legacy agent dialect: barge-in detaches instead of cancelling and kid-mode tool denial cannot be enforced",
 			"dialect", caps.Dialect, "version", caps.AgentVersion)

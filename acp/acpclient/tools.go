@@ -14,18 +14,34 @@ import (
 // the relay and none is configured.
 func (c *Client) toolsEntry(key string) (entry acp.McpServer, token string, ok bool) {
 	cfg := c.cfg
-	if cfg.Tools == nil || cfg.ToolsURL == "" || c.caps.Dialect != DialectV1 || c.caps.ZeroClaw ||
-		(!c.caps.MCPHTTP && len(cfg.ToolsRelay) == 0) {
+	transport := c.toolsTransport()
+	if cfg.Tools == nil || cfg.ToolsURL == "" || (transport != "http" && transport != "stdio") {
 		return acp.McpServer{}, "", false
 	}
 	token = cfg.Tools.Mint(key)
-	if c.caps.MCPHTTP {
+	if transport == "http" {
 		return acp.McpServer{Http: &acp.McpServerHttpInline{Type: "http", Name: ToolsName, Url: cfg.ToolsURL,
 			Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer " + token}}}}, token, true
 	}
 	return acp.McpServer{Stdio: &acp.McpServerStdio{Name: ToolsName, Command: cfg.ToolsRelay[0],
 		Args: append([]string{}, cfg.ToolsRelay[1:]...),
 		Env:  []acp.EnvVariable{{Name: EnvToolsURL, Value: cfg.ToolsURL}, {Name: EnvToolsToken, Value: token}}}}, token, true
+}
+
+// toolsTransport says how the agent gets the robot's tools: "http",
+// "stdio" (the relay), or why none.
+func (c *Client) toolsTransport() string {
+	switch {
+	case c.caps.Dialect != DialectV1:
+		return "none (legacy agent)"
+	case c.caps.ZeroClaw:
+		return "none (ZeroClaw reads no mcpServers: see docs/robot-tools.md)"
+	case c.caps.MCPHTTP:
+		return "http"
+	case len(c.cfg.ToolsRelay) > 0:
+		return "stdio"
+	}
+	return "none (no relay command)"
 }
 
 // sessionTokens is the robot-tools token of each agent session on one
