@@ -121,6 +121,28 @@ func resultsOf(api string, body map[string]any) []ToolResult {
 	return out
 }
 
+// offered is t as a call of a tool in tools (t with the name it matched by
+// its Suffix), nil when tools offer none of that name.
+func offered(t *ToolCall, tools []string) *ToolCall {
+	if t == nil {
+		return nil
+	}
+	if t.Name != "" {
+		if slices.Contains(tools, t.Name) {
+			return t
+		}
+		return nil
+	}
+	for _, name := range tools {
+		if rest, ok := strings.CutSuffix(name, t.Suffix); ok && t.Suffix != "" && (rest == "" || strings.ContainsRune("_./:", rune(rest[len(rest)-1]))) {
+			call := *t
+			call.Name = name
+			return &call
+		}
+	}
+	return nil
+}
+
 // answered reports whether results hold call's result: by id, or by name
 // where the API carries one (Gemini, whose calls carry no id: the one on
 // its results is the agent's own).
@@ -148,8 +170,8 @@ func answerTo(i int, req Request, reply Reply, r *http.Request) answer {
 		// …/models/{model}:generateContent
 		a.model, _, _ = strings.Cut(r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:], ":")
 	}
-	if t := reply.Tool; t != nil && slices.Contains(req.Tools, t.Name) && !answered(req.Results, t) {
-		a.call = t
+	if call := offered(reply.Tool, req.Tools); call != nil && !answered(req.Results, call) {
+		a.call = call
 	} else {
 		a.words = strings.SplitAfter(reply.Text, " ")
 	}

@@ -330,3 +330,60 @@ func TestSetFor(t *testing.T) {
 		}
 	}
 }
+
+// A call by suffix is made under the name the request offers (an MCP
+// tool's name as the agent gives it), recorded as the request's Called,
+// and ResultsOf finds its result: by id, or for Gemini by that name.
+func TestToolBySuffix(t *testing.T) {
+	for _, tt := range []struct {
+		tools        []string
+		suffix, want string
+	}{
+		{[]string{"mcp__dotty-robot__memory_lookup", "mcp__dotty-robot__look"}, "look", "mcp__dotty-robot__look"},
+		{[]string{"mcp_dotty-robot_take_photo"}, "take_photo", "mcp_dotty-robot_take_photo"},
+		{[]string{"dotty-robot/look"}, "look", "dotty-robot/look"},
+		{[]string{"look"}, "look", "look"},
+		{[]string{"outlook", "memory_lookup"}, "look", ""},
+		{[]string{"look"}, "", ""},
+	} {
+		got := ""
+		if call := offered(&ToolCall{ID: "c1", Suffix: tt.suffix}, tt.tools); call != nil {
+			got = call.Name
+		}
+		if got != tt.want {
+			t.Errorf("%q in %q: called %q, want %q", tt.suffix, tt.tools, got, tt.want)
+		}
+	}
+	const name = "mcp__dotty-robot__look"
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			s := New(t, "")
+			s.Set(Reply{Text: "I looked left.", Tool: &ToolCall{ID: "c1", Suffix: "look", Args: map[string]any{"yaw": 60}}})
+			send := func(result string) decoded {
+				path, body := apiRequest(api, true, result)
+				body = strings.ReplaceAll(body, `"touch"`, `"`+name+`"`)
+				resp, err := http.Post(s.URL+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				return decodeStream(t, api, sseFrames(t, resp.Body))
+			}
+			if d := send(""); d.call == nil || d.call.Name != name || d.call.Args["yaw"] != 60.0 {
+				t.Errorf("call %+v", d.call)
+			}
+			if d := send("turned to 60°"); d.call != nil || d.text != "I looked left." {
+				t.Errorf("after the result: %+v", d)
+			}
+			if c := s.Request(0).Called; c == nil || c.Name != name || c.ID != "c1" || s.Request(1).Called != nil {
+				t.Errorf("called %+v, then %+v", c, s.Request(1).Called)
+			}
+			if res := s.ResultsOf(0, "c1"); len(res) != 1 || res[0].Output != "turned to 60°" {
+				t.Errorf("results %+v", res)
+			}
+			if res := s.ResultsOf(2, "c1"); len(res) != 0 {
+				t.Errorf("results from 2: %+v", res)
+			}
+		})
+	}
+}
