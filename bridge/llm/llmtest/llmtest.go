@@ -34,7 +34,8 @@ type Request struct {
 	API string
 	// Stream reports a streamed answer was asked for.
 	Stream bool
-	// Tools are the names of the tools the request offers the model.
+	// Tools are the names of the tools the request offers the model (a
+	// tool in a Responses namespace as namespace/name: NamespaceSep).
 	Tools []string
 	// Results are the tool results the request carries, oldest first.
 	Results []ToolResult
@@ -61,7 +62,8 @@ type ToolCall struct {
 	// Suffix, when Name is empty, calls the first tool the request offers
 	// named Suffix or ending in Suffix after a "_", ".", "/" or ":": an MCP
 	// server's tool under the name the agent gave it (claude-agent-acp's
-	// mcp__dotty-robot__look, gemini-cli's mcp_dotty-robot_look).
+	// mcp__dotty-robot__look, gemini-cli's mcp_dotty-robot_look, codex-acp's
+	// mcp__dotty_robot/look: see NamespaceSep).
 	Suffix string
 	Args   map[string]any // the arguments
 }

@@ -30,6 +30,12 @@ const (
 	Gemini = "gemini"
 )
 
+// NamespaceSep joins a Responses namespace tool's name and the name of a
+// tool inside it in Request.Tools (codex-acp offers an MCP server's tools
+// as the namespace mcp__<server>, "mcp__dotty_robot/look"); a call of
+// such a tool is answered as a function_call with that namespace.
+const NamespaceSep = "/"
+
 // apiOf is the API r's path selects, "" for none.
 func apiOf(r *http.Request) string {
 	p := r.URL.Path
@@ -63,6 +69,12 @@ func toolsOf(api string, body map[string]any) []string {
 		case ChatCompletions:
 			names = append(names, str(obj(tool["function"])["name"]))
 		case Responses, Messages:
+			if api == Responses && tool["type"] == "namespace" {
+				for _, sub := range list(tool["tools"]) {
+					names = append(names, str(tool["name"])+NamespaceSep+str(obj(sub)["name"]))
+				}
+				continue
+			}
 			names = append(names, str(tool["name"]))
 		case Gemini:
 			for _, d := range list(tool["functionDeclarations"]) {
@@ -330,8 +342,12 @@ func (a answer) responsesItem(done bool) map[string]any {
 		if done {
 			args = a.args()
 		}
-		return map[string]any{"type": "function_call", "id": "fc_" + a.id, "status": status,
+		item := map[string]any{"type": "function_call", "id": "fc_" + a.id, "status": status,
 			"call_id": a.call.ID, "name": a.call.Name, "arguments": args}
+		if ns, name, ok := strings.Cut(a.call.Name, NamespaceSep); ok {
+			item["namespace"], item["name"] = ns, name
+		}
+		return item
 	}
 	content := []any{}
 	if done {

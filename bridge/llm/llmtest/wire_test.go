@@ -84,6 +84,9 @@ func decodeStream(t *testing.T, api string, frames []frame) decoded {
 			case "response.output_item.done":
 				if item := obj(f.data["item"]); item["type"] == "function_call" {
 					d.call = &ToolCall{ID: str(item["call_id"]), Name: str(item["name"])}
+					if ns := str(item["namespace"]); ns != "" {
+						d.call.Name = ns + NamespaceSep + d.call.Name
+					}
 					args = str(item["arguments"])
 				}
 			case "response.completed":
@@ -341,7 +344,7 @@ func TestToolBySuffix(t *testing.T) {
 	}{
 		{[]string{"mcp__dotty-robot__memory_lookup", "mcp__dotty-robot__look"}, "look", "mcp__dotty-robot__look"},
 		{[]string{"mcp_dotty-robot_take_photo"}, "take_photo", "mcp_dotty-robot_take_photo"},
-		{[]string{"dotty-robot/look"}, "look", "dotty-robot/look"},
+		{[]string{"mcp__dotty_robot/take_photo", "mcp__dotty_robot/look"}, "look", "mcp__dotty_robot/look"},
 		{[]string{"look"}, "look", "look"},
 		{[]string{"outlook", "memory_lookup"}, "look", ""},
 		{[]string{"look"}, "", ""},
@@ -385,5 +388,32 @@ func TestToolBySuffix(t *testing.T) {
 				t.Errorf("results from 2: %+v", res)
 			}
 		})
+	}
+}
+
+// A Responses namespace tool (codex-acp's MCP servers) lists its tools as
+// namespace/name, and a call of one is a function_call carrying the
+// namespace and the tool's own name.
+func TestResponsesNamespace(t *testing.T) {
+	s := New(t, "")
+	s.Set(Reply{Text: "done", Tool: &ToolCall{ID: "c1", Suffix: "look"}})
+	body := `{"model":"m","stream":true,"input":[],"tools":[{"type":"function","name":"exec_command"},` +
+		`{"type":"namespace","name":"mcp__dotty_robot","tools":[{"type":"function","name":"take_photo"},{"type":"function","name":"look"}]}]}`
+	resp, err := http.Post(s.URL+"/v1/responses", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	frames := sseFrames(t, resp.Body)
+	if d := decodeStream(t, Responses, frames); d.call == nil || d.call.Name != "mcp__dotty_robot/look" {
+		t.Errorf("call %+v", d.call)
+	}
+	if got := s.Request(0).Tools; strings.Join(got, " ") != "exec_command mcp__dotty_robot/take_photo mcp__dotty_robot/look" {
+		t.Errorf("tools %q", got)
+	}
+	for _, f := range frames {
+		if item := obj(f.data["item"]); f.event == "response.output_item.done" && (item["namespace"] != "mcp__dotty_robot" || item["name"] != "look") {
+			t.Errorf("item %v", item)
+		}
 	}
 }
