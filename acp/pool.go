@@ -170,7 +170,9 @@ func (p *Pool) liveSessionsLocked() int {
 	return n
 }
 
-func (p *Pool) keyFor(k string) string {
+// KeyFor is the pool key of a turn's TurnRequest.Key: the one key of
+// KeyShared mode, agentconn.DefaultKey for none, else the key itself.
+func (p *Pool) KeyFor(k string) string {
 	if p.cfg.KeyMode == KeyShared {
 		return string(KeyShared)
 	}
@@ -222,7 +224,7 @@ func (l *leases) release() {
 func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	clk := p.cfg.Clock
 	start := clk.Now()
-	e, err := p.lease(ctx, p.keyFor(req.Key))
+	e, err := p.lease(ctx, p.KeyFor(req.Key))
 	if err != nil {
 		return TurnResult{}, err
 	}

@@ -11,8 +11,9 @@ import (
 // StoryTimeLine is the perception line while the robot tells a story.
 const StoryTimeLine = "You are inside the story you're telling — not narrating from outside. Describe what you see, hear, and feel as a character in the story. Use rich sensory language. Save vivid moments to memory when they happen."
 
-// identityLineTTL is how long a recognised face or a mood stays in the prompt.
-const identityLineTTL = 30 * time.Second
+// IdentityTTL is how long a recognised face or a mood stays in the prompt
+// (and in the robot tools' who_is_here).
+const IdentityTTL = 30 * time.Second
 
 // PerceptionLines returns the voice prompt's perception lines for a device
 // (bridge.py's order): the story-time line, the face line, then the scene
@@ -32,10 +33,10 @@ func (s *Service) PerceptionLines(deviceID string) (lines []string) {
 	if strings.ToLower(st.State()) == "story_time" {
 		lines = append(lines, StoryTimeLine)
 	}
-	id, fresh := st.FreshIdentity(now, identityLineTTL)
+	id, fresh := st.FreshIdentity(now, IdentityTTL)
 	if who := prompttext.Line(id, prompttext.Name); fresh && who != "" {
 		line := "You see " + who + " in front of you."
-		if st.FaceMood != nil && st.FaceMoodT != nil && epochSeconds(now)-*st.FaceMoodT <= identityLineTTL.Seconds() {
+		if st.FaceMood != nil && st.FaceMoodT != nil && epochSeconds(now)-*st.FaceMoodT <= IdentityTTL.Seconds() {
 			if mood := prompttext.Line(strings.ToLower(*st.FaceMood), prompttext.Name); mood != "" {
 				line += " They look " + mood + "."
 			}

@@ -81,6 +81,10 @@ type Client struct {
 	opening  map[string]int                // sessions being resumed or loaded: their updates are replayed history
 	calls    toolCalls                     // tool_call updates of running turns
 	warned   map[string]bool               // causes of unidentified permission requests already logged at WARN
+
+	// tokens are the sessions' robot-tools tokens, revoked with their
+	// sessions and all at once when the client dies.
+	tokens sessionTokens
 }
 
 func newClient(ch agentconn.Child, cfg Config) *Client {
@@ -98,6 +102,7 @@ func newClient(ch agentconn.Child, cfg Config) *Client {
 		sessions:    make(map[string]bool),
 		opening:     make(map[string]int),
 		warned:      make(map[string]bool),
+		tokens:      sessionTokens{tools: cfg.Tools},
 	}
 }
 
@@ -219,6 +224,7 @@ func (c *Client) markDead(err error) {
 			err = agentconn.ErrAgentGone
 		}
 		c.deadErr = err
+		c.tokens.close() // before done: a session's tools end with its agent
 		close(c.done)
 	})
 }
@@ -247,17 +253,29 @@ func (c *Client) rpcErr(method string, err error) error {
 // NewSession creates an agent session, waiting for the agent's answer at
 // most InitTimeout and never past ctx (see open).
 func (c *Client) NewSession(ctx context.Context) (string, error) {
-	return c.open(ctx, methodSessionNew, c.sessionParams(), c.sessionFromReply)
+	params, token := c.sessionParams(ctx)
+	return c.open(ctx, methodSessionNew, params, token, c.sessionFromReply)
 }
 
 // sessionParams are session/new's params; session/load and session/resume
-// take the same (cwd, mcpServers) beside the session id.
-func (c *Client) sessionParams() any {
+// take the same (cwd, mcpServers) beside the session id. mcpServers
+// offers the robot's tools (toolsEntry) with a token minted for ctx's
+// pool key (agentconn.SessionKey, else agentconn.DefaultKey), returned
+// for open to bind or revoke; "" when none was minted.
+func (c *Client) sessionParams(ctx context.Context) (any, string) {
 	params := c.adapter.newSessionParams(c.cfg, c.caps)
-	if m, ok := params.(map[string]any); ok && c.cwd != "" {
+	m, ok := params.(map[string]any)
+	if !ok {
+		return params, ""
+	}
+	if c.cwd != "" {
 		m["cwd"] = c.cwd
 	}
-	return params
+	entry, token, ok := c.toolsEntry(cmp.Or(agentconn.SessionKey(ctx), agentconn.DefaultKey))
+	if ok {
+		m["mcpServers"] = []acp.McpServer{entry}
+	}
+	return m, token
 }
 
 // open sends method, a request that opens a session, and waits for the
@@ -267,8 +285,9 @@ func (c *Client) sessionParams() any {
 // still open the session after we stopped waiting, and a session nobody
 // recorded would stay open on the agent for the life of the process. Such
 // a late session is closed as soon as it arrives; until then it counts in
-// LateSessions.
-func (c *Client) open(ctx context.Context, method string, params any, record func(json.RawMessage, error) (string, error)) (string, error) {
+// LateSessions. token is the robot-tools token params carry: bound to the
+// session once it is recorded, revoked when it is not.
+func (c *Client) open(ctx context.Context, method string, params any, token string, record func(json.RawMessage, error) (string, error)) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.initTimeout)
 	defer cancel()
 	type reply struct {
@@ -281,6 +300,7 @@ func (c *Client) open(ctx context.Context, method string, params any, record fun
 	c.mu.Lock()
 	if c.bgClosed {
 		c.mu.Unlock()
+		c.tokens.drop(token)
 		return "", fmt.Errorf("%s: %w", method, c.Err())
 	}
 	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
@@ -290,6 +310,11 @@ func (c *Client) open(ctx context.Context, method string, params any, record fun
 		defer c.bg.Done()
 		raw, err := acp.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
 		sid, err := record(raw, err)
+		if err == nil {
+			c.tokens.keep(sid, token)
+		} else {
+			c.tokens.drop(token)
+		}
 		handoff.Lock()
 		if !abandoned {
 			ch <- reply{sid, err}
@@ -408,6 +433,7 @@ func (c *Client) CloseSession(ctx context.Context, sid string) {
 	delete(c.sessions, sid)
 	c.calls.dropSession(sid)
 	c.mu.Unlock()
+	c.tokens.end(sid)
 	if !live || c.Err() != nil {
 		return
 	}
@@ -433,6 +459,7 @@ func (c *Client) ForgetSession(sid string) {
 	delete(c.sessions, sid)
 	c.calls.dropSession(sid)
 	c.mu.Unlock()
+	c.tokens.end(sid)
 }
 
 // retireAll retires every live session concurrently (shutdown path).
@@ -780,14 +807,14 @@ func (c *Client) ResumeSession(ctx context.Context, sid string) (string, error) 
 	if method == "" {
 		return "", fmt.Errorf("session resume: %w", agentconn.ErrNotSupported)
 	}
-	params := c.sessionParams()
+	params, token := c.sessionParams(ctx) // a fresh token: the old process's died with it
 	if m, ok := params.(map[string]any); ok {
 		m["sessionId"] = sid
 	}
 	c.mu.Lock()
 	c.opening[sid]++
 	c.mu.Unlock()
-	return c.open(ctx, method, params, func(_ json.RawMessage, err error) (string, error) {
+	return c.open(ctx, method, params, token, func(_ json.RawMessage, err error) (string, error) {
 		// Every notification sent before the answer was handled before
 		// the answer was read: the replay is over.
 		c.mu.Lock()
@@ -828,12 +855,14 @@ func (c *Client) Info() agentconn.AgentInfo {
 // StderrLine implements ChildConn: ACP agents only log on stderr.
 func (c *Client) StderrLine(string) {}
 
-// Shutdown implements ChildConn: retire every live session, bounded; the
-// supervisor then closes stdin and waits for the exit.
+// Shutdown implements ChildConn: retire every live session, bounded, and
+// revoke every robot-tools token; the supervisor then closes stdin and
+// waits for the exit.
 func (c *Client) Shutdown(<-chan struct{}) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
 	defer cancel()
 	c.retireAll(ctx)
+	c.tokens.close()
 	return false
 }
 

@@ -3,6 +3,7 @@ package acpclient
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -17,17 +18,25 @@ import (
 // supervisor's default timings, until the test ends.
 func dialAgent(t *testing.T, a *acptest.Agent) *Client {
 	t.Helper()
+	c, _ := dialAgentWith(t, a, Config{})
+	return c
+}
+
+// dialAgentWith is dialAgent with cfg; it also returns the agent's output,
+// whose closing ends the connection as the agent's death would.
+func dialAgentWith(t *testing.T, a *acptest.Agent, cfg Config) (*Client, io.Closer) {
+	t.Helper()
 	toAgent, fromAgent, onDone := a.Link(t, a)
 	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: acptest.Logs(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Config{}, agentconn.Child{Stdin: toAgent, Stdout: fromAgent, Log: log,
+	c, err := Dial(ctx, cfg, agentconn.Child{Stdin: toAgent, Stdout: fromAgent, Log: log,
 		InitTimeout: 10 * time.Second, CancelGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("dial fake agent: %v", err)
 	}
 	onDone(c.Done())
-	return c
+	return c, fromAgent.(io.Closer)
 }
 
 // dialSession dials a Client to a and opens a session on it; ctx bounds

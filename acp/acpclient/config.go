@@ -23,7 +23,41 @@ type Config struct {
 
 	// Permissions answers session/request_permission. Nil allows everything.
 	Permissions agentconn.Permissioner
+
+	// Tools is the robot's MCP tool server, offered to every v1 agent but
+	// ZeroClaw in the mcpServers of session/new, load and resume, with a
+	// token minted for the session (see ToolsEntry); nil, or ToolsURL
+	// empty, offers none.
+	Tools Tools
+	// ToolsURL is where Tools is served over streamable HTTP
+	// ("http://127.0.0.1:<port>/mcp"): given to agents that advertise
+	// mcpCapabilities.http, and to the relay of the others.
+	ToolsURL string
+	// ToolsRelay is the command (argv) an agent without HTTP runs as a
+	// stdio MCP server relaying to ToolsURL ("<bridge> mcp"); empty offers
+	// such agents nothing.
+	ToolsRelay []string
 }
+
+// Tools is the robot's tool server (*robottools.Server) as the client
+// uses it: a bearer token per agent session, minted for the session's pool
+// key when it is opened, bound to the agent's session id once the agent
+// names it, revoked when the session ends.
+type Tools interface {
+	Mint(key string) string
+	Bind(token, agentSessionID string)
+	Revoke(token string)
+}
+
+// ToolsName is the robot's MCP server's name in every mcpServers entry.
+const ToolsName = "dotty-robot"
+
+// Environment of the stdio relay: where the bridge serves the tools and
+// the session's token.
+const (
+	EnvToolsURL   = "DOTTY_MCP_URL"
+	EnvToolsToken = "DOTTY_MCP_TOKEN"
+)
 
 // DefaultConfig returns the client name sent in initialize: the one place
 // its default is written.
@@ -44,5 +78,6 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	var errs fieldcheck.Errors
 	errs.Check("SessionCwd", c.SessionCwd == "" || filepath.IsAbs(c.SessionCwd), c.SessionCwd, "an absolute path")
+	errs.Check("ToolsURL", c.ToolsURL == "" || fieldcheck.HTTPURL(c.ToolsURL), c.ToolsURL, fieldcheck.WantHTTPURL)
 	return errs.Err()
 }

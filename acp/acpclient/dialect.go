@@ -49,6 +49,10 @@ type Caps struct {
 	Resume          bool
 	Close           bool
 	EmbeddedContext bool
+	// MCPHTTP and MCPSSE are agentCapabilities.mcpCapabilities.http and
+	// .sse: the MCP transports the agent connects to besides stdio.
+	MCPHTTP bool
+	MCPSSE  bool
 }
 
 // Cancel reports whether a running turn can be cancelled in protocol.
@@ -113,7 +117,11 @@ func detectDialect(raw json.RawMessage) (Caps, error) {
 func v1Caps(raw json.RawMessage) (Caps, error) {
 	var r struct {
 		AgentCapabilities struct {
-			LoadSession        bool `json:"loadSession"`
+			LoadSession     bool `json:"loadSession"`
+			MCPCapabilities struct {
+				HTTP bool `json:"http"`
+				SSE  bool `json:"sse"`
+			} `json:"mcpCapabilities"`
 			PromptCapabilities struct {
 				EmbeddedContext bool `json:"embeddedContext"`
 			} `json:"promptCapabilities"`
@@ -143,6 +151,8 @@ func v1Caps(raw json.RawMessage) (Caps, error) {
 		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
 		Close:           isObject(r.AgentCapabilities.SessionCapabilities.Close),
 		Resume:          isObject(r.AgentCapabilities.SessionCapabilities.Resume),
+		MCPHTTP:         r.AgentCapabilities.MCPCapabilities.HTTP,
+		MCPSSE:          r.AgentCapabilities.MCPCapabilities.SSE,
 	}
 	if r.AgentInfo != nil {
 		c.AgentName, c.AgentVersion = r.AgentInfo.Name, r.AgentInfo.Version

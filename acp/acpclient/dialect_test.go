@@ -43,6 +43,24 @@ func TestDetectDialect(t *testing.T) {
 			want: Caps{Dialect: DialectV1},
 		},
 		{
+			name: "claude-agent-acp connects to MCP over HTTP and SSE",
+			raw: `{"protocolVersion":1,"agentCapabilities":{"promptCapabilities":{"image":true,"embeddedContext":true},
+				"mcpCapabilities":{"http":true,"sse":true},"sessionCapabilities":{"resume":{}}},
+				"agentInfo":{"name":"@agentclientprotocol/claude-agent-acp","version":"0.31.0"},"authMethods":[]}`,
+			want: Caps{Dialect: DialectV1, AgentName: "@agentclientprotocol/claude-agent-acp", AgentVersion: "0.31.0",
+				Resume: true, EmbeddedContext: true, MCPHTTP: true, MCPSSE: true},
+		},
+		{
+			name: "HTTP without SSE",
+			raw:  `{"protocolVersion":1,"agentCapabilities":{"mcpCapabilities":{"http":true}},"authMethods":[]}`,
+			want: Caps{Dialect: DialectV1, MCPHTTP: true},
+		},
+		{
+			name: "mcpCapabilities null is stdio only",
+			raw:  `{"protocolVersion":1,"agentCapabilities":{"mcpCapabilities":null},"authMethods":[]}`,
+			want: Caps{Dialect: DialectV1},
+		},
+		{
 			name: "legacy L0 snake case",
 			raw: `{"protocol_version":"1.0","server_info":{"name":"zeroclaw-acp","version":"0.6.3"},
 				"capabilities":{"streaming":true,"max_sessions":10,"session_timeout_secs":3600},"methods":["initialize","session/new","session/prompt","session/stop"]}`,

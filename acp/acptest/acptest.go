@@ -75,6 +75,11 @@
 //	                  running, ignoring SIGTERM, SIGINT and stdin EOF (only SIGKILL ends it)
 //	perm-hold         perm, but the permission wait ignores session/cancel like
 //	                  ZeroClaw's approval gate: the turn ends only once it is answered
+//	mcp-tools         an Agent advertising mcpCapabilities.http that connects to the HTTP
+//	                  MCP server its session was offered, with the headers given; a
+//	                  prompt saying "look left" calls its look tool (yaw -45, pitch 0)
+//	                  and answers with the tool's text, any other is echoed; each
+//	                  prompt appends its session's offer to ZCB_ACPTEST_MCP_LOG (MCPOffer)
 //
 // With ZCB_ACPTEST_STATE_DIR set, crash-after-init crashes only the first
 // ZCB_ACPTEST_CRASHES runs and crash-mid-turn only the first
@@ -205,6 +210,8 @@ func run(mode string) int {
 		return runZeroClaw(mode)
 	case "legacy-l0", "legacy-l1", "legacy-l2":
 		return runLegacy(mode)
+	case "mcp-tools":
+		return runMCPTools()
 	}
 	return runSDK(mode)
 }

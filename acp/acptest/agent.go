@@ -65,6 +65,13 @@ type Agent struct {
 	NoClose bool
 	// SessionPrefix names the sessions prefix+n ("sess-").
 	SessionPrefix string
+	// MCPHTTP advertises agentCapabilities.mcpCapabilities.http, as
+	// claude-agent-acp, codex-acp and gemini-cli do.
+	MCPHTTP bool
+	// Resume advertises sessionCapabilities.resume: session/resume
+	// reopens any session id, as an agent whose sessions outlive its
+	// process does.
+	Resume bool
 
 	conn *acpsdk.AgentSideConnection
 	out  *lockedWriter
@@ -83,6 +90,16 @@ type Agent struct {
 	maxTotal  int
 	maxPerSes int
 	loseNext  bool
+	refuse    bool
+	opened    []Opened
+}
+
+// Opened is a request that opened a session: its method, the session and
+// the mcpServers it offered.
+type Opened struct {
+	Method     string
+	SessionID  string
+	MCPServers []acpsdk.McpServer
 }
 
 // Serve answers the ACP connection whose client writes to r and reads from
@@ -215,13 +232,51 @@ func (a *Agent) Initialize(context.Context, acpsdk.InitializeRequest) (acpsdk.In
 	if !a.NoClose {
 		r.AgentCapabilities.SessionCapabilities.Close = &acpsdk.SessionCloseCapabilities{}
 	}
+	if a.Resume {
+		r.AgentCapabilities.SessionCapabilities.Resume = &acpsdk.SessionResumeCapabilities{}
+	}
+	r.AgentCapabilities.McpCapabilities.Http = a.MCPHTTP
 	return r, nil
 }
 
-// NewSession implements acpsdk.Agent.
-func (a *Agent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+// RefuseSessions makes session/new fail (-32603) while on.
+func (a *Agent) RefuseSessions(on bool) {
+	a.mu.Lock()
+	a.refuse = on
+	a.mu.Unlock()
+}
+
+// Opened returns the requests that opened sessions so far, in order.
+func (a *Agent) Opened() []Opened {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return append([]Opened(nil), a.opened...)
+}
+
+// ResumeSession implements acpsdk.Agent when Resume is set: the session
+// is live again under its id.
+func (a *Agent) ResumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+	if !a.Resume {
+		return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sessions == nil {
+		a.sessions = map[string]bool{}
+	}
+	a.sessions[string(p.SessionId)] = true
+	a.opened = append(a.opened, Opened{Method: acpsdk.AgentMethodSessionResume, SessionID: string(p.SessionId), MCPServers: p.McpServers})
+	return acpsdk.ResumeSessionResponse{}, nil
+}
+
+// NewSession implements acpsdk.Agent.
+func (a *Agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refuse {
+		a.opened = append(a.opened, Opened{Method: acpsdk.AgentMethodSessionNew, MCPServers: p.McpServers})
+		return acpsdk.NewSessionResponse{}, acpsdk.NewInternalError(map[string]any{"reason": "sessions refused"})
+	}
 	if a.sessions == nil {
 		a.sessions = map[string]bool{}
 	}
@@ -232,6 +287,7 @@ func (a *Agent) NewSession(context.Context, acpsdk.NewSessionRequest) (acpsdk.Ne
 	}
 	sid := fmt.Sprintf("%s%d", prefix, a.n)
 	a.sessions[sid] = true
+	a.opened = append(a.opened, Opened{Method: acpsdk.AgentMethodSessionNew, SessionID: sid, MCPServers: p.McpServers})
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(sid)}, nil
 }
 

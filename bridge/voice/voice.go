@@ -114,6 +114,14 @@ type PersonMemory interface {
 	PersonBlock(ctx context.Context, personID string) string
 }
 
+// Devices learns which robot a conversation is on (the robot's MCP tools,
+// *robottools.Server, through the pool's key): SetDevice(key, deviceID) at
+// the start of every turn that names its robot, key being the turn's
+// acp.TurnRequest.Key. It must not block.
+type Devices interface {
+	SetDevice(key, deviceID string)
+}
+
 // Config configures the voice routes.
 type Config struct {
 	// Agent runs the turns.
@@ -138,6 +146,9 @@ type Config struct {
 	// PersonMemory gives the resolved person's memory block; nil means
 	// none.
 	PersonMemory PersonMemory
+	// Devices is told each turn's robot (metadata.device_id); nil tells
+	// nobody.
+	Devices Devices
 	// PersonMemoryWait caps the wait for PersonMemory (500 ms): a busy
 	// memory store must never hold a voice turn up noticeably, and a turn
 	// goes on without the block when it does not answer in time.
@@ -474,6 +485,9 @@ func (v *Voice) accept(c echo.Context) (voiceRequest, error) {
 // flush are acp.TurnRequest's (nil for a buffered turn).
 func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk func(string), flush func()) (acp.TurnResult, error) {
 	v.prepare(ctx, req)
+	if req.deviceID != "" && v.cfg.Devices != nil {
+		v.cfg.Devices.SetDevice(key, req.deviceID)
+	}
 	in := req.prompt()
 	return v.cfg.Agent.Turn(ctx, acp.TurnRequest{
 		Key:     key,

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1184,5 +1185,36 @@ func TestMessageReplyHasContentLength(t *testing.T) {
 	recs := env.waitRecords(t, 1)
 	if recs[0]["session_id"] != out["session_id"] {
 		t.Errorf("record %v for reply session %v", recs[0], out["session_id"])
+	}
+}
+
+// devicesStub records SetDevice calls, with how many prompts the agent
+// had received at each.
+type devicesStub struct {
+	mu    sync.Mutex
+	agent *acptest.Agent
+	set   []string // "key=device@prompts"
+}
+
+func (d *devicesStub) SetDevice(key, device string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.set = append(d.set, fmt.Sprintf("%s=%s@%d", key, device, len(d.agent.Prompts())))
+}
+
+// Each turn that names its robot tells the robot's tools which robot its
+// conversation is on, under the turn's key, before the agent is prompted;
+// a turn without a device_id tells nothing.
+func TestTurnSetsItsDevice(t *testing.T) {
+	a := &acptest.Agent{}
+	devices := &devicesStub{agent: a}
+	env := newVoiceEnv(t, a, Config{Devices: devices}, acp.PoolConfig{})
+	env.stream(t, map[string]any{"content": "hi", "session_id": "s1", "metadata": map[string]any{"device_id": "dotty-1"}})
+	env.message(t, map[string]any{"content": "hi", "session_id": "s2", "metadata": map[string]any{"device_id": "dotty-2"}})
+	env.message(t, map[string]any{"content": "hi", "session_id": "s3"})
+	devices.mu.Lock()
+	defer devices.mu.Unlock()
+	if want := []string{"s1=dotty-1@0", "s2=dotty-2@1"}; !slices.Equal(devices.set, want) {
+		t.Errorf("SetDevice calls %v, want %v", devices.set, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jonboulle/clockwork"
 	oklogrun "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,19 +44,25 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
 // serve builds the bridge from cfg and runs it until SIGINT, SIGTERM or
 // the end of ctx.
 func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error {
 	log.Debug("configuration", append([]any{"version", buildVersion()}, cfg.effective()...)...)
+	// The robot tools' listener first: its URL goes into the agent's
+	// sessions.
+	cfg.MCP.listener = listenTools(cfg.MCP, log.Named("robottools"))
 	b, err := build(cfg, log, lk)
 	if err != nil {
+		cfg.MCP.listener.close()
 		return err
 	}
 	// Bind before anything starts: a taken port is said once, with its
 	// likely cause, and the agent is never started for nothing.
 	if err := b.srv.Listen(); err != nil {
+		cfg.MCP.listener.close()
 		return listenError(cfg, err)
 	}
 	b.banner()
@@ -227,7 +234,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 
 	errs := []error{c.ACP.Validate(), c.ACPClient.Validate(), c.Pool.Validate(), c.HTTP.Validate(), c.Periphery.Validate(),
 		c.Voice.Validate(), c.Memory.Validate(), c.Tier1.Validate(), c.Perception.Validate(),
-		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate(), c.Steerable.Validate()}
+		c.Vision.Validate(), c.UI.Validate(), c.Admin.Validate(), c.Social.Validate(), c.Narrative.Validate(), c.Steerable.Validate(), c.MCP.Validate()}
 	if withSidecar {
 		errs = append(errs, c.Sidecar.Validate())
 	}
@@ -245,6 +252,19 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	policy := c.Permissions
 	policy.AllowLive, policy.KidMode = safety.List, modes.KidMode
+	// The robot's tools, for every ACP agent session: their server is
+	// made below, once its dependencies are (they need the HTTP server,
+	// which needs the agent's supervisor), before anything runs.
+	var tokens *toolTokens
+	if c.MCP.listener != nil && c.Agent.Protocol != protocolSteerable {
+		tokens = &toolTokens{}
+		c.ACPClient.Tools, c.ACPClient.ToolsURL = tokens, c.MCP.listener.url
+		if self, err := lk.executable(); err == nil {
+			c.ACPClient.ToolsRelay = []string{self, "mcp"}
+		} else {
+			log.Warn("agents without MCP over HTTP get no robot tools: the bridge's own path is unknown", "error", err)
+		}
+	}
 	if c.Agent.Protocol == protocolSteerable {
 		c.ACP.Protocol = steerable.New(c.Steerable) // the same supervisor and pool, another wire
 	} else {
@@ -269,6 +289,27 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Vision.Household, c.Vision.Perception = percep.Household(), percep
 	eyes := vision.New(c.Vision)
 
+	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision, c.Tier1.People = mem, xz, sight, percep.Household()
+	calls := tier1.New(c.Tier1)
+
+	var toolsRun func(context.Context) error
+	if tokens != nil {
+		t := c.MCP.withDefaults().Tools
+		t.Robot, t.Voice, t.Vision, t.Room = xz, calls, sight, roomPeople{percep: percep, clock: clockwork.NewRealClock()}
+		if len(c.Periphery.CalendarIDs) > 0 {
+			t.Calendar = calendarToday{peri}
+		}
+		t.Permissions, t.KidMode, t.Access, t.Registry = &policy, modes.KidMode, access, reg
+		t.Logger, t.Clock = c.MCP.listener.log, clockwork.NewRealClock()
+		tools, err := robottools.New(t)
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		tokens.Server = tools
+		c.Voice.Devices = poolDevices{pool: pool, tools: tools}
+		toolsRun = c.MCP.listener.serveFunc(tools.Handler())
+	}
+
 	turns := turnbus.New(log.Named("turns"))
 	c.Voice.Agent, c.Voice.KidMode, c.Voice.Turns = pool, modes, turns
 	c.Voice.Perception, c.Voice.Context, c.Voice.Stopping = percep, peri, srv.Stopping()
@@ -279,9 +320,6 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Social.Perception, c.Social.Robot, c.Social.Agent, c.Social.Calendar = percep, xz, agentPrompter{pool}, peri
 	c.Social.KidMode, c.Social.Narrator, c.Social.ConvoLog = modes.KidMode, llm.NewNarrative(c.Narrative), c.Voice.ConvoLog
 	household := social.New(c.Social)
-
-	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision, c.Tier1.People = mem, xz, sight, percep.Household()
-	calls := tier1.New(c.Tier1)
 
 	c.Admin.Modes, c.Admin.Robot, c.Admin.Safety = modes, xz, safety
 	c.Admin.Agent, c.Admin.Sessions = sup, pool
@@ -381,6 +419,10 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		{"agent", sup.Run},           // retire sessions, stop the agent child
 		{"periphery", peri.Run},      // stop refreshing weather and calendar
 		{"health", conds.Run},        // stop re-checking failing conditions
+	}
+	if toolsRun != nil { // after the agent: its turns still running may call the tools
+		i := slices.IndexFunc(app.actors, func(a actor) bool { return a.name == "agent" })
+		app.actors = slices.Insert(app.actors, i+1, actor{"robottools", toolsRun})
 	}
 	return app, nil
 }

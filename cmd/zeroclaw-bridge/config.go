@@ -69,6 +69,7 @@ type config struct {
 	Social      social.Config
 	Steerable   steerable.Config
 	Narrative   llm.NarrativeConfig
+	MCP         mcpConfig
 	Keys        apiKeys
 	// Access is the one Host, Origin and credentials rule (the dashboard's
 	// user and password, BRIDGE_PUBLIC_HOSTS), shared by every route.
@@ -185,6 +186,7 @@ var componentDefaults = config{
 	Vision:     vision.DefaultConfig(),
 	Periphery:  periphery.DefaultConfig(),
 	Narrative:  llm.DefaultNarrativeConfig(),
+	MCP:        defaultMCPConfig(),
 	Memory:     memstore.DefaultConfig(),
 	Tier1:      tier1.DefaultConfig(),
 	Sidecar:    sidecar.DefaultConfig(),
@@ -761,6 +763,10 @@ var settings = []setting{
 		func(c *config) *string { return &c.Sidecar.PersonasDir }),
 	textField("SIDECAR_DEFAULT_PERSONA", "Sidecar.DefaultPersona", "persona used without X-Persona-Name; empty: none"),
 	secondsField("SIDECAR_DEADLINE", "Sidecar.Deadline", "seconds a firmware request may take in all (the firmware gives up at 15)"),
+	switchField("DOTTY_MCP_ENABLED", "MCP.Enabled", "serve the robot's tools (look, take_photo, play_song, remember, …) over MCP on loopback and offer them to every agent session", greeterRule),
+	trimmedField("DOTTY_MCP_LISTEN", "MCP.Listen", "loopback address and port of the robot's tools (path /mcp); port 0 picks a free one"),
+	intField("DOTTY_MCP_CALLS_PER_MINUTE", "MCP.Tools.CallsPerMinute", "robot tool calls one agent session may make a minute; a call past it waits its turn (at most 5 s)"),
+	intField("DOTTY_MCP_BURST", "MCP.Tools.Burst", "robot tool calls one agent session may make at once"),
 	{env: "LOG_LEVEL", def: "info", help: "trace, debug, info, warn or error",
 		parse: func(c *config, v string) error {
 			switch l := strings.ToLower(strings.TrimSpace(v)); l {
@@ -929,6 +935,7 @@ func (c config) validate() error {
 	errs = append(errs, c.onSettings("Xiaozhi", c.Xiaozhi.Validate())...)
 	errs = append(errs, c.onSettings("UI", c.UI.Validate())...)
 	errs = append(errs, c.onSettings("Admin", c.Admin.Validate())...)
+	errs = append(errs, c.onSettings("MCP", c.MCP.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -1237,6 +1244,7 @@ var helpSections = map[string]string{
 	"DOTTY_VOICE_PROVIDER":   "Admin routes and modes",
 	"VISION_MODEL":           "Vision and audio",
 	"STT_URL":                "Stack-chan firmware sidecar",
+	"DOTTY_MCP_ENABLED":      "Robot tools over MCP",
 	"LOG_LEVEL":              "Logging",
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
 // env returns an environment lookup over the given key/value pairs.
@@ -118,6 +119,7 @@ func defaultConfig(t *testing.T) config {
 		ToolAllowList: "/root/zeroclaw-bridge/state/tool-allowlist",
 		Vision:        vision.DefaultConfig(), // its values: vision's TestDefaultConfig
 		Sidecar:       sidecarConfig,
+		MCP:           fields.MCP,
 	}
 }
 
@@ -450,6 +452,8 @@ func TestSwitchRules(t *testing.T) {
 		{"GREETER_GREET_UNKNOWN", "YES", true, ""},
 		{"GREETER_USE_FACE_DETECTED", "nope", false, greeter},
 		{"GREETER_GREET_ANYONE", "2", false, greeter},
+		{"DOTTY_MCP_ENABLED", "off", false, ""},
+		{"DOTTY_MCP_ENABLED", "disabled", false, greeter},
 		{"SECURITY_WATCH_ENABLED", "1", true, ""},
 		{"SECURITY_WATCH_ENABLED", "true", false, one},
 		{"SECURITY_WATCH_ENABLED", "0", false, ""},
@@ -476,8 +480,8 @@ func TestSwitchRules(t *testing.T) {
 			switches[s.env] = s
 		}
 	}
-	if len(switches) != 13 {
-		t.Errorf("%d switches, want 13", len(switches))
+	if len(switches) != 14 {
+		t.Errorf("%d switches, want 14", len(switches))
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -625,8 +629,8 @@ func TestSettingsTable(t *testing.T) {
 			t.Errorf("setting %s missing", want)
 		}
 	}
-	if len(settings) != 169 {
-		t.Errorf("%d settings, want 169 (update docs/configuration.md too)", len(settings))
+	if len(settings) != 173 {
+		t.Errorf("%d settings, want 173 (update docs/configuration.md too)", len(settings))
 	}
 	if got := (setting{env: "ZEROCLAW_SESSION_MAX_AGE_SEC"}).flagName(); got != "zeroclaw-session-max-age-sec" {
 		t.Errorf("flagName = %q", got)
@@ -953,7 +957,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"HTTP", reflect.TypeFor[bridge.Config](), []string{"Version", "Logger", "Gatherer", "Agent", "Sessions", "Health", "TurnedAway",
 			"UploadBudgetInUse", "UploadBudgetWaiting", "UploadsRefused", "UploadPaths", "Access"}},
 		{"Voice", reflect.TypeFor[voice.Config](), []string{"Agent", "Heartbeat", "Location", "KidMode", "Perception", "Context",
-			"Speaker", "PersonMemory", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
+			"Speaker", "PersonMemory", "Devices", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
 		{"ACP", reflect.TypeFor[acp.Config](), []string{"Command", "Args", "Protocol", "Env", "DropEnv", "Dir", "StopGrace", "WriteTimeout",
 			"ClientName", "ClientVersion", "Permissions", "BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "Logger", "Metrics", "Clock"}},
 		{"Pool", reflect.TypeFor[acp.PoolConfig](), []string{"MaxKeys", "ReapInterval", "Logger", "Metrics", "Clock"}},
@@ -986,6 +990,9 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"Admin.SmartOff", reflect.TypeFor[admin.Target](), nil},
 		{"Modes", reflect.TypeFor[admin.ModesConfig](), []string{"Metrics", "Logger", "Health"}},
 		{"ConvoLog", reflect.TypeFor[convolog.Config](), []string{"Location", "Logger", "Failures", "Health"}},
+		{"MCP", reflect.TypeFor[mcpConfig](), []string{"Tools", "listener"}},
+		{"MCP.Tools", reflect.TypeFor[robottools.Config](), []string{"Robot", "Voice", "Vision", "Room", "Calendar", "Permissions", "KidMode",
+			"MaxTokens", "MaxKeys", "RateWait", "PhotoWait", "Access", "Registry", "Logger", "Clock"}}, // wired at build; bounds an operator never needs
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {
@@ -1029,6 +1036,8 @@ func TestComponentRangeErrorsNameTheSetting(t *testing.T) {
 		want      string
 	}{
 		{[]string{"-face-greet-hour-start", "-1"}, nil, `invalid -face-greet-hour-start "-1": want an hour from 0 to 24`},
+		{nil, []string{"DOTTY_MCP_LISTEN", "0.0.0.0:9000"}, `invalid DOTTY_MCP_LISTEN "0.0.0.0:9000": want a loopback address and port, such as 127.0.0.1:0`},
+		{[]string{"-dotty-mcp-burst", "0"}, nil, `invalid -dotty-mcp-burst "0": want at least 1`},
 		{nil, []string{"SCENE_SYNTHESIS_INTERVAL_SEC", "-2.5"}, `invalid SCENE_SYNTHESIS_INTERVAL_SEC "-2.5": want more than 0 seconds`},
 		{[]string{"-idle-photographer-sleep-min-sec", "10"}, []string{"IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC", "5"},
 			`invalid IDLE_PHOTOGRAPHER_SLEEP_MAX_SEC "5": want at least IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC`},

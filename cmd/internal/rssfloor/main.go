@@ -7,7 +7,7 @@
 //	libs        + the design card's libraries in use: echo, prometheus
 //	            (Go and process collectors), hclog, the ACP SDK, backoff
 //	libs,extra  + the other libraries the bridge links at start: openai-go,
-//	            the SQLite driver, YAML
+//	            the SQLite driver, YAML, the MCP SDK
 //
 // Most of a Go server's idle memory is pages of its own binary mapped in
 // (package initialisation touches every linked package), so these floors
