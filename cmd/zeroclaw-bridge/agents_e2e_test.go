@@ -298,6 +298,7 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 	t.Run("kid", func(t *testing.T) { checkTool(t, p, model, a, work, "kid", false) })
 	if a.robotTools {
 		t.Run("robot-kid-photo", func(t *testing.T) { checkRobotKidPhoto(t, p, model, xz) })
+		t.Run("robot-metrics", func(t *testing.T) { checkRobotMetrics(t, p) })
 	}
 
 	stopAndCheckProcesses(t, p, tag)
@@ -468,6 +469,18 @@ func checkRobotKidPhoto(t *testing.T, p *bridgeProc, model *llmtest.Server, xz *
 	}
 	if slices.ContainsFunc(xz.CallsTo("/xiaozhi/admin/take-photo"), func(c xiaozhitest.Call) bool { return c.Body["device_id"] == device }) {
 		t.Errorf("kid mode on, yet xiaozhi was asked for a photo for %s", device)
+	}
+}
+
+// checkRobotMetrics: /metrics counted each call of the robot's tools
+// above with its outcome.
+func checkRobotMetrics(t *testing.T, p *bridgeProc) {
+	_, m := p.get("/metrics")
+	for _, c := range []struct{ tool, outcome string }{{"look", "ok"}, {"take_photo", "ok"}, {"remember", "ok"}, {"take_photo", "refused"}} {
+		if want := fmt.Sprintf("dotty_mcp_tool_calls_total{outcome=%q,tool=%q} 1\n", c.outcome, c.tool); !strings.Contains(m, want) {
+			t.Errorf("/metrics does not count one %s call of %s:\n%s", c.outcome, c.tool,
+				strings.Join(regexp.MustCompile(`(?m)^dotty_mcp_tool_calls_total.*$`).FindAllString(m, -1), "\n"))
+		}
 	}
 }
 
