@@ -3,7 +3,8 @@ package main
 // The real ACP agents published on npm, each run by the real binary as its
 // agent against the fake model server (bridge/llm/llmtest): a buffered
 // turn, a streamed turn, a barge-in, a tool that needs permission allowed,
-// the same tool refused by ZEROCLAW_PERMISSION_DENY and by kid mode, and
+// the same tool refused by ZEROCLAW_PERMISSION_DENY and by kid mode, the
+// robot's tools (the bridge's MCP server) called through the agent, and
 // no process of the agent left once the bridge has stopped.
 // scripts/agents/install.sh installs the pinned versions; docs/agents.md
 // says how each is configured and what it sends.
@@ -29,8 +30,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
 // agentsDirEnv names the directory scripts/agents/install.sh installed the
@@ -43,8 +47,9 @@ type npmAgent struct {
 	// api is the model API it calls.
 	api string
 	// setup returns ZEROCLAW_BIN, ZEROCLAW_ARGS and the agent's own
-	// variables, its model at modelURL, its files under home.
-	setup func(t *testing.T, dir, home, modelURL string) (bin, args string, env []string)
+	// variables, its model at modelURL, its files under home, its sessions
+	// working in work.
+	setup func(t *testing.T, dir, home, work, modelURL string) (bin, args string, env []string)
 	// tool is the call that creates file in the session's directory, a
 	// tool the agent asks permission for.
 	tool func(id, file string) *llmtest.ToolCall
@@ -58,13 +63,16 @@ type npmAgent struct {
 	// Bash, by the same-id tool_call's _meta), else its ACP kind (the
 	// others name no tool: docs/agents.md).
 	deny string
+	// robotTools: the agent connects to the MCP servers session/new hands
+	// it (the bridge's robot tools); the SDK agent does not.
+	robotTools bool
 }
 
 var npmAgents = []npmAgent{
 	{
 		name: "sdk-agent",
 		api:  llmtest.ChatCompletions,
-		setup: func(t *testing.T, dir, home, modelURL string) (string, string, []string) {
+		setup: func(t *testing.T, dir, home, work, modelURL string) (string, string, []string) {
 			script, err := filepath.Abs(filepath.Join("testdata", "sdk-agent.mjs"))
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +90,7 @@ var npmAgents = []npmAgent{
 		// codex-rs reads the SSE stream in a task of its own, which learns
 		// that the turn is gone only when it has an event to hand over.
 		keepsModelStream: true,
-		setup: func(t *testing.T, dir, home, modelURL string) (string, string, []string) {
+		setup: func(t *testing.T, dir, home, work, modelURL string) (string, string, []string) {
 			codexHome := filepath.Join(home, ".codex")
 			writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-5.2-codex"
 model_provider = "local"
@@ -104,12 +112,13 @@ wire_api = "responses"
 			return &llmtest.ToolCall{ID: id, Name: "exec_command", Args: map[string]any{"cmd": "touch " + file,
 				"sandbox_permissions": "require_escalated", "justification": "May I create " + file + "?"}}
 		},
-		deny: "kind:execute",
+		deny:       "kind:execute",
+		robotTools: true,
 	},
 	{
 		name: "claude-agent-acp",
 		api:  llmtest.Messages,
-		setup: func(t *testing.T, dir, home, modelURL string) (string, string, []string) {
+		setup: func(t *testing.T, dir, home, work, modelURL string) (string, string, []string) {
 			return filepath.Join(dir, "node_modules", ".bin", "claude-agent-acp"), "", []string{
 				"ANTHROPIC_BASE_URL=" + modelURL, "ANTHROPIC_API_KEY=test", "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
 				"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
@@ -117,12 +126,13 @@ wire_api = "responses"
 		tool: func(id, file string) *llmtest.ToolCall {
 			return &llmtest.ToolCall{ID: id, Name: "Bash", Args: map[string]any{"command": "touch " + file, "description": "Create " + file}}
 		},
-		deny: "Bash",
+		deny:       "Bash",
+		robotTools: true,
 	},
 	{
 		name: "gemini-cli",
 		api:  llmtest.Gemini,
-		setup: func(t *testing.T, dir, home, modelURL string) (string, string, []string) {
+		setup: func(t *testing.T, dir, home, work, modelURL string) (string, string, []string) {
 			// A fixed model: "auto" first asks a router model over
 			// generateContent for a JSON verdict. No usage statistics.
 			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{
@@ -132,13 +142,17 @@ wire_api = "responses"
   "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
 }
 `)
+			// It connects to MCP servers (the robot's tools) only in a
+			// trusted folder.
+			writeFile(t, filepath.Join(home, ".gemini", "trustedFolders.json"), fmt.Sprintf("{%q: \"TRUST_FOLDER\"}\n", work))
 			return filepath.Join(dir, "node_modules", ".bin", "gemini"), "--acp", []string{
 				"GEMINI_API_KEY=test", "GOOGLE_GEMINI_BASE_URL=" + modelURL}
 		},
 		tool: func(id, file string) *llmtest.ToolCall {
 			return &llmtest.ToolCall{ID: id, Name: "run_shell_command", Args: map[string]any{"command": "touch " + file, "description": "Create " + file}}
 		},
-		deny: "kind:execute",
+		deny:       "kind:execute",
+		robotTools: true,
 	},
 }
 
@@ -197,7 +211,7 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 	// to its cleanup (SIGKILL), which takes only its direct child along:
 	// everything the agent started goes too.
 	t.Cleanup(func() { killTagged(tag) })
-	bin, args, env := a.setup(t, dir, home, model.URL)
+	bin, args, env := a.setup(t, dir, home, work, model.URL)
 	env = append([]string{
 		"PATH=" + nodeDir + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
@@ -214,7 +228,14 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 	// the kid list, the others' by its kind entry (their requests identify
 	// no tool, which kid mode would refuse anyway; acp's
 	// TestPolicyKindEntries tells the two rules apart).
-	p := startBridge(t, append(env, "ZEROCLAW_PERMISSION_KID_DENY=camera.take_photo,"+a.deny)...)
+	//
+	// The robot's tools (the bridge's MCP server) act on a recording
+	// xiaozhi that plays the robot, its photos described by a fake vision
+	// model.
+	xz, vlm := xiaozhitest.New(t), llmtest.New(t, robotPhotoDescription)
+	p := startBridge(t, slices.Concat(env, xiaozhiEnv(xz), visionEnv(vlm),
+		[]string{"ZEROCLAW_PERMISSION_KID_DENY=camera.take_photo," + a.deny})...)
+	xz.TakesPhotos("http://"+p.addr, []byte("\xff\xd8\xff\xe0robot-tools-jpeg"))
 	kidMode := filepath.Join(p.stateDir, "kid-mode")
 	writeFile(t, kidMode, "false")
 	waitAgentReady(t, p)
@@ -267,8 +288,18 @@ func runRealAgent(t *testing.T, dir, nodeDir string, a npmAgent) {
 
 	// A tool that needs permission, allowed; the same while kid mode is on.
 	t.Run("allow", func(t *testing.T) { checkTool(t, p, model, a, work, "allow", true) })
+	// The robot's tools, each in a conversation on a robot of its own.
+	if a.robotTools {
+		t.Run("robot-look", func(t *testing.T) { checkRobotLook(t, p, model, xz) })
+		t.Run("robot-photo", func(t *testing.T) { checkRobotPhoto(t, p, model, xz) })
+		t.Run("robot-remember", func(t *testing.T) { checkRobotRemember(t, p, model) })
+	}
 	writeFile(t, kidMode, "true")
 	t.Run("kid", func(t *testing.T) { checkTool(t, p, model, a, work, "kid", false) })
+	if a.robotTools {
+		t.Run("robot-kid-photo", func(t *testing.T) { checkRobotKidPhoto(t, p, model, xz) })
+		t.Run("robot-metrics", func(t *testing.T) { checkRobotMetrics(t, p) })
+	}
 
 	stopAndCheckProcesses(t, p, tag)
 
@@ -327,6 +358,132 @@ func checkTool(t *testing.T, p *bridgeProc, model *llmtest.Server, a npmAgent, w
 	t.Errorf("refused tool ran: %s", what)
 }
 
+// robotPhotoDescription is the fake vision model's description of every
+// photo the robot takes.
+const robotPhotoDescription = "A red ball on a blue carpet."
+
+// robotCall is what callRobotTool saw.
+type robotCall struct {
+	reply   string               // the turn's reply
+	called  string               // the name the model called the tool by ("" when not offered)
+	results []llmtest.ToolResult // what the agent gave the model for the call
+	what    string               // all of it, for a failure's message
+}
+
+// callRobotTool runs one turn in conversation name, spoken on device,
+// whose model calls the robot's tool (the bridge's MCP server's, under
+// the name the agent offers it by) with args and then answers "Done with
+// the robot.".
+func callRobotTool(t *testing.T, p *bridgeProc, model *llmtest.Server, name, device, tool string, args map[string]any) robotCall {
+	t.Helper()
+	call := &llmtest.ToolCall{ID: "call_" + strings.ReplaceAll(name, "-", "_"), Suffix: tool, Args: args}
+	model.SetFor("w-"+name, llmtest.Reply{Text: "Done with the robot.", Tool: call})
+	from, logFrom := model.Count(), len(p.log())
+	var rc robotCall
+	rc.reply = realTurnOn(t, p, name, device, "please use the robot w-"+name)
+	var offered []string
+	for _, r := range model.Requests()[from:] {
+		if r.Called != nil && r.Called.ID == call.ID {
+			rc.called = r.Called.Name
+		}
+		if len(r.Tools) > 0 {
+			offered = r.Tools
+		}
+	}
+	rc.results = model.ResultsOf(from, call.ID)
+	decided := regexp.MustCompile(`permission decided: .*`).FindAllString(p.log()[logFrom:], -1)
+	rc.what = fmt.Sprintf("reply %q, called %q, results the model got %+v, decisions %q", rc.reply, rc.called, rc.results, decided)
+	t.Logf("%s: %s", name, rc.what)
+	if rc.called == "" {
+		t.Fatalf("the model was not offered the robot's %s tool; the tools offered: %q", tool, offered)
+	}
+	// The agent asked, and the policy named the tool and allowed it (kid
+	// mode's camera rule is the tool's own).
+	if !slices.ContainsFunc(decided, func(d string) bool {
+		return strings.Contains(d, " tool="+tool+" ") && strings.HasSuffix(d, "decision=allow")
+	}) {
+		t.Errorf("the bridge did not allow %s by name: %s", tool, rc.what)
+	}
+	return rc
+}
+
+// resultHas reports whether one of the results holds text (not every API
+// flags a tool error: Responses carries none).
+func (rc robotCall) resultHas(text string) bool {
+	return slices.ContainsFunc(rc.results, func(r llmtest.ToolResult) bool { return strings.Contains(r.Output, text) })
+}
+
+// checkRobotLook: "look left" reaches the recording xiaozhi as
+// set-head-angles for the conversation's own robot.
+func checkRobotLook(t *testing.T, p *bridgeProc, model *llmtest.Server, xz *xiaozhitest.Server) {
+	device := "dotty-look-" + randomTag(t)
+	rc := callRobotTool(t, p, model, "robot-look", device, "look", map[string]any{"yaw": -60, "pitch": 0})
+	var heads []map[string]any
+	for _, c := range xz.CallsTo("/xiaozhi/admin/set-head-angles") {
+		heads = append(heads, c.Body)
+		if c.Body["device_id"] == device && c.Body["yaw"] == -60.0 && c.Body["pitch"] == 0.0 {
+			if !strings.Contains(rc.reply, "Done with the robot.") || len(rc.results) == 0 || rc.results[0].Error {
+				t.Errorf("the head turned, but the turn: %s", rc.what)
+			}
+			return
+		}
+	}
+	t.Errorf("xiaozhi got no set-head-angles yaw -60 for %s: %v; %s", device, heads, rc.what)
+}
+
+// checkRobotPhoto: "take a photo" asks the conversation's robot for one,
+// and the fake vision model's description comes back to the model in the
+// tool's result.
+func checkRobotPhoto(t *testing.T, p *bridgeProc, model *llmtest.Server, xz *xiaozhitest.Server) {
+	device := "dotty-photo-" + randomTag(t)
+	rc := callRobotTool(t, p, model, "robot-photo", device, "take_photo", map[string]any{"question": "What is on the floor?"})
+	if !rc.resultHas(robotPhotoDescription) || !strings.Contains(rc.reply, "Done with the robot.") {
+		t.Errorf("the photo's description did not reach the model: %s", rc.what)
+	}
+	if !slices.ContainsFunc(xz.CallsTo("/xiaozhi/admin/take-photo"), func(c xiaozhitest.Call) bool { return c.Body["device_id"] == device }) {
+		t.Errorf("xiaozhi got no take-photo for %s", device)
+	}
+}
+
+// checkRobotRemember: a fact about a child (nobody in the household file
+// is a grown-up) is held for review, not stored as a live fact.
+func checkRobotRemember(t *testing.T, p *bridgeProc, model *llmtest.Server) {
+	rc := callRobotTool(t, p, model, "robot-remember", "dotty-remember-"+randomTag(t), "remember",
+		map[string]any{"person": "Sam", "fact": "lost a front tooth today"})
+	if !rc.resultHas(tier1.HeldForReview) {
+		t.Errorf("the model was not told the fact is held: %s", rc.what)
+	}
+	records := p.heldFacts(1)
+	if records[0]["pending"] != true || !strings.Contains(fmt.Sprint(records[0]), "lost a front tooth today") {
+		t.Errorf("review card %v", records)
+	}
+}
+
+// checkRobotKidPhoto: while kid mode is on the camera tool is refused,
+// the model reads the refusal, and the robot is asked for no photo.
+func checkRobotKidPhoto(t *testing.T, p *bridgeProc, model *llmtest.Server, xz *xiaozhitest.Server) {
+	device := "dotty-kid-" + randomTag(t)
+	rc := callRobotTool(t, p, model, "robot-kid-photo", device, "take_photo", nil)
+	if !rc.resultHas(robottools.KidModeCamera) {
+		t.Errorf("the model did not read the kid-mode refusal: %s", rc.what)
+	}
+	if slices.ContainsFunc(xz.CallsTo("/xiaozhi/admin/take-photo"), func(c xiaozhitest.Call) bool { return c.Body["device_id"] == device }) {
+		t.Errorf("kid mode on, yet xiaozhi was asked for a photo for %s", device)
+	}
+}
+
+// checkRobotMetrics: /metrics counted each call of the robot's tools
+// above with its outcome.
+func checkRobotMetrics(t *testing.T, p *bridgeProc) {
+	_, m := p.get("/metrics")
+	for _, c := range []struct{ tool, outcome string }{{"look", "ok"}, {"take_photo", "ok"}, {"remember", "ok"}, {"take_photo", "refused"}} {
+		if want := fmt.Sprintf("dotty_mcp_tool_calls_total{outcome=%q,tool=%q} 1\n", c.outcome, c.tool); !strings.Contains(m, want) {
+			t.Errorf("/metrics does not count one %s call of %s:\n%s", c.outcome, c.tool,
+				strings.Join(regexp.MustCompile(`(?m)^dotty_mcp_tool_calls_total.*$`).FindAllString(m, -1), "\n"))
+		}
+	}
+}
+
 // waitAgentReady waits for /health to report the agent ready.
 func waitAgentReady(t *testing.T, p *bridgeProc) {
 	t.Helper()
@@ -347,15 +504,29 @@ func waitAgentReady(t *testing.T, p *bridgeProc) {
 // turnClient bounds each turn: a real agent's turn takes seconds.
 var turnClient = &http.Client{Timeout: 120 * time.Second}
 
-func turnBody(session, content string) string {
-	b, _ := json.Marshal(map[string]any{"content": "[User] " + content, "channel": "dotty", "session_id": session})
+func turnBody(session, content string) string { return turnBodyOn(session, "", content) }
+
+// turnBodyOn is a turn's request; device, when set, is the robot it is
+// spoken on (metadata.device_id).
+func turnBodyOn(session, device, content string) string {
+	req := map[string]any{"content": "[User] " + content, "channel": "dotty", "session_id": session}
+	if device != "" {
+		req["metadata"] = map[string]any{"device_id": device}
+	}
+	b, _ := json.Marshal(req)
 	return string(b)
 }
 
 // realTurn runs a buffered turn and returns the reply.
 func realTurn(t *testing.T, p *bridgeProc, session, content string) string {
 	t.Helper()
-	resp, err := turnClient.Post("http://"+p.addr+"/api/message", "application/json", strings.NewReader(turnBody(session, content)))
+	return realTurnOn(t, p, session, "", content)
+}
+
+// realTurnOn runs a buffered turn spoken on device and returns the reply.
+func realTurnOn(t *testing.T, p *bridgeProc, session, device, content string) string {
+	t.Helper()
+	resp, err := turnClient.Post("http://"+p.addr+"/api/message", "application/json", strings.NewReader(turnBodyOn(session, device, content)))
 	if err != nil {
 		t.Fatalf("turn %s: %v", session, err)
 	}

@@ -34,10 +34,14 @@ type Request struct {
 	API string
 	// Stream reports a streamed answer was asked for.
 	Stream bool
-	// Tools are the names of the tools the request offers the model.
+	// Tools are the names of the tools the request offers the model (a
+	// tool in a Responses namespace as namespace/name: NamespaceSep).
 	Tools []string
 	// Results are the tool results the request carries, oldest first.
 	Results []ToolResult
+	// Called is the tool call the request was answered with, its Name the
+	// offered tool's; nil when it was answered otherwise.
+	Called *ToolCall
 	// Aborted reports the client went away before the answer was
 	// complete: a barge-in that reached the model.
 	Aborted bool
@@ -53,9 +57,15 @@ type ToolResult struct {
 
 // ToolCall is a call of a tool the model makes.
 type ToolCall struct {
-	ID   string         // the call's id, unique within a conversation
-	Name string         // a tool the request offers
-	Args map[string]any // the arguments
+	ID   string // the call's id, unique within a conversation
+	Name string // a tool the request offers
+	// Suffix, when Name is empty, calls the first tool the request offers
+	// named Suffix or ending in Suffix after a "_", ".", "/" or ":": an MCP
+	// server's tool under the name the agent gave it (claude-agent-acp's
+	// mcp__dotty-robot__look, gemini-cli's mcp_dotty-robot_look, codex-acp's
+	// mcp__dotty_robot/look: see NamespaceSep).
+	Suffix string
+	Args   map[string]any // the arguments
 }
 
 // Reply scripts the answer to a request.
@@ -64,8 +74,9 @@ type Reply struct {
 	// in deltas of about a word.
 	Text string
 	// Tool, when set, is called instead of answering Text while the
-	// request offers a tool of that name and carries no result for the
-	// call yet; the request that brings the result is answered Text.
+	// request offers a tool of that name (or suffix) and carries no result
+	// for the call yet; the request that brings the result is answered
+	// Text.
 	Tool *ToolCall
 	// Status is the HTTP status (0 is 200). A Chat Completions body is a
 	// completion with Text whatever the status; the other APIs answer a
@@ -168,6 +179,29 @@ func (s *Server) Count() int {
 	return len(s.requests)
 }
 
+// ResultsOf returns the results of the call id carried by the requests
+// from index from on, oldest first: by id, or by the name the call was
+// made under where the API gives calls no id of the model's (Gemini).
+func (s *Server) ResultsOf(from int, id string) []ToolResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := map[string]bool{}
+	for _, r := range s.requests {
+		if r.Called != nil && r.Called.ID == id {
+			names[r.Called.Name] = true
+		}
+	}
+	var out []ToolResult
+	for _, r := range s.requests[min(from, len(s.requests)):] {
+		for _, res := range r.Results {
+			if res.CallID == id || (r.API == Gemini && names[res.Name]) {
+				out = append(out, res)
+			}
+		}
+	}
+	return out
+}
+
 // Wait returns the first request from index from on (0: the first) that
 // match accepts, waiting up to d for it; ok is false when none came.
 func (s *Server) Wait(from int, d time.Duration, match func(Request) bool) (req Request, ok bool) {
@@ -211,6 +245,13 @@ func (s *Server) record(req Request, raw []byte) (int, Reply) {
 		}
 	}
 	return len(s.requests) - 1, reply
+}
+
+// called notes the tool call request i is answered with.
+func (s *Server) called(i int, call *ToolCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[i].Called = call
 }
 
 // aborted marks request i as given up by its client.
@@ -272,6 +313,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := answerTo(i, req, reply, r)
+	if a.call != nil {
+		s.called(i, a.call)
+	}
 	if !req.Stream || a.status >= 400 {
 		writeJSON(w, a.status, a.buffered(api))
 		return

@@ -30,6 +30,12 @@ const (
 	Gemini = "gemini"
 )
 
+// NamespaceSep joins a Responses namespace tool's name and the name of a
+// tool inside it in Request.Tools (codex-acp offers an MCP server's tools
+// as the namespace mcp__<server>, "mcp__dotty_robot/look"); a call of
+// such a tool is answered as a function_call with that namespace.
+const NamespaceSep = "/"
+
 // apiOf is the API r's path selects, "" for none.
 func apiOf(r *http.Request) string {
 	p := r.URL.Path
@@ -63,6 +69,12 @@ func toolsOf(api string, body map[string]any) []string {
 		case ChatCompletions:
 			names = append(names, str(obj(tool["function"])["name"]))
 		case Responses, Messages:
+			if api == Responses && tool["type"] == "namespace" {
+				for _, sub := range list(tool["tools"]) {
+					names = append(names, str(tool["name"])+NamespaceSep+str(obj(sub)["name"]))
+				}
+				continue
+			}
 			names = append(names, str(tool["name"]))
 		case Gemini:
 			for _, d := range list(tool["functionDeclarations"]) {
@@ -121,6 +133,28 @@ func resultsOf(api string, body map[string]any) []ToolResult {
 	return out
 }
 
+// offered is t as a call of a tool in tools (t with the name it matched by
+// its Suffix), nil when tools offer none of that name.
+func offered(t *ToolCall, tools []string) *ToolCall {
+	if t == nil {
+		return nil
+	}
+	if t.Name != "" {
+		if slices.Contains(tools, t.Name) {
+			return t
+		}
+		return nil
+	}
+	for _, name := range tools {
+		if rest, ok := strings.CutSuffix(name, t.Suffix); ok && t.Suffix != "" && (rest == "" || strings.ContainsRune("_./:", rune(rest[len(rest)-1]))) {
+			call := *t
+			call.Name = name
+			return &call
+		}
+	}
+	return nil
+}
+
 // answered reports whether results hold call's result: by id, or by name
 // where the API carries one (Gemini, whose calls carry no id: the one on
 // its results is the agent's own).
@@ -148,8 +182,8 @@ func answerTo(i int, req Request, reply Reply, r *http.Request) answer {
 		// …/models/{model}:generateContent
 		a.model, _, _ = strings.Cut(r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:], ":")
 	}
-	if t := reply.Tool; t != nil && slices.Contains(req.Tools, t.Name) && !answered(req.Results, t) {
-		a.call = t
+	if call := offered(reply.Tool, req.Tools); call != nil && !answered(req.Results, call) {
+		a.call = call
 	} else {
 		a.words = strings.SplitAfter(reply.Text, " ")
 	}
@@ -308,8 +342,12 @@ func (a answer) responsesItem(done bool) map[string]any {
 		if done {
 			args = a.args()
 		}
-		return map[string]any{"type": "function_call", "id": "fc_" + a.id, "status": status,
+		item := map[string]any{"type": "function_call", "id": "fc_" + a.id, "status": status,
 			"call_id": a.call.ID, "name": a.call.Name, "arguments": args}
+		if ns, name, ok := strings.Cut(a.call.Name, NamespaceSep); ok {
+			item["namespace"], item["name"] = ns, name
+		}
+		return item
 	}
 	content := []any{}
 	if done {

@@ -84,6 +84,9 @@ func decodeStream(t *testing.T, api string, frames []frame) decoded {
 			case "response.output_item.done":
 				if item := obj(f.data["item"]); item["type"] == "function_call" {
 					d.call = &ToolCall{ID: str(item["call_id"]), Name: str(item["name"])}
+					if ns := str(item["namespace"]); ns != "" {
+						d.call.Name = ns + NamespaceSep + d.call.Name
+					}
 					args = str(item["arguments"])
 				}
 			case "response.completed":
@@ -327,6 +330,90 @@ func TestSetFor(t *testing.T) {
 	} {
 		if _, text, err := post(ctx, chat, "", body); err != nil || text != want {
 			t.Errorf("%s: %q %v, want %q", body, text, err, want)
+		}
+	}
+}
+
+// A call by suffix is made under the name the request offers (an MCP
+// tool's name as the agent gives it), recorded as the request's Called,
+// and ResultsOf finds its result: by id, or for Gemini by that name.
+func TestToolBySuffix(t *testing.T) {
+	for _, tt := range []struct {
+		tools        []string
+		suffix, want string
+	}{
+		{[]string{"mcp__dotty-robot__memory_lookup", "mcp__dotty-robot__look"}, "look", "mcp__dotty-robot__look"},
+		{[]string{"mcp_dotty-robot_take_photo"}, "take_photo", "mcp_dotty-robot_take_photo"},
+		{[]string{"mcp__dotty_robot/take_photo", "mcp__dotty_robot/look"}, "look", "mcp__dotty_robot/look"},
+		{[]string{"look"}, "look", "look"},
+		{[]string{"outlook", "memory_lookup"}, "look", ""},
+		{[]string{"look"}, "", ""},
+	} {
+		got := ""
+		if call := offered(&ToolCall{ID: "c1", Suffix: tt.suffix}, tt.tools); call != nil {
+			got = call.Name
+		}
+		if got != tt.want {
+			t.Errorf("%q in %q: called %q, want %q", tt.suffix, tt.tools, got, tt.want)
+		}
+	}
+	const name = "mcp__dotty-robot__look"
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			s := New(t, "")
+			s.Set(Reply{Text: "I looked left.", Tool: &ToolCall{ID: "c1", Suffix: "look", Args: map[string]any{"yaw": 60}}})
+			send := func(result string) decoded {
+				path, body := apiRequest(api, true, result)
+				body = strings.ReplaceAll(body, `"touch"`, `"`+name+`"`)
+				resp, err := http.Post(s.URL+path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				return decodeStream(t, api, sseFrames(t, resp.Body))
+			}
+			if d := send(""); d.call == nil || d.call.Name != name || d.call.Args["yaw"] != 60.0 {
+				t.Errorf("call %+v", d.call)
+			}
+			if d := send("turned to 60°"); d.call != nil || d.text != "I looked left." {
+				t.Errorf("after the result: %+v", d)
+			}
+			if c := s.Request(0).Called; c == nil || c.Name != name || c.ID != "c1" || s.Request(1).Called != nil {
+				t.Errorf("called %+v, then %+v", c, s.Request(1).Called)
+			}
+			if res := s.ResultsOf(0, "c1"); len(res) != 1 || res[0].Output != "turned to 60°" {
+				t.Errorf("results %+v", res)
+			}
+			if res := s.ResultsOf(2, "c1"); len(res) != 0 {
+				t.Errorf("results from 2: %+v", res)
+			}
+		})
+	}
+}
+
+// A Responses namespace tool (codex-acp's MCP servers) lists its tools as
+// namespace/name, and a call of one is a function_call carrying the
+// namespace and the tool's own name.
+func TestResponsesNamespace(t *testing.T) {
+	s := New(t, "")
+	s.Set(Reply{Text: "done", Tool: &ToolCall{ID: "c1", Suffix: "look"}})
+	body := `{"model":"m","stream":true,"input":[],"tools":[{"type":"function","name":"exec_command"},` +
+		`{"type":"namespace","name":"mcp__dotty_robot","tools":[{"type":"function","name":"take_photo"},{"type":"function","name":"look"}]}]}`
+	resp, err := http.Post(s.URL+"/v1/responses", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	frames := sseFrames(t, resp.Body)
+	if d := decodeStream(t, Responses, frames); d.call == nil || d.call.Name != "mcp__dotty_robot/look" {
+		t.Errorf("call %+v", d.call)
+	}
+	if got := s.Request(0).Tools; strings.Join(got, " ") != "exec_command mcp__dotty_robot/take_photo mcp__dotty_robot/look" {
+		t.Errorf("tools %q", got)
+	}
+	for _, f := range frames {
+		if item := obj(f.data["item"]); f.event == "response.output_item.done" && (item["namespace"] != "mcp__dotty_robot" || item["name"] != "look") {
+			t.Errorf("item %v", item)
 		}
 	}
 }
