@@ -8,6 +8,7 @@
 //	zeroclaw-bridge [flags]            serve (configuration from flags and env)
 //	zeroclaw-bridge demo-agent         run the built-in demo ACP agent on stdio
 //	zeroclaw-bridge acp                the same, named like `zeroclaw acp`
+//	zeroclaw-bridge mcp                the robot's tools as an MCP server on stdio, relayed to the running bridge
 //	zeroclaw-bridge version            print the version, commit, build date, Go version and platform
 //
 // Every setting is an environment variable with a flag of the same meaning;
@@ -131,6 +132,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return runDemoAgent(ctx, args[1:], os.Stdin, stdout, stderr)
 		case "version":
 			return printVersion(stdout)
+		case "mcp": // the robot's tools on stdio, relayed to the running bridge
+			return runMCP(ctx, args[1:], lookupEnv, stdout, stderr)
 		}
 	}
 	cfg, err := parseConfig(args, lookupEnv)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
+)
+
+// The stdio relay's environment.
+const (
+	envMCPURL       = "DOTTY_MCP_URL"
+	envMCPToken     = "DOTTY_MCP_TOKEN"
+	envMCPTokenFile = "DOTTY_MCP_TOKEN_FILE"
+)
+
+// mcpEnv is the relay's environment, documented with the settings.
+var mcpEnv = []string{envMCPURL, envMCPToken, envMCPTokenFile}
+
+// mcpTokenFile is the token file's name in the bridge's state directory
+// (the directory of VOICE_MEMORY_DB).
+const mcpTokenFile = "mcp-token.json"
+
+// mcpUsage is `zeroclaw-bridge mcp -h`.
+const mcpUsage = `zeroclaw-bridge mcp: the robot's tools as an MCP server on stdin/stdout, relayed
+to the running bridge's MCP endpoint (for an agent that spawns its MCP servers).
+
+Environment:
+  DOTTY_MCP_URL         the bridge's MCP endpoint, http://127.0.0.1:<port>/mcp
+  DOTTY_MCP_TOKEN       the bearer token; with DOTTY_MCP_URL, as the bridge hands them to an agent
+  DOTTY_MCP_TOKEN_FILE  without DOTTY_MCP_TOKEN: the bridge's token file, JSON {"url","token"},
+                        read at every call (default: mcp-token.json beside VOICE_MEMORY_DB,
+                        /root/.zeroclaw/workspace/memory/mcp-token.json)
+
+Flags:
+`
+
+// runMCP is `zeroclaw-bridge mcp`: it serves the robot's tools on the
+// process's stdin and stdout (robottools.Relay) until stdin closes or
+// SIGINT/SIGTERM arrives. Logs go to stderr; stdout is the protocol.
+func runMCP(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zeroclaw-bridge mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Errorf("mcp: unexpected argument %q", fs.Arg(0))}
+	}
+	lvl := hclog.LevelFromString(*level)
+	if lvl == hclog.NoLevel {
+		return &usageError{fmt.Errorf("mcp: invalid -log-level %q: want trace, debug, info, warn or error", *level)}
+	}
+	creds, err := mcpCredentials(lookupEnv)
+	if err != nil {
+		return &usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := hclog.New(&hclog.LoggerOptions{Name: "zeroclaw-bridge-mcp", Level: lvl, Output: stderr})
+	return robottools.Relay(ctx, robottools.RelayConfig{Credentials: creds, Logger: log}, &mcp.StdioTransport{})
+}
+
+// mcpCredentials reads the relay's environment: DOTTY_MCP_URL and
+// DOTTY_MCP_TOKEN together, else the token file (DOTTY_MCP_TOKEN_FILE or
+// the default), read at every call.
+func mcpCredentials(lookupEnv func(string) (string, bool)) (func() (robottools.Credentials, error), error) {
+	url, _ := lookupEnv(envMCPURL)
+	token, _ := lookupEnv(envMCPToken)
+	switch {
+	case token != "" && url == "":
+		return nil, fmt.Errorf("%s is set without %s", envMCPToken, envMCPURL)
+	case token != "":
+		if err := robottools.CheckURL(url); err != nil {
+			return nil, fmt.Errorf("invalid %s: %w", envMCPURL, err)
+		}
+		c := robottools.Credentials{URL: url, Token: token}
+		return func() (robottools.Credentials, error) { return c, nil }, nil
+	case url != "":
+		return nil, fmt.Errorf("%s is set without %s (the token file holds both)", envMCPURL, envMCPToken)
+	}
+	path, _ := lookupEnv(envMCPTokenFile)
+	if path == "" {
+		var err error
+		if path, err = defaultMCPTokenFile(lookupEnv); err != nil {
+			return nil, fmt.Errorf("%s: %w (set it to an absolute path)", envMCPTokenFile, err)
+		}
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("invalid %s %q: want an absolute path", envMCPTokenFile, path)
+	}
+	return func() (robottools.Credentials, error) { return robottools.ReadCredentials(path) }, nil
+}
+
+// defaultMCPTokenFile is where the bridge writes its token file for the
+// environment: beside VOICE_MEMORY_DB, its value or its default.
+func defaultMCPTokenFile(lookupEnv func(string) (string, bool)) (string, error) {
+	db, _ := lookupEnv("VOICE_MEMORY_DB")
+	if db == "" {
+		db = memoryDBDefault()
+	}
+	abs, err := systemHomes(lookupEnv).expand(db)
+	if err != nil {
+		return "", err
+	}
+	return mcpTokenPath(abs), nil
+}
+
+// mcpTokenPath is the token file of the bridge whose memory database is db.
+func mcpTokenPath(db string) string { return filepath.Join(filepath.Dir(db), mcpTokenFile) }
+
+// memoryDBDefault is VOICE_MEMORY_DB's default.
+func memoryDBDefault() string {
+	for _, s := range settings {
+		if s.env == "VOICE_MEMORY_DB" {
+			return s.def
+		}
+	}
+	return ""
+}
