@@ -752,6 +752,10 @@ func TestExitCode(t *testing.T) {
 		{name: "bad flag", args: []string{"-no-such-flag"}, env: env(), wantCode: 2,
 			wantStderr: "zeroclaw-bridge: flag provided but not defined: -no-such-flag (run with -h for the flags)\n"},
 		{name: "demo-agent bad flag", args: []string{"demo-agent", "-chunk-delay", "soon"}, env: env(), wantCode: 2},
+		{name: "mcp stray argument", args: []string{"mcp", "serve"}, env: env(), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: mcp: unexpected argument \"serve\"\n"},
+		{name: "mcp bad log level", args: []string{"mcp", "-log-level", "loud"}, env: env(), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: mcp: invalid -log-level \"loud\": want trace, debug, info, warn or error\n"},
 		{name: "version subcommand", args: []string{"version"}, env: env(), wantStdout: versionText()},
 		{name: "version flag", args: []string{"-version"}, env: env(), wantStdout: versionText()},
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -48,22 +46,11 @@ Flags:
 // process's stdin and stdout (robottools.Relay) until stdin closes or
 // SIGINT/SIGTERM arrives. Logs go to stderr; stdout is the protocol.
 func runMCP(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("zeroclaw-bridge mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs, level := subcommandFlags("mcp", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
-	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return &usageError{fmt.Errorf("mcp: unexpected argument %q", fs.Arg(0))}
-	}
-	lvl := hclog.LevelFromString(*level)
-	if lvl == hclog.NoLevel {
-		return &usageError{fmt.Errorf("mcp: invalid -log-level %q: want trace, debug, info, warn or error", *level)}
+	lvl, help, err := parseSubcommand(fs, args, level)
+	if help || err != nil {
+		return err
 	}
 	creds, err := mcpCredentials(lookupEnv)
 	if err != nil {
