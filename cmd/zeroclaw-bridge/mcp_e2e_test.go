@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
@@ -126,15 +128,10 @@ func TestMCPRelayBadEnv(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("%v: still running after 10 s", tc.env)
-		}
+		err := testkit.Recv(t, 10*time.Second, done, fmt.Sprintf("%v: still running", tc.env))
 		var exit *exec.ExitError
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {

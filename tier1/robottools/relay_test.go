@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // startRelay runs Relay over a pair of pipes, the agent's stdio, and
@@ -43,13 +44,8 @@ func startRelay(t *testing.T, creds func() (Credentials, error)) *mcp.ClientSess
 	}
 	t.Cleanup(func() {
 		_ = cs.Close() // closes the relay's stdin
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("relay ended with %v, want nil once its stdin closed", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("relay still running 10 s after its stdin closed")
+		if err := testkit.Recv(t, 10*time.Second, done, "relay still running after its stdin closed"); err != nil {
+			t.Errorf("relay ended with %v, want nil once its stdin closed", err)
 		}
 	})
 	return cs
