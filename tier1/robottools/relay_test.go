@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,8 +156,12 @@ func TestRelayAnswersAsTheServer(t *testing.T) {
 // keeps serving; a token file the bridge rewrote is read at the next call.
 func TestRelayWithoutTheBridge(t *testing.T) {
 	k := newKit(t, nil)
-	gone := httptest.NewServer(nil)
-	gone.Close() // nothing listens at its address now
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + l.Addr().String()
+	_ = l.Close() // nothing listens at its address now
 	file := filepath.Join(t.TempDir(), "mcp-token.json")
 	write := func(c Credentials) {
 		t.Helper()
@@ -165,7 +169,7 @@ func TestRelayWithoutTheBridge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(Credentials{URL: gone.URL + "/mcp", Token: "stale"})
+	write(Credentials{URL: gone + "/mcp", Token: "stale"})
 	cs := startRelay(t, func() (Credentials, error) { return ReadCredentials(file) })
 
 	if got, isErr := callTool(t, cs, "list_songs", nil); !isErr || got != Unreachable {
