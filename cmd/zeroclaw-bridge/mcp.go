@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
@@ -118,4 +121,58 @@ func memoryDBDefault() string {
 		}
 	}
 	return ""
+}
+
+// standingTokens is what ZeroClaw's standing token needs of the robot's
+// tool server (*robottools.Server).
+type standingTokens interface {
+	MintStanding(key string) string
+	Revoke(token string)
+}
+
+// zeroclawKey is the pool key of ZeroClaw's standing token.
+const zeroclawKey = "zeroclaw"
+
+// mcpTokenFileActor is the actor giving ZeroClaw, which reads no
+// per-session MCP servers, the robot's tools while the bridge runs
+// (startStandingToken), revoking its token at stop.
+func mcpTokenFileActor(tools standingTokens, url, memoryDB string, log hclog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		stop := startStandingToken(tools, url, memoryDB, log)
+		<-ctx.Done()
+		stop()
+		return nil
+	}
+}
+
+// startStandingToken mints ZeroClaw's standing token and writes it with
+// url to mcp-token.json beside the memory database memoryDB (the file
+// `zeroclaw-bridge mcp` reads); stop revokes it. A file it cannot write is
+// one logged reason: ZeroClaw goes without the tools, the bridge runs on.
+func startStandingToken(tools standingTokens, url, memoryDB string, log hclog.Logger) (stop func()) {
+	token := tools.MintStanding(zeroclawKey)
+	path := mcpTokenPath(memoryDB)
+	if err := writeMCPTokenFile(path, robottools.Credentials{URL: url, Token: token}); err != nil {
+		log.Error("ZeroClaw gets no robot tools: cannot write their token file", "path", path, "error", err)
+		tools.Revoke(token)
+		return func() {}
+	}
+	log.Info("robot tools token file written for ZeroClaw", "path", path)
+	return func() { tools.Revoke(token) }
+}
+
+// writeMCPTokenFile writes c to path as JSON, durably and atomically
+// (admin.WriteAtomic), mode 0600 whatever a file there had: anything but a
+// regular file of mode 0600 in its place is removed first.
+func writeMCPTokenFile(path string, c robottools.Credentials) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if fi, err := os.Lstat(path); err == nil && (!fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600) {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return admin.WriteAtomic(path, b, 0o600)
 }
