@@ -51,9 +51,13 @@ Flags:
 func runMCP(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	fs, level := subcommandFlags("mcp", stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	printTOML := fs.Bool("print-zeroclaw-config", false, "print the tables that give ZeroClaw the robot's tools (for its config.toml) and exit")
 	lvl, help, err := parseSubcommand(fs, args, level)
 	if help || err != nil {
 		return err
+	}
+	if *printTOML {
+		return printZeroClawMCP(lookupEnv, stdout)
 	}
 	creds, err := mcpCredentials(lookupEnv)
 	if err != nil {
@@ -83,29 +87,30 @@ func mcpCredentials(lookupEnv func(string) (string, bool)) (func() (robottools.C
 	case url != "":
 		return nil, fmt.Errorf("%s is set without %s (the token file holds both)", envMCPURL, envMCPToken)
 	}
-	path, _ := lookupEnv(envMCPTokenFile)
-	if path == "" {
-		var err error
-		if path, err = defaultMCPTokenFile(lookupEnv); err != nil {
-			return nil, fmt.Errorf("%s: %w (set it to an absolute path)", envMCPTokenFile, err)
-		}
-	}
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("invalid %s %q: want an absolute path", envMCPTokenFile, path)
+	path, err := mcpTokenFileOf(lookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	return func() (robottools.Credentials, error) { return robottools.ReadCredentials(path) }, nil
 }
 
-// defaultMCPTokenFile is where the bridge writes its token file for the
-// environment: beside VOICE_MEMORY_DB, its value or its default.
-func defaultMCPTokenFile(lookupEnv func(string) (string, bool)) (string, error) {
+// mcpTokenFileOf is DOTTY_MCP_TOKEN_FILE, else where the bridge writes its
+// token file for the environment: beside VOICE_MEMORY_DB, its value or
+// its default. It must be absolute.
+func mcpTokenFileOf(lookupEnv func(string) (string, bool)) (string, error) {
+	if path, _ := lookupEnv(envMCPTokenFile); path != "" {
+		if !filepath.IsAbs(path) {
+			return "", fmt.Errorf("invalid %s %q: want an absolute path", envMCPTokenFile, path)
+		}
+		return path, nil
+	}
 	db, _ := lookupEnv("VOICE_MEMORY_DB")
 	if db == "" {
 		db = memoryDBDefault()
 	}
 	abs, err := systemHomes(lookupEnv).expand(db)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w (set it to an absolute path)", envMCPTokenFile, err)
 	}
 	return mcpTokenPath(abs), nil
 }
@@ -175,4 +180,29 @@ func writeMCPTokenFile(path string, c robottools.Credentials) error {
 		}
 	}
 	return admin.WriteAtomic(path, b, 0o600)
+}
+
+// zeroclawMCPEntry is the robot tools' entry in ZeroClaw's config.toml
+// (/admin/mcp-server): `self mcp` reading the token file beside memoryDB,
+// granted to agent (ZEROCLAW_AGENT_ALIAS; "" for ZeroClaw's default).
+func zeroclawMCPEntry(self, memoryDB, agent string) admin.ZeroClawMCP {
+	return admin.ZeroClawMCP{Name: robottools.Name, Command: self, TokenFile: mcpTokenPath(memoryDB), Agent: agent}
+}
+
+// printZeroClawMCP is `mcp -print-zeroclaw-config`: the tables for the
+// running binary and the token file of the environment, and the agent's
+// grant as a comment.
+func printZeroClawMCP(lookupEnv func(string) (string, bool), stdout io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("mcp: the binary's own path: %w", err)
+	}
+	file, err := mcpTokenFileOf(lookupEnv)
+	if err != nil {
+		return &usageError{err}
+	}
+	m := admin.ZeroClawMCP{Name: robottools.Name, Command: self, TokenFile: file}
+	_, err = fmt.Fprintf(stdout, "%s\n# and in the table of the agent the bridge talks to, [agents.<alias>]:\n#   mcp_bundles = [..., %q]\n#   acp_enable_mcp = true\n",
+		m.TOML(), robottools.Name)
+	return err
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
@@ -63,15 +62,15 @@ func TestMCPRelayBinary(t *testing.T) {
 	srv, url, robot := robotToolsServer(t)
 	token := srv.Mint("k1")
 	srv.SetDevice("k1", "dev-1")
-	standing := srv.MintStanding("zeroclaw")
-	file := filepath.Join(t.TempDir(), "memory", mcpTokenFile)
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		t.Fatal(err)
+	// ZeroClaw's way: the bridge writes the token file beside brain.db and
+	// /admin/mcp-server registers `<binary> mcp` reading it.
+	db := filepath.Join(t.TempDir(), "memory", "brain.db")
+	defer startStandingToken(srv, url, db, hclog.NewNullLogger())()
+	entry := zeroclawMCPEntry(bridgeBinary(t), db, "")
+	if entry.Command != bridgeBinary(t) || entry.Name != "dotty-robot" {
+		t.Errorf("ZeroClaw's entry %+v: want the running binary as dotty-robot", entry)
 	}
-	b, _ := json.Marshal(robottools.Credentials{URL: url, Token: standing})
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := entry.TokenFile
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -79,7 +78,7 @@ func TestMCPRelayBinary(t *testing.T) {
 	}{
 		{"URL and token", []string{envMCPURL + "=" + url, envMCPToken + "=" + token}, -45},
 		{"token file", []string{envMCPTokenFile + "=" + file}, -30},
-		{"default token file beside VOICE_MEMORY_DB", []string{"VOICE_MEMORY_DB=" + filepath.Join(filepath.Dir(file), "brain.db")}, -15},
+		{"default token file beside VOICE_MEMORY_DB", []string{"VOICE_MEMORY_DB=" + db}, -15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, cmd := relayProcess(t, tc.env...)
