@@ -30,30 +30,10 @@ skill_bundles = ["home"]
 # Tail comment of the file.
 `
 
-// zeroclawConfigWithTools is zeroclawConfig after /admin/mcp-server.
-const zeroclawConfigWithTools = `# ZeroClaw's config: the family's voice agent.
-default_temperature = 0.7
-
-[providers]
-fallback = "local"
-
-[mcp]
-enabled = true
-
-# The calendar server stays as it is.
-[[mcp.servers]]
-name = "calendar"
-command = "/usr/bin/cal-mcp" # keep this comment
-args = []
-
-[agents.default]
-mcp_bundles = ["dotty-robot"]
-acp_enable_mcp = true
-model_provider = "local"
-skill_bundles = ["home"]
-
-# Tail comment of the file.
-
+// zeroclawConfigWithTools is zeroclawConfig after /admin/mcp-server: the
+// agent granted the bundle, the server and the bundle appended.
+var zeroclawConfigWithTools = strings.Replace(zeroclawConfig, "[agents.default]\n",
+	"[agents.default]\nmcp_bundles = [\"dotty-robot\"]\nacp_enable_mcp = true\n", 1) + `
 # The desk robot's tools (zeroclaw-bridge mcp), added by the bridge.
 [[mcp.servers]]
 name = "dotty-robot"
