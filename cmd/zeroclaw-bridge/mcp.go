@@ -20,8 +20,8 @@ import (
 // The stdio relay's environment.
 const (
 	envMCPURL       = "DOTTY_MCP_URL"
-	envMCPToken     = "DOTTY_MCP_TOKEN"
-	envMCPTokenFile = "DOTTY_MCP_TOKEN_FILE"
+	envMCPToken     = "DOTTY_MCP_TOKEN"      // #nosec G101 -- a variable's name, not a credential
+	envMCPTokenFile = "DOTTY_MCP_TOKEN_FILE" // #nosec G101 -- a variable's name, not a credential
 )
 
 // mcpEnv is the relay's environment, documented with the settings.
@@ -29,7 +29,7 @@ var mcpEnv = []string{envMCPURL, envMCPToken, envMCPTokenFile}
 
 // mcpTokenFile is the token file's name in the bridge's state directory
 // (the directory of VOICE_MEMORY_DB).
-const mcpTokenFile = "mcp-token.json"
+const mcpTokenFile = "mcp-token.json" // #nosec G101 -- a file's name, not a credential
 
 // mcpUsage is `zeroclaw-bridge mcp -h`.
 const mcpUsage = `zeroclaw-bridge mcp: the robot's tools as an MCP server on stdin/stdout, relayed

@@ -126,10 +126,10 @@ func (r *relay) forward(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = cs.ListTools(ctx, req.Params)
 				return err
 			})
-			if err != nil {
-				return nil, err
+			if u := (*unanswered)(nil); errors.As(err, &u) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.text}
 			}
-			return res, nil
+			return res, err
 		case *mcp.CallToolRequest:
 			if req.Params == nil {
 				return next(ctx, method, req)
@@ -139,8 +139,8 @@ func (r *relay) forward(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
 				return err
 			})
-			if _, answered := bridgeError(err); err != nil && !answered {
-				return failed(err.Error()), nil
+			if u := (*unanswered)(nil); errors.As(err, &u) {
+				return failed(u.text), nil
 			}
 			return res, err
 		}
@@ -148,15 +148,26 @@ func (r *relay) forward(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// unanswered is a request the bridge did not answer; text says why to
+// the model.
+type unanswered struct {
+	text  string
+	cause error
+}
+
+func (u *unanswered) Error() string { return "the bridge did not answer: " + u.cause.Error() }
+
+func (u *unanswered) Unwrap() error { return u.cause }
+
 // remote runs do on a new client session with the bridge: every request
 // stands alone (the bridge's server is stateless), with the credentials
-// read now. An error the bridge did not answer is returned as one the
-// model can read; a JSON-RPC error of the bridge is returned unchanged.
+// read now. A request the bridge did not answer is an *unanswered; a
+// JSON-RPC error of the bridge is returned unchanged.
 func (r *relay) remote(ctx context.Context, do func(context.Context, *mcp.ClientSession) error) error {
 	creds, err := r.cfg.Credentials()
 	if err != nil {
 		r.log.Warn("no credentials for the bridge's robot tools", "error", err)
-		return errors.New(NoAccess + err.Error())
+		return &unanswered{text: NoAccess + err.Error(), cause: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -176,10 +187,10 @@ func (r *relay) remote(ctx context.Context, do func(context.Context, *mcp.Client
 		return rpc
 	case auth.refused.Load():
 		r.log.Warn("the bridge refused the robot tools' token", "url", creds.URL)
-		return errors.New(AccessEnded)
+		return &unanswered{text: AccessEnded, cause: err}
 	default:
 		r.log.Warn("the bridge's robot tools cannot be reached", "url", creds.URL, "error", err)
-		return errors.New(Unreachable)
+		return &unanswered{text: Unreachable, cause: err}
 	}
 }
 
