@@ -985,7 +985,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			"Logger"}}, // SecurityLocation: DOTTY_LOCAL_TZ, a zone like TZ
 		{"Perception.Speaker", reflect.TypeFor[perception.SpeakerConfig](), []string{"MaxLatches"}},
 		{"Admin", reflect.TypeFor[admin.Config](), []string{"Modes", "Robot", "SmartOn", "SmartOff", "Safety", "Agent", "Sessions", "RestartUnit",
-			"RestartDelay", "Clock", "Health", "Access", "Logger"}},
+			"RestartDelay", "Clock", "Health", "Access", "Logger", "ZeroClawMCP"}}, // ZeroClawMCP: wired at build
 		{"Admin.SmartOn", reflect.TypeFor[admin.Target](), []string{"APIKey"}}, // TIER1SLIM_CLOUD_API_KEY falls back at build
 		{"Admin.SmartOff", reflect.TypeFor[admin.Target](), nil},
 		{"Modes", reflect.TypeFor[admin.ModesConfig](), []string{"Metrics", "Logger", "Health"}},
