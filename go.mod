@@ -3,6 +3,7 @@ module github.com/zeroclaw-bridge/zeroclaw-bridge
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

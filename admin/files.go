@@ -15,9 +15,9 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 )
 
-// writeAtomic replaces path with data (see writeIn). A missing directory
-// is created (0700).
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
+// WriteAtomic replaces path with data durably and atomically, confined to
+// path's directory (see writeIn). A missing directory is created (0700).
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err // names the directory

@@ -87,7 +87,7 @@ func (h *Handler) setModel(daemon, model string, restart bool) (path, unit strin
 	if err != nil {
 		return "", "", err
 	}
-	if err := writeAtomic(path, []byte(out), 0o600); err != nil {
+	if err := WriteAtomic(path, []byte(out), 0o600); err != nil {
 		return "", "", httpapi.NewError(http.StatusInternalServerError, "could not write "+path+": "+err.Error())
 	}
 	h.log.Info("agent model changed", "daemon", daemon, "model", model, "config", path)

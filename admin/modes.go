@@ -201,7 +201,7 @@ func (s *stateFile) set(on bool) error {
 	if s.path == "" {
 		return errors.New("no state file configured")
 	}
-	err := writeAtomic(s.path, []byte(map[bool]string{true: "true", false: "false"}[on]), 0o600)
+	err := WriteAtomic(s.path, []byte(map[bool]string{true: "true", false: "false"}[on]), 0o600)
 	noteSave(s.health, s.log, s.what, s.path, err)
 	if err != nil {
 		return err

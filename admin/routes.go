@@ -70,6 +70,10 @@ type Config struct {
 	// LocalProfileKey and CloudProfileKey select multi-profile editing.
 	LocalProfileKey, CloudProfileKey string
 
+	// ZeroClawMCP is the robot tools' entry /admin/mcp-server writes into
+	// VoiceConfig; its zero value refuses the route (no tools served).
+	ZeroClawMCP ZeroClawMCP
+
 	// Safety is the /admin/safety allow list.
 	Safety *Safety
 	// Agent restarts the voice agent after its config changed; Sessions
@@ -207,6 +211,7 @@ func (h *Handler) Routes(e *echo.Echo) {
 	e.POST("/admin/persona", h.persona, h.loopbackOnly)
 	e.POST("/admin/model", h.model, h.loopbackOnly)
 	e.POST("/admin/safety", h.safety, h.loopbackOnly)
+	e.POST("/admin/mcp-server", h.mcpServer, h.loopbackOnly)
 }
 
 // Refusals of the admin guard.

@@ -78,7 +78,7 @@ func (s *Safety) change(add bool, tool string) (before, after int, err error) {
 	for _, t := range next {
 		b.WriteString(t + "\n")
 	}
-	if err := writeAtomic(s.path, b.Bytes(), 0o600); err != nil {
+	if err := WriteAtomic(s.path, b.Bytes(), 0o600); err != nil {
 		return before, before, err
 	}
 	s.list = next

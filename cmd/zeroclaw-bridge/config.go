@@ -1259,6 +1259,7 @@ Usage:
   zeroclaw-bridge [flags]                         serve HTTP (the default)
   zeroclaw-bridge demo-agent [-chunk-delay 40ms]  run the built-in demo ACP agent on stdin/stdout
   zeroclaw-bridge acp [-chunk-delay 40ms]         the same, named like "zeroclaw acp" (ZEROCLAW_BIN can point at this binary)
+  zeroclaw-bridge mcp                             the robot's tools as an MCP server on stdin/stdout, relayed to the running bridge (mcp -h)
   zeroclaw-bridge version                         print the version (also -version)
 
 Every flag has an environment variable of the same meaning. A flag wins over

@@ -756,6 +756,10 @@ func TestExitCode(t *testing.T) {
 		{name: "bad flag", args: []string{"-no-such-flag"}, env: env(), wantCode: 2,
 			wantStderr: "zeroclaw-bridge: flag provided but not defined: -no-such-flag (run with -h for the flags)\n"},
 		{name: "demo-agent bad flag", args: []string{"demo-agent", "-chunk-delay", "soon"}, env: env(), wantCode: 2},
+		{name: "mcp stray argument", args: []string{"mcp", "serve"}, env: env(), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: mcp: unexpected argument \"serve\"\n"},
+		{name: "mcp bad log level", args: []string{"mcp", "-log-level", "loud"}, env: env(), wantCode: 2,
+			wantStderr: "zeroclaw-bridge: mcp: invalid -log-level \"loud\": want trace, debug, info, warn or error\n"},
 		{name: "version subcommand", args: []string{"version"}, env: env(), wantStdout: versionText()},
 		{name: "version flag", args: []string{"-version"}, env: env(), wantStdout: versionText()},
 	}
@@ -985,7 +989,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 			"Logger"}}, // SecurityLocation: DOTTY_LOCAL_TZ, a zone like TZ
 		{"Perception.Speaker", reflect.TypeFor[perception.SpeakerConfig](), []string{"MaxLatches"}},
 		{"Admin", reflect.TypeFor[admin.Config](), []string{"Modes", "Robot", "SmartOn", "SmartOff", "Safety", "Agent", "Sessions", "RestartUnit",
-			"RestartDelay", "Clock", "Health", "Access", "Logger"}},
+			"RestartDelay", "Clock", "Health", "Access", "Logger", "ZeroClawMCP"}}, // ZeroClawMCP: wired at build
 		{"Admin.SmartOn", reflect.TypeFor[admin.Target](), []string{"APIKey"}}, // TIER1SLIM_CLOUD_API_KEY falls back at build
 		{"Admin.SmartOff", reflect.TypeFor[admin.Target](), nil},
 		{"Modes", reflect.TypeFor[admin.ModesConfig](), []string{"Metrics", "Logger", "Health"}},

@@ -38,6 +38,12 @@ func TestConfigurationDocMatchesTheBinary(t *testing.T) {
 			t.Errorf("%s is read by the binary but has no row in docs/configuration.md", s.env)
 		}
 	}
+	for _, env := range mcpEnv { // `zeroclaw-bridge mcp`'s
+		read[env] = true
+		if !documented[env] {
+			t.Errorf("%s is read by `zeroclaw-bridge mcp` but has no row in docs/configuration.md", env)
+		}
+	}
 	for env := range documented {
 		if !read[env] && !slices.Contains(documentedOnly, env) {
 			t.Errorf("docs/configuration.md has a row for %s, which the binary does not read", env)

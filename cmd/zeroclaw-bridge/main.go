@@ -8,6 +8,7 @@
 //	zeroclaw-bridge [flags]            serve (configuration from flags and env)
 //	zeroclaw-bridge demo-agent         run the built-in demo ACP agent on stdio
 //	zeroclaw-bridge acp                the same, named like `zeroclaw acp`
+//	zeroclaw-bridge mcp                the robot's tools as an MCP server on stdio, relayed to the running bridge
 //	zeroclaw-bridge version            print the version, commit, build date, Go version and platform
 //
 // Every setting is an environment variable with a flag of the same meaning;
@@ -131,6 +132,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return runDemoAgent(ctx, args[1:], os.Stdin, stdout, stderr)
 		case "version":
 			return printVersion(stdout)
+		case "mcp": // the robot's tools on stdio, relayed to the running bridge
+			return runMCP(ctx, args[1:], lookupEnv, stdout, stderr)
 		}
 	}
 	cfg, err := parseConfig(args, lookupEnv)
@@ -160,35 +163,52 @@ func newLogger(cfg config, w io.Writer) hclog.Logger {
 	return l
 }
 
+// subcommandFlags returns the flag set of subcommand name, writing to
+// stderr, with its -log-level flag.
+func subcommandFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("zeroclaw-bridge "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs, fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
+}
+
+// parseSubcommand parses a subcommand's flags and its -log-level value
+// level. help is true after -h (the usage printed); an unknown flag, a stray
+// argument or an unknown level is a *usageError.
+func parseSubcommand(fs *flag.FlagSet, args []string, level *string) (lvl hclog.Level, help bool, err error) {
+	name := strings.TrimPrefix(fs.Name(), "zeroclaw-bridge ")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return hclog.NoLevel, true, nil
+		}
+		return hclog.NoLevel, false, &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return hclog.NoLevel, false, &usageError{fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))}
+	}
+	if lvl = hclog.LevelFromString(*level); lvl == hclog.NoLevel {
+		return lvl, false, &usageError{fmt.Errorf("%s: invalid -log-level %q: want trace, debug, info, warn or error", name, *level)}
+	}
+	return lvl, false, nil
+}
+
 // runDemoAgent serves the built-in demo agent on in/out until in closes or
 // SIGINT/SIGTERM arrives. stdout is the protocol channel, so logs go to
 // stderr only.
 func runDemoAgent(ctx context.Context, args []string, in io.Reader, out, stderr io.Writer) error {
-	fs := flag.NewFlagSet("zeroclaw-bridge demo-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs, level := subcommandFlags("demo-agent", stderr)
 	delay := fs.Duration("chunk-delay", defaultChunkDelay, "pause between streamed reply chunks")
-	level := fs.String("log-level", "warn", "trace, debug, info, warn or error (logs go to stderr)")
 	flood := fs.Int("stderr-flood", 0, "write this many noise lines to stderr every second (fault injection for soak tests; 0 = off)")
 	protocol := fs.String("protocol", protocolACP, "acp, or steerable (a steerable-sidecar: JSON-RPC on stdio, ready marker on stderr)")
 	quiet := fs.Bool("quiet-ready", false, "steerable: leave out the __SIDECAR_READY__ stderr marker, as the sidecar's --quiet-ready does")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return &usageError{fmt.Errorf("demo-agent: unexpected argument %q", fs.Arg(0))}
+	lvl, help, err := parseSubcommand(fs, args, level)
+	if help || err != nil {
+		return err
 	}
 	if *delay < 0 {
 		return &usageError{fmt.Errorf("demo-agent: invalid -chunk-delay %s: want 0 or more", *delay)}
 	}
 	if *protocol != protocolACP && *protocol != protocolSteerable {
 		return &usageError{fmt.Errorf("demo-agent: invalid -protocol %q: want acp or steerable", *protocol)}
-	}
-	lvl := hclog.LevelFromString(*level)
-	if lvl == hclog.NoLevel {
-		return &usageError{fmt.Errorf("demo-agent: invalid -log-level %q: want trace, debug, info, warn or error", *level)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

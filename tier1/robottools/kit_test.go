@@ -129,18 +129,6 @@ func newKit(t *testing.T, edit func(*Config)) *kit {
 	return k
 }
 
-// bearer adds a token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens an MCP client session (the SDK's own client) with token.
 func (k *kit) connect(t *testing.T, token string) *mcp.ClientSession {
 	t.Helper()
@@ -150,7 +138,7 @@ func (k *kit) connect(t *testing.T, token string) *mcp.ClientSession {
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: k.url,
-		HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: &bearer{token: token, next: tr}}, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

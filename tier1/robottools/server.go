@@ -38,6 +38,19 @@ const (
 	AccessEnded = "This conversation's access to the robot has ended."
 )
 
+// Name is the MCP server's name, in every agent's list of MCP servers.
+const Name = "dotty-robot"
+
+// Instructions tell the model what the tools are for.
+const Instructions = "Tools to act through the desk robot you speak through: turn its head, " +
+	"set its state, see through its camera, play songs, know who is in the room and what is on today, " +
+	"and look up or remember facts about the household."
+
+// implementation names the server (and the stdio relay) to its clients.
+func implementation() *mcp.Implementation {
+	return &mcp.Implementation{Name: Name, Title: "Dotty, the desk robot", Version: "1"}
+}
+
 // Server serves the robot's tools. Safe for concurrent use.
 type Server struct {
 	cfg    Config
@@ -72,10 +85,7 @@ func New(cfg Config) (*Server, error) {
 		reg = cfg.Registry
 	}
 	s.calls = NewMetrics(reg).ToolCalls
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "dotty-robot", Title: "Dotty, the desk robot", Version: "1"},
-		&mcp.ServerOptions{Instructions: "Tools to act through the desk robot you speak through: turn its head, " +
-			"set its state, see through its camera, play songs, know who is in the room and what is on today, " +
-			"and look up or remember facts about the household."})
+	s.mcp = mcp.NewServer(implementation(), &mcp.ServerOptions{Instructions: Instructions})
 	s.addTools()
 	s.mcp.AddReceivingMiddleware(s.gate)
 	return s, nil

@@ -16,6 +16,9 @@ type grant struct {
 	key     string
 	session string
 	limiter *rate.Limiter
+	// standing: minted by MintStanding, never evicted, acting on the
+	// robot set last of any key.
+	standing bool
 }
 
 // tables holds the tokens, oldest minted first, and each key's robot,
@@ -29,6 +32,7 @@ type tables struct {
 	mu      sync.Mutex
 	tokens  map[string]*list.Element // of *grant
 	minted  *list.List
+	kept    *list.List               // standing grants, one per key
 	devices map[string]*list.Element // of *device
 	set     *list.List
 }
@@ -38,15 +42,13 @@ type device struct{ key, id string }
 func newTables(cfg Config) *tables {
 	return &tables{maxTokens: cfg.MaxTokens, maxKeys: cfg.MaxKeys,
 		limit: rate.Limit(float64(cfg.CallsPerMinute) / 60), burst: cfg.Burst,
-		tokens: map[string]*list.Element{}, minted: list.New(), devices: map[string]*list.Element{}, set: list.New()}
+		tokens: map[string]*list.Element{}, minted: list.New(), kept: list.New(), devices: map[string]*list.Element{}, set: list.New()}
 }
 
 // Mint returns a new token for an agent session being opened for pool
 // key key. At MaxTokens the oldest token is revoked.
 func (s *Server) Mint(key string) string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	token := base64.RawURLEncoding.EncodeToString(b)
+	token := newToken()
 	t := s.tables
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -58,6 +60,35 @@ func (s *Server) Mint(key string) string {
 	g := &grant{token: token, key: key, limiter: rate.NewLimiter(t.limit, t.burst)}
 	t.tokens[token] = t.minted.PushBack(g)
 	return token
+}
+
+// MintStanding returns a standing token for pool key key (ZeroClaw's,
+// which reads no per-session servers): the token table's bound never
+// evicts it, and it acts on the robot of the most recent turn of any
+// conversation (the last SetDevice of any key). A key has one standing
+// token: minting another revokes the previous. Revoke it at stop.
+func (s *Server) MintStanding(key string) string {
+	token := newToken()
+	t := s.tables
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for e := t.kept.Front(); e != nil; e = e.Next() {
+		if g := e.Value.(*grant); g.key == key {
+			t.kept.Remove(e)
+			delete(t.tokens, g.token)
+			break
+		}
+	}
+	g := &grant{token: token, key: key, limiter: rate.NewLimiter(t.limit, t.burst), standing: true}
+	t.tokens[token] = t.kept.PushBack(g)
+	return token
+}
+
+// newToken returns 32 random bytes, base64url.
+func newToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Bind records the agent session a token was minted for, once the agent
@@ -74,20 +105,25 @@ func (s *Server) Bind(token, agentSessionID string) {
 // Revoke ends a token: its next request is refused with 401.
 func (s *Server) Revoke(token string) { s.tables.drop(func(g *grant) bool { return g.token == token }) }
 
-// RevokeKey ends every token of pool key key.
-func (s *Server) RevokeKey(key string) { s.tables.drop(func(g *grant) bool { return g.key == key }) }
+// RevokeKey ends every token Mint gave pool key key; a standing token
+// ends by Revoke only.
+func (s *Server) RevokeKey(key string) {
+	s.tables.drop(func(g *grant) bool { return g.key == key && !g.standing })
+}
 
-// drop removes the grants that match.
+// drop removes the grants that match, standing ones included.
 func (t *tables) drop(match func(*grant) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for e := t.minted.Front(); e != nil; {
-		next := e.Next()
-		if g := e.Value.(*grant); match(g) {
-			t.minted.Remove(e)
-			delete(t.tokens, g.token)
+	for _, l := range []*list.List{t.minted, t.kept} {
+		for e := l.Front(); e != nil; {
+			next := e.Next()
+			if g := e.Value.(*grant); match(g) {
+				l.Remove(e)
+				delete(t.tokens, g.token)
+			}
+			e = next
 		}
-		e = next
 	}
 }
 
@@ -110,7 +146,7 @@ func (s *Server) SetDevice(key, deviceID string) {
 }
 
 // lookup returns a copy of token's grant and the device of its key ("" if
-// none is known).
+// none is known); a standing grant's device is the one set last.
 func (t *tables) lookup(token string) (g grant, deviceID string, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -119,7 +155,11 @@ func (t *tables) lookup(token string) (g grant, deviceID string, ok bool) {
 		return grant{}, "", false
 	}
 	g = *e.Value.(*grant)
-	if d, ok := t.devices[g.key]; ok {
+	d, ok := t.devices[g.key]
+	if g.standing {
+		d, ok = t.set.Back(), t.set.Len() > 0
+	}
+	if ok {
 		deviceID = d.Value.(*device).id
 	}
 	return g, deviceID, true

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
+)
+
+// initialize posts an MCP initialize to url with token and returns the
+// status: 200 for a live token, 401 for a dead one.
+func initialize(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMCPTokenFile: while the bridge runs, mcp-token.json beside the
+// memory database holds the URL and a live standing token, mode 0600 even
+// where a wider file was; at stop the token is dead.
+func TestMCPTokenFile(t *testing.T) {
+	srv, url, _ := robotToolsServer(t)
+	db := filepath.Join(t.TempDir(), "memory", "brain.db")
+	path := filepath.Join(filepath.Dir(db), mcpTokenFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"url":"old","token":"old"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.NewNullLogger()
+	stop := startStandingToken(srv, url, db, log)
+	c, err := robottools.ReadCredentials(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || c.URL != url {
+		t.Errorf("token file %v %v, url %q; want mode 0600 and url %q", fi.Mode(), err, c.URL, url)
+	}
+	if got := initialize(t, url, c.Token); got != http.StatusOK {
+		t.Errorf("standing token: %d, want 200", got)
+	}
+	stop()
+	if got := initialize(t, url, c.Token); got != http.StatusUnauthorized {
+		t.Errorf("standing token after stop: %d, want 401", got)
+	}
+
+	// The actor: the file at its start, the token revoked when it ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := mcpTokenFileActor(srv, url, db, log)(ctx); err != nil {
+		t.Errorf("actor: %v", err)
+	}
+	next, err := robottools.ReadCredentials(path)
+	if err != nil || next.Token == c.Token {
+		t.Fatalf("token file after the actor: %+v %v, want a new token", next, err)
+	}
+	if got := initialize(t, url, next.Token); got != http.StatusUnauthorized {
+		t.Errorf("the actor's token after it ended: %d, want 401", got)
+	}
+}
+
+// TestMCPTokenFileUnwritable: a token file that cannot be written is one
+// logged reason, and its token is revoked at once.
+func TestMCPTokenFileUnwritable(t *testing.T) {
+	srv, url, _ := robotToolsServer(t)
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testkit.LogBuffer
+	stop := startStandingToken(srv, url, filepath.Join(blocker, "brain.db"), hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	stop()
+	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "cannot write their token file") ||
+		!strings.Contains(got, filepath.Join(blocker, mcpTokenFile)) {
+		t.Errorf("log %q: want one line naming the file", got)
+	}
+}
