@@ -294,7 +294,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Tier1.Memory, c.Tier1.Xiaozhi, c.Tier1.Vision, c.Tier1.People = mem, xz, sight, percep.Household()
 	calls := tier1.New(c.Tier1)
 
-	var toolsRun func(context.Context) error
+	var toolsRun, tokenRun func(context.Context) error
 	if tokens != nil {
 		t := c.MCP.withDefaults().Tools
 		t.Robot, t.Voice, t.Vision, t.Room = xz, calls, sight, roomPeople{percep}
@@ -310,6 +310,12 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		tokens.Server = tools
 		c.Voice.Devices = poolDevices{pool: pool, tools: tools}
 		toolsRun = c.MCP.listener.serveFunc(tools.Handler())
+		// ZeroClaw reads no mcpServers: its standing token in the file its
+		// config's `zeroclaw-bridge mcp` reads (/admin/mcp-server).
+		tokenRun = mcpTokenFileActor(tools, c.MCP.listener.url, c.Memory.Path, c.MCP.listener.log)
+		if len(c.ACPClient.ToolsRelay) > 0 {
+			c.Admin.ZeroClawMCP = zeroclawMCPEntry(c.ACPClient.ToolsRelay[0], c.Memory.Path, c.ACPClient.AgentAlias)
+		}
 	}
 
 	turns := turnbus.New(log.Named("turns"))
@@ -424,7 +430,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	}
 	if toolsRun != nil { // after the agent: its turns still running may call the tools
 		i := slices.IndexFunc(app.actors, func(a actor) bool { return a.name == "agent" })
-		app.actors = slices.Insert(app.actors, i+1, actor{"robottools", toolsRun})
+		app.actors = slices.Insert(app.actors, i+1, actor{"robottools", toolsRun}, actor{"mcp-token", tokenRun})
 	}
 	return app, nil
 }
