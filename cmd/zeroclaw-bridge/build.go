@@ -312,7 +312,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		toolsRun = c.MCP.listener.serveFunc(tools.Handler())
 		// ZeroClaw reads no mcpServers: its standing token in the file its
 		// config's `zeroclaw-bridge mcp` reads (/admin/mcp-server).
-		tokenRun = mcpTokenFileActor(tools, c.MCP.listener.url, c.Memory.Path, c.MCP.listener.log)
+		tokenRun = mcpTokenFileActor(tools, c.MCP.listener.url, c.Memory.Path, conds, c.MCP.listener.log)
 		if len(c.ACPClient.ToolsRelay) > 0 {
 			c.Admin.ZeroClawMCP = zeroclawMCPEntry(c.ACPClient.ToolsRelay[0], c.Memory.Path, c.ACPClient.AgentAlias)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
@@ -141,28 +142,33 @@ const zeroclawKey = "zeroclaw"
 // mcpTokenFileActor is the actor giving ZeroClaw, which reads no
 // per-session MCP servers, the robot's tools while the bridge runs
 // (startStandingToken), revoking its token at stop.
-func mcpTokenFileActor(tools standingTokens, url, memoryDB string, log hclog.Logger) func(context.Context) error {
+func mcpTokenFileActor(tools standingTokens, url, memoryDB string, conds *health.Conditions, log hclog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
-		stop := startStandingToken(tools, url, memoryDB, log)
+		stop := startStandingToken(tools, url, memoryDB, conds, log)
 		<-ctx.Done()
 		stop()
 		return nil
 	}
 }
 
+// tokenFileKey is the token file's health condition.
+const tokenFileKey = "mcp-token-file"
+
 // startStandingToken mints ZeroClaw's standing token and writes it with
 // url to mcp-token.json beside the memory database memoryDB (the file
 // `zeroclaw-bridge mcp` reads); stop revokes it. A file it cannot write is
-// one logged reason: ZeroClaw goes without the tools, the bridge runs on.
-func startStandingToken(tools standingTokens, url, memoryDB string, log hclog.Logger) (stop func()) {
+// one logged reason and a failing condition whose re-check writes it
+// again: ZeroClaw goes without the tools until then, the bridge runs on.
+func startStandingToken(tools standingTokens, url, memoryDB string, conds *health.Conditions, log hclog.Logger) (stop func()) {
 	token := tools.MintStanding(zeroclawKey)
 	path := mcpTokenPath(memoryDB)
-	if err := writeMCPTokenFile(path, robottools.Credentials{URL: url, Token: token}); err != nil {
-		log.Error("ZeroClaw gets no robot tools: cannot write their token file", "path", path, "error", err)
-		tools.Revoke(token)
-		return func() {}
+	write := func() error { return writeMCPTokenFile(path, robottools.Credentials{URL: url, Token: token}) }
+	if err := write(); err != nil {
+		conds.Failed(log, hclog.Error, tokenFileKey, "robot tools token file", err, write,
+			"ZeroClaw gets no robot tools until their token file can be written", "path", path)
+	} else {
+		log.Info("robot tools token file written for ZeroClaw", "path", path)
 	}
-	log.Info("robot tools token file written for ZeroClaw", "path", path)
 	return func() { tools.Revoke(token) }
 }
 

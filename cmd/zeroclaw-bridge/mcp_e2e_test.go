@@ -16,6 +16,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
@@ -64,7 +65,7 @@ func TestMCPRelayBinary(t *testing.T) {
 	// ZeroClaw's way: the bridge writes the token file beside brain.db and
 	// /admin/mcp-server registers `<binary> mcp` reading it.
 	db := filepath.Join(t.TempDir(), "memory", "brain.db")
-	defer startStandingToken(srv, url, db, hclog.NewNullLogger())()
+	defer startStandingToken(srv, url, db, health.New(), hclog.NewNullLogger())()
 	entry := zeroclawMCPEntry(bridgeBinary(t), db, "")
 	if entry.Command != bridgeBinary(t) || entry.Name != "dotty-robot" {
 		t.Errorf("ZeroClaw's entry %+v: want the running binary as dotty-robot", entry)

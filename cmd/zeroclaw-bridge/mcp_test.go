@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
@@ -48,7 +50,7 @@ func TestMCPTokenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := hclog.NewNullLogger()
-	stop := startStandingToken(srv, url, db, log)
+	stop := startStandingToken(srv, url, db, health.New(), log)
 	c, err := robottools.ReadCredentials(path)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestMCPTokenFile(t *testing.T) {
 	// The actor: the file at its start, the token revoked when it ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := mcpTokenFileActor(srv, url, db, log)(ctx); err != nil {
+	if err := mcpTokenFileActor(srv, url, db, health.New(), log)(ctx); err != nil {
 		t.Errorf("actor: %v", err)
 	}
 	next, err := robottools.ReadCredentials(path)
@@ -80,7 +82,8 @@ func TestMCPTokenFile(t *testing.T) {
 }
 
 // TestMCPTokenFileUnwritable: a token file that cannot be written is one
-// logged reason, and its token is revoked at once.
+// logged reason and a failing condition; its re-check writes the file
+// once the directory can be made, with the token still live.
 func TestMCPTokenFileUnwritable(t *testing.T) {
 	srv, url, _ := robotToolsServer(t)
 	blocker := filepath.Join(t.TempDir(), "not-a-dir")
@@ -88,10 +91,34 @@ func TestMCPTokenFileUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testkit.LogBuffer
-	stop := startStandingToken(srv, url, filepath.Join(blocker, "brain.db"), hclog.New(&hclog.LoggerOptions{Output: &logs}))
-	stop()
-	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "cannot write their token file") ||
+	clock := testkit.NewClock()
+	conds := health.NewWith(health.Config{Clock: clock, Interval: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- conds.Run(ctx) }()
+	defer func() { cancel(); testkit.Recv(t, 10*time.Second, done, "conditions stopped") }()
+	stop := startStandingToken(srv, url, filepath.Join(blocker, "brain.db"), conds, hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	defer stop()
+	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "no robot tools until their token file can be written") ||
 		!strings.Contains(got, filepath.Join(blocker, mcpTokenFile)) {
 		t.Errorf("log %q: want one line naming the file", got)
+	}
+	if p := conds.Problems(); len(p) != 1 || !strings.HasPrefix(p[0], "robot tools token file: ") {
+		t.Errorf("problems %q, want the token file's", p)
+	}
+
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	clock.BlockUntilContext(ctx, 1)
+	clock.Advance(time.Minute)
+	path := filepath.Join(blocker, mcpTokenFile)
+	testkit.WaitFor(t, 10*time.Second, "the re-check's write", func() bool { return len(conds.Problems()) == 0 })
+	c, err := robottools.ReadCredentials(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := initialize(t, url, c.Token); got != http.StatusOK {
+		t.Errorf("the re-written file's token: %d, want 200", got)
 	}
 }

@@ -54,8 +54,8 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 	// The conversation log is written after the reply and greetings run in
 	// the background: wait for both to have failed.
 	wantProblems := []string{"greeter state: ", "kid mode state: ", "log directory " + under("logs") + ": ",
-		"memory database: ", "memory journal: "}
-	_, h := p.health("five problems", func(h map[string]any) bool {
+		"memory database: ", "memory journal: ", "robot tools token file: "}
+	_, h := p.health("six problems", func(h map[string]any) bool {
 		return len(problemsOf(h)) == len(wantProblems) && strings.Count(p.log(), "greeting not spoken") >= 2
 	})
 	got := problemsOf(h)
@@ -101,6 +101,7 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 		"zeroclaw-bridge.memory: voice memory database unavailable; memory writes wait for it",
 		"zeroclaw-bridge.memory: voice memory journal not writable; memory writes are refused until it is",
 		"zeroclaw-bridge.admin: cannot save the kid mode state",
+		"zeroclaw-bridge.robottools: ZeroClaw gets no robot tools until their token file can be written",
 	}
 	for msg, n := range causes {
 		t.Logf("%d line(s): %s", n, msg)
@@ -136,7 +137,8 @@ func TestUnwritableStateOneLinePerCause(t *testing.T) {
 	if strings.Contains(body, `"problems"`) {
 		t.Errorf("/health after recovery: %s", body)
 	}
-	for _, want := range []string{"log directory " + under("logs"), "memory journal", "memory database", "kid mode state", "greeter state"} {
+	for _, want := range []string{"log directory " + under("logs"), "memory journal", "memory database", "kid mode state", "greeter state",
+		"robot tools token file"} {
 		// The bridge's stderr reaches p.log() behind /health's answers.
 		line := " " + want + " recovered: its re-check passed: problem="
 		testkit.Within(testkit.MinWait, func() bool { return strings.Contains(p.log(), line) })
