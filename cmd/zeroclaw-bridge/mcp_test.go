@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -92,11 +91,11 @@ func TestMCPTokenFileUnwritable(t *testing.T) {
 	}
 	var logs testkit.LogBuffer
 	clock := testkit.NewClock()
-	conds := health.NewWith(health.Config{Clock: clock, Interval: time.Minute})
+	conds := health.NewWith(health.Config{Clock: clock})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- conds.Run(ctx) }()
-	defer func() { cancel(); testkit.Recv(t, 10*time.Second, done, "conditions stopped") }()
+	defer func() { cancel(); testkit.Recv(t, testkit.MinWait, done, "conditions stopped") }()
 	stop := startStandingToken(srv, url, filepath.Join(blocker, "brain.db"), conds, hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	defer stop()
 	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "no robot tools until their token file can be written") ||
@@ -111,9 +110,9 @@ func TestMCPTokenFileUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.BlockUntilContext(ctx, 1)
-	clock.Advance(time.Minute)
+	clock.Advance(health.RecheckInterval)
 	path := filepath.Join(blocker, mcpTokenFile)
-	testkit.WaitFor(t, 10*time.Second, "the re-check's write", func() bool { return len(conds.Problems()) == 0 })
+	testkit.WaitFor(t, testkit.MinWait, "the re-check's write", func() bool { return len(conds.Problems()) == 0 })
 	c, err := robottools.ReadCredentials(path)
 	if err != nil {
 		t.Fatal(err)
