@@ -15,26 +15,6 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
 )
 
-// initialize posts an MCP initialize to url with token and returns the
-// status: 200 for a live token, 401 for a dead one.
-func initialize(t *testing.T, url, token string) int {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestMCPTokenFile: while the bridge runs, mcp-token.json beside the
 // memory database holds the URL and a live standing token, mode 0600 even
 // where a wider file was; at stop the token is dead.
@@ -57,11 +37,11 @@ func TestMCPTokenFile(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || c.URL != url {
 		t.Errorf("token file %v %v, url %q; want mode 0600 and url %q", fi.Mode(), err, c.URL, url)
 	}
-	if got := initialize(t, url, c.Token); got != http.StatusOK {
+	if got := mcpStatus(t, url, "Bearer "+c.Token); got != http.StatusOK {
 		t.Errorf("standing token: %d, want 200", got)
 	}
 	stop()
-	if got := initialize(t, url, c.Token); got != http.StatusUnauthorized {
+	if got := mcpStatus(t, url, "Bearer "+c.Token); got != http.StatusUnauthorized {
 		t.Errorf("standing token after stop: %d, want 401", got)
 	}
 
@@ -75,7 +55,7 @@ func TestMCPTokenFile(t *testing.T) {
 	if err != nil || next.Token == c.Token {
 		t.Fatalf("token file after the actor: %+v %v, want a new token", next, err)
 	}
-	if got := initialize(t, url, next.Token); got != http.StatusUnauthorized {
+	if got := mcpStatus(t, url, "Bearer "+next.Token); got != http.StatusUnauthorized {
 		t.Errorf("the actor's token after it ended: %d, want 401", got)
 	}
 }
@@ -117,7 +97,7 @@ func TestMCPTokenFileUnwritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := initialize(t, url, c.Token); got != http.StatusOK {
+	if got := mcpStatus(t, url, "Bearer "+c.Token); got != http.StatusOK {
 		t.Errorf("the re-written file's token: %d, want 200", got)
 	}
 }
