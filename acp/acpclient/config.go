@@ -56,7 +56,7 @@ const ToolsName = "dotty-robot"
 // the session's token.
 const (
 	EnvToolsURL   = "DOTTY_MCP_URL"
-	EnvToolsToken = "DOTTY_MCP_TOKEN"
+	EnvToolsToken = "DOTTY_MCP_TOKEN" // #nosec G101 -- a variable's name, not a credential
 )
 
 // DefaultConfig returns the client name sent in initialize: the one place

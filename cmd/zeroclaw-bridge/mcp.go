@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
@@ -20,8 +21,8 @@ import (
 
 // The stdio relay's environment.
 const (
-	envMCPURL       = "DOTTY_MCP_URL"
-	envMCPToken     = "DOTTY_MCP_TOKEN"      // #nosec G101 -- a variable's name, not a credential
+	envMCPURL       = acpclient.EnvToolsURL
+	envMCPToken     = acpclient.EnvToolsToken
 	envMCPTokenFile = "DOTTY_MCP_TOKEN_FILE" // #nosec G101 -- a variable's name, not a credential
 )
 
@@ -151,8 +152,8 @@ func mcpTokenFileActor(tools standingTokens, url, memoryDB string, conds *health
 	}
 }
 
-// tokenFileKey is the token file's health condition.
-const tokenFileKey = "mcp-token-file"
+// toolsFileCondition is the token file's health condition.
+const toolsFileCondition = "robot-tools-file"
 
 // startStandingToken mints ZeroClaw's standing token and writes it with
 // url to mcp-token.json beside the memory database memoryDB (the file
@@ -164,7 +165,7 @@ func startStandingToken(tools standingTokens, url, memoryDB string, conds *healt
 	path := mcpTokenPath(memoryDB)
 	write := func() error { return writeMCPTokenFile(path, robottools.Credentials{URL: url, Token: token}) }
 	if err := write(); err != nil {
-		conds.Failed(log, hclog.Error, tokenFileKey, "robot tools token file", err, write,
+		conds.Failed(log, hclog.Error, toolsFileCondition, "robot tools token file", err, write,
 			"ZeroClaw gets no robot tools until their token file can be written", "path", path)
 	} else {
 		log.Info("robot tools token file written for ZeroClaw", "path", path)

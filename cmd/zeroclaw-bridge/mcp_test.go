@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/robottools"
@@ -99,5 +100,13 @@ func TestMCPTokenFileUnwritable(t *testing.T) {
 	}
 	if got := mcpStatus(t, url, "Bearer "+c.Token); got != http.StatusOK {
 		t.Errorf("the re-written file's token: %d, want 200", got)
+	}
+}
+
+// TestOneToolsName: the ACP client offers the tools under the name the
+// server and ZeroClaw's registration use (acp cannot import tier1).
+func TestOneToolsName(t *testing.T) {
+	if acpclient.ToolsName != robottools.Name {
+		t.Errorf("acpclient.ToolsName %q, robottools.Name %q", acpclient.ToolsName, robottools.Name)
 	}
 }
