@@ -197,3 +197,77 @@ func TestTruncateAndStripEdges(t *testing.T) {
 		t.Error("U+001F counts as leading whitespace")
 	}
 }
+
+// lead is a Lead that yields e (none for "") and counts its consultations.
+func lead(e string, asked *int) Lead {
+	return func() (string, bool) { *asked++; return e, e != "" }
+}
+
+// TestBufferedLed: a lead emoji replaces the reply's own allowed emoji or
+// goes in front; a filter hit keeps its Replacement without consulting
+// it; a lead that is not an allowed emoji changes nothing.
+func TestBufferedLed(t *testing.T) {
+	p := Pipeline{MaxSentences: 6}
+	for _, tt := range []struct{ in, lead, want string }{
+		{"😊 Hi there.", "😢", "😢 Hi there."},
+		{"\n😊 hi", "😢", "\n😢 hi"},
+		{"Hello there.", "😴", "😴 Hello there."},
+		{"🙂 hello 🎉", "😮", "😮  hello "},
+		{"", "😢", "😢 (no response)"},
+		{"😊 Hi.", "🙂", "😊 Hi."},
+		{"😊 Hi.", "", "😊 Hi."},
+	} {
+		asked := 0
+		if got := p.BufferedLed(tt.in, lead(tt.lead, &asked)); got != tt.want || asked != 1 {
+			t.Errorf("BufferedLed(%q, %q) = %q (lead asked %d times), want %q once", tt.in, tt.lead, got, asked, tt.want)
+		}
+	}
+	asked := 0
+	if got := p.BufferedLed("What the fuck", lead("😢", &asked)); got != Replacement || asked != 0 {
+		t.Errorf("filter hit with a lead: %q (lead asked %d times), want %q, not asked", got, asked, Replacement)
+	}
+	if got := p.BufferedLed("Hello.", nil); got != p.Buffered("Hello.") {
+		t.Errorf("no lead: %q, want Buffered's %q", got, p.Buffered("Hello."))
+	}
+}
+
+// TestStreamLed: the lead is consulted once, at the first chunk carrying
+// non-whitespace (or at Final when none did), and leads that chunk and the
+// final text; a filter hit keeps its Replacement.
+func TestStreamLed(t *testing.T) {
+	tests := []struct {
+		name   string
+		deltas []string
+		final  string
+		chunks []string
+		full   string
+		asked  int
+	}{
+		{"replaces the agent's emoji", []string{"😊 Hel", "lo there!"}, "😊 Hello there!",
+			[]string{"😢 Hel", "lo there!"}, "😢 Hello there!", 1},
+		{"goes in front, after a blank delta", []string{"  ", "Hello."}, "  Hello.",
+			[]string{"  ", "😢 Hello."}, "😢   Hello.", 1},
+		{"no deltas", nil, "😊 Done.", []string{"😢 Done."}, "😢 Done.", 1},
+		{"filter hit first", []string{"Oh shit."}, "Oh shit.", []string{Replacement}, Replacement, 0},
+		{"filter hit later", []string{"Oh fu", "ck no."}, "Oh fuck no.", []string{"😢 Oh fu", "ck no."}, Replacement, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := 0
+			s := Pipeline{MaxSentences: 6}.Stream().Lead(lead("😢", &asked))
+			var chunks []string
+			for _, d := range tt.deltas {
+				if c, _ := s.Push(d); c != "" {
+					chunks = append(chunks, c)
+				}
+			}
+			full, synth := s.Final(tt.final)
+			if synth {
+				chunks = append(chunks, full)
+			}
+			if strings.Join(chunks, "|") != strings.Join(tt.chunks, "|") || full != tt.full || asked != tt.asked {
+				t.Errorf("chunks %q full %q (lead asked %d times), want %q %q (%d)", chunks, full, asked, tt.chunks, tt.full, tt.asked)
+			}
+		})
+	}
+}

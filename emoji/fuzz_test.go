@@ -1,6 +1,7 @@
 package emoji
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -103,6 +104,31 @@ func FuzzFilter(f *testing.F) {
 		word := []rune(h.Word)
 		if h.Pos+len(word) > len(runes) || string(runes[h.Pos:h.Pos+len(word)]) != h.Word {
 			t.Fatalf("hit %+v is not at its position in %q", h, in)
+		}
+	})
+}
+
+// FuzzLed: with any lead, a finished reply keeps its invariants and, unless
+// the content filter replaced it, starts with the lead when it is allowed.
+func FuzzLed(f *testing.F) {
+	f.Add("😊 Hello there!", "😢")
+	f.Add("  Hello **world**.", "😴")
+	f.Add("Oh fuck no.", "😢")
+	f.Add("\n 🤔 Hmm 🎉 ok.", "🙂")
+	f.Add("", "😍")
+	f.Fuzz(func(t *testing.T, in, lead string) {
+		led := func() (string, bool) { return lead, true }
+		p := Pipeline{MaxSentences: fuzzCap}
+		out := p.BufferedLed(in, led)
+		checkReply(t, in, out)
+		s := p.Stream().Lead(led)
+		s.Push(in)
+		full, _ := s.Final(in)
+		checkReply(t, in, full)
+		for _, got := range []string{out, full} {
+			if e, _ := Leading(got); got != Replacement && slices.Contains(Allowed[:], lead) && e != lead {
+				t.Fatalf("reply %q is not led by %q", got, lead)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package emoji
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/text"
@@ -31,12 +32,48 @@ func (p Pipeline) filter(t string) bool {
 
 // Buffered processes a whole reply for /api/message: filter (a hit
 // replaces the text) → EnsurePrefix → CleanForTTS → StripExtra → TruncateSentences.
-func (p Pipeline) Buffered(raw string) string {
+func (p Pipeline) Buffered(raw string) string { return p.BufferedLed(raw, nil) }
+
+// Lead gives the emoji a reply must start with (the face's mood), or
+// false for none. A pipeline consults it at most once per reply, and
+// ignores an answer that is not one of Allowed.
+type Lead func() (string, bool)
+
+// emoji consults l: its allowed emoji, or false (l nil included).
+func (l Lead) emoji() (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	if e, ok := l(); ok && slices.Contains(Allowed[:], e) {
+		return e, true
+	}
+	return "", false
+}
+
+// withLead returns t led by the allowed emoji e: t's own leading allowed emoji
+// (after whitespace) replaced by e, or e and a space put in front.
+func withLead(t, e string) string {
+	own, ok := Leading(t)
+	if !ok {
+		return e + " " + t
+	}
+	ws := len(t) - len(text.StripLeft(t))
+	return t[:ws] + e + t[ws+len(own):]
+}
+
+// BufferedLed is Buffered with the reply led by lead's emoji, consulted
+// once unless the content filter replaces the reply.
+func (p Pipeline) BufferedLed(raw string, lead Lead) string {
 	t := raw
 	if p.filter(t) {
 		t = Replacement
+	} else {
+		t = EnsurePrefix(t)
+		if e, ok := lead.emoji(); ok {
+			t = withLead(t, e)
+		}
 	}
-	return TruncateSentences(StripExtra(CleanForTTS(EnsurePrefix(t))), p.cap())
+	return TruncateSentences(StripExtra(CleanForTTS(t)), p.cap())
 }
 
 // Stream returns a processor for one streamed reply.
@@ -50,6 +87,32 @@ type Stream struct {
 	blocked   bool
 	truncated bool
 	ends      int // '.', '!', '?' emitted so far
+
+	lead      Lead
+	leadTaken bool   // lead consulted
+	leadEmoji string // its allowed emoji, "" for none
+}
+
+// Lead sets the lead of the reply (see BufferedLed): consulted once, when
+// the first chunk carrying non-whitespace is formed (or at Final when no
+// chunk did), and applied to that chunk and to the final text. It returns
+// s. Call it before Push.
+func (s *Stream) Lead(l Lead) *Stream {
+	s.lead = l
+	return s
+}
+
+// led applies the stream's lead to t (the first spoken chunk or the final
+// text), consulting it the first time.
+func (s *Stream) led(t string) string {
+	if !s.leadTaken {
+		s.leadTaken = true
+		s.leadEmoji, _ = s.lead.emoji()
+	}
+	if s.leadEmoji == "" {
+		return t
+	}
+	return withLead(t, s.leadEmoji)
 }
 
 // Push processes one agent delta. It returns the chunk to send ("" sends
@@ -66,9 +129,7 @@ func (s *Stream) Push(delta string) (chunk string, firstAudio bool) {
 	}
 	if !s.seenNonWS && strings.IndexFunc(c, func(r rune) bool { return !text.IsSpace(r) }) >= 0 {
 		s.seenNonWS, firstAudio = true, true
-		if _, ok := Leading(c); !ok {
-			c = Prefix + c
-		}
+		c = s.led(EnsurePrefix(c))
 	}
 	n := s.p.cap()
 	for i, r := range c {
@@ -94,7 +155,9 @@ func (s *Stream) Final(raw string) (full string, synth bool) {
 	}
 	if s.blocked {
 		full = Replacement
+	} else {
+		full = s.led(EnsurePrefix(full))
 	}
-	full = TruncateSentences(StripExtra(EnsurePrefix(full)), s.p.cap())
+	full = TruncateSentences(StripExtra(full), s.p.cap())
 	return full, !s.seenNonWS
 }
