@@ -39,6 +39,9 @@ type Config struct {
 	// MaxKeys bounds the pool keys whose robot is remembered; setting a
 	// new key past it forgets the least recently set.
 	MaxKeys int
+	// MoodTTL is how long a mood set_mood records waits for the reply it
+	// leads (TakeMood); an older one is dropped.
+	MoodTTL time.Duration
 	// CallsPerMinute is each token's sustained call rate.
 	CallsPerMinute int
 	// Burst is how many calls a token may make at once.
@@ -57,13 +60,19 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger receives the tools' logs. Nil discards.
 	Logger hclog.Logger
-	// Clock paces the rate limit and the photo wait; nil is the real clock.
+	// Clock paces the rate limit and the photo wait and stamps moods; nil
+	// is the real clock.
 	Clock clockwork.Clock
 }
 
+// maxMoodTTL bounds MoodTTL: a mood is for the reply being formed, not
+// for a later conversation.
+const maxMoodTTL = 10 * time.Minute
+
 // DefaultConfig returns the bounds: the one place they are written.
 func DefaultConfig() Config {
-	return Config{MaxTokens: 256, MaxKeys: 256, CallsPerMinute: 30, Burst: 10, RateWait: 5 * time.Second, PhotoWait: 10 * time.Second}
+	return Config{MaxTokens: 256, MaxKeys: 256, MoodTTL: 2 * time.Minute, CallsPerMinute: 30, Burst: 10, RateWait: 5 * time.Second,
+		PhotoWait: 10 * time.Second}
 }
 
 // Validate reports every setting outside its range as a
@@ -72,6 +81,7 @@ func (c Config) Validate() error {
 	var errs fieldcheck.Errors
 	errs.Check("MaxTokens", c.MaxTokens >= 1, c.MaxTokens, "at least 1")
 	errs.Check("MaxKeys", c.MaxKeys >= 1, c.MaxKeys, "at least 1")
+	errs.Check("MoodTTL", c.MoodTTL > 0 && c.MoodTTL <= maxMoodTTL, c.MoodTTL, "more than 0 and at most "+maxMoodTTL.String())
 	errs.Check("CallsPerMinute", c.CallsPerMinute >= 1, c.CallsPerMinute, "at least 1")
 	errs.Check("Burst", c.Burst >= 1, c.Burst, "at least 1")
 	errs.Check("RateWait", c.RateWait >= 0 && c.RateWait <= time.Minute, c.RateWait, "between 0 and 1m0s")

@@ -107,6 +107,8 @@ func TestRelayAnswersAsTheServer(t *testing.T) {
 		{"look", map[string]any{"yaw": -45, "pitch": 10}, false},
 		{"look", map[string]any{"yaw": 91, "pitch": 0}, true}, // a tool error
 		{"set_state", map[string]any{"state": "dance"}, false},
+		{"set_mood", map[string]any{"mood": "sad"}, false},
+		{"set_mood", map[string]any{"mood": "grumpy"}, true},
 		{"take_photo", map[string]any{"question": "who is there?"}, false},
 		{"list_songs", nil, false},
 		{"play_song", map[string]any{"name": "Baby Shark"}, false},

@@ -370,7 +370,7 @@ func TestConfig(t *testing.T) {
 	}
 	bad := Config{PhotoWait: time.Minute, RateWait: -time.Second}
 	testkit.CheckFieldErrors(t, "Config", bad.Validate(), "MaxTokens 0: want at least 1", "MaxKeys 0: want at least 1",
-		"CallsPerMinute 0: want at least 1", "Burst 0: want at least 1", "RateWait -1s: want between 0 and 1m0s",
+		"MoodTTL 0s: want more than 0 and at most 10m0s", "CallsPerMinute 0: want at least 1", "Burst 0: want at least 1", "RateWait -1s: want between 0 and 1m0s",
 		"PhotoWait 1m0s: want more than 0 and at most 30s")
 	if _, err := New(bad); err == nil {
 		t.Error("New accepted a bad config")

@@ -1,12 +1,12 @@
 // Package robottools is the robot's tools, served over MCP to whichever
-// agent is the brain: look, set_state, take_photo, list_songs, play_song,
-// who_is_here, today, memory_lookup and remember.
+// agent is the brain: look, set_state, set_mood, take_photo, list_songs,
+// play_song, who_is_here, today, memory_lookup and remember.
 //
 // Every request carries a bearer token minted for one agent session (Mint)
 // and is refused unless it comes from this host. A tool call acts on the
-// robot of its token's pool key (SetDevice), goes through the agent's
-// permission policy under the tool's name, is rate-limited per token and
-// counted in dotty_mcp_tool_calls_total{tool,outcome}. Failures are tool
+// robot of its token's pool key (SetDevice), or records the key's mood for
+// its next reply (TakeMood), goes through the agent's permission policy
+// under the tool's name, is rate-limited per token and counted in dotty_mcp_tool_calls_total{tool,outcome}. Failures are tool
 // errors the model can read, never protocol errors, and every piece of
 // outside text a tool returns passes prompttext.Line.
 //

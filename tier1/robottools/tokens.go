@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -21,9 +22,11 @@ type grant struct {
 	standing bool
 }
 
-// tables holds the tokens, oldest minted first, and each key's robot,
-// least recently set first. Both are bounded; eviction follows the order
-// of minting (tokens) or setting (devices), which no lookup changes.
+// tables holds the tokens, oldest minted first, and each key's robot and
+// mood, least recently set robot first (a key with a mood and no robot
+// yet goes first). Both are bounded; eviction follows the order of
+// minting (tokens) or setting robots (devices), which no lookup or mood
+// changes.
 type tables struct {
 	maxTokens, maxKeys int
 	limit              rate.Limit
@@ -37,7 +40,13 @@ type tables struct {
 	set     *list.List
 }
 
-type device struct{ key, id string }
+// device is a key's robot ("" until its first turn names one) and the
+// mood set_mood recorded for its next reply ("" for none), with when.
+type device struct {
+	key, id string
+	mood    string
+	moodAt  time.Time
+}
 
 func newTables(cfg Config) *tables {
 	return &tables{maxTokens: cfg.MaxTokens, maxKeys: cfg.MaxKeys,
@@ -143,6 +152,52 @@ func (s *Server) SetDevice(key, deviceID string) {
 	}
 	e.Value.(*device).id = deviceID
 	t.set.MoveToBack(e)
+}
+
+// setMood records mood, an allowed emoji, at the time at for g's key (a
+// standing grant's: the key set last); false when a standing grant has no
+// key yet. A key not in the table is added as the first to forget, so a
+// mood never moves a key or saves it from eviction.
+func (t *tables) setMood(g grant, mood string, at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, known := t.devices[g.key]
+	switch {
+	case g.standing:
+		e, known = t.set.Back(), t.set.Len() > 0
+		if !known {
+			return false
+		}
+	case !known:
+		for t.set.Len() >= t.maxKeys {
+			delete(t.devices, t.set.Remove(t.set.Front()).(*device).key)
+		}
+		e = t.set.PushFront(&device{key: g.key})
+		t.devices[g.key] = e
+	}
+	d := e.Value.(*device)
+	d.mood, d.moodAt = mood, at
+	return true
+}
+
+// TakeMood returns the emoji of the mood set_mood recorded for pool key
+// key and clears it, when it was recorded within MoodTTL; false
+// otherwise.
+func (s *Server) TakeMood(key string) (emoji string, ok bool) {
+	t := s.tables
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, known := t.devices[key]
+	if !known {
+		return "", false
+	}
+	d := e.Value.(*device)
+	mood, at := d.mood, d.moodAt
+	d.mood = ""
+	if mood == "" || s.clock.Since(at) > s.cfg.MoodTTL {
+		return "", false
+	}
+	return mood, true
 }
 
 // lookup returns a copy of token's grant and the device of its key ("" if

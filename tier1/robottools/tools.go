@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/prompttext"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/emoji"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1"
 )
 
@@ -72,10 +73,14 @@ const (
 )
 
 // toolNames are the tools, in the order they are listed.
-var toolNames = []string{"look", "set_state", "take_photo", "list_songs", "play_song", "who_is_here", "today",
+var toolNames = []string{"look", "set_state", "set_mood", "take_photo", "list_songs", "play_song", "who_is_here", "today",
 	"memory_lookup", "remember"}
 
 func knownTool(name string) bool { return slices.Contains(toolNames, name) }
+
+// Moods are set_mood's moods, each shown by the allowed emoji of the same
+// place in emoji.Allowed: 😊 😆 😢 😮 🤔 😠 😐 😍 😴.
+var Moods = [len(emoji.Allowed)]string{"happy", "laughing", "sad", "surprised", "thinking", "angry", "neutral", "loving", "sleepy"}
 
 // Arguments of the tools.
 type (
@@ -85,6 +90,9 @@ type (
 	}
 	stateArgs struct {
 		State string `json:"state" jsonschema:"the state to enter"`
+	}
+	moodArgs struct {
+		Mood string `json:"mood" jsonschema:"the mood the face shows"`
 	}
 	photoArgs struct {
 		Question string `json:"question,omitempty" jsonschema:"what to look for in the picture (optional)"`
@@ -115,6 +123,11 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "set_state", InputSchema: state,
 		Description: "Put the robot in a state: idle, talk, story_time (for telling a story), security (watching the room), " +
 			"sleep or dance."}, s.setState)
+	mood := schema[moodArgs]()
+	mood.Properties["mood"].Enum = anys(Moods[:])
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "set_mood", InputSchema: mood,
+		Description: "Set the mood the robot's face shows with your next spoken reply in this conversation: " +
+			strings.Join(Moods[:], ", ") + ". Call it before you answer; it lasts for that one reply."}, s.setMood)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "take_photo",
 		Description: "Take a photo with the robot's camera and get a description of what it sees. " +
 			"Refused while kid mode is on."}, s.takePhoto)
@@ -205,6 +218,21 @@ func (s *Server) setState(ctx context.Context, _ *mcp.CallToolRequest, in stateA
 		return s.robotFailed("set_state", err), nil, nil
 	}
 	return answer("The robot is now in state " + in.State + "."), nil, nil
+}
+
+// MoodNeedsTurn is set_mood's error for a standing token before any
+// conversation has had a turn.
+const MoodNeedsTurn = "No conversation has spoken with the robot yet; set the mood after the next spoken turn."
+
+func (s *Server) setMood(ctx context.Context, _ *mcp.CallToolRequest, in moodArgs) (*mcp.CallToolResult, any, error) {
+	i := slices.Index(Moods[:], in.Mood)
+	if i < 0 {
+		return failed("mood must be one of " + strings.Join(Moods[:], ", ")), nil, nil
+	}
+	if !s.tables.setMood(callOf(ctx).grant, emoji.Allowed[i], s.clock.Now()) {
+		return failed(MoodNeedsTurn), nil, nil
+	}
+	return answer("The face will look " + in.Mood + " when you speak."), nil, nil
 }
 
 // robotFailed logs a failed xiaozhi call and says so to the model without
