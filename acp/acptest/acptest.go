@@ -78,7 +78,9 @@
 //	mcp-tools         an Agent advertising mcpCapabilities.http that connects to the HTTP
 //	                  MCP server its session was offered, with the headers given; a
 //	                  prompt saying "look left" calls its look tool (yaw -45, pitch 0)
-//	                  and answers with the tool's text, any other is echoed; each
+//	                  and answers with the tool's text, one saying "feel sad" calls
+//	                  set_mood (sad) and answers "😊 " and the tool's text, any other
+//	                  is echoed; each
 //	                  prompt appends its session's offer to ZCB_ACPTEST_MCP_LOG (MCPOffer)
 //
 // With ZCB_ACPTEST_STATE_DIR set, crash-after-init crashes only the first

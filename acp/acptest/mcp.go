@@ -28,8 +28,9 @@ type MCPOffer struct {
 // mcpCapabilities.http (as claude-agent-acp, codex-acp and gemini-cli do)
 // and, as they do, connects to the HTTP MCP server its session was offered
 // with the headers given. A prompt saying "look left" calls its look tool
-// (yaw -45, pitch 0) and answers with the tool's text; any other is
-// echoed.
+// (yaw -45, pitch 0) and answers with the tool's text; one saying "feel
+// sad" calls set_mood (sad) and answers "😊 " and the tool's text; any
+// other is echoed.
 func runMCPTools() int {
 	a := &Agent{Name: "acptest-mcp-tools", MCPHTTP: true}
 	a.OnPrompt = func(ctx context.Context, a *Agent, sid, text string) (acpsdk.PromptResponse, error) {
@@ -38,16 +39,23 @@ func runMCPTools() int {
 		if ok {
 			logOffer(offer)
 		}
-		if strings.Contains(text, "look left") {
-			switch out, failed, err := CallTool(ctx, offer.URL, offer.Authorization, "look", map[string]any{"yaw": -45, "pitch": 0}); {
+		tool, args, lead := "", map[string]any(nil), ""
+		switch {
+		case strings.Contains(text, "look left"):
+			tool, args = "look", map[string]any{"yaw": -45, "pitch": 0}
+		case strings.Contains(text, "feel sad"):
+			tool, args, lead = "set_mood", map[string]any{"mood": "sad"}, "😊 "
+		}
+		if tool != "" {
+			switch out, failed, err := CallTool(ctx, offer.URL, offer.Authorization, tool, args); {
 			case !ok:
 				reply = "no robot tools were offered"
 			case err != nil:
 				reply = "robot tools unreachable: " + err.Error()
 			case failed:
-				reply = "look failed: " + out
+				reply = tool + " failed: " + out
 			default:
-				reply = out
+				reply = lead + out
 			}
 		}
 		if err := a.Chunk(ctx, sid, reply); err != nil {

@@ -114,12 +114,15 @@ type PersonMemory interface {
 	PersonBlock(ctx context.Context, personID string) string
 }
 
-// Devices learns which robot a conversation is on (the robot's MCP tools,
-// *robottools.Server, through the pool's key): SetDevice(key, deviceID) at
-// the start of every turn that names its robot, key being the turn's
-// acp.TurnRequest.Key. It must not block.
-type Devices interface {
+// Robot is the robot's MCP tools as a conversation's turns meet them
+// (*robottools.Server, through the pool's key), key being the turn's
+// acp.TurnRequest.Key: SetDevice(key, deviceID) at the start of every turn
+// that names its robot, and TakeMood(key) when the reply's lead emoji is
+// formed, which returns (and clears) the allowed emoji of the face's mood
+// the agent set for the reply, if any. Neither may block.
+type Robot interface {
 	SetDevice(key, deviceID string)
+	TakeMood(key string) (emoji string, ok bool)
 }
 
 // Config configures the voice routes.
@@ -146,9 +149,9 @@ type Config struct {
 	// PersonMemory gives the resolved person's memory block; nil means
 	// none.
 	PersonMemory PersonMemory
-	// Devices is told each turn's robot (metadata.device_id); nil tells
-	// nobody.
-	Devices Devices
+	// Robot is told each turn's robot (metadata.device_id) and gives the
+	// mood that leads its reply; nil: neither.
+	Robot Robot
 	// PersonMemoryWait caps the wait for PersonMemory (500 ms): a busy
 	// memory store must never hold a voice turn up noticeably, and a turn
 	// goes on without the block when it does not answer in time.
@@ -485,8 +488,8 @@ func (v *Voice) accept(c echo.Context) (voiceRequest, error) {
 // flush are acp.TurnRequest's (nil for a buffered turn).
 func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk func(string), flush func()) (acp.TurnResult, error) {
 	v.prepare(ctx, req)
-	if req.deviceID != "" && v.cfg.Devices != nil {
-		v.cfg.Devices.SetDevice(key, req.deviceID)
+	if req.deviceID != "" && v.cfg.Robot != nil {
+		v.cfg.Robot.SetDevice(key, req.deviceID)
 	}
 	in := req.prompt()
 	return v.cfg.Agent.Turn(ctx, acp.TurnRequest{
@@ -495,6 +498,15 @@ func (v *Voice) turn(ctx context.Context, req *voiceRequest, key string, onChunk
 		OnChunk: onChunk,
 		Flush:   flush,
 	})
+}
+
+// lead is the lead of key's reply: the mood the agent set for it through
+// the robot's tools, taken when the reply's first words are formed.
+func (v *Voice) lead(key string) emoji.Lead {
+	if v.cfg.Robot == nil {
+		return nil
+	}
+	return func() (string, bool) { return v.cfg.Robot.TakeMood(key) }
 }
 
 // failed takes a route's failed turn: when its caller left (a barge-in)
@@ -527,7 +539,7 @@ func (v *Voice) message(c echo.Context) error {
 			return nil
 		}
 	} else {
-		o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
+		o.text, o.phases = v.pipeline.BufferedLed(res.Text, v.lead(req.sessionID)), &res.Phases
 		v.observeFirstAudio(elapsed)
 		v.log.Info("voice turn", "session", req.sessionID, "elapsed", elapsed, "turn", res.TurnIndex)
 	}
@@ -579,7 +591,7 @@ func (v *Voice) stream(c echo.Context) error {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(c.Request().Context(), v.cfg.Timeout)
 	defer cancel()
-	st := v.pipeline.Stream()
+	st := v.pipeline.Stream().Lead(v.lead(req.sessionID))
 	res, err := v.turn(ctx, &req, req.sessionID, func(delta string) {
 		chunk, first := st.Push(delta)
 		if first {
@@ -765,7 +777,7 @@ func (v *Voice) Reply(ctx context.Context, r ReplyRequest) (string, error) {
 		v.log.Warn("voice turn failed", "endpoint", endpoint, "session", sessionID, "kind", o.kind, "error", err)
 		return o.text, fmt.Errorf("voice turn %s: %w", o.kind, err)
 	}
-	o.text, o.phases = v.pipeline.Buffered(res.Text), &res.Phases
+	o.text, o.phases = v.pipeline.BufferedLed(res.Text, v.lead(key)), &res.Phases
 	v.record(o)
 	v.log.Info("voice turn", "endpoint", endpoint, "session", sessionID, "elapsed", o.elapsed, "turn", res.TurnIndex)
 	return o.text, nil

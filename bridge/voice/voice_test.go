@@ -1189,11 +1189,20 @@ func TestMessageReplyHasContentLength(t *testing.T) {
 }
 
 // devicesStub records SetDevice calls, with how many prompts the agent
-// had received at each.
+// had received at each, and gives each key's mood once.
 type devicesStub struct {
 	mu    sync.Mutex
 	agent *acptest.Agent
-	set   []string // "key=device@prompts"
+	set   []string          // "key=device@prompts"
+	moods map[string]string // key → the emoji TakeMood gives once
+}
+
+func (d *devicesStub) TakeMood(key string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.moods[key]
+	delete(d.moods, key)
+	return e, ok
 }
 
 func (d *devicesStub) SetDevice(key, device string) {
@@ -1208,7 +1217,7 @@ func (d *devicesStub) SetDevice(key, device string) {
 func TestTurnSetsItsDevice(t *testing.T) {
 	a := &acptest.Agent{}
 	devices := &devicesStub{agent: a}
-	env := newVoiceEnv(t, a, Config{Devices: devices}, acp.PoolConfig{})
+	env := newVoiceEnv(t, a, Config{Robot: devices}, acp.PoolConfig{})
 	env.stream(t, map[string]any{"content": "hi", "session_id": "s1", "metadata": map[string]any{"device_id": "dotty-1"}})
 	env.message(t, map[string]any{"content": "hi", "session_id": "s2", "metadata": map[string]any{"device_id": "dotty-2"}})
 	env.message(t, map[string]any{"content": "hi", "session_id": "s3"})
@@ -1216,5 +1225,35 @@ func TestTurnSetsItsDevice(t *testing.T) {
 	defer devices.mu.Unlock()
 	if want := []string{"s1=dotty-1@0", "s2=dotty-2@1"}; !slices.Equal(devices.set, want) {
 		t.Errorf("SetDevice calls %v, want %v", devices.set, want)
+	}
+}
+
+// The mood the agent set through the robot's tools leads the reply on
+// every path (stream, buffered, Reply), replacing the agent's own emoji,
+// and is taken once: the next reply is the agent's own again.
+func TestMoodLeadsTheReply(t *testing.T) {
+	a := &acptest.Agent{Script: func(acptest.Prompt) acptest.Reply {
+		return acptest.Reply{Chunks: []string{"😊 Hel", "lo there."}}
+	}}
+	robot := &devicesStub{agent: a, moods: map[string]string{"s1": "😢", "s2": "😴", "side": "😠"}}
+	env := newVoiceEnv(t, a, Config{Robot: robot}, acp.PoolConfig{})
+	_, speech, frames, _ := env.stream(t, map[string]any{"content": "hi", "session_id": "s1"})
+	if f := lastFrame(t, frames); len(speech) == 0 || speech[0] != "😢 Hel" || f["content"] != "😢 Hello there." || f["emotion"] != "sad" {
+		t.Errorf("streamed reply %q, final %v: want it led by 😢 (sad)", speech, f)
+	}
+	for i, want := range []string{"😴 Hello there.", "😊 Hello there."} {
+		if _, out := env.message(t, map[string]any{"content": "hi", "session_id": "s2"}); out["response"] != want {
+			t.Errorf("buffered reply %d: %v, want %q", i, out, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, err := env.voice.Reply(ctx, ReplyRequest{Endpoint: "sidecar", Key: "side", SessionID: "side", Content: "hi"}); err != nil || got != "😠 Hello there." {
+		t.Errorf("Reply = %q, %v; want it led by 😠", got, err)
+	}
+	robot.mu.Lock()
+	defer robot.mu.Unlock()
+	if len(robot.moods) != 0 {
+		t.Errorf("moods not taken: %v", robot.moods)
 	}
 }

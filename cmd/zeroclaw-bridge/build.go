@@ -308,7 +308,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 			return nil, &usageError{err}
 		}
 		tokens.Server = tools
-		c.Voice.Devices = poolDevices{pool: pool, tools: tools}
+		c.Voice.Robot = poolRobot{pool: pool, tools: tools}
 		toolsRun = c.MCP.listener.serveFunc(tools.Handler())
 		// ZeroClaw reads no mcpServers: its standing token in the file its
 		// config's `zeroclaw-bridge mcp` reads (/admin/mcp-server).

@@ -961,7 +961,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"HTTP", reflect.TypeFor[bridge.Config](), []string{"Version", "Logger", "Gatherer", "Agent", "Sessions", "Health", "TurnedAway",
 			"UploadBudgetInUse", "UploadBudgetWaiting", "UploadsRefused", "UploadPaths", "Access"}},
 		{"Voice", reflect.TypeFor[voice.Config](), []string{"Agent", "Heartbeat", "Location", "KidMode", "Perception", "Context",
-			"Speaker", "PersonMemory", "Devices", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
+			"Speaker", "PersonMemory", "Robot", "PersonMemoryWait", "ConvoLog", "Turns", "Metrics", "Logger", "MaxBodyBytes", "MaxContentRunes", "Stopping", "Clock"}},
 		{"ACP", reflect.TypeFor[acp.Config](), []string{"Command", "Args", "Protocol", "Env", "DropEnv", "Dir", "StopGrace", "WriteTimeout",
 			"ClientName", "ClientVersion", "Permissions", "BackoffInitial", "BackoffMax", "HealthyReset", "StderrLinesPerSecond", "Logger", "Metrics", "Clock"}},
 		{"Pool", reflect.TypeFor[acp.PoolConfig](), []string{"MaxKeys", "ReapInterval", "Logger", "Metrics", "Clock"}},
@@ -996,7 +996,7 @@ func TestFieldSettingsTakeTheComponentsDefaults(t *testing.T) {
 		{"ConvoLog", reflect.TypeFor[convolog.Config](), []string{"Location", "Logger", "Failures", "Health"}},
 		{"MCP", reflect.TypeFor[mcpConfig](), []string{"Tools", "listener"}},
 		{"MCP.Tools", reflect.TypeFor[robottools.Config](), []string{"Robot", "Voice", "Vision", "Room", "Calendar", "Permissions", "KidMode",
-			"MaxTokens", "MaxKeys", "RateWait", "PhotoWait", "Access", "Registry", "Logger", "Clock"}}, // wired at build; bounds an operator never needs
+			"MaxTokens", "MaxKeys", "MoodTTL", "RateWait", "PhotoWait", "Access", "Registry", "Logger", "Clock"}}, // wired at build; bounds an operator never needs
 	} {
 		for _, f := range reflect.VisibleFields(conv.typ) {
 			if !fields[conv.path+"."+f.Name] && !slices.Contains(conv.own, f.Name) {

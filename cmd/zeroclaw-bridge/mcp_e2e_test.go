@@ -97,8 +97,8 @@ func TestMCPRelayBinary(t *testing.T) {
 			for _, tool := range tools.Tools {
 				names = append(names, tool.Name)
 			}
-			if len(names) != 9 || !strings.Contains(strings.Join(names, " "), "look") {
-				t.Fatalf("tools/list over the binary: %v, want the 9 tools", names)
+			if len(names) != 10 || !strings.Contains(strings.Join(names, " "), "look") {
+				t.Fatalf("tools/list over the binary: %v, want the 10 tools", names)
 			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "look", Arguments: map[string]any{"yaw": tc.yaw, "pitch": 0}})
 			if err != nil || res.IsError {

@@ -47,7 +47,7 @@ func defaultMCPConfig() mcpConfig {
 // withDefaults fills the tools' bounds no setting sets with their
 // defaults.
 func (c mcpConfig) withDefaults() mcpConfig {
-	fieldcheck.Fill(&c.Tools, robottools.DefaultConfig(), "MaxTokens", "MaxKeys", "RateWait", "PhotoWait")
+	fieldcheck.Fill(&c.Tools, robottools.DefaultConfig(), "MaxTokens", "MaxKeys", "MoodTTL", "RateWait", "PhotoWait")
 	return c
 }
 
@@ -137,14 +137,17 @@ func (t *toolsListener) serveFunc(h http.Handler) func(context.Context) error {
 // anything runs.
 type toolTokens struct{ *robottools.Server }
 
-// poolDevices tells the tools each voice turn's robot under the pool's
-// own key for the turn (voice.Devices).
-type poolDevices struct {
+// poolRobot tells the tools each voice turn's robot and takes the mood
+// they recorded for its reply, under the pool's own key for the turn
+// (voice.Robot).
+type poolRobot struct {
 	pool  *acp.Pool
 	tools *robottools.Server
 }
 
-func (d poolDevices) SetDevice(key, deviceID string) { d.tools.SetDevice(d.pool.KeyFor(key), deviceID) }
+func (d poolRobot) SetDevice(key, deviceID string) { d.tools.SetDevice(d.pool.KeyFor(key), deviceID) }
+
+func (d poolRobot) TakeMood(key string) (string, bool) { return d.tools.TakeMood(d.pool.KeyFor(key)) }
 
 // roomPeople is who_is_here's view of a robot's room: perception's Present
 // (the face recognised in front of it, whoever told it their name), named

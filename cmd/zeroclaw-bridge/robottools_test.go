@@ -103,6 +103,8 @@ func mcpStatus(t *testing.T, url, authorization string) int {
 // session's bearer token, and the agent's look call on a voice turn turns
 // the head of that turn's robot. A token acts on its own conversation's
 // robot, not on the robot of the latest turn, and dies with its session.
+// The mood the agent sets with set_mood before it answers leads its reply,
+// in place of the agent's own emoji.
 func TestAgentTurnsTheRobotsHeadThroughTheTools(t *testing.T) {
 	xz := xiaozhitest.New(t)
 	offers := t.TempDir() + "/offers.jsonl"
@@ -166,5 +168,11 @@ func TestAgentTurnsTheRobotsHeadThroughTheTools(t *testing.T) {
 	}
 	if status := mcpStatus(t, a.URL, "Bearer not-a-token"); status != http.StatusUnauthorized {
 		t.Errorf("an unknown token: %d, want 401", status)
+	}
+
+	var sad struct{ Response, Emotion string }
+	if out := turn("C", "dotty-c", "feel sad"); json.Unmarshal([]byte(out), &sad) != nil ||
+		!strings.HasPrefix(sad.Response, "😢 The face will look sad") || sad.Emotion != "sad" {
+		t.Errorf("turn C answered %s, want the set_mood answer led by 😢 (sad)", out)
 	}
 }
