@@ -3,6 +3,7 @@ package emoji
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -205,17 +206,18 @@ func lead(e string, asked *int) Lead {
 
 // TestBufferedLed: a lead emoji replaces the reply's own allowed emoji or
 // goes in front; a filter hit keeps its Replacement without consulting
-// it; a lead that is not an allowed emoji changes nothing.
+// it.
 func TestBufferedLed(t *testing.T) {
 	p := Pipeline{MaxSentences: 6}
 	for _, tt := range []struct{ in, lead, want string }{
-		{"😊 Hi there.", "😢", "😢 Hi there."},
-		{"\n😊 hi", "😢", "\n😢 hi"},
-		{"Hello there.", "😴", "😴 Hello there."},
-		{"🙂 hello 🎉", "😮", "😮  hello "},
-		{"", "😢", "😢 (no response)"},
-		{"😊 Hi.", "🙂", "😊 Hi."},
-		{"😊 Hi.", "", "😊 Hi."},
+		{in: "😊 Hi there.", lead: "😢", want: "😢 Hi there."},
+		{in: "\n😊 hi", lead: "😢", want: "\n😢 hi"},
+		{in: "Hello there.", lead: "😴", want: "😴 Hello there."},
+		{in: "🙂 hello 🎉", lead: "😮", want: "😮  hello "},
+		{in: "", lead: "😢", want: "😢 (no response)"},
+		// A lead that is not an allowed emoji, or none, changes nothing.
+		{in: "😊 Hi.", lead: "🙂", want: "😊 Hi."},
+		{in: "😊 Hi.", lead: "", want: "😊 Hi."},
 	} {
 		asked := 0
 		if got := p.BufferedLed(tt.in, lead(tt.lead, &asked)); got != tt.want || asked != 1 {
@@ -235,39 +237,31 @@ func TestBufferedLed(t *testing.T) {
 // non-whitespace (or at Final when none did), and leads that chunk and the
 // final text; a filter hit keeps its Replacement.
 func TestStreamLed(t *testing.T) {
-	tests := []struct {
-		name   string
-		deltas []string
-		final  string
-		chunks []string
-		full   string
-		asked  int
-	}{
-		{"replaces the agent's emoji", []string{"😊 Hel", "lo there!"}, "😊 Hello there!",
-			[]string{"😢 Hel", "lo there!"}, "😢 Hello there!", 1},
-		{"goes in front, after a blank delta", []string{"  ", "Hello."}, "  Hello.",
-			[]string{"  ", "😢 Hello."}, "😢   Hello.", 1},
-		{"no deltas", nil, "😊 Done.", []string{"😢 Done."}, "😢 Done.", 1},
-		{"filter hit first", []string{"Oh shit."}, "Oh shit.", []string{Replacement}, Replacement, 0},
-		{"filter hit later", []string{"Oh fu", "ck no."}, "Oh fuck no.", []string{"😢 Oh fu", "ck no."}, Replacement, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			asked := 0
-			s := Pipeline{MaxSentences: 6}.Stream().Lead(lead("😢", &asked))
-			var chunks []string
-			for _, d := range tt.deltas {
-				if c, _ := s.Push(d); c != "" {
-					chunks = append(chunks, c)
-				}
+	// Each case: the agent's deltas and final text, then what is sent:
+	// the chunks and the final text, "|"-joined, and how often the lead
+	// was consulted.
+	for _, tt := range [][4]string{
+		{"😊 Hel|lo there!", "😊 Hello there!", "😢 Hel|lo there!|😢 Hello there!", "1"},
+		{"  |Hello.", "  Hello.", "  |😢 Hello.|😢   Hello.", "1"},
+		{"", "😊 Done.", "😢 Done.|😢 Done.", "1"},
+		{"Oh shit.", "Oh shit.", Replacement + "|" + Replacement, "0"},
+		{"Oh fu|ck no.", "Oh fuck no.", "😢 Oh fu|ck no.|" + Replacement, "1"},
+	} {
+		asked := 0
+		s := Pipeline{MaxSentences: 6}.Stream().Lead(lead("😢", &asked))
+		var sent []string
+		for _, d := range strings.Split(tt[0], "|") {
+			if c, _ := s.Push(d); c != "" {
+				sent = append(sent, c)
 			}
-			full, synth := s.Final(tt.final)
-			if synth {
-				chunks = append(chunks, full)
-			}
-			if strings.Join(chunks, "|") != strings.Join(tt.chunks, "|") || full != tt.full || asked != tt.asked {
-				t.Errorf("chunks %q full %q (lead asked %d times), want %q %q (%d)", chunks, full, asked, tt.chunks, tt.full, tt.asked)
-			}
-		})
+		}
+		full, synth := s.Final(tt[1])
+		if synth {
+			sent = append(sent, full)
+		}
+		sent = append(sent, full)
+		if got := strings.Join(sent, "|"); got != tt[2] || fmt.Sprint(asked) != tt[3] {
+			t.Errorf("deltas %q: sent %q (lead asked %d times), want %q (%s)", tt[0], got, asked, tt[2], tt[3])
+		}
 	}
 }
