@@ -5,23 +5,65 @@
 // Anthropic Messages (claude-agent-acp) and Gemini generateContent
 // (gemini-cli), each buffered or streamed.
 //
-// It records every request and answers a scripted reply: text, or a call
-// of a tool the request offers followed, once the request carries the
-// tool's result, by text. Requests to a path that is none of those APIs
-// are recorded and answered 404, so a client calling the wrong path fails
-// as it would against the real service.
+// It records requests and answers a scripted reply: text (fixed, or
+// computed from the request's prompt), or a call of a tool the request
+// offers followed, once the request carries the tool's result, by text.
+// Requests to a path that is none of those APIs are recorded and answered
+// 404, so a client calling the wrong path fails as it would against the
+// real service.
+//
+// Its memory is bounded, so a simulator can run it for a week: it keeps
+// the last Options.Keep requests, a count per path and, when asked, the
+// last Options.KeepLines prompt lines.
 package llmtest
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// DefaultKeep is how many requests a Server keeps when Options.Keep is 0:
+// more than any test makes.
+const DefaultKeep = 1024
+
+// MaxPaths bounds the per-path counters: requests to paths past the first
+// MaxPaths distinct ones are counted together under OtherPaths.
+const MaxPaths = 256
+
+// OtherPaths is the CountTo key of the paths past MaxPaths.
+const OtherPaths = "*"
+
+// Options configure a Server.
+type Options struct {
+	// Text is the answer until Set scripts another.
+	Text string
+	// Keep is how many of the latest requests are kept (0: DefaultKeep);
+	// older ones are only counted.
+	Keep int
+	// KeepLines is how many of the latest prompt lines Lines returns (0:
+	// none are recorded).
+	KeepLines int
+}
+
+// Prompt is what a request asks the model, as Reply.Answer sees it.
+type Prompt struct {
+	// Text is the request's message texts (system or instructions first),
+	// one per line.
+	Text string
+	// Images are the images of its Chat Completions image_url parts that
+	// are base64 data URLs, decoded.
+	Images [][]byte
+}
 
 // Request is one recorded request.
 type Request struct {
@@ -84,6 +126,9 @@ type Reply struct {
 	Status int
 	// Func, when set, answers the request instead of Text and Status.
 	Func func(w http.ResponseWriter, r *http.Request)
+	// Answer, when set, is the Text of each request, computed from its
+	// prompt: a vision model describing the room a marker names.
+	Answer func(Prompt) string
 	// Delay holds the answer this long; a request whose context ends, or a
 	// test that ends, first gets none.
 	Delay time.Duration
@@ -100,27 +145,64 @@ type Reply struct {
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	requests []Request
-	reply    Reply
-	audio    *Reply
-	routes   []route
-	arrived  chan struct{} // closed and replaced at every request
-	stop     chan struct{}
+	keep, keepLines int
+	mu              sync.Mutex
+	requests        []Request // the latest requests: keep to 2*keep of them
+	first           int       // the index of requests[0]
+	counts          map[string]int
+	lines           []string // the latest prompt lines: keepLines to 2*keepLines
+	firstLine       int      // the index of lines[0]
+	reply           Reply
+	audio           *Reply
+	routes          []route
+	arrived         chan struct{} // closed and replaced at every request
+	stop            chan struct{}
+	closing         sync.Once
+	inFlight        atomic.Int64
 }
 
 // New starts a fake answering text with 200 and closes it when the test
 // ends.
 func New(t testing.TB, text string) *Server {
 	t.Helper()
-	s := &Server{reply: Reply{Text: text}, stop: make(chan struct{}), arrived: make(chan struct{})}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(func() {
+	s, err := Start(Options{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake on a loopback port; Close stops it.
+func Start(o Options) (*Server, error) {
+	if o.Keep < 0 || o.KeepLines < 0 {
+		return nil, fmt.Errorf("llmtest: Options.Keep %d and Options.KeepLines %d may not be negative", o.Keep, o.KeepLines)
+	}
+	if o.Keep == 0 {
+		o.Keep = DefaultKeep
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("llmtest: listen: %w", err)
+	}
+	s := &Server{keep: o.Keep, keepLines: o.KeepLines, counts: map[string]int{}, reply: Reply{Text: o.Text}, stop: make(chan struct{}), arrived: make(chan struct{})}
+	s.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}}
+	s.Server.Start()
+	return s, nil
+}
+
+// Close releases held requests and stops the server. It may be called
+// more than once.
+func (s *Server) Close() {
+	s.closing.Do(func() {
 		close(s.stop) // release held requests first
 		s.Server.Close()
 	})
-	return s
 }
+
+// InFlight is the number of requests being answered: 0 when the fake is
+// idle.
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
 
 // Set scripts the answer to the requests from now on.
 func (s *Server) Set(r Reply) {
@@ -157,26 +239,51 @@ func (s *Server) SetAudio(r Reply) {
 	s.audio = &r
 }
 
-// Requests returns the requests so far, oldest first.
+// Requests returns the latest requests (all of them until there are more
+// than Options.Keep), oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	return append([]Request(nil), s.requests[max(0, len(s.requests)-s.keep):]...)
 }
 
 // Request returns the i-th request (from 0); it panics when there are not
-// that many.
+// that many or it is no longer kept.
 func (s *Server) Request(i int) Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.requests[i]
+	if i < s.first {
+		panic(fmt.Sprintf("llmtest: request %d is no longer kept (Options.Keep %d)", i, s.keep))
+	}
+	return s.requests[i-s.first]
 }
 
-// Count is the number of requests so far.
+// Count is the number of requests so far, kept or not.
 func (s *Server) Count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.requests)
+	return s.first + len(s.requests)
+}
+
+// CountTo is the number of requests to path so far (OtherPaths: those to
+// the paths past MaxPaths).
+func (s *Server) CountTo(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[path]
+}
+
+// Lines returns the prompt lines recorded from index from on (0: the
+// first) that are still kept, and the index after the last: a checker
+// passes it back as the next from to scan each line once (next minus
+// len(lines) past from: lines it came too late for). Nothing is recorded
+// unless Options.KeepLines is set.
+func (s *Server) Lines(from int) (lines []string, next int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next = s.firstLine + len(s.lines)
+	from = max(from, s.firstLine, next-s.keepLines)
+	return append([]string(nil), s.lines[min(from, next)-s.firstLine:]...), next
 }
 
 // ResultsOf returns the results of the call id carried by the requests
@@ -192,7 +299,7 @@ func (s *Server) ResultsOf(from int, id string) []ToolResult {
 		}
 	}
 	var out []ToolResult
-	for _, r := range s.requests[min(from, len(s.requests)):] {
+	for _, r := range s.requests[min(max(from-s.first, 0), len(s.requests)):] {
 		for _, res := range r.Results {
 			if res.CallID == id || (r.API == Gemini && names[res.Name]) {
 				out = append(out, res)
@@ -209,9 +316,8 @@ func (s *Server) Wait(from int, d time.Duration, match func(Request) bool) (req 
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
-		for i := from; i < len(s.requests); i++ {
-			if match(s.requests[i]) {
-				req := s.requests[i]
+		for _, req := range s.requests[min(max(from-s.first, 0), len(s.requests)):] {
+			if match(req) {
 				s.mu.Unlock()
 				return req, true
 			}
@@ -228,11 +334,24 @@ func (s *Server) Wait(from int, d time.Duration, match func(Request) bool) (req 
 	}
 }
 
-// record appends req and returns its index and the reply that answers it.
-func (s *Server) record(req Request, raw []byte) (int, Reply) {
+// record keeps req, counts it and its prompt's lines, and returns its
+// index and the reply that answers it. The logs are trimmed to their
+// bound each time they reach twice it, so appending stays cheap.
+func (s *Server) record(req Request, raw []byte, prompt string) (int, Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.requests) >= 2*s.keep {
+		drop := len(s.requests) - s.keep + 1
+		s.requests = append(make([]Request, 0, 2*s.keep), s.requests[drop:]...)
+		s.first += drop
+	}
 	s.requests = append(s.requests, req)
+	key := req.Path
+	if _, ok := s.counts[key]; !ok && len(s.counts) >= MaxPaths {
+		key = OtherPaths
+	}
+	s.counts[key]++
+	s.recordLinesLocked(prompt)
 	s.notifyLocked()
 	reply := s.reply
 	if s.audio != nil && bytes.Contains(raw, []byte(`"input_audio"`)) {
@@ -244,21 +363,50 @@ func (s *Server) record(req Request, raw []byte) (int, Reply) {
 			break
 		}
 	}
-	return len(s.requests) - 1, reply
+	return s.first + len(s.requests) - 1, reply
+}
+
+// recordLinesLocked keeps prompt's non-blank lines when asked to.
+func (s *Server) recordLinesLocked(prompt string) {
+	if s.keepLines == 0 {
+		return
+	}
+	for line := range strings.Lines(prompt) {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if len(s.lines) >= 2*s.keepLines {
+			s.firstLine += len(s.lines) - s.keepLines
+			s.lines = append(make([]string, 0, 2*s.keepLines), s.lines[len(s.lines)-s.keepLines:]...)
+		}
+		s.lines = append(s.lines, line)
+	}
+}
+
+// keptLocked is request i when it is still kept, else nil.
+func (s *Server) keptLocked(i int) *Request {
+	if i < s.first || i-s.first >= len(s.requests) {
+		return nil
+	}
+	return &s.requests[i-s.first]
 }
 
 // called notes the tool call request i is answered with.
 func (s *Server) called(i int, call *ToolCall) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[i].Called = call
+	if r := s.keptLocked(i); r != nil {
+		r.Called = call
+	}
 }
 
 // aborted marks request i as given up by its client.
 func (s *Server) aborted(i int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[i].Aborted = true
+	if r := s.keptLocked(i); r != nil {
+		r.Aborted = true
+	}
 	s.notifyLocked()
 }
 
@@ -278,16 +426,20 @@ func (s *Server) notifyLocked() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
 	api := apiOf(r)
 	req := Request{Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Body: body, API: api}
+	var prompt string
 	if api != "" {
 		req.Stream = streamed(api, r, body)
 		req.Tools, req.Results = toolsOf(api, body), resultsOf(api, body)
+		prompt = promptOf(api, body)
 	}
-	i, reply := s.record(req, raw)
+	i, reply := s.record(req, raw, prompt)
 	if api == "" {
 		http.NotFound(w, r)
 		return
@@ -311,6 +463,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Func != nil {
 		reply.Func(w, r)
 		return
+	}
+	if reply.Answer != nil {
+		reply.Text = reply.Answer(Prompt{Text: prompt, Images: imagesOf(api, body)})
 	}
 	a := answerTo(i, req, reply, r)
 	if a.call != nil {

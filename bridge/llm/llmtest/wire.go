@@ -6,6 +6,7 @@ package llmtest
 // streamGenerateContent reader and gemini-cli's stream validation).
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -127,6 +128,56 @@ func resultsOf(api string, body map[string]any) []ToolResult {
 					res.Output = string(b)
 				}
 				out = append(out, res)
+			}
+		}
+	}
+	return out
+}
+
+// promptOf is the texts of a request's system prompt or instructions and
+// messages, one per line, oldest first.
+func promptOf(api string, body map[string]any) string {
+	var texts []string
+	switch api {
+	case ChatCompletions:
+		for _, m := range list(body["messages"]) {
+			texts = append(texts, textOf(obj(m)["content"]))
+		}
+	case Responses:
+		texts = append(texts, str(body["instructions"]), str(body["input"]))
+		for _, it := range list(body["input"]) {
+			texts = append(texts, textOf(obj(it)["content"]))
+		}
+	case Messages:
+		texts = append(texts, textOf(body["system"]))
+		for _, m := range list(body["messages"]) {
+			texts = append(texts, textOf(obj(m)["content"]))
+		}
+	case Gemini:
+		texts = append(texts, textOf(obj(body["systemInstruction"])["parts"]))
+		for _, c := range list(body["contents"]) {
+			texts = append(texts, textOf(obj(c)["parts"]))
+		}
+	}
+	return strings.Join(slices.DeleteFunc(texts, func(t string) bool { return t == "" }), "\n")
+}
+
+// imagesOf decodes the base64 data URLs of a Chat Completions request's
+// image_url parts (what the vision model is sent).
+func imagesOf(api string, body map[string]any) [][]byte {
+	if api != ChatCompletions {
+		return nil
+	}
+	var out [][]byte
+	for _, m := range list(body["messages"]) {
+		for _, p := range list(obj(m)["content"]) {
+			url := str(obj(obj(p)["image_url"])["url"])
+			_, data, ok := strings.Cut(url, ";base64,")
+			if !ok || !strings.HasPrefix(url, "data:") {
+				continue
+			}
+			if b, err := base64.StdEncoding.DecodeString(data); err == nil {
+				out = append(out, b)
 			}
 		}
 	}
