@@ -3,11 +3,11 @@ package xiaozhitest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +32,12 @@ func start(t *testing.T, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		s.Close()
+		if n := s.InFlight(); n != 0 {
+			t.Errorf("InFlight %d after Close: a hook outlived it", n)
+		}
+	})
 	return s
 }
 
@@ -51,10 +56,10 @@ func TestFloodKeepsTheLogBounded(t *testing.T) {
 	const rounds = 300
 	for i := range rounds {
 		post(t, s.URL+"/xiaozhi/admin/say")
-		post(t, s.URL+fmt.Sprintf("/churn/%d", i))
+		post(t, s.URL+"/churn/"+strconv.Itoa(i))
 	}
 	calls := s.Calls()
-	if len(calls) != 8 || calls[7].Path != fmt.Sprintf("/churn/%d", rounds-1) || calls[6].Path != "/xiaozhi/admin/say" {
+	if len(calls) != 8 || calls[7].Path != "/churn/"+strconv.Itoa(rounds-1) || calls[6].Path != "/xiaozhi/admin/say" {
 		t.Errorf("kept %d calls, last %+v", len(calls), calls[len(calls)-1])
 	}
 	if got := len(s.CallsTo("/xiaozhi/admin/say")); got != 4 {
@@ -127,19 +132,22 @@ func bridgeStandIn(t *testing.T, status int) (url string, got <-chan posted) {
 	return ts.URL, ch
 }
 
-func client(s *Server) *xiaozhi.Client {
+// robot starts a fake that plays the robot "dotty-1" (plays is
+// ReportsStates or Talks) towards a bridge stand-in answering status, and
+// returns the bridge's client for it.
+func robot(t *testing.T, status int, plays func(s *Server, bridgeURL, deviceID string)) (*Server, *xiaozhi.Client, <-chan posted) {
+	bridge, got := bridgeStandIn(t, status)
+	s := start(t, Options{})
+	plays(s, bridge, "dotty-1")
 	host, port := s.HostPort()
-	return xiaozhi.New(xiaozhi.Config{Host: host, Port: port})
+	return s, xiaozhi.New(xiaozhi.Config{Host: host, Port: port}), got
 }
 
 // TestRobotReportsStates: a set-state for the robot comes back to the
 // bridge as the firmware's state_changed event, without a ts; one for
 // another device does not.
 func TestRobotReportsStates(t *testing.T) {
-	bridge, got := bridgeStandIn(t, http.StatusNoContent)
-	s := start(t, Options{})
-	s.ReportsStates(bridge, "dotty-1")
-	c := client(s)
+	s, c, got := robot(t, http.StatusNoContent, (*Server).ReportsStates)
 	ctx := context.Background()
 	if err := c.SetState(ctx, "other-robot", "dance"); err != nil {
 		t.Fatal(err)
@@ -167,10 +175,7 @@ var uuid4Shape = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab
 // bridge's /api/message in ZeroClawLLM's shape, one session id for the
 // robot's connection, and a failing bridge is counted.
 func TestRobotTalks(t *testing.T) {
-	bridge, got := bridgeStandIn(t, http.StatusInternalServerError)
-	s := start(t, Options{})
-	s.Talks(bridge, "dotty-1")
-	c := client(s)
+	s, c, got := robot(t, http.StatusInternalServerError, (*Server).Talks)
 	ctx := context.Background()
 	var sessions []string
 	for _, text := range []string{"Hi!", "what's for dinner?"} {
