@@ -57,8 +57,8 @@ type Options struct {
 
 // Prompt is what a request asks the model, as Reply.Answer sees it.
 type Prompt struct {
-	// Text is the request's message texts (system or instructions first),
-	// one per line.
+	// Text is the request's message texts (system or instructions first)
+	// joined by newlines.
 	Text string
 	// Images are the images of its Chat Completions image_url parts that
 	// are base64 data URLs, decoded.
