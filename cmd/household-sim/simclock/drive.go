@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,6 +17,9 @@ const (
 	DefaultAbandon = time.Second
 	DefaultPoll    = 100 * time.Microsecond
 )
+
+// quickLooks is how many looks after a move are apart by a yield only.
+const quickLooks = 4
 
 // Options are Drive's script, settle test and real-time knobs.
 type Options struct {
@@ -174,6 +178,7 @@ func (c *Clock) Drive(ctx context.Context, until time.Time, o Options) (Stats, e
 		prevOK         bool
 		prevGen        uint64
 		unsettledSince time.Time // zero while settled
+		looks          int       // since the last move
 		poll           = time.NewTimer(o.Poll)
 	)
 	defer poll.Stop()
@@ -188,7 +193,7 @@ func (c *Clock) Drive(ctx context.Context, until time.Time, o Options) (Stats, e
 		if o.OnStep != nil {
 			o.OnStep(Step{From: from, To: to, Kind: k})
 		}
-		prevOK, unsettledSince = false, time.Time{}
+		prevOK, unsettledSince, looks = false, time.Time{}, 0
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -205,7 +210,7 @@ func (c *Clock) Drive(ctx context.Context, until time.Time, o Options) (Stats, e
 				if again, ok := o.Next(); ok && !again.After(now) {
 					return stats, ErrScriptStuck
 				}
-				prevOK, unsettledSince = false, time.Time{}
+				prevOK, unsettledSince, looks = false, time.Time{}, 0
 				continue
 			}
 		}
@@ -242,6 +247,12 @@ func (c *Clock) Drive(ctx context.Context, until time.Time, o Options) (Stats, e
 			continue
 		}
 		prevOK, prevGen = ok, v.gen
+		// The first looks after a move only yield to the goroutines it
+		// woke; later ones sleep Poll.
+		if looks++; looks <= quickLooks {
+			runtime.Gosched()
+			continue
+		}
 		poll.Reset(o.Poll)
 		select {
 		case <-ctx.Done():
