@@ -29,10 +29,11 @@
 //     between.
 //  3. When the world is settled, the clock steps to the earliest of the
 //     next deadline, the next script event and the end: exactly there,
-//     never beyond, because clockwork fires every timer of a big Advance
-//     at its end time, not at its own.
+//     never beyond, because the goroutines a big FakeClock.Advance wakes
+//     all run after it, at its end time, whatever their own.
 //  4. When the world has been unsettled for Options.Budget of real time
-//     and the cause is not only an unread channel (rule 5), the clock
+//     (Settled false, a callback running, or waits changing between every
+//     two looks), not only for an unread channel (rule 5), the clock
 //     creeps Options.Creep (100 ms) forward, but never past the next
 //     deadline or script event: a fake-clock wait the world is blocked on
 //     (a grace period, a reply wait, a backoff) then comes due, while a

@@ -233,18 +233,24 @@ func (c *Clock) Drive(ctx context.Context, until time.Time, o Options) (Stats, e
 			}
 			step(target, kind) // rule 3
 			continue
-		case ok:
-			unsettledSince = time.Time{}
-		case unsettledSince.IsZero():
-			unsettledSince = time.Now()
-		case (!world || v.running > 0) && time.Since(unsettledSince) >= o.Budget:
-			// Rule 4; rule 5 leaves unread channels to Abandon.
+		case !world || v.running > 0 || (ok && prevOK):
+			// Busy, or changing its waits on every look: rule 4.
+			if unsettledSince.IsZero() {
+				unsettledSince = time.Now()
+				break
+			}
+			if time.Since(unsettledSince) < o.Budget {
+				break
+			}
 			if !target.After(now) {
 				stats.Unsettled = true
 				return stats, nil
 			}
 			step(minTime(now.Add(o.Creep), target), StepCreep)
 			continue
+		default:
+			// The first quiet look, or only unread channels: rule 5.
+			unsettledSince = time.Time{}
 		}
 		prevOK, prevGen = ok, v.gen
 		// The first looks after a move only yield to the goroutines it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,21 @@ func (s *script) Start(now time.Time) {
 	s.mu.Unlock()
 }
 
+// consume reads ch in a goroutine of its own until ctx ends, handing f
+// each value.
+func consume(ctx context.Context, ch <-chan time.Time, f func(time.Time)) {
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case at := <-ch:
+				f(at)
+			}
+		}
+	}()
+}
+
 // A ticker loop that reads every tick: with nothing to settle but the
 // unread channel, the clock steps tick by tick and the loop sees each one.
 func TestDriveTickerLoop(t *testing.T) {
@@ -71,18 +87,11 @@ func TestDriveTickerLoop(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case at := <-tk.Chan():
-				mu.Lock()
-				got = append(got, at)
-				mu.Unlock()
-			}
-		}
-	}()
+	consume(ctx, tk.Chan(), func(at time.Time) {
+		mu.Lock()
+		got = append(got, at)
+		mu.Unlock()
+	})
 	stats := drive(t, c, t0.Add(time.Hour), Options{Abandon: hangBound})
 	if stats.Steps != 1200 || stats.Creeps != 0 || stats.Abandoned != 0 {
 		t.Fatalf("stats %+v, want 1200 steps, no creep, nothing abandoned", stats)
@@ -123,18 +132,11 @@ func TestDriveDailyRolloverAcrossDST(t *testing.T) {
 	)
 	tk := c.NewTicker(time.Hour)
 	defer tk.Stop()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.Chan():
-				mu.Lock()
-				ticks++
-				mu.Unlock()
-			}
-		}
-	}()
+	consume(ctx, tk.Chan(), func(time.Time) {
+		mu.Lock()
+		ticks++
+		mu.Unlock()
+	})
 	go func() {
 		for {
 			now := c.Now().In(london)
@@ -447,6 +449,30 @@ func TestDriveRefusesBadOptions(t *testing.T) {
 	}
 }
 
+// A component that resets a timer all the time, in real time, never lets
+// two looks agree; the drive still reaches its end, by creeping.
+func TestDriveProgressesThroughChurn(t *testing.T) {
+	c := New(t0)
+	ctx, cancel := context.WithCancel(t.Context())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tm := c.NewTimer(time.Hour)
+		defer tm.Stop()
+		for ctx.Err() == nil {
+			tm.Reset(time.Hour)
+			runtime.Gosched()
+		}
+	}()
+	stats := drive(t, c, t0.Add(time.Second), Options{Budget: time.Millisecond})
+	cancel()
+	testkit.Recv(t, time.Minute, stopped, "the churning goroutine did not stop")
+	if !c.Now().Equal(t0.Add(time.Second)) || stats.Steps+stats.Creeps == 0 {
+		t.Fatalf("clock at %v, stats %+v; want at +1s", c.Now(), stats)
+	}
+	t.Logf("stats %+v", stats)
+}
+
 // A world that never settles: at the end the drive returns, marked
 // Unsettled, instead of waiting for it.
 func TestDriveReturnsUnsettledAtTheEnd(t *testing.T) {
@@ -469,15 +495,7 @@ func BenchmarkDriveTicker3s(b *testing.B) {
 	defer tk.Stop()
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.Chan():
-			}
-		}
-	}()
+	consume(ctx, tk.Chan(), func(time.Time) {})
 	b.ResetTimer()
 	begin := time.Now()
 	stats, err := c.Drive(ctx, t0.Add(time.Duration(b.N)*3*time.Second), Options{})
