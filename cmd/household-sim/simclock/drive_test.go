@@ -231,7 +231,9 @@ func TestDriveAfterFuncChain(t *testing.T) {
 		}
 	}
 	c.AfterFunc(time.Second, link)
-	stats := drive(t, c, t0.Add(time.Minute), Options{})
+	// A budget of a minute: a callback not yet run is never crept past
+	// (a bound against a hang, as testkit.MinWait).
+	stats := drive(t, c, t0.Add(time.Minute), Options{Budget: time.Minute})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 10 {
@@ -302,9 +304,10 @@ func (f *fetcher) outcome() (result string, doneAt, fired time.Time) {
 
 // A fake-clock timeout around real I/O: while the request is in flight the
 // clock only creeps, never past a deadline, so a wait the server is
-// blocked on comes due, and a reply that comes is taken before a timeout
-// that lies minutes of creeping away; a server that never answers meets
-// the timeout at its exact time.
+// blocked on comes due, and a reply is taken before a timeout 10 minutes
+// of creeping away (6 000 creeps of a 20 ms budget: two minutes of real
+// time, a bound against a hang, never a timing assertion); a server that
+// never answers meets the timeout on a step of its own.
 func TestDriveTimeoutAroundRealIO(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -318,7 +321,7 @@ func TestDriveTimeoutAroundRealIO(t *testing.T) {
 			serve: func(*Clock) http.HandlerFunc {
 				return func(http.ResponseWriter, *http.Request) {}
 			},
-			timeout: 120*time.Second + 50*time.Millisecond,
+			timeout: 10*time.Minute + 50*time.Millisecond,
 			budget:  20 * time.Millisecond,
 			result:  "200 OK",
 		},
@@ -327,7 +330,7 @@ func TestDriveTimeoutAroundRealIO(t *testing.T) {
 			serve: func(c *Clock) http.HandlerFunc {
 				return func(http.ResponseWriter, *http.Request) { c.Sleep(2 * time.Second) }
 			},
-			timeout: 120*time.Second + 50*time.Millisecond,
+			timeout: 10*time.Minute + 50*time.Millisecond,
 			budget:  20 * time.Millisecond,
 			result:  "200 OK",
 		},
