@@ -165,7 +165,7 @@ type seriesSpec struct {
 }
 
 // wantSeries are the series bridge's NewMetrics registers (and acp's
-// session gauge); the features register theirs, and cmd/zeroclaw-bridge
+// session gauge); the features register theirs, and cmd/internal/bridgeapp
 // checks the whole set the binary exports.
 var wantSeries = []seriesSpec{
 	{"dotty_request_duration_seconds", "histogram", "End-to-end bridge request duration, partitioned by endpoint.", []string{"endpoint"}},

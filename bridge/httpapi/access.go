@@ -76,7 +76,7 @@ type AccessConfig struct {
 const machineReread = 10 * time.Second
 
 // NewAccess returns the rule for cfg. Public hosts are taken as given
-// (cmd/zeroclaw-bridge checks BRIDGE_PUBLIC_HOSTS).
+// (cmd/internal/bridgeapp checks BRIDGE_PUBLIC_HOSTS).
 func NewAccess(cfg AccessConfig) *Access {
 	a := &Access{public: map[string]bool{}, user: cfg.User, pass: cfg.Pass,
 		hostname: cfg.Hostname, ifaceAddrs: cfg.InterfaceAddrs, clock: cfg.Clock, log: cfg.Logger}

@@ -2,7 +2,7 @@
 // routes at GET /openapi.json and a page rendered from it at GET /docs.
 //
 // The description is openapi.json beside this file, kept by hand with one
-// entry per route; cmd/zeroclaw-bridge's TestOpenAPIDocumentCoversEveryRoute
+// entry per route; cmd/internal/bridgeapp's TestOpenAPIDocumentCoversEveryRoute
 // checks it against the routes the built bridge registers, both ways. The
 // page is rendered on the server from the same document, at its first
 // request (an idle bridge holds only the embedded bytes): no script and

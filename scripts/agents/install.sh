@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the npm ACP agents that cmd/zeroclaw-bridge's TestRealAgents runs
+# Installs the npm ACP agents that cmd/internal/bridgeapp's TestRealAgents runs
 # through the real binary (docs/agents.md), at the versions package.json and
 # package-lock.json beside this script pin.
 #
