@@ -72,7 +72,8 @@ type Server struct {
 	counts   map[string]int // calls per path, bounded by MaxPaths
 	replies  map[string]Reply
 	hooks    map[string]func(Call)
-	stop     chan struct{}
+	life     context.Context // ends at Close: releases stalled handlers and hooks
+	end      context.CancelFunc
 	closing  sync.Once
 	running  sync.WaitGroup // hooks in flight
 	inFlight atomic.Int64   // requests being answered plus hooks running
@@ -102,7 +103,8 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xiaozhitest: listen: %w", err)
 	}
-	s := &Server{keep: o.Keep, counts: map[string]int{}, replies: map[string]Reply{}, hooks: map[string]func(Call){}, stop: make(chan struct{})}
+	s := &Server{keep: o.Keep, counts: map[string]int{}, replies: map[string]Reply{}, hooks: map[string]func(Call){}}
+	s.life, s.end = context.WithCancel(context.Background())
 	s.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}}
 	s.Server.Start()
 	return s, nil
@@ -112,7 +114,7 @@ func Start(o Options) (*Server, error) {
 // for the hooks to end. It may be called more than once.
 func (s *Server) Close() {
 	s.closing.Do(func() {
-		close(s.stop) // release stalled handlers and hooks first
+		s.end() // release stalled handlers and hooks first
 		s.Server.Close()
 		s.running.Wait()
 	})
@@ -250,7 +252,7 @@ func (s *Server) upload(url string, c Call, name, contentType string, file []byt
 // an error status (the bridge under test may already have stopped: tests
 // ignore these).
 func (s *Server) send(req *http.Request, d time.Duration) {
-	ctx, cancel := contextUntil(s.stop, d)
+	ctx, cancel := context.WithTimeout(s.life, d)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil {
@@ -336,7 +338,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(rep.Delay):
 		case <-r.Context().Done():
 			return
-		case <-s.stop:
+		case <-s.life.Done():
 			return
 		}
 	}
@@ -349,10 +351,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if hook == nil || rep.Status >= 400 {
 		return
 	}
-	select {
-	case <-s.stop:
+	if s.life.Err() != nil {
 		return
-	default:
 	}
 	s.running.Add(1)
 	s.inFlight.Add(1) // before the handler's own count ends: no idle gap
@@ -361,17 +361,4 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		defer s.inFlight.Add(-1)
 		hook(c)
 	}()
-}
-
-// contextUntil is a context that ends when stop closes or after d.
-func contextUntil(stop <-chan struct{}, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }
