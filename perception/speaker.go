@@ -507,13 +507,16 @@ func (l *latches) set(k latchKey, person string, now time.Time) {
 	defer l.mu.Unlock()
 	for {
 		old, v, ok := l.cache.Oldest()
-		if !ok || now.Sub(v.at) <= l.ttl {
+		if !ok || l.live(v, now) {
 			break
 		}
 		l.cache.Remove(old)
 	}
 	l.cache.Put(k, latch{person: person, at: now})
 }
+
+// live reports whether v is at most ttl old at now.
+func (l *latches) live(v latch, now time.Time) bool { return now.Sub(v.at) <= l.ttl }
 
 // get returns k's person while the latch is live (at most ttl old); an
 // expired latch is dropped.
@@ -527,7 +530,7 @@ func (l *latches) get(k latchKey, now time.Time) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if now.Sub(v.at) > l.ttl {
+	if !l.live(v, now) {
 		l.cache.Remove(k)
 		return "", false
 	}
@@ -544,7 +547,7 @@ func (l *latches) forDevice(device string, now time.Time) []string {
 	defer l.mu.Unlock()
 	var out []string
 	for k, v := range l.cache.All() {
-		if k.device == device && now.Sub(v.at) <= l.ttl {
+		if k.device == device && l.live(v, now) {
 			out = append(out, v.person)
 		}
 	}
