@@ -46,10 +46,12 @@ func runMCPTools() int {
 		case strings.Contains(text, "feel sad"):
 			tool, args, lead = "set_mood", map[string]any{"mood": "sad"}, "😊 "
 		}
-		if tool != "" {
+		switch {
+		case tool == "":
+		case !ok:
+			reply = "no robot tools were offered"
+		default:
 			switch out, failed, err := CallTool(ctx, offer.URL, offer.Authorization, tool, args); {
-			case !ok:
-				reply = "no robot tools were offered"
 			case err != nil:
 				reply = "robot tools unreachable: " + err.Error()
 			case failed:
