@@ -16,11 +16,19 @@ type Event struct {
 }
 
 // checkInState returns a problem for each of what's events that happened
-// while its robot was not in state want by tl. An event up to grace after
-// the robot left the state is allowed: its work began inside it.
+// while its robot was not in state want by tl; an event of no robot (a
+// dream: they are the household's) while no robot was. An event up to
+// grace after the robot left the state is allowed: its work began inside
+// it.
 func checkInState(what string, events []Event, tl map[string][]Span, want string, grace time.Duration) []string {
 	var out []string
 	for _, e := range events {
+		if e.Device == "" {
+			if !anyIn(tl, e.At, want, grace) {
+				out = append(out, fmt.Sprintf("%s at %s while no robot was %q", what, stamp(e.At), want))
+			}
+			continue
+		}
 		spans, ok := tl[e.Device]
 		if !ok {
 			out = append(out, fmt.Sprintf("%s at %s on unknown robot %q", what, stamp(e.At), e.Device))
@@ -32,6 +40,16 @@ func checkInState(what string, events []Event, tl map[string][]Span, want string
 		out = append(out, fmt.Sprintf("%s at %s on %s while it was %q, not %q", what, stamp(e.At), e.Device, stateAt(spans, e.At), want))
 	}
 	return out
+}
+
+// anyIn reports whether some robot of tl was in state at t or grace before.
+func anyIn(tl map[string][]Span, t time.Time, state string, grace time.Duration) bool {
+	for _, spans := range tl {
+		if stateAt(spans, t) == state || stateAt(spans, t.Add(-grace)) == state {
+			return true
+		}
+	}
+	return false
 }
 
 // checkGreetings returns a problem for each person greeted more than

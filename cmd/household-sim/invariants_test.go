@@ -32,6 +32,8 @@ func TestCheckInState(t *testing.T) {
 	want(t, "in sleep", checkInState("dream", ok, tl, StateSleep, time.Minute), 0, "")
 	bad := []Event{{At: start.Add(19 * time.Hour), Device: dev}, {At: start.Add(31 * time.Hour), Device: dev}}
 	want(t, "awake", checkInState("dream", bad, tl, StateSleep, time.Minute), 2, `while it was "idle"`)
+	want(t, "the household's", checkInState("dream", []Event{{At: start.Add(22 * time.Hour)}}, tl, StateSleep, 0), 0, "")
+	want(t, "nobody asleep", checkInState("dream", []Event{{At: start.Add(12 * time.Hour)}}, tl, StateSleep, 0), 1, "no robot was")
 	want(t, "unknown robot", checkInState("dream", []Event{{At: start, Device: "nope"}}, tl, StateSleep, 0), 1, "unknown robot")
 }
 

@@ -150,8 +150,12 @@ func (s *Server) RecordsAudio(bridgeURL string, clip []byte) {
 	})
 }
 
+// AnyRobot, as the deviceID of ReportsStates and Talks, makes the fake
+// play every robot: each call's answer comes from the robot it names.
+const AnyRobot = "*"
+
 // ReportsStates makes every accepted set-state for the robot (device id
-// deviceID, or "": the first connected device) post the firmware's
+// deviceID, or "": the first connected device, or AnyRobot) post the firmware's
 // state_changed event to bridgeURL's /api/perception/event, as xiaozhi's
 // relay does. The event carries no ts, so the bridge stamps it with its
 // own clock.
@@ -161,27 +165,36 @@ func (s *Server) ReportsStates(bridgeURL, deviceID string) {
 		if state == "" || !addressed(c, deviceID) {
 			return
 		}
-		event := map[string]any{"device_id": deviceID, "name": "state_changed", "data": map[string]any{"state": state}}
+		event := map[string]any{"device_id": robotOf(c, deviceID), "name": "state_changed", "data": map[string]any{"state": state}}
 		s.postJSON(bridgeURL+"/api/perception/event", event, 10*time.Second)
 	})
 }
 
 // Talks makes every accepted inject-text for the robot (device id
-// deviceID, or "") a turn xiaozhi's ZeroClawLLM provider takes with the
+// deviceID, or "", or AnyRobot) a turn xiaozhi's ZeroClawLLM provider takes with the
 // bridge: the text POSTed to bridgeURL's /api/message (buffered) with the
 // channel "dotty" and one session id for this robot's connection. Unlike
 // the real provider, it names the robot in metadata.device_id, so the
 // bridge's per-device prompt parts take part.
 func (s *Server) Talks(bridgeURL, deviceID string) {
-	session := uuid4()
+	var mu sync.Mutex
+	sessions := map[string]string{} // per robot; bounded by the robots that exist
 	s.After("/xiaozhi/admin/inject-text", func(c Call) {
 		text, _ := c.Body["text"].(string)
 		if text == "" || !addressed(c, deviceID) {
 			return
 		}
+		robot := robotOf(c, deviceID)
+		mu.Lock()
+		session, ok := sessions[robot]
+		if !ok && len(sessions) < MaxPaths {
+			session = uuid4()
+			sessions[robot] = session
+		}
+		mu.Unlock()
 		turn := map[string]any{
 			"content": text, "channel": "dotty", "session_id": session,
-			"metadata": map[string]any{"provider": "zeroclaw", "device_id": deviceID},
+			"metadata": map[string]any{"provider": "zeroclaw", "device_id": robot},
 		}
 		s.postJSON(bridgeURL+"/api/message", turn, 90*time.Second) // the provider's timeout
 	})
@@ -195,7 +208,17 @@ func (s *Server) RobotFailures() int { return int(s.failures.Load()) }
 // call without a device id to the first connected device.
 func addressed(c Call, deviceID string) bool {
 	d, _ := c.Body["device_id"].(string)
-	return d == "" || d == deviceID
+	return d == "" || d == deviceID || deviceID == AnyRobot
+}
+
+// robotOf is the robot that answers c for a fake playing deviceID: the
+// one c names when the fake plays AnyRobot.
+func robotOf(c Call, deviceID string) string {
+	if deviceID != AnyRobot {
+		return deviceID
+	}
+	d, _ := c.Body["device_id"].(string)
+	return d
 }
 
 // uuid4 is a random UUIDv4, as xiaozhi's session ids.

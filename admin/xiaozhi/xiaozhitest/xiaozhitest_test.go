@@ -205,3 +205,44 @@ func TestRobotTalks(t *testing.T) {
 		t.Errorf("%d more turns (the other robot's?), %d failures, want 2 (the bridge answered 500)", len(got), s.RobotFailures())
 	}
 }
+
+// TestFakePlaysAnyRobot: with AnyRobot the fake answers for every robot a
+// call names: its state_changed and its turns carry that robot's id, and
+// each robot's turns keep one session id of their own.
+func TestFakePlaysAnyRobot(t *testing.T) {
+	bridge, got := bridgeStandIn(t, http.StatusNoContent)
+	s := start(t, Options{})
+	s.ReportsStates(bridge, AnyRobot)
+	s.Talks(bridge, AnyRobot)
+	host, port := s.HostPort()
+	c := xiaozhi.New(xiaozhi.Config{Host: host, Port: port})
+	ctx := context.Background()
+	for _, dev := range []string{"kitchen", "lounge"} {
+		if err := c.SetState(ctx, dev, "sleep"); err != nil {
+			t.Fatal(err)
+		}
+		ev := testkit.Recv(t, time.Minute, got, "no state_changed reached the bridge")
+		if want := `{"data":{"state":"sleep"},"device_id":"` + dev + `","name":"state_changed"}`; string(ev.Raw) != want {
+			t.Errorf("set-state for %s posted %s, want %s", dev, ev.Raw, want)
+		}
+	}
+	sessions := map[string][]any{}
+	for _, dev := range []string{"kitchen", "lounge", "kitchen"} {
+		if err := c.InjectText(ctx, dev, "hello"); err != nil {
+			t.Fatal(err)
+		}
+		turn := testkit.Recv(t, time.Minute, got, "no turn reached the bridge")
+		meta, _ := turn.Body["metadata"].(map[string]any)
+		if meta["device_id"] != dev {
+			t.Errorf("inject-text for %s posted %s", dev, turn.Raw)
+		}
+		sessions[dev] = append(sessions[dev], turn.Body["session_id"])
+	}
+	if k, l := sessions["kitchen"], sessions["lounge"]; k[0] != k[1] || k[0] == l[0] {
+		t.Errorf("sessions %v: want one per robot", sessions)
+	}
+	testkit.WaitFor(t, time.Minute, "the fake to settle", func() bool { return s.InFlight() == 0 })
+	if s.RobotFailures() != 0 {
+		t.Errorf("%d failures", s.RobotFailures())
+	}
+}
