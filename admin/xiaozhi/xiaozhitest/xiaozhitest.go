@@ -44,6 +44,9 @@ type Options struct {
 	// Keep is how many of the latest calls Calls and CallsTo return (0:
 	// DefaultKeep); older ones are only counted (CountTo).
 	Keep int
+	// FirstRobot is the robot a call naming none goes to when the fake
+	// plays AnyRobot, as xiaozhi sends it to the first connected device.
+	FirstRobot string
 }
 
 // Call is one recorded request.
@@ -67,6 +70,7 @@ type Server struct {
 	*httptest.Server
 
 	keep     int
+	first    string // Options.FirstRobot
 	mu       sync.Mutex
 	calls    []Call         // the latest calls, oldest first: keep to 2*keep of them
 	counts   map[string]int // calls per path, bounded by MaxPaths
@@ -103,7 +107,7 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xiaozhitest: listen: %w", err)
 	}
-	s := &Server{keep: o.Keep, counts: map[string]int{}, replies: map[string]Reply{}, hooks: map[string]func(Call){}}
+	s := &Server{keep: o.Keep, first: o.FirstRobot, counts: map[string]int{}, replies: map[string]Reply{}, hooks: map[string]func(Call){}}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}}
 	s.Server.Start()
@@ -165,7 +169,7 @@ func (s *Server) ReportsStates(bridgeURL, deviceID string) {
 		if state == "" || !addressed(c, deviceID) {
 			return
 		}
-		event := map[string]any{"device_id": robotOf(c, deviceID), "name": "state_changed", "data": map[string]any{"state": state}}
+		event := map[string]any{"device_id": s.robotOf(c, deviceID), "name": "state_changed", "data": map[string]any{"state": state}}
 		s.postJSON(bridgeURL+"/api/perception/event", event, 10*time.Second)
 	})
 }
@@ -184,7 +188,7 @@ func (s *Server) Talks(bridgeURL, deviceID string) {
 		if text == "" || !addressed(c, deviceID) {
 			return
 		}
-		robot := robotOf(c, deviceID)
+		robot := s.robotOf(c, deviceID)
 		mu.Lock()
 		session, ok := sessions[robot]
 		if !ok && len(sessions) < MaxPaths {
@@ -212,13 +216,15 @@ func addressed(c Call, deviceID string) bool {
 }
 
 // robotOf is the robot that answers c for a fake playing deviceID: the
-// one c names when the fake plays AnyRobot.
-func robotOf(c Call, deviceID string) string {
+// one c names when the fake plays AnyRobot, else Options.FirstRobot.
+func (s *Server) robotOf(c Call, deviceID string) string {
 	if deviceID != AnyRobot {
 		return deviceID
 	}
-	d, _ := c.Body["device_id"].(string)
-	return d
+	if d, _ := c.Body["device_id"].(string); d != "" {
+		return d
+	}
+	return s.first
 }
 
 // uuid4 is a random UUIDv4, as xiaozhi's session ids.

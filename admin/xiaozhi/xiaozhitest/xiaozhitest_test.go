@@ -1,6 +1,7 @@
 package xiaozhitest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -208,10 +209,11 @@ func TestRobotTalks(t *testing.T) {
 
 // TestFakePlaysAnyRobot: with AnyRobot the fake answers for every robot a
 // call names: its state_changed and its turns carry that robot's id, and
-// each robot's turns keep one session id of their own.
+// each robot's turns keep one session id of their own; a call naming no
+// robot goes to Options.FirstRobot.
 func TestFakePlaysAnyRobot(t *testing.T) {
 	bridge, got := bridgeStandIn(t, http.StatusNoContent)
-	s := start(t, Options{})
+	s := start(t, Options{FirstRobot: "hall"})
 	s.ReportsStates(bridge, AnyRobot)
 	s.Talks(bridge, AnyRobot)
 	host, port := s.HostPort()
@@ -227,13 +229,13 @@ func TestFakePlaysAnyRobot(t *testing.T) {
 		}
 	}
 	sessions := map[string][]any{}
-	for _, dev := range []string{"kitchen", "lounge", "kitchen"} {
+	for _, dev := range []string{"kitchen", "lounge", "kitchen", ""} {
 		if err := c.InjectText(ctx, dev, "hello"); err != nil {
 			t.Fatal(err)
 		}
 		turn := testkit.Recv(t, time.Minute, got, "no turn reached the bridge")
 		meta, _ := turn.Body["metadata"].(map[string]any)
-		if meta["device_id"] != dev {
+		if want := cmp.Or(dev, "hall"); meta["device_id"] != want {
 			t.Errorf("inject-text for %s posted %s", dev, turn.Raw)
 		}
 		sessions[dev] = append(sessions[dev], turn.Body["session_id"])
