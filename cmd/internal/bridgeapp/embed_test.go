@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
@@ -71,8 +72,10 @@ func TestEveryClockIsTheOne(t *testing.T) {
 // with a fake clock and a scripted agent given by AgentEnv: Ready hands
 // over an App whose address serves, whose agent pid is the child's and
 // whose tables grow with a conversation; the conversation's record is
-// dated by the fake clock, and /health's uptime follows it.
+// dated by the fake clock, /health's uptime follows it, and nothing is
+// left running once its context ends.
 func TestRunWithEmbedsTheBridge(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("os/signal.signal_recv"), goleak.IgnoreTopFunction("os/signal.loop"))
 	clock := clockwork.NewFakeClockAt(time.Date(2031, 5, 4, 9, 30, 0, 0, time.UTC))
 	bin, _, agentEnv := acptest.Command("echo")
 	getenv := isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", bin, "TZ", "UTC")
