@@ -154,6 +154,14 @@ func (p *Pool) Health() PoolHealth {
 	return h
 }
 
+// Keys is the number of pool keys holding an entry, live or not: the
+// table MaxKeys bounds.
+func (p *Pool) Keys() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.entries)
+}
+
 func (p *Pool) liveSessions() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

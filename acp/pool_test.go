@@ -782,9 +782,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 	}
 	clk.Advance(301 * time.Second)
 	p.reap()
-	p.mu.Lock()
-	n := len(p.entries)
-	p.mu.Unlock()
+	n := p.Keys()
 	if n != 0 {
 		t.Errorf("%d entries left, want unused keys forgotten", n)
 	}

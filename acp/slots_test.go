@@ -287,9 +287,7 @@ func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 		}()
 	}
 	testkit.WaitFor(t, 5*time.Second, "the burst queued", func() bool { return p.queued() == burst })
-	p.mu.Lock()
-	grown := len(p.entries)
-	p.mu.Unlock()
+	grown := p.Keys()
 	if grown != burst+1 {
 		t.Fatalf("%d keys during the burst, want %d (keys in a turn are kept)", grown, burst+1)
 	}
@@ -307,9 +305,7 @@ func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 		}
 	}
 	turnText(t, p, "after", "quick", nil)
-	p.mu.Lock()
-	n := len(p.entries)
-	p.mu.Unlock()
+	n := p.Keys()
 	if n > 4 {
 		t.Errorf("%d keys after the burst, bound 4", n)
 	}

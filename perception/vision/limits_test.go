@@ -96,9 +96,8 @@ func TestDeviceFloodAcrossPerceptionAndVision(t *testing.T) {
 			t.Errorf("cam-%d's long-poll after its eviction: %v", i, got)
 		}
 	}
-	e.s.mu.Lock()
-	sounds, waiting := e.s.sounds.Len(), e.s.nWait
-	e.s.mu.Unlock()
+	sizes := e.s.Sizes()
+	sounds, waiting := sizes.Sounds, sizes.Waiters
 	if sounds != 0 || waiting != 0 {
 		t.Errorf("after the flood vision keeps %d audio entries and %d waiters", sounds, waiting)
 	}

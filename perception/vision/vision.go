@@ -225,6 +225,20 @@ func NewCache(cfg CacheConfig) *Cache {
 	}
 }
 
+// CacheSizes are a Cache's table sizes.
+type CacheSizes struct {
+	Images, Sounds, Photos int // devices with an entry in each table
+	Waiters                int // long-polls waiting for a photo
+}
+
+// Sizes reports the cache's table sizes, for a program watching them
+// stay bounded.
+func (c *Cache) Sizes() CacheSizes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheSizes{Images: c.images.Len(), Sounds: c.sounds.Len(), Photos: c.photos.Len(), Waiters: c.nWait}
+}
+
 // New returns the service.
 func New(cfg Config) *Service {
 	if cfg.Logger == nil {

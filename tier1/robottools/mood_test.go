@@ -150,7 +150,7 @@ func TestMoodFlood(t *testing.T) {
 			k.srv.SetDevice(fmt.Sprintf("key-%d", i), "dev")
 		}
 	}
-	if _, keys := k.srv.tables.counts(); keys != 4 {
+	if _, keys := k.srv.Sizes(); keys != 4 {
 		t.Errorf("device table holds %d, want 4", keys)
 	}
 	if e, ok := k.srv.TakeMood("old"); ok {

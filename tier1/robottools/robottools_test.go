@@ -338,7 +338,7 @@ func TestTokenFlood(t *testing.T) {
 		k.srv.Bind(first, "still-here") // churn on the oldest does not reset its place
 		last = append(last, tok)
 	}
-	if tokens, _ := k.srv.tables.counts(); tokens != 8 {
+	if tokens, _ := k.srv.Sizes(); tokens != 8 {
 		t.Errorf("token table holds %d, want 8", tokens)
 	}
 	auth := func(tok string) int {
@@ -355,7 +355,7 @@ func TestTokenFlood(t *testing.T) {
 	for i := range 1000 {
 		k.srv.SetDevice(fmt.Sprintf("key-%d", i), "dev")
 	}
-	if _, keys := k.srv.tables.counts(); keys != 4 {
+	if _, keys := k.srv.Sizes(); keys != 4 {
 		t.Errorf("device table holds %d, want 4", keys)
 	}
 	if a, b := k.srv.Mint("x"), k.srv.Mint("x"); a == b || len(a) != 43 {

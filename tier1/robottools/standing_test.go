@@ -17,7 +17,7 @@ func TestStandingToken(t *testing.T) {
 		k.srv.Mint(fmt.Sprintf("flood-%d", i))
 	}
 	k.srv.RevokeKey("zeroclaw")
-	if tokens, _ := k.srv.tables.counts(); tokens != 9 {
+	if tokens, _ := k.srv.Sizes(); tokens != 9 {
 		t.Errorf("token table holds %d, want the 8 newest and the standing one", tokens)
 	}
 	cs := k.connect(t, standing)
@@ -45,7 +45,7 @@ func TestStandingToken(t *testing.T) {
 	if got := auth(newer); got != http.StatusUnauthorized {
 		t.Errorf("revoked standing token: %d, want 401", got)
 	}
-	if tokens, _ := k.srv.tables.counts(); tokens != 8 {
+	if tokens, _ := k.srv.Sizes(); tokens != 8 {
 		t.Errorf("token table holds %d after the standing token's revocation, want 8", tokens)
 	}
 }

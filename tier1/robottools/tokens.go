@@ -220,9 +220,10 @@ func (t *tables) lookup(token string) (g grant, deviceID string, ok bool) {
 	return g, deviceID, true
 }
 
-// counts returns the sizes of the tables.
-func (t *tables) counts() (tokens, keys int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.tokens), len(t.devices)
+// Sizes reports how many tokens and keys the server holds, for a
+// program watching its tables stay bounded.
+func (s *Server) Sizes() (tokens, keys int) {
+	s.tables.mu.Lock()
+	defer s.tables.mu.Unlock()
+	return len(s.tables.tokens), len(s.tables.devices)
 }

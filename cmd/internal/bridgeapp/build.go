@@ -68,6 +68,10 @@ func serve(ctx context.Context, cfg config, log hclog.Logger, lk lookups) error 
 		return listenError(cfg, err)
 	}
 	b.banner()
+	if lk.opts.Ready != nil {
+		b.probe.addr = b.srv.Addr()
+		lk.opts.Ready(b.probe)
+	}
 	return b.run(ctx)
 }
 
@@ -118,6 +122,12 @@ type bridgeApp struct {
 	cfg    config // as built (the demo mode moves files)
 	agent  string // the agent command as the banner shows it
 	actors []actor
+
+	// probe is the embedding program's look in (Options.Ready); wired
+	// holds every completed config that has a clock, for the test that
+	// none is left unset.
+	probe *App
+	wired []any
 
 	stopMu sync.Mutex
 	stop   context.CancelCauseFunc // ends run's context; set while run runs
@@ -176,7 +186,18 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	// the one health conditions set: every component that must write
 	// files marks it, /health reports it, its actor re-checks it.
 	c := cfg
-	conds := health.NewWith(health.Config{Logger: log.Named("health")})
+	// One clock for every component: the real one, or the embedding
+	// program's (the household simulator's fake).
+	clock := lk.opts.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	c.ACP.Clock, c.Pool.Clock, c.Access.Clock, c.Periphery.Clock, c.Voice.Clock = clock, clock, clock, clock, clock
+	c.Memory.Clock, c.Tier1.Clock, c.Perception.Clock, c.Vision.Clock = clock, clock, clock, clock
+	c.UI.Clock, c.Admin.Clock, c.Social.Clock = clock, clock, clock
+	c.ACP.Env = append(slices.Clone(c.ACP.Env), lk.opts.AgentEnv...)
+	healthCfg := health.Config{Logger: log.Named("health"), Clock: clock}
+	conds := health.NewWith(healthCfg)
 	c.Modes.Metrics, c.Modes.Logger, c.Modes.Health = admin.NewMetrics(reg), log.Named("admin"), conds
 	acpLog := log.Named("acp")
 	c.ACP.Command, c.ACP.Args, c.ACP.DropEnv = command, args, agentDropEnv()
@@ -281,7 +302,8 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	xz := xiaozhi.New(c.Xiaozhi)
 	peri := periphery.New(c.Periphery)
 	mem := memstore.New(c.Memory)
-	sight := vision.NewCache(vision.CacheConfig{MaxDevices: c.Vision.MaxDevices})
+	cacheCfg := vision.CacheConfig{MaxDevices: c.Vision.MaxDevices, Clock: clock}
+	sight := vision.NewCache(cacheCfg)
 
 	c.Perception.Robot, c.Perception.Senses, c.Perception.Camera, c.Perception.Stopping = xz, sight, sight, srv.Stopping()
 	c.Perception.Calendar = peri
@@ -295,6 +317,7 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	calls := tier1.New(c.Tier1)
 
 	var toolsRun, tokenRun func(context.Context) error
+	var tools *robottools.Server
 	if tokens != nil {
 		t := c.MCP.withDefaults().Tools
 		t.Robot, t.Voice, t.Vision, t.Room = xz, calls, sight, roomPeople{percep}
@@ -302,8 +325,9 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 			t.Calendar = calendarToday{peri}
 		}
 		t.Permissions, t.KidMode, t.Access, t.Registry = &policy, modes.KidMode, access, reg
-		t.Logger, t.Clock = c.MCP.listener.log, clockwork.NewRealClock()
-		tools, err := robottools.New(t)
+		t.Logger, t.Clock = c.MCP.listener.log, clock
+		c.MCP.Tools = t
+		tools, err = robottools.New(t)
 		if err != nil {
 			return nil, &usageError{err}
 		}
@@ -413,6 +437,8 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 		agentDesc = "the built-in demo agent (" + demoAdvice(c.Agent.Protocol) + " for real answers)"
 	}
 	app.reg, app.srv, app.cfg, app.agent = reg, srv, cfg, agentDesc
+	app.probe = &App{parts: appParts{sup: sup, pool: pool, sight: sight, percep: percep, social: household, tools: tools}}
+	app.wired = []any{c, healthCfg, cacheCfg}
 	app.actors = []actor{
 		// systemd readiness and watchdog (no-op without NOTIFY_SOCKET);
 		// its stop sends STOPPING=1 first.

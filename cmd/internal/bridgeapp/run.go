@@ -123,6 +123,10 @@ func errorLines(err error) []string {
 // default one, parses the configuration and serves until a signal or the
 // end of ctx. It reads the environment only through lookupEnv.
 func Run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	return run(ctx, args, lookupEnv, stdout, stderr, Options{})
+}
+
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, o Options) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "demo-agent", "acp": // "acp": the binary can stand in for `zeroclaw acp` (ZEROCLAW_BIN=itself)
@@ -143,7 +147,9 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	case cfg.showVersion:
 		return printVersion(stdout)
 	}
-	return serve(ctx, cfg, newLogger(cfg, stderr), systemLookups())
+	lk := systemLookups()
+	lk.opts = o
+	return serve(ctx, cfg, newLogger(cfg, stderr), lk)
 }
 
 // newLogger builds the root logger: stderr, LOG_LEVEL, LOG_FORMAT.
@@ -254,6 +260,8 @@ type lookups struct {
 	executable func() (string, error)
 	// probe runs a command briefly and reports whether it succeeded.
 	probe func(name string, args ...string) bool
+	// opts are the embedding program's (RunWith); zero for the binary.
+	opts Options
 }
 
 func systemLookups() lookups {
