@@ -134,7 +134,7 @@ func checkTurnFailures(failed []Event, caused []Span) []string {
 }
 
 // Write is a memory write the bridge acknowledged: Key is the brain.db
-// key the fact must end under.
+// key the fact must end under, or a prefix of it ("": any).
 type Write struct{ Key, Content string }
 
 // checkMemories returns a problem for each acknowledged write whose
@@ -146,8 +146,8 @@ func checkMemories(acked []Write, stored map[string]string) []string {
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("acknowledged memory %q is not in brain.db", w.Content))
-		case key != w.Key:
-			out = append(out, fmt.Sprintf("memory %q is under %q, not %q", w.Content, key, w.Key))
+		case !strings.HasPrefix(key, w.Key):
+			out = append(out, fmt.Sprintf("memory %q is under %q, not under %q", w.Content, key, w.Key))
 		}
 	}
 	return out

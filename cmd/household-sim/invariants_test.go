@@ -80,10 +80,10 @@ func TestCheckTurnFailures(t *testing.T) {
 }
 
 func TestCheckMemories(t *testing.T) {
-	stored := map[string]string{"likes walks": "global", "Mia drew": "person:mia"}
-	want(t, "all there", checkMemories([]Write{{"global", "likes walks"}, {"person:mia", "Mia drew"}}, stored), 0, "")
+	stored := map[string]string{"likes walks": "global", "Mia drew": "person:mia:1"}
+	want(t, "all there", checkMemories([]Write{{"", "likes walks"}, {"person:mia", "Mia drew"}}, stored), 0, "")
 	want(t, "lost", checkMemories([]Write{{"global", "likes cats"}}, stored), 1, "not in brain.db")
-	want(t, "still held", checkMemories([]Write{{"person:mia", "likes walks"}}, stored), 1, `not "person:mia"`)
+	want(t, "still held", checkMemories([]Write{{"person:mia", "likes walks"}}, stored), 1, `not under "person:mia"`)
 }
 
 func TestCheckPromptLines(t *testing.T) {
