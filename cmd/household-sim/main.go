@@ -190,7 +190,8 @@ func simulate(ctx context.Context, o options, stderr io.Writer) (report.Table, [
 	w.busy.Add(1)
 	w.awaitAgent(0)
 	w.busy.Add(-1)
-	s := &sim{w: w, steps: steps, start: o.start, end: end, nextSample: o.start, tl: timeline(steps, o.start, end), verbose: o.verbose}
+	s := &sim{w: w, steps: steps, start: o.start, end: end, nextSample: o.start, tl: timeline(steps, o.start, end), verbose: o.verbose,
+		convoBytes: map[string]int64{}}
 	began := time.Now()
 	stats, err := s.drive(ctx)
 	took := time.Since(began)

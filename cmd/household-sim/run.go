@@ -50,6 +50,50 @@ type sim struct {
 	promptFrom int // the next agent prompt log byte to read
 	linesFrom  int // the next fake model prompt line to read
 	verbose    bool
+
+	goroutines int       // at the last look
+	quietSince time.Time // real time the goroutine count last changed
+	busySince  time.Time // real time something was last in flight
+
+	rows       []report.Row     // the days checked so far
+	greetings  []Event          // every greeting so far
+	convoBytes map[string]int64 // the conversation log's size per day
+}
+
+// After any of the sim's requests or the fakes' work, and before a jump
+// longer than bigJump, the clock waits for quietFor of real time with
+// nothing in flight and the goroutine count unchanged: what that work
+// set off inside the bridge (an event in a consumer's queue, a dream's
+// narrative call) has not reached anything Settled sees yet, and the
+// clock would run on without it.
+const (
+	bigJump  = 10 * time.Second
+	quietFor = 15 * time.Millisecond
+)
+
+// settled is Drive's settle test.
+func (s *sim) settled() bool {
+	g := runtime.NumGoroutine()
+	if !s.w.settled() {
+		s.busySince = time.Now()
+		return false
+	}
+	if g != s.goroutines || s.quietSince.IsZero() {
+		s.goroutines, s.quietSince = g, time.Now()
+		return false
+	}
+	if time.Since(s.busySince) < quietFor {
+		return false
+	}
+	now := s.w.clock.Now()
+	next, ok := s.nextAt()
+	if d, has := s.w.clock.NextDeadline(); has && (!ok || d.Before(next)) {
+		next, ok = d, true
+	}
+	if !ok || next.Sub(now) > bigJump {
+		return time.Since(s.quietSince) >= quietFor
+	}
+	return true
 }
 
 // nextAt is the time of the sim's next event: a step or a sample.
@@ -85,6 +129,7 @@ func (s *sim) sample(now time.Time) {
 	s.samples = append(s.samples, report.Sample{At: now.In(s.w.loc), Goroutines: runtime.NumGoroutine(), FDs: len(fds),
 		HeapBytes: ms.HeapAlloc, Tables: s.w.app.Load().Tables()})
 	s.checkPrompts()
+	s.checkDays(now)
 	local := now.In(s.w.loc)
 	if local.Hour() == 10 {
 		// After the morning's greetings: the state file is of today.
@@ -136,7 +181,7 @@ func (s *sim) drive(ctx context.Context) (simclock.Stats, error) {
 	return s.w.clock.Drive(ctx, s.end, simclock.Options{
 		Next:    s.nextAt,
 		Start:   s.startDue,
-		Settled: s.w.settled,
+		Settled: s.settled,
 	})
 }
 
@@ -149,93 +194,109 @@ func (s *sim) days() []string {
 	return out
 }
 
-// finish reads what the bridge wrote, checks every invariant and builds
-// the per-day table.
-func (s *sim) finish() report.Table {
+// checkDay reads what the bridge wrote on date, checks the day's
+// invariants and returns its row of the report. It runs an hour after the
+// next local midnight (work begun before midnight has landed by then) and
+// at the end for the last day.
+func (s *sim) checkDay(date string) report.Row {
 	w := s.w
 	logs := filepath.Join(w.dir, "logs")
+	w.mu.Lock()
+	nameAcks, acks := w.nameAcks[date], w.ackDays[date]
+	caused := append([]Span(nil), w.caused...)
+	w.mu.Unlock()
+	read := func(kind string) []record {
+		recs, size, err := daily(logs, kind, date)
+		if err != nil {
+			s.problems = append(s.problems, err.Error())
+		}
+		stamps := make([]time.Time, len(recs))
+		for i, r := range recs {
+			stamps[i] = r.at
+		}
+		s.problems = append(s.problems, checkDated(kind, date, stamps, w.loc)...)
+		if kind == "convo" {
+			s.problems = append(s.problems, checkDayBytes("the conversation log", map[string]int64{date: size}, convoDayLimit)...)
+			s.convoBytes[date] = size
+		}
+		return recs
+	}
+	var turns, stories, greets int64
+	var his, failed, security, dreams []Event
+	for _, r := range read("convo") {
+		if r.Channel == "greeter" {
+			greets++
+			s.greetings = append(s.greetings, Event{At: r.at, Person: strings.TrimPrefix(r.RequestText, "face:")})
+			continue
+		}
+		turns++
+		if strings.HasPrefix(r.RequestText, "Tell a new story about: ") {
+			stories++
+		}
+		if r.RequestText == faceGreetText {
+			his = append(his, Event{At: r.at})
+		}
+		if r.Error != nil {
+			failed = append(failed, Event{At: r.at})
+		}
+	}
+	idle := read("perception")
+	sec := read("security")
+	for _, r := range sec {
+		security = append(security, Event{At: r.at, Device: r.Device})
+	}
+	dr := read("dreams")
+	for _, r := range dr {
+		dreams = append(dreams, Event{At: r.at})
+	}
+	dances := read("dances")
+	s.problems = append(s.problems, checkHours("face greeting", his, faceGreetFrom, faceGreetTo, w.loc)...)
+	s.problems = append(s.problems, checkInState("dream", dreams, s.tl, StateSleep, stateGrace)...)
+	s.problems = append(s.problems, checkInState("security capture", security, s.tl, StateSecurity, stateGrace)...)
+	s.problems = append(s.problems, checkTurnFailures(failed, caused)...)
+	var restarts int64
+	for _, c := range caused {
+		if c.From.In(w.loc).Format(time.DateOnly) == date {
+			restarts++
+		}
+	}
+	row := report.Row{Date: date, Values: []int64{greets, int64(nameAcks), int64(len(his)), int64(len(idle)), int64(len(sec)),
+		int64(len(dr)), int64(len(dances)), stories, turns, int64(len(failed)), int64(acks), restarts, (s.convoBytes[date] + 1023) / 1024}}
+	if h := dayHours(date, w.loc); h != 24 {
+		row.Note = fmt.Sprintf("%d-hour day (DST)", h)
+	}
+	return row
+}
+
+// checkDays checks each day whose next local midnight is an hour past.
+func (s *sim) checkDays(now time.Time) {
+	days := s.days()
+	for len(s.rows) < len(days) {
+		d, _ := time.ParseInLocation(time.DateOnly, days[len(s.rows)], s.w.loc)
+		if now.Before(time.Date(d.Year(), d.Month(), d.Day()+1, 1, 0, 0, 0, s.w.loc)) {
+			return
+		}
+		s.rows = append(s.rows, s.checkDay(days[len(s.rows)]))
+	}
+}
+
+// finish checks the days not checked yet and what only the end can
+// show, and returns the report's table.
+func (s *sim) finish() report.Table {
+	w := s.w
 	s.checkPrompts()
+	for _, d := range s.days()[len(s.rows):] {
+		s.rows = append(s.rows, s.checkDay(d))
+	}
 	w.mu.Lock()
 	s.problems = append(s.problems, w.problems...)
 	s.problems = append(s.problems, checkTurnFailures(w.failed, w.caused)...)
-	caused := append([]Span(nil), w.caused...)
 	acked := append([]Write(nil), w.acked...)
-	nameAcks, ackDays := w.nameAcks, w.ackDays
 	w.mu.Unlock()
 	if n := w.xz.RobotFailures(); n > 0 {
 		s.problems = append(s.problems, fmt.Sprintf("%d of the robots' posts to the bridge failed", n))
 	}
-	table := report.Table{Columns: columns}
-	var greetings, faceHis, dreams, security, failed []Event
-	convoBytes := map[string]int64{}
-	for _, date := range s.days() {
-		row := report.Row{Date: date, Values: make([]int64, len(columns))}
-		count := func(kind string) []record {
-			recs, size, err := daily(logs, kind, date)
-			if err != nil {
-				s.problems = append(s.problems, err.Error())
-			}
-			stamps := make([]time.Time, len(recs))
-			for i, r := range recs {
-				stamps[i] = r.at
-			}
-			s.problems = append(s.problems, checkDated(kind, date, stamps, w.loc)...)
-			if kind == "convo" {
-				convoBytes[date] = size
-			}
-			return recs
-		}
-		var turns, stories, fails, greets, his int64
-		for _, r := range count("convo") {
-			switch {
-			case r.Channel == "greeter":
-				greets++
-				greetings = append(greetings, Event{At: r.at, Person: strings.TrimPrefix(r.RequestText, "face:")})
-			default:
-				turns++
-				if strings.HasPrefix(r.RequestText, "Tell a new story about: ") {
-					stories++
-				}
-				if r.RequestText == faceGreetText {
-					his++
-					faceHis = append(faceHis, Event{At: r.at, Device: r.Device})
-				}
-				if r.Error != nil {
-					fails++
-					failed = append(failed, Event{At: r.at, Device: r.Device})
-				}
-			}
-		}
-		idle := count("perception")
-		sec := count("security")
-		for _, r := range sec {
-			security = append(security, Event{At: r.at, Device: r.Device})
-		}
-		dr := count("dreams")
-		for _, r := range dr {
-			dreams = append(dreams, Event{At: r.at})
-		}
-		dances := count("dances")
-		var writes, restarts int64
-		for _, c := range caused {
-			if c.From.In(w.loc).Format(time.DateOnly) == date {
-				restarts++
-			}
-		}
-		writes = int64(ackDays[date])
-		row.Values = []int64{greets, int64(nameAcks[date]), his, int64(len(idle)), int64(len(sec)), int64(len(dr)), int64(len(dances)),
-			stories, turns, fails, writes, restarts, (convoBytes[date] + 1023) / 1024}
-		if h := dayHours(date, w.loc); h != 24 {
-			row.Note = fmt.Sprintf("%d-hour day (DST)", h)
-		}
-		table.Rows = append(table.Rows, row)
-	}
-	s.problems = append(s.problems, checkGreetings(greetings, greeterPerDay, greeterCooldown, w.loc)...)
-	s.problems = append(s.problems, checkHours("face greeting", faceHis, faceGreetFrom, faceGreetTo, w.loc)...)
-	s.problems = append(s.problems, checkInState("dream", dreams, s.tl, StateSleep, stateGrace)...)
-	s.problems = append(s.problems, checkInState("security capture", security, s.tl, StateSecurity, stateGrace)...)
-	s.problems = append(s.problems, checkTurnFailures(failed, caused)...)
-	s.problems = append(s.problems, checkDayBytes("the conversation log", convoBytes, convoDayLimit)...)
+	s.problems = append(s.problems, checkGreetings(s.greetings, greeterPerDay, greeterCooldown, w.loc)...)
 	stored, err := memories(filepath.Join(w.dir, "memory", "brain.db"))
 	if err != nil {
 		s.problems = append(s.problems, err.Error())
@@ -243,10 +304,9 @@ func (s *sim) finish() report.Table {
 		s.problems = append(s.problems, checkMemories(acked, stored)...)
 	}
 	if len(s.days()) >= 3 {
-		second := s.start.AddDate(0, 0, 1)
-		s.problems = append(s.problems, report.Flat(s.samples, second, limits)...)
+		s.problems = append(s.problems, report.Flat(s.samples, s.start.AddDate(0, 0, 1), limits)...)
 	}
-	return table
+	return report.Table{Columns: columns, Rows: s.rows}
 }
 
 // dayHours is how many hours the local date lasts.
