@@ -146,6 +146,18 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			}
 			add(Step{At: t, Kind: k, Device: robots[rng.IntN(len(robots))].Device, Person: p.ID, Text: fmt.Sprintf("Question %d of day %d", n+1, i+1)})
 		}
+		// Evening and a late walk past the hall: the greeter's caps and
+		// cooldown, and the face greeter's hours (none after 21:00), hold
+		// these back.
+		for _, p := range adults {
+			add(Step{At: at(day, 19, 30).Add(time.Duration(rng.IntN(60)) * time.Minute), Kind: KindFace, Device: lounge, Person: p.ID})
+			if !weekday {
+				add(Step{At: at(day, 10, 30).Add(time.Duration(rng.IntN(30)) * time.Minute), Kind: KindFace, Device: kitchen, Person: p.ID})
+			}
+		}
+		late := at(day, 22, 50)
+		add(Step{At: late, Kind: KindFaceSeen, Device: hall})
+		add(Step{At: late.Add(5 * time.Second), Kind: KindFace, Device: hall, Person: adults[rng.IntN(len(adults))].ID})
 		// Bedtime for the rest of the house.
 		for _, rb := range robots {
 			if rb.Device != bedroom || !hasKid {
