@@ -35,7 +35,8 @@ var limits = report.Limits{Goroutines: 20, FDs: 8, HeapBytes: 8 << 20, TableSlac
 
 // columns are the report's per-day counts.
 var columns = []string{"greetings", "name acks", "face his", "idle photos", "security", "dreams", "dances",
-	"stories", "turns", "failed turns", "memory writes", "agent restarts", "convo KiB"}
+	"stories", "turns", "failed turns", "memory writes", "agent restarts", "convo KiB",
+	"goroutines", "fds", "heap KiB"}
 
 // sim is one run of the script against the world.
 type sim struct {
@@ -262,10 +263,23 @@ func (s *sim) checkDay(date string) report.Row {
 	}
 	row := report.Row{Date: date, Values: []int64{greets, int64(nameAcks), int64(len(his)), int64(len(idle)), int64(len(sec)),
 		int64(len(dr)), int64(len(dances)), stories, turns, int64(len(failed)), int64(acks), restarts, (s.convoBytes[date] + 1023) / 1024}}
+	g, f, h := s.dayMaxima(date)
+	row.Values = append(row.Values, g, f, h/1024)
 	if h := dayHours(date, w.loc); h != 24 {
 		row.Note = fmt.Sprintf("%d-hour day (DST)", h)
 	}
 	return row
+}
+
+// dayMaxima are the largest goroutine count, fd count and heap of date's
+// hourly samples.
+func (s *sim) dayMaxima(date string) (goroutines, fds, heap int64) {
+	for _, x := range s.samples {
+		if x.At.In(s.w.loc).Format(time.DateOnly) == date {
+			goroutines, fds, heap = max(goroutines, int64(x.Goroutines)), max(fds, int64(x.FDs)), max(heap, int64(x.HeapBytes))
+		}
+	}
+	return goroutines, fds, heap
 }
 
 // checkDays checks each day whose next local midnight is an hour past.

@@ -25,6 +25,7 @@ type Kind string
 const (
 	KindFace           Kind = "face"            // perception face_recognized of Person on Device
 	KindFaceSeen       Kind = "face_seen"       // perception face_detected on Device
+	KindFaceLost       Kind = "face_lost"       // perception face_lost on Device
 	KindState          Kind = "state"           // POST /admin/state: Device to Text
 	KindTurn           Kind = "turn"            // POST /api/message
 	KindStream         Kind = "stream"          // POST /api/message/stream
@@ -165,9 +166,18 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			}
 		}
 	}
+	// Everyone walks on: the robot loses the face two minutes later.
+	for _, st := range steps {
+		if st.Kind == KindFace || st.Kind == KindFaceSeen {
+			steps = append(steps, Step{At: st.At.Add(faceStay), Kind: KindFaceLost, Device: st.Device})
+		}
+	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At.Before(steps[j].At) })
 	return steps
 }
+
+// faceStay is how long a face stays in front of a robot.
+const faceStay = 2 * time.Minute
 
 // Span is a time a robot spent in one state: [From, To).
 type Span struct {

@@ -66,7 +66,7 @@ func TestScriptIsDeterministicAndCoversTheWeek(t *testing.T) {
 			security[s.At.Format(time.DateOnly)] = true
 		}
 	}
-	for _, k := range []Kind{KindFace, KindFaceSeen, KindState, KindTurn, KindStream, KindStory, KindDance, KindKidMode,
+	for _, k := range []Kind{KindFace, KindFaceSeen, KindFaceLost, KindState, KindTurn, KindStream, KindStory, KindDance, KindKidMode,
 		KindRememberPerson, KindApprove, KindRemember, KindKillAgent, KindModel, KindLANEvent} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s step in the week", k)
@@ -79,6 +79,9 @@ func TestScriptIsDeterministicAndCoversTheWeek(t *testing.T) {
 	want := map[string]bool{"2026-03-26": true, "2026-03-27": true, "2026-03-30": true, "2026-03-31": true, "2026-04-01": true}
 	if !reflect.DeepEqual(security, want) {
 		t.Errorf("security days %v, want %v", security, want)
+	}
+	if kinds[KindFaceLost] != kinds[KindFace]+kinds[KindFaceSeen] {
+		t.Errorf("%d faces lost of %d seen", kinds[KindFaceLost], kinds[KindFace]+kinds[KindFaceSeen])
 	}
 	canaries := 0
 	for _, s := range a {

@@ -34,6 +34,9 @@ func (w *world) do(s Step) {
 	case KindFaceSeen:
 		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
 			map[string]any{"device_id": s.Device, "name": "face_detected", "data": map[string]any{}})
+	case KindFaceLost:
+		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
+			map[string]any{"device_id": s.Device, "name": "face_lost", "data": map[string]any{}})
 	case KindLANEvent:
 		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
 			map[string]any{"device_id": s.Device, "name": "audio_captioned", "data": map[string]any{"caption": s.Text}})
