@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -106,7 +108,7 @@ func checkGreeterState(date string, counts map[string]int, today string, perDay 
 	if date != today {
 		out = append(out, fmt.Sprintf("greeter_state.json is of %q on %s", date, today))
 	}
-	for _, who := range sortedKeys(counts) {
+	for _, who := range slices.Sorted(maps.Keys(counts)) {
 		if counts[who] > perDay {
 			out = append(out, fmt.Sprintf("greeter_state.json counts %d greetings of %s (cap %d)", counts[who], who, perDay))
 		}
@@ -168,7 +170,7 @@ func checkPromptLines(where string, lines []string) []string {
 // checkDayBytes returns a problem for each day whose bytes exceed limit.
 func checkDayBytes(what string, perDay map[string]int64, limit int64) []string {
 	var out []string
-	for _, d := range sortedKeys(perDay) {
+	for _, d := range slices.Sorted(maps.Keys(perDay)) {
 		if perDay[d] > limit {
 			out = append(out, fmt.Sprintf("%s of %s is %d bytes, over %d", what, d, perDay[d], limit))
 		}
@@ -178,12 +180,3 @@ func checkDayBytes(what string, perDay map[string]int64, limit int64) []string {
 
 // stamp is t as the report prints it.
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
