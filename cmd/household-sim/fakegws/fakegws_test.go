@@ -2,7 +2,6 @@ package fakegws
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -253,13 +252,7 @@ func TestBridgeCalendarReadsTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := periphery.New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		testkit.Recv(t, 10*time.Second, done, "periphery stopped")
-	}()
+	testkit.Run(t, p, 10*time.Second)
 
 	testkit.WaitFor(t, 30*time.Second, "a calendar refresh", func() bool {
 		_, fetched, fails := p.CalendarStatus()
