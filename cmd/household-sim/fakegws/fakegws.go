@@ -147,7 +147,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 
 // Load reads the events file written by Save.
 func Load(path string) ([]Event, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) // #nosec G304 -- the simulator's own events file
 	if err != nil {
 		return nil, fmt.Errorf("fake gws: read events: %w", err)
 	}
