@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/household-sim/observe"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
@@ -173,7 +174,7 @@ func diskFull(bin, mnt string) (string, error) {
 	}
 	m := &memoryWrites{}
 	m.write(c, b.URL, 0, "the first fact", noRefusal)
-	if _, err := checkMemory(db, m.acked, nil, 30*time.Second); err != nil {
+	if _, err := observe.CheckMemory(db, m.acked, nil, 30*time.Second); err != nil {
 		return "", err
 	}
 	// ZeroClaw holds brain.db while the disk fills: rows wait in the
@@ -215,7 +216,7 @@ func diskFull(bin, mnt string) (string, error) {
 	for i := range 20 {
 		m.write(c, b.URL, i, fmt.Sprint("after space came back ", i), noRefusal)
 	}
-	stored, storeErr := checkMemory(db, m.acked, m.refused, 60*time.Second)
+	stored, storeErr := observe.CheckMemory(db, m.acked, m.refused, 60*time.Second)
 	cleared := memoryProblems(c, b.URL, 30*time.Second, func(p []string) bool { return len(p) == 0 })
 
 	var rep strings.Builder

@@ -49,7 +49,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -69,6 +68,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/household-sim/observe"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
@@ -196,7 +196,7 @@ func run(o options) (string, error) {
 	st.mu.Lock()
 	facts := slices.Clone(st.facts)
 	st.mu.Unlock()
-	_, memErr := checkMemory(filepath.Join(b.Dir, "brain.db"), facts, nil, 30*time.Second)
+	_, memErr := observe.CheckMemory(filepath.Join(b.Dir, "brain.db"), facts, nil, 30*time.Second)
 	errs = append(errs, checkConvoLog(filepath.Join(b.Dir, "logs"), st), memErr)
 	if len(st.problems) > 0 {
 		errs = append(errs, fmt.Errorf("%d turn problems, first: %s", len(st.problems), strings.Join(st.problems, "; ")))
@@ -479,61 +479,6 @@ func convoLogErrors(count map[string]int, st *stats) error {
 		errs = append(errs[:5], fmt.Errorf("… and %d more", len(errs)-5))
 	}
 	return errors.Join(errs...)
-}
-
-// checkMemory: every acknowledged fact (answered 204, or 200 with ok) is
-// in brain.db exactly once, and no refused one is (the writer may still
-// be draining; wait up to wait). It returns how many acknowledged facts
-// are stored.
-func checkMemory(path string, acked, refused []string, wait time.Duration) (int, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)")
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	deadline := time.Now().Add(wait)
-	for {
-		stored := map[string]int{}
-		rows, err := db.Query(`SELECT content FROM memories`)
-		if err == nil {
-			for rows.Next() {
-				var c string
-				if rows.Scan(&c) == nil {
-					stored[c]++
-				}
-			}
-			rows.Close()
-		}
-		missing, twice, kept := 0, 0, 0
-		for _, f := range acked {
-			switch stored[f] {
-			case 0:
-				missing++
-			case 1:
-			default:
-				twice++
-			}
-		}
-		for _, f := range refused {
-			if stored[f] > 0 {
-				kept++
-			}
-		}
-		if missing == 0 || time.Now().After(deadline) {
-			var errs []error
-			if missing > 0 {
-				errs = append(errs, fmt.Errorf("%d of %d acknowledged memory writes missing from brain.db", missing, len(acked)))
-			}
-			if twice > 0 {
-				errs = append(errs, fmt.Errorf("%d acknowledged memory writes stored more than once", twice))
-			}
-			if kept > 0 {
-				errs = append(errs, fmt.Errorf("%d refused memory writes stored anyway", kept))
-			}
-			return len(acked) - missing, errors.Join(errs...)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func report(o options, st *stats, base, after map[string]float64) string {

@@ -20,7 +20,8 @@ import (
 const EventsEnv = "SIM_GWS_EVENTS"
 
 // Event is one calendar entry. An all-day event's Start is local midnight
-// of its day, in the household's location; it is answered as a date.
+// of its day, in the household's location; it is answered as a date. A
+// zero End is the next day for an all-day event, else Start.
 type Event struct {
 	Summary string    `json:"summary"`
 	Start   time.Time `json:"start"`
@@ -104,12 +105,20 @@ func Run(args []string, stdout io.Writer, events []Event) error {
 	ans := answer{Kind: "calendar#events", Items: []item{}}
 	for _, e := range hit[:min(len(hit), limit)] {
 		it := item{Status: "confirmed", Summary: e.Summary}
+		end := e.End
 		if e.AllDay {
+			if end.IsZero() {
+				y, m, d := e.Start.Date()
+				end = time.Date(y, m, d+1, 0, 0, 0, 0, e.Start.Location())
+			}
 			it.Start.Date = e.Start.Format(time.DateOnly)
-			it.End.Date = e.End.Format(time.DateOnly)
+			it.End.Date = end.Format(time.DateOnly)
 		} else {
+			if end.IsZero() {
+				end = e.Start
+			}
 			it.Start.DateTime = e.Start.Format(time.RFC3339)
-			it.End.DateTime = e.End.Format(time.RFC3339)
+			it.End.DateTime = end.Format(time.RFC3339)
 		}
 		ans.Items = append(ans.Items, it)
 	}
@@ -147,7 +156,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 
 // Load reads the events file written by Save.
 func Load(path string) ([]Event, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) // #nosec G304 -- the simulator's own events file
 	if err != nil {
 		return nil, fmt.Errorf("fake gws: read events: %w", err)
 	}

@@ -2,7 +2,6 @@ package fakegws
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -45,6 +44,8 @@ func weekEvents() []Event {
 		{Summary: "[Sam] Piano", Start: at(29, 16, 15), End: at(29, 17, 0)},
 		{Summary: "School pickup", Start: at(29, 0, 0).Add(time.Hour), End: at(29, 3, 0)}, // 02:00 BST, the first hour after the jump
 		{Summary: "[Mia] Football", Start: at(30, 0, 0), End: at(30, 1, 0)},
+		{Summary: "Dentist", Start: at(29, 11, 0)},                          // no End
+		{Summary: "Clocks went forward", Start: at(29, 0, 0), AllDay: true}, // no End
 	}
 }
 
@@ -114,8 +115,10 @@ func TestRunAnswersTheWindow(t *testing.T) {
 	}
 	want := []string{
 		"Bin night 2026-03-29 2026-03-30",
+		"Clocks went forward 2026-03-29 2026-03-30",
 		"School pickup 2026-03-29T02:00:00+01:00 2026-03-29T03:00:00+01:00",
 		"[Alex] Swimming 2026-03-29T09:30:00+01:00 2026-03-29T10:30:00+01:00",
+		"Dentist 2026-03-29T11:00:00+01:00 2026-03-29T11:00:00+01:00",
 		"[Sam] Piano 2026-03-29T16:15:00+01:00 2026-03-29T17:00:00+01:00",
 	}
 	if diff := cmp.Diff(got, want); diff != "" {
@@ -253,13 +256,7 @@ func TestBridgeCalendarReadsTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := periphery.New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		testkit.Recv(t, 10*time.Second, done, "periphery stopped")
-	}()
+	testkit.Run(t, p, 10*time.Second)
 
 	testkit.WaitFor(t, 30*time.Second, "a calendar refresh", func() bool {
 		_, fetched, fails := p.CalendarStatus()
@@ -268,7 +265,8 @@ func TestBridgeCalendarReadsTheFake(t *testing.T) {
 	if date, _, fails := p.CalendarStatus(); date != "2026-03-29" || fails != 0 {
 		t.Fatalf("CalendarStatus date %q, failures %d; want 2026-03-29, 0", date, fails)
 	}
-	want := []string{"all-day Bin night", "02:00 School pickup", "09:30 [Alex] Swimming", "16:15 [Sam] Piano"}
+	want := []string{"all-day Bin night", "all-day Clocks went forward", "02:00 School pickup", "09:30 [Alex] Swimming",
+		"11:00 Dentist", "16:15 [Sam] Piano"}
 	if diff := cmp.Diff(p.Today("", true), want); diff != "" {
 		t.Errorf("Today (-got +want):\n%s", diff)
 	}

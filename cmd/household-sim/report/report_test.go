@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,45 +26,35 @@ func table() Table {
 	}
 }
 
-func TestTextAligned(t *testing.T) {
-	var b bytes.Buffer
-	if err := table().Text(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := "" +
-		"date        greetings  photos  turns  note\n" +
-		"2026-03-28          7      12    140\n" +
-		"2026-03-29          3       9   1200  DST | 23 h\n" +
-		"2026-03-30          5\n"
-	if b.String() != want {
-		t.Fatalf("text table:\n%s\nwant:\n%s", b.String(), want)
-	}
-}
-
-func TestTextWithoutNotes(t *testing.T) {
-	var b bytes.Buffer
-	tb := Table{Columns: []string{"dreams"}, Rows: []Row{{Date: "2026-03-28", Values: []int64{3}}}}
-	if err := tb.Text(&b); err != nil {
-		t.Fatal(err)
-	}
-	if want := "date        dreams\n2026-03-28       3\n"; b.String() != want {
-		t.Fatalf("text table:\n%q\nwant:\n%q", b.String(), want)
-	}
-}
-
-func TestMarkdown(t *testing.T) {
-	var b bytes.Buffer
-	if err := table().Markdown(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := "" +
-		"| date | greetings | photos | turns | note |\n" +
-		"| --- | ---: | ---: | ---: | --- |\n" +
-		"| 2026-03-28 | 7 | 12 | 140 |  |\n" +
-		"| 2026-03-29 | 3 | 9 | 1200 | DST \\| 23 h |\n" +
-		"| 2026-03-30 | 5 |  |  |  |\n"
-	if b.String() != want {
-		t.Fatalf("markdown table:\n%s\nwant:\n%s", b.String(), want)
+func TestTableRenderings(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		render func(Table, io.Writer) error
+		table  Table
+		want   string
+	}{
+		{"text", Table.Text, table(), "" +
+			"date        greetings  photos  turns  note\n" +
+			"2026-03-28          7      12    140\n" +
+			"2026-03-29          3       9   1200  DST | 23 h\n" +
+			"2026-03-30          5\n"},
+		{"text without notes", Table.Text,
+			Table{Columns: []string{"dreams"}, Rows: []Row{{Date: "2026-03-28", Values: []int64{3}}}},
+			"date        dreams\n2026-03-28       3\n"},
+		{"markdown", Table.Markdown, table(), "" +
+			"| date | greetings | photos | turns | note |\n" +
+			"| --- | ---: | ---: | ---: | --- |\n" +
+			"| 2026-03-28 | 7 | 12 | 140 |  |\n" +
+			"| 2026-03-29 | 3 | 9 | 1200 | DST \\| 23 h |\n" +
+			"| 2026-03-30 | 5 |  |  |  |\n"},
+	} {
+		var b bytes.Buffer
+		if err := c.render(c.table, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.name, b.String(), c.want)
+		}
 	}
 }
 
