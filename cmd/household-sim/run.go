@@ -213,7 +213,7 @@ func (s *sim) checkDay(date string) report.Row {
 		}
 		stamps := make([]time.Time, len(recs))
 		for i, r := range recs {
-			stamps[i] = r.at
+			stamps[i] = r.TS
 		}
 		s.problems = append(s.problems, checkDated(kind, date, stamps, w.loc)...)
 		if kind == "convo" {
@@ -227,7 +227,7 @@ func (s *sim) checkDay(date string) report.Row {
 	for _, r := range read("convo") {
 		if r.Channel == "greeter" {
 			greets++
-			s.greetings = append(s.greetings, Event{At: r.at, Person: strings.TrimPrefix(r.RequestText, "face:")})
+			s.greetings = append(s.greetings, Event{At: r.TS, Person: strings.TrimPrefix(r.RequestText, "face:")})
 			continue
 		}
 		turns++
@@ -235,20 +235,20 @@ func (s *sim) checkDay(date string) report.Row {
 			stories++
 		}
 		if r.RequestText == faceGreetText {
-			his = append(his, Event{At: r.at})
+			his = append(his, Event{At: r.TS})
 		}
 		if r.Error != nil {
-			failed = append(failed, Event{At: r.at})
+			failed = append(failed, Event{At: r.TS})
 		}
 	}
 	idle := read("perception")
 	sec := read("security")
 	for _, r := range sec {
-		security = append(security, Event{At: r.at, Device: r.Device})
+		security = append(security, Event{At: r.TS, Device: r.Device})
 	}
 	dr := read("dreams")
 	for _, r := range dr {
-		dreams = append(dreams, Event{At: r.at})
+		dreams = append(dreams, Event{At: r.TS})
 	}
 	dances := read("dances")
 	s.problems = append(s.problems, checkHours("face greeting", his, faceGreetFrom, faceGreetTo, w.loc)...)
