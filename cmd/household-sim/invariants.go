@@ -180,3 +180,19 @@ func checkDayBytes(what string, perDay map[string]int64, limit int64) []string {
 
 // stamp is t as the report prints it.
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
+
+// Journal is what the journal card (GET /api/journal/today) shows: its
+// local date and the times of its dreams, dances and greetings.
+type Journal struct {
+	Date   string
+	Stamps []time.Time
+}
+
+// checkJournal returns a problem unless the journal is of today and holds
+// nothing of another local day: it rolled over at local midnight.
+func checkJournal(j Journal, today string, loc *time.Location) []string {
+	if j.Date != today {
+		return []string{fmt.Sprintf("the journal card is of %q on %s", j.Date, today)}
+	}
+	return checkDated("journal card", today, j.Stamps, loc)
+}

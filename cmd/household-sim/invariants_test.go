@@ -96,3 +96,11 @@ func TestCheckDayBytes(t *testing.T) {
 	want(t, "bounded", checkDayBytes("convo log", map[string]int64{"2026-03-26": 10}, 10), 0, "")
 	want(t, "over", checkDayBytes("convo log", map[string]int64{"2026-03-26": 11, "2026-03-27": 5}, 10), 1, "2026-03-26 is 11 bytes")
 }
+
+func TestCheckJournal(t *testing.T) {
+	loc := london(t)
+	midnight := time.Date(2026, 3, 29, 0, 0, 0, 0, loc)
+	want(t, "today", checkJournal(Journal{Date: "2026-03-29", Stamps: []time.Time{midnight}}, "2026-03-29", loc), 0, "")
+	want(t, "yesterday's card", checkJournal(Journal{Date: "2026-03-28"}, "2026-03-29", loc), 1, "is of")
+	want(t, "yesterday's dream", checkJournal(Journal{Date: "2026-03-29", Stamps: []time.Time{midnight.Add(-time.Second)}}, "2026-03-29", loc), 1, "holds a record of 2026-03-28")
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,6 +132,7 @@ func (s *sim) sample(now time.Time) {
 		HeapBytes: ms.HeapAlloc, Tables: s.w.app.Load().Tables()})
 	s.checkPrompts()
 	s.checkDays(now)
+	s.checkJournal(now)
 	local := now.In(s.w.loc)
 	if local.Hour() == 10 {
 		// After the morning's greetings: the state file is of today.
@@ -141,6 +143,47 @@ func (s *sim) sample(now time.Time) {
 			s.problems = append(s.problems, checkGreeterState(day, counts, local.Format(time.DateOnly), greeterPerDay)...)
 		}
 	}
+}
+
+// checkJournal reads the journal card and checks it is of now's day.
+func (s *sim) checkJournal(now time.Time) {
+	code, b, err := s.w.call(http.MethodGet, "/api/journal/today", nil)
+	var card struct {
+		Date   string `json:"date"`
+		Dreams []struct {
+			TS string `json:"ts"`
+		} `json:"dreams"`
+		Dances []struct {
+			TS string `json:"ts"`
+		} `json:"dances"`
+		Greetings []struct {
+			TS string `json:"ts"`
+		} `json:"greetings"`
+	}
+	if err != nil || code != http.StatusOK || json.Unmarshal(b, &card) != nil {
+		s.problems = append(s.problems, fmt.Sprintf("the journal card at %s: %d %s (%v)", stamp(now.In(s.w.loc)), code, b, err))
+		return
+	}
+	j := Journal{Date: card.Date}
+	var stamps []string
+	for _, d := range card.Dreams {
+		stamps = append(stamps, d.TS)
+	}
+	for _, d := range card.Dances {
+		stamps = append(stamps, d.TS)
+	}
+	for _, g := range card.Greetings {
+		stamps = append(stamps, g.TS)
+	}
+	for _, ts := range stamps {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			s.problems = append(s.problems, fmt.Sprintf("the journal card: ts %q: %v", ts, err))
+			continue
+		}
+		j.Stamps = append(j.Stamps, t)
+	}
+	s.problems = append(s.problems, checkJournal(j, now.In(s.w.loc).Format(time.DateOnly), s.w.loc)...)
 }
 
 // checkPrompts reads the prompts the agent and the fake model got since
