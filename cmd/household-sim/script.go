@@ -38,6 +38,7 @@ const (
 	KindKillAgent      Kind = "kill_agent"      // kill -9 the agent child
 	KindModel          Kind = "model"           // POST /admin/model: Text
 	KindLANEvent       Kind = "lan_event"       // a perception event whose field is outside text
+	KindRoomView       Kind = "room_view"       // the robot's own room-view photo; Text "gated" within the cooldown
 )
 
 // States a robot is put in by the script.
@@ -130,6 +131,8 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			home := at(day, 15, 40)
 			add(Step{At: home, Kind: KindFace, Device: hall, Person: kid.ID})
 			add(Step{At: at(day, 16, 0), Kind: KindKidMode, Device: bedroom, Text: "on"})
+			add(Step{At: at(day, 16, 5), Kind: KindRoomView, Device: bedroom})
+			add(Step{At: at(day, 16, 6), Kind: KindRoomView, Device: bedroom, Text: "gated"})
 			add(Step{At: at(day, 16, 30), Kind: KindStream, Device: bedroom, Person: kid.ID, Text: "Tell me about dinosaurs"})
 			add(Step{At: at(day, 17, 0), Kind: KindRememberPerson, Person: kid.ID, Text: fmt.Sprintf("%s drew a dinosaur on day %d", kid.Name, i+1)})
 			add(Step{At: at(day, 17, 30), Kind: KindStory, Device: bedroom, Text: "a dinosaur who likes drawing"})

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/perception/vision"
 )
 
 // causedWindow is how long after an agent kill or a model change a turn
@@ -37,6 +40,8 @@ func (w *world) do(s Step) {
 	case KindFaceLost:
 		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
 			map[string]any{"device_id": s.Device, "name": "face_lost", "data": map[string]any{}})
+	case KindRoomView:
+		w.roomView(s)
 	case KindLANEvent:
 		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
 			map[string]any{"device_id": s.Device, "name": "audio_captioned", "data": map[string]any{"caption": s.Text}})
@@ -147,6 +152,32 @@ func (w *world) agentReady() bool {
 		} `json:"agent"`
 	}
 	return err == nil && code == http.StatusOK && json.Unmarshal(b, &h) == nil && h.Agent.State == "ready"
+}
+
+// roomView uploads a room view photo as the robot does on its own and
+// checks the gates: a view within the cooldown of the last is "no one in
+// view" without asking the model (Text "gated"); another is the model's.
+func (w *world) roomView(s Step) {
+	before := w.vlm.CountTo("/v1/chat/completions")
+	url := "http://" + w.app.Load().Addr() + "/api/vision/explain"
+	req, err := xiaozhitest.UploadRequest(url, s.Device, "photo.jpg", "image/jpeg", photo(), vision.RoomViewSentinel)
+	if err != nil {
+		w.problem("room view: %v", err)
+		return
+	}
+	code, b, err := w.send(req)
+	var r struct {
+		Description string `json:"description"`
+	}
+	if err != nil || code != http.StatusOK || json.Unmarshal(b, &r) != nil {
+		w.problem("room view on %s at %s: %d %s (%v)", s.Device, stamp(w.clock.Now().In(w.loc)), code, b, err)
+		return
+	}
+	asked := w.vlm.CountTo("/v1/chat/completions") > before
+	gated := r.Description == vision.NoOneInView && !asked
+	if want := s.Text == "gated"; gated != want {
+		w.problem("room view on %s at %s answered %q (model asked: %v), want it gated: %v", s.Device, stamp(w.clock.Now().In(w.loc)), r.Description, asked, want)
+	}
 }
 
 // turnBody is a turn as xiaozhi's provider sends it for a robot.

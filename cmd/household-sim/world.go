@@ -48,6 +48,13 @@ var roomViews = []string{
 	"Rain on the window behind a potted fern.",
 }
 
+// roomViewMarker is a phrase of the room view's question to the model,
+// and roomViewAnswer the fake model's answer: the kid, engaged.
+const (
+	roomViewMarker = "do THREE things in one reply"
+	roomViewAnswer = "DESC: A girl of about eight with a ponytail, drawing at a desk | NAME: mia | MOOD: engaged"
+)
+
 // world is the simulated house: its files, fakes, clock and the bridge.
 type world struct {
 	dir       string
@@ -134,6 +141,7 @@ func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger)
 		return roomViews[int(w.views.Add(1)-1)%len(roomViews)]
 	}})
 	w.vlm.SetAudio(llmtest.Reply{Text: "The hum of the fridge and a clock ticking."})
+	w.vlm.SetFor(roomViewMarker, llmtest.Reply{Text: roomViewAnswer})
 	w.vlm.SetFor(social.DreamSystemPrompt, llmtest.Reply{Text: "I float over a sea of blocks that hum.\n\nSUMMARY: A dream of humming blocks."})
 	w.vlm.SetFor(social.DanceSystemPrompt, llmtest.Reply{Text: "I spin and the room spins with me. What joy!"})
 	w.xz.After("/xiaozhi/admin/say", func(c xiaozhitest.Call) {
@@ -219,10 +227,15 @@ func (w *world) call(method, path string, body any) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Host = "127.0.0.1"
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return w.send(req)
+}
+
+// send makes a request of the bridge as a caller on this machine.
+func (w *world) send(req *http.Request) (int, []byte, error) {
+	req.Host = "127.0.0.1"
 	resp, err := w.http.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -254,12 +254,27 @@ func (s *Server) postJSON(url string, v any, d time.Duration) {
 
 // upload posts one multipart file like the firmware.
 func (s *Server) upload(url string, c Call, name, contentType string, file []byte, question string) {
+	d, _ := c.Body["device_id"].(string)
+	req, err := UploadRequest(url, d, name, contentType, file, question)
+	if err != nil {
+		s.failures.Add(1)
+		return
+	}
+	s.send(req, 10*time.Second)
+}
+
+// UploadRequest is the POST the firmware makes to upload a photo or a
+// clip to url: file as the multipart part "file" named name, question
+// (if any) as the field "question", deviceID (if any) in the device-id
+// header. A simulator sends it for a robot acting on its own (a room
+// view).
+func UploadRequest(url, deviceID, name, contentType string, file []byte, question string) (*http.Request, error) {
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	h := make(map[string][]string)
 	h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="file"; filename=%q`, name)}
 	h["Content-Type"] = []string{contentType}
-	part, _ := w.CreatePart(h)
+	part, _ := w.CreatePart(h) // a buffer takes every write
 	_, _ = part.Write(file)
 	if question != "" {
 		_ = w.WriteField("question", question)
@@ -267,14 +282,13 @@ func (s *Server) upload(url string, c Call, name, contentType string, file []byt
 	_ = w.Close()
 	req, err := http.NewRequest(http.MethodPost, url, &body)
 	if err != nil {
-		s.failures.Add(1)
-		return
+		return nil, fmt.Errorf("xiaozhitest: upload to %s: %w", url, err)
 	}
 	req.Header.Set("Content-Type", w.FormDataContentType())
-	if d, _ := c.Body["device_id"].(string); d != "" {
-		req.Header.Set("device-id", d)
+	if deviceID != "" {
+		req.Header.Set("device-id", deviceID)
 	}
-	s.send(req, 10*time.Second)
+	return req, nil
 }
 
 // send does req, giving up after d or at Close, and counts a failure or
