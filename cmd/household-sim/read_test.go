@@ -50,3 +50,22 @@ func TestDayHours(t *testing.T) {
 		}
 	}
 }
+
+func TestWithAppearances(t *testing.T) {
+	b, err := withAppearances(householdYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, look := range appearances {
+		if !strings.Contains(string(b), look) {
+			t.Errorf("no %q in\n%s", look, b)
+		}
+	}
+	r, err := parseRoster(b)
+	if err != nil || len(r) != 4 {
+		t.Fatalf("the edited roster: %v, %v", r, err)
+	}
+	if _, err := withAppearances([]byte("people: [")); err == nil {
+		t.Fatal("a broken roster was edited")
+	}
+}

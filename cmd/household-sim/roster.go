@@ -47,6 +47,35 @@ func parseRoster(b []byte) (Roster, error) {
 	return r, nil
 }
 
+// appearances are what the family look like, for the room view: a roster
+// with them turns the face greeter off (the room view greets instead).
+var appearances = map[string]string{
+	"sam":  "tall man with a short beard and glasses",
+	"jo":   "woman with curly red hair",
+	"mia":  "girl of about eight with a ponytail",
+	"nana": "older woman with short white hair and a cardigan",
+}
+
+// withAppearances is the household.yaml b with every known member's
+// appearance added.
+func withAppearances(b []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("household.yaml: %w", err)
+	}
+	people, _ := doc["people"].(map[string]any)
+	for id, look := range appearances {
+		if p, ok := people[id].(map[string]any); ok {
+			p["appearance"] = look
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("household.yaml: %w", err)
+	}
+	return out, nil
+}
+
 // kid is the roster's first kid; false when it has none.
 func (r Roster) kid() (Person, bool) {
 	for _, p := range r {

@@ -39,6 +39,7 @@ const (
 	KindModel          Kind = "model"           // POST /admin/model: Text
 	KindLANEvent       Kind = "lan_event"       // a perception event whose field is outside text
 	KindRoomView       Kind = "room_view"       // the robot's own room-view photo; Text "gated" within the cooldown
+	KindRoster         Kind = "roster"          // a parent edits household.yaml: Text "appearances" or "plain"
 )
 
 // States a robot is put in by the script.
@@ -131,8 +132,12 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			home := at(day, 15, 40)
 			add(Step{At: home, Kind: KindFace, Device: hall, Person: kid.ID})
 			add(Step{At: at(day, 16, 0), Kind: KindKidMode, Device: bedroom, Text: "on"})
+			// Appearances in the roster for a while: the room view names
+			// the kid, and a second look within its cooldown is gated.
+			add(Step{At: at(day, 16, 2), Kind: KindRoster, Text: "appearances"})
 			add(Step{At: at(day, 16, 5), Kind: KindRoomView, Device: bedroom})
 			add(Step{At: at(day, 16, 6), Kind: KindRoomView, Device: bedroom, Text: "gated"})
+			add(Step{At: at(day, 16, 10), Kind: KindRoster, Text: "plain"})
 			add(Step{At: at(day, 16, 30), Kind: KindStream, Device: bedroom, Person: kid.ID, Text: "Tell me about dinosaurs"})
 			add(Step{At: at(day, 17, 0), Kind: KindRememberPerson, Person: kid.ID, Text: fmt.Sprintf("%s drew a dinosaur on day %d", kid.Name, i+1)})
 			add(Step{At: at(day, 17, 30), Kind: KindStory, Device: bedroom, Text: "a dinosaur who likes drawing"})

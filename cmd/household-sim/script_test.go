@@ -67,7 +67,7 @@ func TestScriptIsDeterministicAndCoversTheWeek(t *testing.T) {
 		}
 	}
 	for _, k := range []Kind{KindFace, KindFaceSeen, KindFaceLost, KindState, KindTurn, KindStream, KindStory, KindDance, KindKidMode,
-		KindRememberPerson, KindApprove, KindRemember, KindKillAgent, KindModel, KindLANEvent, KindRoomView} {
+		KindRememberPerson, KindApprove, KindRemember, KindKillAgent, KindModel, KindLANEvent, KindRoomView, KindRoster} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s step in the week", k)
 		}

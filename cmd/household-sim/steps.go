@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -42,6 +44,8 @@ func (w *world) do(s Step) {
 			map[string]any{"device_id": s.Device, "name": "face_lost", "data": map[string]any{}})
 	case KindRoomView:
 		w.roomView(s)
+	case KindRoster:
+		w.editRoster(s.Text == "appearances")
 	case KindLANEvent:
 		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
 			map[string]any{"device_id": s.Device, "name": "audio_captioned", "data": map[string]any{"caption": s.Text}})
@@ -154,6 +158,34 @@ func (w *world) agentReady() bool {
 	return err == nil && code == http.StatusOK && json.Unmarshal(b, &h) == nil && h.Agent.State == "ready"
 }
 
+// rosterReread is longer than the bridge's real-time throttle on
+// re-reading household.yaml (one second).
+const rosterReread = 1100 * time.Millisecond
+
+// editRoster rewrites household.yaml, with or without appearances, as a
+// parent would, and waits (busy: the clock creeps) until the bridge will
+// read it again.
+func (w *world) editRoster(looks bool) {
+	b := householdYAML
+	if looks {
+		var err error
+		if b, err = withAppearances(b); err != nil {
+			w.problem("roster: %v", err)
+			return
+		}
+	}
+	path := filepath.Join(w.dir, "household.yaml")
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+		w.problem("roster: %v", err)
+		return
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		w.problem("roster: %v", err)
+		return
+	}
+	time.Sleep(rosterReread)
+}
+
 // roomView uploads a room view photo as the robot does on its own and
 // checks the gates: a view within the cooldown of the last is "no one in
 // view" without asking the model (Text "gated"); another is the model's.
@@ -175,6 +207,11 @@ func (w *world) roomView(s Step) {
 	}
 	asked := w.vlm.CountTo("/v1/chat/completions") > before
 	gated := r.Description == vision.NoOneInView && !asked
+	if asked {
+		w.mu.Lock()
+		w.roomViews[w.clock.Now().In(w.loc).Format(time.DateOnly)]++
+		w.mu.Unlock()
+	}
 	if want := s.Text == "gated"; gated != want {
 		w.problem("room view on %s at %s answered %q (model asked: %v), want it gated: %v", s.Device, stamp(w.clock.Now().In(w.loc)), r.Description, asked, want)
 	}

@@ -71,13 +71,14 @@ type world struct {
 	app     atomic.Pointer[bridgeapp.App]
 	stopped chan error // the bridge's end
 
-	mu       sync.Mutex
-	failed   []Event        // the sim's turns answered a fallback
-	caused   []Span         // windows after an agent kill or model change
-	acked    []Write        // memory writes the bridge acknowledged
-	nameAcks map[string]int // name acknowledgements per local date
-	ackDays  map[string]int // acknowledged memory writes per local date
-	problems []string       // what a step itself found wrong
+	mu        sync.Mutex
+	failed    []Event        // the sim's turns answered a fallback
+	caused    []Span         // windows after an agent kill or model change
+	acked     []Write        // memory writes the bridge acknowledged
+	nameAcks  map[string]int // name acknowledgements per local date
+	ackDays   map[string]int // acknowledged memory writes per local date
+	roomViews map[string]int // room views the model answered per local date
+	problems  []string       // what a step itself found wrong
 }
 
 // env is the bridge's whole environment: nothing of the sim's own.
@@ -115,7 +116,7 @@ func (w *world) env(self string) map[string]string {
 // fakes. Close ends the fakes.
 func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger) (*world, error) {
 	w := &world{dir: dir, loc: loc, clock: simclock.New(start), log: log, stopped: make(chan error, 1),
-		promptLog: filepath.Join(dir, "agent-prompts.ndjson"), nameAcks: map[string]int{}, ackDays: map[string]int{},
+		promptLog: filepath.Join(dir, "agent-prompts.ndjson"), nameAcks: map[string]int{}, ackDays: map[string]int{}, roomViews: map[string]int{},
 		http: &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	for _, f := range []struct {
 		name string
