@@ -134,7 +134,7 @@ func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger)
 	if w.xz, err = xiaozhitest.Start(xiaozhitest.Options{Keep: 64, FirstRobot: robots[0].Device}); err != nil {
 		return nil, err
 	}
-	if w.vlm, err = llmtest.Start(llmtest.Options{Text: "A quiet room.", Keep: 16, KeepLines: 4096}); err != nil {
+	if w.vlm, err = llmtest.Start(llmtest.Options{Text: "A quiet room.", Keep: 16, KeepLines: 1024}); err != nil {
 		w.xz.Close()
 		return nil, err
 	}
