@@ -319,7 +319,7 @@ func (s *sim) checkDay(date string) report.Row {
 func (s *sim) dayMaxima(date string) (goroutines, fds, heap int64) {
 	for _, x := range s.samples {
 		if x.At.In(s.w.loc).Format(time.DateOnly) == date {
-			goroutines, fds, heap = max(goroutines, int64(x.Goroutines)), max(fds, int64(x.FDs)), max(heap, int64(x.HeapBytes))
+			goroutines, fds, heap = max(goroutines, int64(x.Goroutines)), max(fds, int64(x.FDs)), max(heap, int64(x.HeapBytes)) // #nosec G115 -- a heap's size fits
 		}
 	}
 	return goroutines, fds, heap
