@@ -622,7 +622,7 @@ var settings = []setting{
 	millisField("SECURITY_AUDIO_DURATION_MS", "Perception.Consumers.SecurityAudioDuration", "milliseconds of sound a security cycle asks the robot to record (capture-audio)"),
 	secondsField("SECURITY_AUDIO_TIMEOUT_SEC", "Perception.Consumers.SecuritySoundWait", "seconds a security cycle waits for its clip's caption when xiaozhi accepted capture-audio"),
 	intField("SECURITY_RING_BUFFER_SIZE", "Perception.Consumers.SecurityRingSize", "security records kept in memory for /api/security/recent and the dashboard"),
-	{env: "DOTTY_LOCAL_TZ", def: "Australia/Brisbane", help: "IANA time zone of the security records' timestamps and file dates",
+	{env: "DOTTY_LOCAL_TZ", def: "Australia/Brisbane", help: "IANA time zone of the security records' timestamps and file dates; unset: TZ's",
 		parse: func(c *config, v string) error { return parseZone(&c.Perception.SecurityLocation, v) }},
 	switchField("IDLE_PHOTOGRAPHER_ENABLED", "Perception.Consumers.IdleEnabled", "now and then photograph the room of an idle robot and keep notable descriptions", exactOneRule),
 	secondsField("IDLE_PHOTOGRAPHER_SLEEP_MIN_SEC", "Perception.Consumers.IdleSleepMin", "shortest random wait in seconds between idle photos"),
@@ -863,6 +863,13 @@ func parseConfigHomes(args []string, lookup func(string) (string, bool), homes h
 		c.Perception.Consumers.GreetMinInterval = *c.legacyGreetMin
 		c.origin["FACE_GREET_MIN_INTERVAL_SEC"] = c.origin["FACE_GREET_COOLDOWN_SEC"]
 		c.raw["FACE_GREET_MIN_INTERVAL_SEC"] = c.raw["FACE_GREET_COOLDOWN_SEC"]
+	}
+	// bridge.py read the security watch's zone from DOTTY_LOCAL_TZ alone,
+	// so a household that set only TZ had its security records dated in
+	// Brisbane: unset, it follows TZ.
+	if c.origin["DOTTY_LOCAL_TZ"] == "default" && c.origin["TZ"] != "default" {
+		c.Perception.SecurityLocation = c.TZ
+		c.raw["DOTTY_LOCAL_TZ"], c.origin["DOTTY_LOCAL_TZ"] = c.raw["TZ"], c.origin["TZ"]
 	}
 	errs = append(errs, c.validate())
 	return c, errors.Join(errs...)

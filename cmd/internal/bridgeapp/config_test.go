@@ -182,7 +182,12 @@ func TestParseConfigValues(t *testing.T) {
 		{"kid mode false", []string{"DOTTY_KID_MODE", "false"}, func(c *config) { c.Modes.KidDefault = false }},
 		{"kid mode on is not truthy for bridge.py", []string{"DOTTY_KID_MODE", "on"}, func(c *config) { c.Modes.KidDefault = false }},
 		{"voice settings", []string{"MAX_SENTENCES", "3", "TZ", "UTC", "CONVO_LOG_DIR", "/var/log/dotty"},
-			func(c *config) { c.Voice.MaxSentences, c.TZ, c.ConvoLog.Dir = 3, utc, "/var/log/dotty" }},
+			func(c *config) {
+				c.Voice.MaxSentences, c.TZ, c.ConvoLog.Dir = 3, utc, "/var/log/dotty"
+				c.Perception.SecurityLocation = utc // DOTTY_LOCAL_TZ unset follows TZ
+			}},
+		{"DOTTY_LOCAL_TZ set wins over TZ", []string{"TZ", "UTC", "DOTTY_LOCAL_TZ", "Australia/Brisbane"},
+			func(c *config) { c.TZ = utc }},
 		{"json logs at debug", []string{"LOG_FORMAT", "JSON", "LOG_LEVEL", "Debug"}, func(c *config) { c.LogFormat, c.LogLevel = "json", hclog.Debug }},
 		{"trace logs", []string{"LOG_LEVEL", "trace"}, func(c *config) { c.LogLevel = hclog.Trace }},
 		{"mode state files", []string{"DOTTY_KID_MODE_STATE", "/s/kid", "DOTTY_SMART_MODE_STATE", "/s/smart"},

@@ -48,6 +48,10 @@ func TestBridgeTier1EndToEnd(t *testing.T) {
 		_, err := memstoretest.TryRows(db)
 		return err == nil
 	})
+	// The line follows the creation through the stderr pipe: wait for it.
+	testkit.WaitFor(t, 5*time.Second, "the creation logged", func() bool {
+		return strings.Contains(p.log(), "created the voice memory database")
+	})
 	if n := strings.Count(p.log(), "created the voice memory database"); n != 1 {
 		t.Errorf("%d creation log lines, want 1", n)
 	}
