@@ -117,6 +117,10 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			fact = canaried("the family likes walks")
 		}
 		add(Step{At: at(day, 12, 0).Add(time.Duration(rng.IntN(30)) * time.Minute), Kind: KindRemember, Person: adults[0].ID, Text: fact})
+		// The kitchen robot naps after lunch: its dreams (due 2, 4 and 6
+		// hours on) must all be cancelled when it wakes.
+		add(Step{At: at(day, 12, 40), Kind: KindState, Device: kitchen, Text: StateSleep})
+		add(Step{At: at(day, 13, 30), Kind: KindState, Device: kitchen, Text: StateIdle})
 		// The agent crashes once a day; a turn right after it may fail.
 		kill := at(day, 14, 0).Add(time.Duration(rng.IntN(60)) * time.Minute)
 		add(Step{At: kill, Kind: KindKillAgent})

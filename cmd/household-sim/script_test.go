@@ -102,7 +102,7 @@ func TestScriptDSTDay(t *testing.T) {
 	steps := script(r, time.Date(2026, 3, 28, 0, 0, 0, 0, loc), 2, 1)
 	var wakes []time.Time
 	for _, s := range steps {
-		if s.Kind == KindState && s.Device == robots[0].Device && s.Text == StateIdle {
+		if s.Kind == KindState && s.Device == robots[3].Device && s.Text == StateIdle {
 			wakes = append(wakes, s.At)
 		}
 	}
