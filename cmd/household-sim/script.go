@@ -130,7 +130,7 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			if p.Kid() && weekday {
 				continue
 			}
-			add(Step{At: at(day, 13, 0).Add(time.Duration(rng.IntN(120)) * time.Minute), Kind: KindFace, Device: lounge, Person: p.ID})
+			add(Step{At: at(day, 12, 30).Add(time.Duration(rng.IntN(60)) * time.Minute), Kind: KindFace, Device: lounge, Person: p.ID})
 		}
 		if hasKid {
 			home := at(day, 15, 40)
@@ -159,11 +159,13 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			}
 			add(Step{At: t, Kind: k, Device: robots[rng.IntN(len(robots))].Device, Person: p.ID, Text: fmt.Sprintf("Question %d of day %d", n+1, i+1)})
 		}
-		// Evening and a late walk past the hall: the greeter's caps and
-		// cooldown, and the face greeter's hours (none after 21:00), hold
-		// these back.
+		// Evening and a late walk past the hall: an adult is seen four
+		// times a day over 4 h apart (morning, lunch, evening, late), so
+		// the greeter's daily cap holds the fourth back, its cooldown the
+		// weekend's mid-morning one, and the face greeter's hours (none
+		// after 21:00) the late one.
 		for _, p := range adults {
-			add(Step{At: at(day, 19, 30).Add(time.Duration(rng.IntN(60)) * time.Minute), Kind: KindFace, Device: lounge, Person: p.ID})
+			add(Step{At: at(day, 17, 45).Add(time.Duration(rng.IntN(30)) * time.Minute), Kind: KindFace, Device: lounge, Person: p.ID})
 			if !weekday {
 				add(Step{At: at(day, 10, 30).Add(time.Duration(rng.IntN(30)) * time.Minute), Kind: KindFace, Device: kitchen, Person: p.ID})
 			}
