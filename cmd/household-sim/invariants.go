@@ -155,13 +155,18 @@ func checkMemories(acked []Write, stored map[string]string) []string {
 	return out
 }
 
+// neutralCanary is the canary as the prompt-safety function writes its
+// brackets.
+var neutralCanary = strings.NewReplacer("[", "(", "]", ")").Replace(Canary)
+
 // checkPromptLines returns a problem for each prompt line that begins
-// with the canary: outside text that broke out of its quoting.
+// with the canary, its brackets kept or made parentheses: outside text
+// that broke out of its line.
 func checkPromptLines(where string, lines []string) []string {
 	var out []string
 	for _, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), Canary) {
-			out = append(out, fmt.Sprintf("a %s prompt line starts with planted outside text: %q", where, l))
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, Canary) || strings.HasPrefix(l, neutralCanary) {
+			out = append(out, fmt.Sprintf("a line of the %s's prompt starts with planted outside text: %q", where, l))
 		}
 	}
 	return out

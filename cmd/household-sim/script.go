@@ -30,7 +30,7 @@ const (
 	KindTurn           Kind = "turn"            // POST /api/message
 	KindStream         Kind = "stream"          // POST /api/message/stream
 	KindStory          Kind = "story"           // POST /ui/api/story
-	KindDance          Kind = "dance"           // POST /ui/api/dance, then dance_started/dance_ended
+	KindDance          Kind = "dance"           // POST /ui/api/dance, then dance_started/dance_ended of dance Text
 	KindKidMode        Kind = "kid_mode"        // POST /admin/kid-mode: Text "on" or "off"
 	KindRememberPerson Kind = "remember_person" // POST /api/voice/remember_person for Person
 	KindApprove        Kind = "approve"         // the dashboard approves Person's held facts
@@ -143,9 +143,13 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			add(Step{At: at(day, 16, 6), Kind: KindRoomView, Device: bedroom, Text: "gated"})
 			add(Step{At: at(day, 16, 10), Kind: KindRoster, Text: "plain"})
 			add(Step{At: at(day, 16, 30), Kind: KindStream, Device: bedroom, Person: kid.ID, Text: "Tell me about dinosaurs"})
-			add(Step{At: at(day, 17, 0), Kind: KindRememberPerson, Person: kid.ID, Text: fmt.Sprintf("%s drew a dinosaur on day %d", kid.Name, i+1)})
+			kidFact, dance := fmt.Sprintf("%s drew a dinosaur on day %d", kid.Name, i+1), "the robot shuffle"
+			if i == 0 { // outside text with a line break: a held fact and a dance's name
+				kidFact, dance = canaried(kidFact), canaried(dance)
+			}
+			add(Step{At: at(day, 17, 0), Kind: KindRememberPerson, Person: kid.ID, Text: kidFact})
 			add(Step{At: at(day, 17, 30), Kind: KindStory, Device: bedroom, Text: "a dinosaur who likes drawing"})
-			add(Step{At: at(day, 18, 0), Kind: KindDance, Device: lounge})
+			add(Step{At: at(day, 18, 0), Kind: KindDance, Device: lounge, Text: dance})
 			add(Step{At: at(day, 19, 0), Kind: KindApprove, Person: kid.ID})
 			add(Step{At: at(day, 19, 30), Kind: KindKidMode, Device: bedroom, Text: "off"})
 			add(Step{At: at(day, 19, 45), Kind: KindState, Device: bedroom, Text: StateSleep})

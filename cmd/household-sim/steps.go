@@ -72,7 +72,7 @@ func (w *world) do(s Step) {
 		if _, ok := w.expect(what, http.StatusOK, http.MethodPost, "/ui/api/dance", map[string]any{}); ok {
 			for _, name := range []string{"dance_started", "dance_ended"} {
 				w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
-					map[string]any{"device_id": s.Device, "name": name, "data": map[string]any{"dance": "the robot shuffle"}})
+					map[string]any{"device_id": s.Device, "name": name, "data": map[string]any{"dance": s.Text}})
 			}
 		}
 	case KindRemember:
@@ -190,7 +190,7 @@ func (w *world) editRoster(looks bool) {
 // checks the gates: a view within the cooldown of the last is "no one in
 // view" without asking the model (Text "gated"); another is the model's.
 func (w *world) roomView(s Step) {
-	before := w.vlm.CountTo("/v1/chat/completions")
+	before := w.roomAsked.Load()
 	url := "http://" + w.app.Load().Addr() + "/api/vision/explain"
 	req, err := xiaozhitest.UploadRequest(url, s.Device, "photo.jpg", "image/jpeg", photo(), vision.RoomViewSentinel)
 	if err != nil {
@@ -205,7 +205,7 @@ func (w *world) roomView(s Step) {
 		w.problem("room view on %s at %s: %d %s (%v)", s.Device, stamp(w.clock.Now().In(w.loc)), code, b, err)
 		return
 	}
-	asked := w.vlm.CountTo("/v1/chat/completions") > before
+	asked := w.roomAsked.Load() > before
 	gated := r.Description == vision.NoOneInView && !asked
 	if asked {
 		w.mu.Lock()

@@ -67,6 +67,7 @@ type world struct {
 	http      *http.Client
 	busy      atomic.Int64 // the sim's requests in flight
 	views     atomic.Int64 // vision answers given
+	roomAsked atomic.Int64 // room views the model was asked
 
 	app     atomic.Pointer[bridgeapp.App]
 	stopped chan error // the bridge's end
@@ -142,7 +143,10 @@ func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger)
 		return roomViews[int(w.views.Add(1)-1)%len(roomViews)]
 	}})
 	w.vlm.SetAudio(llmtest.Reply{Text: "The hum of the fridge and a clock ticking."})
-	w.vlm.SetFor(roomViewMarker, llmtest.Reply{Text: roomViewAnswer})
+	w.vlm.SetFor(roomViewMarker, llmtest.Reply{Answer: func(llmtest.Prompt) string {
+		w.roomAsked.Add(1)
+		return roomViewAnswer
+	}})
 	w.vlm.SetFor(social.DreamSystemPrompt, llmtest.Reply{Text: "I float over a sea of blocks that hum.\n\nSUMMARY: A dream of humming blocks."})
 	w.vlm.SetFor(social.DanceSystemPrompt, llmtest.Reply{Text: "I spin and the room spins with me. What joy!"})
 	w.xz.After("/xiaozhi/admin/say", func(c xiaozhitest.Call) {
