@@ -285,6 +285,11 @@ func (s *sim) checkDay(date string) report.Row {
 		}
 	}
 	idle := read("perception")
+	var photos []Event
+	for _, r := range idle {
+		photos = append(photos, Event{At: r.TS, Device: r.Device})
+	}
+	s.problems = append(s.problems, checkInState("idle photo", photos, s.tl, StateIdle, stateGrace)...)
 	sec := read("security")
 	for _, r := range sec {
 		security = append(security, Event{At: r.TS, Device: r.Device})

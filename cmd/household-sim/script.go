@@ -47,6 +47,7 @@ const (
 	StateIdle     = "idle"
 	StateSleep    = "sleep"
 	StateSecurity = "security"
+	StateStory    = "story_time" // a dashboard story's, on the robot xiaozhi sends it to
 )
 
 // Step is one timed action of the script.
@@ -203,24 +204,31 @@ type Span struct {
 	State    string
 }
 
-// timeline is each robot's states as the script sets them, from the
-// first step to end; a robot is idle before its first state step.
+// timeline is each robot's states as the script sets them (a story puts
+// the first robot in story_time), from start to end; a robot is idle
+// before its first state step.
 func timeline(steps []Step, start, end time.Time) map[string][]Span {
 	out := map[string][]Span{}
 	for _, rb := range robots {
 		out[rb.Device] = []Span{{From: start, To: end, State: StateIdle}}
 	}
 	for _, s := range steps {
-		if s.Kind != KindState || s.At.After(end) {
+		device, state := s.Device, s.Text
+		switch {
+		case s.At.After(end):
+			continue
+		case s.Kind == KindStory: // the dashboard names no robot: xiaozhi's first
+			device, state = robots[0].Device, StateStory
+		case s.Kind != KindState:
 			continue
 		}
-		spans := out[s.Device]
+		spans := out[device]
 		last := &spans[len(spans)-1]
-		if last.State == s.Text {
+		if last.State == state {
 			continue
 		}
 		last.To = s.At
-		out[s.Device] = append(spans, Span{From: s.At, To: end, State: s.Text})
+		out[device] = append(spans, Span{From: s.At, To: end, State: state})
 	}
 	return out
 }

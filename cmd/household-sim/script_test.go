@@ -123,8 +123,12 @@ func TestTimelineAndStateAt(t *testing.T) {
 		{At: start.Add(8 * time.Hour), Kind: KindState, Device: dev, Text: StateSecurity},
 		{At: start.Add(9 * time.Hour), Kind: KindState, Device: dev, Text: StateSecurity},
 		{At: start.Add(15 * time.Hour), Kind: KindState, Device: dev, Text: StateIdle},
+		{At: start.Add(17 * time.Hour), Kind: KindStory, Text: "a dragon"},
 	}
 	tl := timeline(steps, start, end)
+	if got := stateAt(tl[robots[0].Device], start.Add(18*time.Hour)); got != StateStory {
+		t.Errorf("the first robot after a story is %q, want %q", got, StateStory)
+	}
 	if got := len(tl[dev]); got != 3 {
 		t.Fatalf("spans %+v, want 3", tl[dev])
 	}
