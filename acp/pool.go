@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,6 +33,7 @@ type Pool struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	bg       sync.WaitGroup // settle and retire goroutines
+	turns    atomic.Int64   // turns in Turn
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -154,6 +156,10 @@ func (p *Pool) Health() PoolHealth {
 	return h
 }
 
+// Turns is the number of turns in progress: waiting for a session or
+// the agent, or being answered.
+func (p *Pool) Turns() int { return int(p.turns.Load()) }
+
 // Keys is the number of pool keys holding an entry, live or not: the
 // table MaxKeys bounds.
 func (p *Pool) Keys() int {
@@ -230,6 +236,8 @@ func (l *leases) release() {
 // legacy: detached) and Turn returns at once with an error wrapping
 // ctx.Err().
 func (p *Pool) Turn(ctx context.Context, req TurnRequest) (TurnResult, error) {
+	p.turns.Add(1)
+	defer p.turns.Add(-1)
 	clk := p.cfg.Clock
 	start := clk.Now()
 	e, err := p.lease(ctx, p.KeyFor(req.Key))

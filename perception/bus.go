@@ -240,6 +240,10 @@ func (b *Bus) Rings() int {
 	return b.recent.Len()
 }
 
+// Pending is the events the consumers have not finished: queued for
+// them, or being handled (an idle tick included).
+func (b *Bus) Pending() int { return b.out.Pending() }
+
 // Watchers reports how many feed clients are subscribed.
 func (b *Bus) Watchers() int { return b.out.Watchers() }
 

@@ -91,6 +91,9 @@ type Sub[T any] struct {
 	done   chan struct{}
 	bus    *Bus[T]
 
+	// handling is 1 while Run's fn or idle tick runs.
+	handling atomic.Int32
+
 	// Under Bus.mu:
 	evicted  bool
 	lastWarn time.Time
@@ -204,6 +207,22 @@ func (b *Bus[T]) Publish(v T) {
 	}
 }
 
+// Pending is the work the internal consumers have not finished: values
+// queued for them plus values and idle ticks being handled by Run.
+// Watchers (remote subscribers) are not counted. A program driving a fake
+// clock waits for 0 before moving it.
+func (b *Bus[T]) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, s := range b.subs {
+		if !s.remote {
+			n += len(s.ch) + int(s.handling.Load())
+		}
+	}
+	return n
+}
+
 // Close ends every subscription (Evicted stays false) and refuses new ones.
 func (b *Bus[T]) Close() {
 	b.mu.Lock()
@@ -281,10 +300,14 @@ func (s *Sub[T]) Run(ctx context.Context, fn func(T), idle Idle) {
 				}
 				t.Reset(idle.Every)
 			}
+			s.handling.Store(1)
 			fn(v)
+			s.handling.Store(0)
 		case <-tick:
 			t.Reset(idle.Every)
+			s.handling.Store(1)
 			idle.Fn()
+			s.handling.Store(0)
 		}
 	}
 }

@@ -105,3 +105,69 @@ func TestCheckJournal(t *testing.T) {
 	want(t, "yesterday's card", checkJournal(Journal{Date: "2026-03-28"}, "2026-03-29", loc), 1, "is of")
 	want(t, "yesterday's dream", checkJournal(Journal{Date: "2026-03-29", Stamps: []time.Time{midnight.Add(-time.Second)}}, "2026-03-29", loc), 1, "holds a record of 2026-03-28")
 }
+
+func TestCheckFired(t *testing.T) {
+	loc := london(t)
+	day := time.Date(2026, 3, 29, 0, 0, 0, 0, loc) // the DST day
+	at := func(h, m int) time.Time { return time.Date(2026, 3, 29, h, m, 0, 0, loc) }
+	dev := robots[3].Device
+	steps := []Step{
+		{At: at(5, 0), Kind: KindFace, Device: dev, Person: "sam"}, // before the hours: no greeting owed
+		{At: at(7, 0), Kind: KindFaceSeen, Device: dev},
+		{At: at(7, 0), Kind: KindFace, Device: dev, Person: "mia"},
+		{At: at(9, 0), Kind: KindState, Device: dev, Text: StateSecurity},
+		{At: at(9, 30), Kind: KindState, Device: dev, Text: StateIdle},
+		{At: at(17, 0), Kind: KindStory, Device: dev},
+		{At: at(18, 0), Kind: KindDance, Device: dev},
+	}
+	tl := timeline(steps, day, day.AddDate(0, 0, 1))
+	captures := func(n int) map[string][]time.Time {
+		var c []time.Time
+		for i := range n {
+			c = append(c, at(9, 0).Add(time.Duration(i)*time.Minute))
+		}
+		return map[string][]time.Time{dev: c}
+	}
+	good := fired{greeted: map[string]bool{"mia": true}, his: 1, stories: 1, dances: 1, idlePhotos: 3, security: captures(30)}
+	want(t, "all fired", checkFired("2026-03-29", steps, tl, good, loc), 0, "")
+
+	bad := good
+	bad.greeted = map[string]bool{}
+	want(t, "no greeting", checkFired("2026-03-29", steps, tl, bad, loc), 1, "mia was seen on 2026-03-29")
+	bad = good
+	bad.his = 0
+	want(t, "no hi", checkFired("2026-03-29", steps, tl, bad, loc), 1, "never said")
+	bad = good
+	bad.dances = 0
+	want(t, "no dance", checkFired("2026-03-29", steps, tl, bad, loc), 1, "1 stories and 1 dances")
+	bad = good
+	bad.idlePhotos = 0
+	want(t, "no idle photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "no idle photo")
+	bad = good
+	bad.security = captures(29)
+	want(t, "a slow watch", checkFired("2026-03-29", steps, tl, bad, loc), 1, "made 29 security captures, fewer than one a minute (30)")
+	// Another day owes nothing of this one's.
+	want(t, "another day", checkFired("2026-03-28", steps, tl, fired{}, loc), 0, "")
+}
+
+func TestExpectedDreams(t *testing.T) {
+	loc := london(t)
+	start := time.Date(2026, 3, 28, 0, 0, 0, 0, loc)
+	end := start.AddDate(0, 0, 2)
+	at := func(h, m int) time.Time { return start.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	a, b := robots[0].Device, robots[1].Device
+	tl := timeline([]Step{
+		{At: at(13, 0), Kind: KindState, Device: a, Text: StateSleep}, // a nap: no dream is due before the wake
+		{At: at(14, 30), Kind: KindState, Device: a, Text: StateIdle},
+		{At: at(22, 0), Kind: KindState, Device: b, Text: StateSleep}, // a night across the DST change: due 00:00, 03:00 BST, 05:00 BST
+		{At: at(28, 5), Kind: KindState, Device: b, Text: StateIdle},  // woken 5 min after the third is due: uncertain
+		{At: at(45, 0), Kind: KindState, Device: a, Text: StateSleep}, // the next night: the first is due at the end (uncertain), the others after it
+	}, start, end)
+	least, most := expectedDreams(tl, end)
+	if least != 2 || most != 4 {
+		t.Errorf("expectedDreams = %d..%d, want 2..4", least, most)
+	}
+	want(t, "in range", checkDreams(3, least, most), 0, "")
+	want(t, "too few", checkDreams(1, least, most), 1, "1 dreams were recorded; the nights called for 2 to 4")
+	want(t, "too many", checkDreams(5, least, most), 1, "called for 2 to 4")
+}

@@ -59,6 +59,7 @@ type sim struct {
 
 	rows       []report.Row     // the days checked so far
 	greetings  []Event          // every greeting so far
+	dreams     int              // dreams recorded so far
 	convoBytes map[string]int64 // the conversation log's size per day
 }
 
@@ -70,7 +71,7 @@ type sim struct {
 // clock would run on without it.
 const (
 	bigJump  = 10 * time.Second
-	quietFor = 15 * time.Millisecond
+	quietFor = 2 * time.Millisecond
 )
 
 // settled is Drive's settle test.
@@ -267,10 +268,13 @@ func (s *sim) checkDay(date string) report.Row {
 	}
 	var turns, stories, greets int64
 	var his, failed, security, dreams []Event
+	got := fired{greeted: map[string]bool{}, security: map[string][]time.Time{}}
 	for _, r := range read("convo") {
 		if r.Channel == "greeter" {
 			greets++
-			s.greetings = append(s.greetings, Event{At: r.TS, Person: strings.TrimPrefix(r.RequestText, "face:")})
+			who := strings.TrimPrefix(r.RequestText, "face:")
+			s.greetings = append(s.greetings, Event{At: r.TS, Person: who})
+			got.greeted[who] = true
 			continue
 		}
 		turns++
@@ -293,12 +297,16 @@ func (s *sim) checkDay(date string) report.Row {
 	sec := read("security")
 	for _, r := range sec {
 		security = append(security, Event{At: r.TS, Device: r.Device})
+		got.security[r.Device] = append(got.security[r.Device], r.TS)
 	}
 	dr := read("dreams")
 	for _, r := range dr {
 		dreams = append(dreams, Event{At: r.TS})
 	}
+	s.dreams += len(dr)
 	dances := read("dances")
+	got.his, got.stories, got.dances, got.idlePhotos = len(his), int(stories), len(dances), len(idle)
+	s.problems = append(s.problems, checkFired(date, s.steps, s.tl, got, w.loc)...)
 	s.problems = append(s.problems, checkHours("face greeting", his, faceGreetFrom, faceGreetTo, w.loc)...)
 	s.problems = append(s.problems, checkInState("dream", dreams, s.tl, StateSleep, stateGrace)...)
 	s.problems = append(s.problems, checkInState("security capture", security, s.tl, StateSecurity, stateGrace)...)
@@ -365,6 +373,8 @@ func (s *sim) finish() report.Table {
 	} else {
 		s.problems = append(s.problems, checkMemories(acked, stored)...)
 	}
+	least, most := expectedDreams(s.tl, s.end)
+	s.problems = append(s.problems, checkDreams(s.dreams, least, most)...)
 	if len(s.days()) >= 3 {
 		s.problems = append(s.problems, report.Flat(s.samples, s.start.AddDate(0, 0, 1), limits)...)
 	}

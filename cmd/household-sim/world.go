@@ -66,6 +66,7 @@ type world struct {
 	promptLog string // the agent's prompts, one JSON string a line
 	http      *http.Client
 	busy      atomic.Int64 // the sim's requests in flight
+	outbound  counted      // the bridge's own HTTP requests in flight
 	views     atomic.Int64 // vision answers given
 	roomAsked atomic.Int64 // room views the model was asked
 
@@ -135,7 +136,7 @@ func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger)
 	if w.xz, err = xiaozhitest.Start(xiaozhitest.Options{Keep: 64, FirstRobot: robots[0].Device}); err != nil {
 		return nil, err
 	}
-	if w.vlm, err = llmtest.Start(llmtest.Options{Text: "A quiet room.", Keep: 16, KeepLines: 1024}); err != nil {
+	if w.vlm, err = llmtest.Start(llmtest.Options{Text: "A quiet room.", Keep: 16, KeepLines: 8192}); err != nil {
 		w.xz.Close()
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (w *world) start(ctx context.Context, logTo io.Writer) error {
 	ready := make(chan struct{})
 	go func() {
 		w.stopped <- bridgeapp.RunWith(ctx, nil, lookup, io.Discard, logTo, bridgeapp.Options{
-			Clock: w.clock, AgentEnv: agentEnv,
+			Clock: w.clock, AgentEnv: agentEnv, Transport: &w.outbound,
 			Ready: func(a *bridgeapp.App) {
 				url := "http://" + a.Addr()
 				w.xz.TakesPhotos(url, photo())
@@ -199,7 +200,40 @@ func (w *world) start(ctx context.Context, logTo io.Writer) error {
 
 // settled reports that none of the sim's requests, nor the fakes, are busy.
 func (w *world) settled() bool {
-	return w.busy.Load() == 0 && w.xz.InFlight() == 0 && w.vlm.InFlight() == 0
+	if w.busy.Load() != 0 || w.outbound.n.Load() != 0 || w.xz.InFlight() != 0 || w.vlm.InFlight() != 0 {
+		return false
+	}
+	app := w.app.Load()
+	return app == nil || app.Busy() == 0
+}
+
+// counted is the bridge's outbound transport: it counts the requests in
+// flight, from before the connection is dialled until the response is
+// read, where the fakes' own counts cannot see them.
+type counted struct{ n atomic.Int64 }
+
+func (c *counted) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		c.n.Add(-1)
+		return nil, err
+	}
+	resp.Body = &countedBody{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+// countedBody ends its request's count when the caller closes it.
+type countedBody struct {
+	io.ReadCloser
+	c    *counted
+	once sync.Once
+}
+
+func (b *countedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.c.n.Add(-1) })
+	return err
 }
 
 // close ends the fakes.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,6 +197,12 @@ func build(cfg config, log hclog.Logger, lk lookups) (*bridgeApp, error) {
 	c.Memory.Clock, c.Tier1.Clock, c.Perception.Clock, c.Vision.Clock = clock, clock, clock, clock
 	c.UI.Clock, c.Admin.Clock, c.Social.Clock = clock, clock, clock
 	c.ACP.Env = append(slices.Clone(c.ACP.Env), lk.opts.AgentEnv...)
+	if t := lk.opts.Transport; t != nil {
+		client := &http.Client{Transport: t}
+		c.Xiaozhi.HTTPClient, c.Vision.Vision.HTTPClient, c.Vision.Audio.HTTPClient = client, client, client
+		c.Narrative.HTTPClient, c.Tier1.Thinker.HTTPClient, c.Sidecar.STT.HTTPClient = client, client, client
+		c.Periphery.HTTPClient = client // the weather's fetch keeps its overall bound
+	}
 	healthCfg := health.Config{Logger: log.Named("health"), Clock: clock}
 	conds := health.NewWith(healthCfg)
 	c.Modes.Metrics, c.Modes.Logger, c.Modes.Health = admin.NewMetrics(reg), log.Named("admin"), conds

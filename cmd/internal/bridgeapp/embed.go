@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net/http"
 
 	"github.com/jonboulle/clockwork"
 
@@ -22,6 +23,11 @@ type Options struct {
 	// AgentEnv holds KEY=VALUE pairs added to the agent child's
 	// environment.
 	AgentEnv []string
+	// Transport, if set, carries every request the bridge makes over
+	// HTTP (xiaozhi, the vision, audio, narrative and thinker models,
+	// the weather, the sidecar's speech-to-text), so the embedding
+	// program can see them in flight.
+	Transport http.RoundTripper
 	// Ready, if set, is called once the HTTP server listens, before any
 	// component starts.
 	Ready func(*App)
@@ -50,6 +56,12 @@ type appParts struct {
 
 // Addr is the address the HTTP server listens on (host:port).
 func (a *App) Addr() string { return a.addr }
+
+// Busy is the bridge's work in progress that no count of HTTP requests
+// shows: agent turns (voice turns, greetings) and perception events
+// queued for or being handled by a consumer. A program driving the
+// bridge's fake clock moves it only when Busy is 0.
+func (a *App) Busy() int { return a.parts.pool.Turns() + a.parts.percep.Bus().Pending() }
 
 // AgentPID is the agent child's process id; 0 while none runs.
 func (a *App) AgentPID() int { return a.parts.sup.Health().PID }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +22,11 @@ import (
 )
 
 // TestEveryClockIsTheOne builds the bridge with an embedding program's
-// clock (the robot tools' listener open, as serve opens it) and walks
-// every completed config: each clockwork.Clock field, however deep, is
-// that clock. A component added with a clock build forgets fails here.
+// clock and transport (the robot tools' listener open, as serve opens
+// it) and walks every completed config: each clockwork.Clock field,
+// however deep, is that clock, and each *http.Client carries that
+// transport. A component added with a clock or a client build forgets
+// fails here.
 func TestEveryClockIsTheOne(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	cfg, err := parseConfig(nil, isolatedEnv(t, "BRIDGE_HOST", "127.0.0.1", "PORT", "0", "ZEROCLAW_BIN", "/nonexistent/zeroclaw"))
@@ -34,12 +37,13 @@ func TestEveryClockIsTheOne(t *testing.T) {
 	defer cfg.MCP.listener.close()
 	notFound := func(string) (string, error) { return "", exec.ErrNotFound }
 	self := func() (string, error) { return "/usr/local/bin/zeroclaw-bridge", nil }
-	app, err := build(cfg, hclog.NewNullLogger(), lookups{lookPath: notFound, executable: self, opts: Options{Clock: clock}})
+	transport := &http.Transport{}
+	app, err := build(cfg, hclog.NewNullLogger(), lookups{lookPath: notFound, executable: self, opts: Options{Clock: clock, Transport: transport}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clockType := reflect.TypeFor[clockwork.Clock]()
-	var found int
+	clockType, clientType := reflect.TypeFor[clockwork.Clock](), reflect.TypeFor[*http.Client]()
+	var found, clients int
 	var walk func(path string, v reflect.Value)
 	walk = func(path string, v reflect.Value) {
 		if v.Kind() != reflect.Struct {
@@ -55,6 +59,13 @@ func TestEveryClockIsTheOne(t *testing.T) {
 				} else if !f.CanInterface() || f.Interface() != clockwork.Clock(clock) {
 					t.Errorf("%s.%s is not the embedding program's clock", path, ft.Name)
 				}
+			case ft.Type == clientType:
+				clients++
+				if f.IsNil() {
+					t.Errorf("%s.%s is nil: build gives it no client", path, ft.Name)
+				} else if !f.CanInterface() || f.Interface().(*http.Client).Transport != http.RoundTripper(transport) {
+					t.Errorf("%s.%s does not carry the embedding program's transport", path, ft.Name)
+				}
 			case ft.Type.Kind() == reflect.Struct:
 				walk(path+"."+ft.Name, f)
 			}
@@ -63,8 +74,8 @@ func TestEveryClockIsTheOne(t *testing.T) {
 	for _, c := range app.wired {
 		walk(reflect.TypeOf(c).Name(), reflect.ValueOf(c))
 	}
-	if found < 15 {
-		t.Errorf("found %d clock fields, want the 15 or more build wires: is the walk blind?", found)
+	if found < 15 || clients < 7 {
+		t.Errorf("found %d clock fields and %d clients, want the 15 and 7 or more build wires: is the walk blind?", found, clients)
 	}
 }
 
