@@ -129,7 +129,11 @@ func checkTurnFailures(failed []Event, caused []Span) []string {
 			}
 		}
 		if !ok {
-			out = append(out, fmt.Sprintf("a turn failed at %s on %s, not after an agent kill", stamp(f.At), f.Device))
+			where := ""
+			if f.Device != "" {
+				where = " on " + f.Device
+			}
+			out = append(out, fmt.Sprintf("a turn failed at %s%s, not after an agent kill", stamp(f.At), where))
 		}
 	}
 	return out
