@@ -228,7 +228,9 @@ func writeCalendar(dir string, r Roster, start time.Time, days int) error {
 	adults := r.adults()
 	for i := range days {
 		day := time.Date(start.Year(), start.Month(), start.Day()+i, 0, 0, 0, 0, start.Location())
-		at := func(h int) time.Time { return time.Date(day.Year(), day.Month(), day.Day(), h, 0, 0, 0, day.Location()) } // wall clock, the DST day too
+		at := func(h int) time.Time {
+			return time.Date(day.Year(), day.Month(), day.Day(), h, 0, 0, 0, day.Location())
+		} // wall clock, the DST day too
 		evs = append(evs, fakegws.Event{Summary: "[" + adults[0].Name + "] Dentist", Start: at(11), End: at(12)})
 		if kid.ID != "" && day.Weekday() != time.Saturday && day.Weekday() != time.Sunday {
 			evs = append(evs, fakegws.Event{Summary: "[" + kid.Name + "] Swimming", Start: at(16), End: at(17)})
