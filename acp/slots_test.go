@@ -287,6 +287,9 @@ func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 		}()
 	}
 	testkit.WaitFor(t, 5*time.Second, "the burst queued", func() bool { return p.queued() == burst })
+	if n := p.Turns(); n != burst+1 {
+		t.Errorf("Turns = %d during the burst, want %d (the held turn and the queued ones)", n, burst+1)
+	}
 	grown := p.Keys()
 	if grown != burst+1 {
 		t.Fatalf("%d keys during the burst, want %d (keys in a turn are kept)", grown, burst+1)
@@ -305,6 +308,9 @@ func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 		}
 	}
 	turnText(t, p, "after", "quick", nil)
+	if n := p.Turns(); n != 0 {
+		t.Errorf("Turns = %d after every turn returned", n)
+	}
 	n := p.Keys()
 	if n > 4 {
 		t.Errorf("%d keys after the burst, bound 4", n)

@@ -266,3 +266,37 @@ func TestRunEndsWithTheBus(t *testing.T) {
 	b.Close()
 	testkit.Recv(t, 5*time.Second, done, "Run did not end when the bus closed")
 }
+
+// Pending counts what the internal consumers have not finished: the
+// value a Run handler holds plus the values queued behind it; a
+// watcher's queue is not counted, and a finished value leaves the count.
+func TestPendingCountsUnfinishedWork(t *testing.T) {
+	b := New[int](Config{})
+	s := consume(t, b, "slow", 8, nil, nil)
+	w := watch(t, b, 8)
+	defer w.Close()
+	release := make(chan struct{})
+	handled := make(chan int, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, func(v int) {
+			if v == 1 {
+				<-release
+			}
+			handled <- v
+		}, Idle{})
+	}()
+	for v := 1; v <= 3; v++ {
+		b.Publish(v)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the first value held and two queued", func() bool { return b.Pending() == 3 })
+	close(release)
+	for range 3 {
+		testkit.Recv(t, 5*time.Second, handled, "a value not handled within 5s")
+	}
+	testkit.WaitFor(t, 5*time.Second, "nothing pending", func() bool { return b.Pending() == 0 })
+	cancel()
+	testkit.Recv(t, 5*time.Second, done, "Run did not end with its ctx")
+}

@@ -127,6 +127,9 @@ func TestRunWithEmbedsTheBridge(t *testing.T) {
 	if r := realTurnOn(t, &bridgeProc{t: t, addr: app.Addr()}, "kitchen", "", "hello there"); !strings.Contains(r, "hello there") {
 		t.Errorf("the turn answered %q", r)
 	}
+	if b := app.Busy(); b != 0 {
+		t.Errorf("Busy = %d once the turn answered", b)
+	}
 	after := app.Tables()
 	if after["pool.keys"] != before["pool.keys"]+1 || after["pool.sessions"] < 1 {
 		t.Errorf("tables before %v, after a conversation %v: want one more pool key and a live session", before, after)
