@@ -28,13 +28,15 @@ type fired struct {
 	his             int                    // the face greeter's "Hi!"
 	stories, dances int                    // from the dashboard
 	idlePhotos      int                    // kept by the idle photographer
+	kidPhotos       int                    // photos described with the kid-mode prompt
 	security        map[string][]time.Time // captures per robot
 }
 
 // checkFired returns a problem for each behaviour that did not fire on
 // date although the script gave it its conditions: everyone seen between
 // faceGreetFrom and faceGreetTo is greeted (the day's first sighting is
-// hours after the last greeting of the day before); a face seen in those
+// hours after the last greeting of the day before); a photo is described
+// for a child while kid mode is on for an hour or more; a face seen in those
 // hours, outside the appearances windows (the room view greets then),
 // gets the face greeter's "Hi!"; every story and dance asked for is
 // told and reflected on; an idle robot photographs; a security watch of
@@ -63,7 +65,7 @@ func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc 
 			wantHi = wantHi || inHours && !appearances
 		case KindStory:
 			stories++
-		case KindDance:
+		case KindDance, KindDanceEnd:
 			dances++
 		}
 	}
@@ -102,6 +104,15 @@ func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc 
 				}
 			}
 		}
+	}
+	var kidOn time.Duration
+	for _, sp := range kidSpans(steps, dayEnd) {
+		if from, to := later(sp.From, dayStart), earlier(sp.To, dayEnd); to.After(from) {
+			kidOn += to.Sub(from)
+		}
+	}
+	if kidOn >= time.Hour && got.kidPhotos == 0 {
+		out = append(out, fmt.Sprintf("kid mode was on for %v on %s but no photo was described with the kid-mode prompt", kidOn, date))
 	}
 	if idle && got.idlePhotos == 0 {
 		out = append(out, fmt.Sprintf("robots stood idle for an hour or more on %s but no idle photo was kept", date))

@@ -119,6 +119,8 @@ func TestCheckFired(t *testing.T) {
 		{At: at(9, 30), Kind: KindState, Device: dev, Text: StateIdle},
 		{At: at(17, 0), Kind: KindStory, Device: dev},
 		{At: at(18, 0), Kind: KindDance, Device: dev},
+		{At: at(18, 30), Kind: KindKidMode, Text: "on"},
+		{At: at(20, 0), Kind: KindKidMode, Text: "off"},
 	}
 	tl := timeline(steps, day, day.AddDate(0, 0, 1))
 	captures := func(n int) map[string][]time.Time {
@@ -128,7 +130,7 @@ func TestCheckFired(t *testing.T) {
 		}
 		return map[string][]time.Time{dev: c}
 	}
-	good := fired{greeted: map[string]bool{"mia": true}, his: 1, stories: 1, dances: 1, idlePhotos: 3, security: captures(30)}
+	good := fired{greeted: map[string]bool{"mia": true}, his: 1, stories: 1, dances: 1, idlePhotos: 3, kidPhotos: 2, security: captures(30)}
 	want(t, "all fired", checkFired("2026-03-29", steps, tl, good, loc), 0, "")
 
 	bad := good
@@ -143,6 +145,9 @@ func TestCheckFired(t *testing.T) {
 	bad = good
 	bad.idlePhotos = 0
 	want(t, "no idle photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "no idle photo")
+	bad = good
+	bad.kidPhotos = 0
+	want(t, "no kid photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "kid mode was on for 1h30m0s on 2026-03-29")
 	bad = good
 	bad.security = captures(29)
 	want(t, "a slow watch", checkFired("2026-03-29", steps, tl, bad, loc), 1, "made 29 security captures, fewer than one a minute (30)")

@@ -174,6 +174,7 @@ func simulate(ctx context.Context, o options, stderr io.Writer) (report.Table, [
 	if err != nil {
 		return report.Table{}, nil, nil, err
 	}
+	w.kidSpans = kidSpans(steps, end)
 	defer w.close()
 	bridgeLog, err := os.Create(filepath.Join(dir, "bridge.log")) // #nosec G304 -- in the sim's own temporary directory
 	if err != nil {

@@ -35,7 +35,7 @@ const (
 var limits = report.Limits{Goroutines: 20, FDs: 8, HeapBytes: 8 << 20, TableSlack: 4}
 
 // columns are the report's per-day counts.
-var columns = []string{"greetings", "name acks", "face his", "room views", "idle photos", "security", "dreams", "dances",
+var columns = []string{"greetings", "name acks", "face his", "room views", "idle photos", "kid photos", "security", "dreams", "dances",
 	"stories", "turns", "failed turns", "memory writes", "agent restarts", "convo KiB",
 	"goroutines", "fds", "heap KiB"}
 
@@ -247,7 +247,7 @@ func (s *sim) checkDay(date string) report.Row {
 	w := s.w
 	logs := filepath.Join(w.dir, "logs")
 	w.mu.Lock()
-	nameAcks, acks, views := w.nameAcks[date], w.ackDays[date], w.roomViews[date]
+	nameAcks, acks, views, kidPhotos := w.nameAcks[date], w.ackDays[date], w.roomViews[date], w.kidPhotos[date]
 	caused := append([]Span(nil), w.caused...)
 	w.mu.Unlock()
 	read := func(kind string) []record {
@@ -305,7 +305,7 @@ func (s *sim) checkDay(date string) report.Row {
 	}
 	s.dreams += len(dr)
 	dances := read("dances")
-	got.his, got.stories, got.dances, got.idlePhotos = len(his), int(stories), len(dances), len(idle)
+	got.his, got.stories, got.dances, got.idlePhotos, got.kidPhotos = len(his), int(stories), len(dances), len(idle), kidPhotos
 	s.problems = append(s.problems, checkFired(date, s.steps, s.tl, got, w.loc)...)
 	s.problems = append(s.problems, checkHours("face greeting", his, faceGreetFrom, faceGreetTo, w.loc)...)
 	s.problems = append(s.problems, checkInState("dream", dreams, s.tl, StateSleep, stateGrace)...)
@@ -317,7 +317,7 @@ func (s *sim) checkDay(date string) report.Row {
 			restarts++
 		}
 	}
-	row := report.Row{Date: date, Values: []int64{greets, int64(nameAcks), int64(len(his)), int64(views), int64(len(idle)), int64(len(sec)),
+	row := report.Row{Date: date, Values: []int64{greets, int64(nameAcks), int64(len(his)), int64(views), int64(len(idle)), int64(kidPhotos), int64(len(sec)),
 		int64(len(dr)), int64(len(dances)), stories, turns, int64(len(failed)), int64(acks), restarts, (s.convoBytes[date] + 1023) / 1024}}
 	g, f, h := s.dayMaxima(date)
 	row.Values = append(row.Values, g, f, h/1024)

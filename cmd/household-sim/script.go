@@ -30,7 +30,9 @@ const (
 	KindTurn           Kind = "turn"            // POST /api/message
 	KindStream         Kind = "stream"          // POST /api/message/stream
 	KindStory          Kind = "story"           // POST /ui/api/story
-	KindDance          Kind = "dance"           // POST /ui/api/dance, then dance_started/dance_ended of dance Text
+	KindDance          Kind = "dance"           // POST /ui/api/dance, then dance_started/dance_ended
+	KindDanceStart     Kind = "dance_start"     // the robot's own dance_started on Device (Text the dance)
+	KindDanceEnd       Kind = "dance_end"       // the robot's own dance_ended on Device of dance Text
 	KindKidMode        Kind = "kid_mode"        // POST /admin/kid-mode: Text "on" or "off"
 	KindRememberPerson Kind = "remember_person" // POST /api/voice/remember_person for Person
 	KindApprove        Kind = "approve"         // the dashboard approves Person's held facts
@@ -48,6 +50,7 @@ const (
 	StateSleep    = "sleep"
 	StateSecurity = "security"
 	StateStory    = "story_time" // a dashboard story's, on the robot xiaozhi sends it to
+	StateTalk     = "talk"       // a conversation
 )
 
 // Step is one timed action of the script.
@@ -142,6 +145,16 @@ func script(r Roster, start time.Time, days int, seed uint64) []Step {
 			add(Step{At: at(day, 16, 2), Kind: KindRoster, Text: "appearances"})
 			add(Step{At: at(day, 16, 5), Kind: KindRoomView, Device: bedroom})
 			add(Step{At: at(day, 16, 6), Kind: KindRoomView, Device: bedroom, Text: "gated"})
+			// Past the cooldown, a dance and then a conversation gate it
+			// too; once both are over the model is asked again.
+			danceAt := at(day, 16, 8)
+			add(Step{At: danceAt, Kind: KindDanceStart, Device: bedroom, Text: "the bedroom boogie"})
+			add(Step{At: danceAt.Add(30 * time.Second), Kind: KindRoomView, Device: bedroom, Text: "gated"})
+			add(Step{At: danceAt.Add(40 * time.Second), Kind: KindDanceEnd, Device: bedroom, Text: "the bedroom boogie"})
+			add(Step{At: danceAt.Add(50 * time.Second), Kind: KindState, Device: bedroom, Text: StateTalk})
+			add(Step{At: danceAt.Add(70 * time.Second), Kind: KindRoomView, Device: bedroom, Text: "gated"}) // past the talk's 5 s kickoff
+			add(Step{At: danceAt.Add(80 * time.Second), Kind: KindState, Device: bedroom, Text: StateIdle})
+			add(Step{At: danceAt.Add(90 * time.Second), Kind: KindRoomView, Device: bedroom})
 			add(Step{At: at(day, 16, 10), Kind: KindRoster, Text: "plain"})
 			add(Step{At: at(day, 16, 30), Kind: KindStream, Device: bedroom, Person: kid.ID, Text: "Tell me about dinosaurs"})
 			kidFact, dance := fmt.Sprintf("%s drew a dinosaur on day %d", kid.Name, i+1), "the robot shuffle"
@@ -241,4 +254,38 @@ func stateAt(spans []Span, t time.Time) string {
 		}
 	}
 	return ""
+}
+
+// kidToggleMargin is how near a kid-mode switch the prompt may be
+// either: the switch is a request the photo may overtake.
+const kidToggleMargin = time.Minute
+
+// kidSpans are the times the script has kid mode on.
+func kidSpans(steps []Step, end time.Time) []Span {
+	var out []Span
+	for _, s := range steps {
+		switch {
+		case s.Kind != KindKidMode:
+		case s.Text == "on" && (len(out) == 0 || !out[len(out)-1].To.Equal(end)):
+			out = append(out, Span{From: s.At, To: end, State: "kid"})
+		case s.Text == "off" && len(out) > 0 && out[len(out)-1].To.Equal(end):
+			out[len(out)-1].To = s.At
+		}
+	}
+	return out
+}
+
+// kidModeAt is whether kid mode is on at t by spans, and whether that is
+// sure: t is not within margin of a switch.
+func kidModeAt(spans []Span, t time.Time, margin time.Duration) (on, sure bool) {
+	sure = true
+	for _, sp := range spans {
+		if t.Sub(sp.From).Abs() < margin || t.Sub(sp.To).Abs() < margin {
+			sure = false
+		}
+		if !t.Before(sp.From) && t.Before(sp.To) {
+			on = true
+		}
+	}
+	return on, sure
 }

@@ -141,3 +141,36 @@ func TestTimelineAndStateAt(t *testing.T) {
 		t.Errorf("state after the end = %q", got)
 	}
 }
+
+func TestKidSpans(t *testing.T) {
+	loc := london(t)
+	day := time.Date(2026, 3, 29, 0, 0, 0, 0, loc)
+	at := func(h int) time.Time { return time.Date(2026, 3, 29, h, 0, 0, 0, loc) }
+	end := day.AddDate(0, 0, 1)
+	spans := kidSpans([]Step{
+		{At: at(9), Kind: KindKidMode, Text: "on"},
+		{At: at(10), Kind: KindKidMode, Text: "on"}, // already on
+		{At: at(12), Kind: KindKidMode, Text: "off"},
+		{At: at(13), Kind: KindKidMode, Text: "off"}, // already off
+		{At: at(20), Kind: KindKidMode, Text: "on"},  // on to the end
+	}, end)
+	if len(spans) != 2 || !spans[0].From.Equal(at(9)) || !spans[0].To.Equal(at(12)) || !spans[1].From.Equal(at(20)) || !spans[1].To.Equal(end) {
+		t.Fatalf("kidSpans = %v", spans)
+	}
+	for _, c := range []struct {
+		t        time.Time
+		on, sure bool
+		whyWrong string
+	}{
+		{at(8), false, true, "before"},
+		{at(11), true, true, "inside"},
+		{at(12).Add(30 * time.Second), false, false, "just after the switch off"},
+		{at(9).Add(-30 * time.Second), false, false, "just before the switch on"},
+		{at(15), false, true, "between"},
+		{at(23), true, true, "the last span"},
+	} {
+		if on, sure := kidModeAt(spans, c.t, kidToggleMargin); on != c.on || sure != c.sure {
+			t.Errorf("%s: kidModeAt = %v, %v; want %v, %v", c.whyWrong, on, sure, c.on, c.sure)
+		}
+	}
+}

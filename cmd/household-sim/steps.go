@@ -75,6 +75,10 @@ func (w *world) do(s Step) {
 					map[string]any{"device_id": s.Device, "name": name, "data": map[string]any{"dance": s.Text}})
 			}
 		}
+	case KindDanceStart, KindDanceEnd:
+		name := map[Kind]string{KindDanceStart: "dance_started", KindDanceEnd: "dance_ended"}[s.Kind]
+		w.expect(what, http.StatusNoContent, http.MethodPost, "/api/perception/event",
+			map[string]any{"device_id": s.Device, "name": name, "data": map[string]any{"dance": s.Text}})
 	case KindRemember:
 		if _, ok := w.expect(what, http.StatusNoContent, http.MethodPost, "/api/voice/remember", map[string]any{"fact": s.Text}); ok {
 			w.ack(Write{Content: s.Text})

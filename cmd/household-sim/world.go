@@ -80,6 +80,8 @@ type world struct {
 	nameAcks  map[string]int // name acknowledgements per local date
 	ackDays   map[string]int // acknowledged memory writes per local date
 	roomViews map[string]int // room views the model answered per local date
+	kidPhotos map[string]int // photos described with the kid-mode prompt per local date
+	kidSpans  []Span         // when the script has kid mode on (set before the bridge starts)
 	problems  []string       // what a step itself found wrong
 }
 
@@ -118,7 +120,7 @@ func (w *world) env(self string) map[string]string {
 // fakes. Close ends the fakes.
 func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger) (*world, error) {
 	w := &world{dir: dir, loc: loc, clock: simclock.New(start), log: log, stopped: make(chan error, 1),
-		promptLog: filepath.Join(dir, "agent-prompts.ndjson"), nameAcks: map[string]int{}, ackDays: map[string]int{}, roomViews: map[string]int{},
+		promptLog: filepath.Join(dir, "agent-prompts.ndjson"), nameAcks: map[string]int{}, ackDays: map[string]int{}, roomViews: map[string]int{}, kidPhotos: map[string]int{},
 		http: &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	for _, f := range []struct {
 		name string
@@ -140,7 +142,8 @@ func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger)
 		w.xz.Close()
 		return nil, err
 	}
-	w.vlm.Set(llmtest.Reply{Answer: func(llmtest.Prompt) string {
+	w.vlm.Set(llmtest.Reply{Answer: func(p llmtest.Prompt) string {
+		w.described(w.clock.Now(), strings.Contains(p.Text, kidPromptMarker))
 		return roomViews[int(w.views.Add(1)-1)%len(roomViews)]
 	}})
 	w.vlm.SetAudio(llmtest.Reply{Text: "The hum of the fridge and a clock ticking."})
@@ -241,6 +244,26 @@ func (w *world) close() {
 	w.xz.Close()
 	w.vlm.Close()
 	w.http.CloseIdleConnections()
+}
+
+// kidPromptMarker is a phrase of the vision model's kid-mode system
+// prompt (perception/vision's kidSystem) that its adult prompt lacks.
+const kidPromptMarker = "suitable for a young child"
+
+// described checks a photo description's prompt against kid mode as the
+// script set it: the kid prompt while on, the adult one while off (a
+// photo within kidToggleMargin of a switch may be either).
+func (w *world) described(at time.Time, kid bool) {
+	on, sure := kidModeAt(w.kidSpans, at, kidToggleMargin)
+	if kid {
+		w.mu.Lock()
+		w.kidPhotos[at.In(w.loc).Format(time.DateOnly)]++
+		w.mu.Unlock()
+	}
+	if sure && on != kid {
+		w.problem("a photo described at %s with the %s prompt while kid mode was %s", stamp(at.In(w.loc)),
+			map[bool]string{true: "kid-mode", false: "adult"}[kid], map[bool]string{true: "on", false: "off"}[on])
+	}
 }
 
 // problem notes what a step found wrong.
