@@ -292,13 +292,17 @@ type consumers struct {
 
 	watch    *watch // the security watch's loops and ring
 	journals journals
+
+	// idleShot is when the idle photographer last shot each robot (its
+	// loop's own; robots no longer kept are dropped at each pick).
+	idleShot map[string]time.Time
 }
 
 // newConsumers subscribes the enabled consumers at once, so no event
 // published after New is missed.
 func newConsumers(s *Service) *consumers {
 	c := &consumers{s: s, cfg: s.cfg.Consumers, clock: s.clock,
-		sem: make(chan struct{}, maxInFlight), aborts: map[string]clockwork.Timer{}}
+		sem: make(chan struct{}, maxInFlight), aborts: map[string]clockwork.Timer{}, idleShot: map[string]time.Time{}}
 	c.house = NewHousehold(c.cfg.HouseholdPath, s.log.Named("household"))
 	for _, row := range consumerTable {
 		if row.enabled != nil && !row.enabled(c.cfg) {

@@ -42,6 +42,39 @@ func (c *consumers) idleSleep() time.Duration {
 	return c.cfg.IdleSleepMin + time.Duration(rand.Int64N(int64(span)+1)) // #nosec G404 -- timing jitter, not a secret
 }
 
+// idleTarget picks the robot to photograph: of those idle, not
+// listening and seeing no face, the one shot longest ago (never first),
+// a tie going to bridge.py's one robot: the newest photo's, else the
+// latest seen. bridge.py only ever looked at that one, so in a house of
+// several robots one of them took every idle photo, and none was taken
+// while someone stood in front of it.
+func (c *consumers) idleTarget(cam Camera) (string, bool) {
+	preferred, ok := cam.NewestPhotoDevice()
+	if !ok {
+		preferred, _ = c.s.states.Latest()
+	}
+	devices := c.s.states.Devices()
+	kept := make(map[string]bool, len(devices))
+	best, bestAt, found := "", time.Time{}, false
+	for _, d := range devices {
+		kept[d] = true
+		st, ok := c.s.states.Get(d)
+		if d == "" || d == "unknown" || !ok || strings.ToLower(st.State()) != "idle" || isTrue(st.Listening) || isTrue(st.FacePresent) {
+			continue
+		}
+		at := c.idleShot[d]
+		if !found || at.Before(bestAt) || at.Equal(bestAt) && d == preferred {
+			best, bestAt, found = d, at, true
+		}
+	}
+	for d := range c.idleShot {
+		if !kept[d] {
+			delete(c.idleShot, d)
+		}
+	}
+	return best, found
+}
+
 // idleOnce photographs the room of an idle robot and keeps the description
 // when it says something new.
 func (c *consumers) idleOnce(ctx context.Context) {
@@ -50,16 +83,11 @@ func (c *consumers) idleOnce(ctx context.Context) {
 	if cam == nil || c.s.cfg.Robot == nil || !c.s.cfg.Robot.Enabled() {
 		return
 	}
-	device, ok := cam.NewestPhotoDevice()
+	device, ok := c.idleTarget(cam)
 	if !ok {
-		if device, ok = c.s.states.Latest(); !ok {
-			return
-		}
+		return // someone is there, or the robots are busy: the room view and the talk own the camera
 	}
-	st, ok := c.s.states.Get(device)
-	if !ok || strings.ToLower(st.State()) != "idle" || isTrue(st.Listening) || isTrue(st.FacePresent) {
-		return // someone is there, or the robot is busy: the room view and the talk own the camera
-	}
+	c.idleShot[device] = c.clock.Now()
 	mark := cam.Mark()
 	if err := c.call(ctx, IdlePhotographer, "take-photo", func(ctx context.Context, r Robot) error {
 		return r.TakePhoto(ctx, device, IdlePrompt)

@@ -19,6 +19,10 @@ const (
 	// state change or the end of the run out of the count: whether it
 	// fired then depends on which came first.
 	firedMargin = 10 * time.Minute
+	// idleOwed is how long a robot stands idle in a day before an idle
+	// photo of it is owed: the photographer takes the idle robots in
+	// turn, one every 3 to 5 minutes.
+	idleOwed = 2 * time.Hour
 )
 
 // fired is what the bridge did on one local day that the script's
@@ -27,7 +31,7 @@ type fired struct {
 	greeted         map[string]bool        // people the proactive greeter greeted
 	his             int                    // the face greeter's "Hi!"
 	stories, dances int                    // from the dashboard
-	idlePhotos      int                    // kept by the idle photographer
+	idlePhotos      map[string]int         // kept by the idle photographer, per robot
 	kidPhotos       int                    // photos described with the kid-mode prompt
 	security        map[string][]time.Time // captures per robot
 }
@@ -39,7 +43,7 @@ type fired struct {
 // for a child while kid mode is on for an hour or more; a face seen in those
 // hours, outside the appearances windows (the room view greets then),
 // gets the face greeter's "Hi!"; every story and dance asked for is
-// told and reflected on; an idle robot photographs; a security watch of
+// told and reflected on; a robot idle for two hours or more is photographed; a security watch of
 // ten minutes or more captures at least once a minute.
 func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc *time.Location) []string {
 	var out []string
@@ -83,14 +87,14 @@ func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc 
 	}
 	dayStart, _ := time.ParseInLocation(time.DateOnly, date, loc)
 	dayEnd := time.Date(dayStart.Year(), dayStart.Month(), dayStart.Day()+1, 0, 0, 0, 0, loc)
-	idle := false
 	for _, dev := range slices.Sorted(maps.Keys(tl)) {
+		var idle time.Duration
 		for _, sp := range tl[dev] {
 			from, to := later(sp.From, dayStart), earlier(sp.To, dayEnd)
 			switch {
 			case !to.After(from):
-			case sp.State == StateIdle && to.Sub(from) >= time.Hour:
-				idle = true
+			case sp.State == StateIdle:
+				idle += to.Sub(from)
 			case sp.State == StateSecurity && to.Sub(from) >= firedMargin:
 				n := 0
 				for _, c := range got.security[dev] {
@@ -104,6 +108,9 @@ func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc 
 				}
 			}
 		}
+		if idle >= idleOwed && got.idlePhotos[dev] == 0 {
+			out = append(out, fmt.Sprintf("%s stood idle for %v on %s but no idle photo of it was kept", dev, idle, date))
+		}
 	}
 	var kidOn time.Duration
 	for _, sp := range kidSpans(steps, dayEnd) {
@@ -113,9 +120,6 @@ func checkFired(date string, steps []Step, tl map[string][]Span, got fired, loc 
 	}
 	if kidOn >= time.Hour && got.kidPhotos == 0 {
 		out = append(out, fmt.Sprintf("kid mode was on for %v on %s but no photo was described with the kid-mode prompt", kidOn, date))
-	}
-	if idle && got.idlePhotos == 0 {
-		out = append(out, fmt.Sprintf("robots stood idle for an hour or more on %s but no idle photo was kept", date))
 	}
 	return out
 }

@@ -130,7 +130,11 @@ func TestCheckFired(t *testing.T) {
 		}
 		return map[string][]time.Time{dev: c}
 	}
-	good := fired{greeted: map[string]bool{"mia": true}, his: 1, stories: 1, dances: 1, idlePhotos: 3, kidPhotos: 2, security: captures(30)}
+	every := map[string]int{}
+	for _, r := range robots {
+		every[r.Device] = 3
+	}
+	good := fired{greeted: map[string]bool{"mia": true}, his: 1, stories: 1, dances: 1, idlePhotos: every, kidPhotos: 2, security: captures(30)}
 	want(t, "all fired", checkFired("2026-03-29", steps, tl, good, loc), 0, "")
 
 	bad := good
@@ -143,8 +147,9 @@ func TestCheckFired(t *testing.T) {
 	bad.dances = 0
 	want(t, "no dance", checkFired("2026-03-29", steps, tl, bad, loc), 1, "1 stories and 1 dances")
 	bad = good
-	bad.idlePhotos = 0
-	want(t, "no idle photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "no idle photo")
+	bad.idlePhotos = map[string]int{robots[0].Device: 5, robots[1].Device: 5, robots[2].Device: 5} // the others'
+
+	want(t, "no idle photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "dotty-hall stood idle for 22h30m0s on 2026-03-29 but no idle photo of it was kept")
 	bad = good
 	bad.kidPhotos = 0
 	want(t, "no kid photo", checkFired("2026-03-29", steps, tl, bad, loc), 1, "kid mode was on for 1h30m0s on 2026-03-29")

@@ -305,7 +305,11 @@ func (s *sim) checkDay(date string) report.Row {
 	}
 	s.dreams += len(dr)
 	dances := read("dances")
-	got.his, got.stories, got.dances, got.idlePhotos, got.kidPhotos = len(his), int(stories), len(dances), len(idle), kidPhotos
+	got.his, got.stories, got.dances, got.kidPhotos = len(his), int(stories), len(dances), kidPhotos
+	got.idlePhotos = map[string]int{}
+	for _, r := range idle {
+		got.idlePhotos[r.Device]++
+	}
 	s.problems = append(s.problems, checkFired(date, s.steps, s.tl, got, w.loc)...)
 	s.problems = append(s.problems, checkHours("face greeting", his, faceGreetFrom, faceGreetTo, w.loc)...)
 	s.problems = append(s.problems, checkInState("dream", dreams, s.tl, StateSleep, stateGrace)...)

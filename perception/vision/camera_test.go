@@ -422,6 +422,53 @@ func TestIdlePhotographer(t *testing.T) {
 	}
 }
 
+// TestIdlePhotographerTakesTurns: in a house of several robots the
+// photographer takes the idle ones in turn (bridge.py shot only the one
+// with the newest photo), and a face in front of one robot leaves the
+// others to it instead of stopping every idle photo.
+func TestIdlePhotographerTakesTurns(t *testing.T) {
+	c := idleCamEnv(t)
+	c.event("d2", "chat_status", map[string]any{"listening": false})
+	c.event("d3", "chat_status", map[string]any{"listening": false})
+	shot := func(n int) string {
+		t.Helper()
+		c.model.Answer(fmt.Sprintf("View number %d: a different corner of a different room.", n))
+		c.waiters(t, 0)
+		c.clock.Advance(180 * time.Second)
+		testkit.WaitFor(t, 5*time.Second, "the photo asked for", func() bool { return len(c.xz.CallsTo("/xiaozhi/admin/take-photo")) == n })
+		c.described(t, uint64(n))
+		c.clock.Advance(20 * time.Second)
+		testkit.WaitFor(t, 5*time.Second, "the photo judged", func() bool {
+			return strings.Count(c.logs.String(), "idle photo not notable")+strings.Count(c.logs.String(), "idle photo kept") == n
+		})
+		calls := c.xz.CallsTo("/xiaozhi/admin/take-photo")
+		device, _ := calls[len(calls)-1].Body["device_id"].(string)
+		return device
+	}
+	seen := map[string]bool{}
+	for n := 1; n <= 3; n++ {
+		seen[shot(n)] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("three shots went to %v, want each of d1, d2 and d3 once", seen)
+	}
+	// A face in front of two robots: the third is photographed, again.
+	c.event("d1", "face_detected", nil)
+	c.event("d2", "face_detected", nil)
+	for n := 4; n <= 5; n++ {
+		if d := shot(n); d != "d3" {
+			t.Errorf("shot %d went to %s while d1 and d2 saw faces, want d3", n, d)
+		}
+	}
+	c.event("d3", "face_detected", nil)
+	c.waiters(t, 0)
+	c.clock.Advance(180 * time.Second)
+	c.waiters(t, 0) // re-armed without a photo: every robot sees someone
+	if n := len(c.xz.CallsTo("/xiaozhi/admin/take-photo")); n != 5 {
+		t.Errorf("%d photos asked for with a face in front of every robot, want 5", n)
+	}
+}
+
 func TestNotable(t *testing.T) {
 	for _, tt := range []struct {
 		desc, last string
