@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ type sim struct {
 	linesFrom  int // the next fake model prompt line to read
 	verbose    bool
 
-	goroutines int       // at the last look
+	created    uint64    // goroutines created, at the last look
 	quietSince time.Time // real time the goroutine count last changed
 	busySince  time.Time // real time something was last in flight
 
@@ -63,12 +64,14 @@ type sim struct {
 	convoBytes map[string]int64 // the conversation log's size per day
 }
 
-// After any of the sim's requests or the fakes' work, and before a jump
-// longer than bigJump, the clock waits for quietFor of real time with
-// nothing in flight and the goroutine count unchanged: what that work
-// set off inside the bridge (an event in a consumer's queue, a dream's
-// narrative call) has not reached anything Settled sees yet, and the
-// clock would run on without it.
+// The world is settled when nothing is in flight (the counts of
+// world.settled), no goroutine of the process is runnable and only the
+// driver runs, and no goroutine was created since the last look: work
+// the bridge set off on a goroutine of its own (a dream spawned by its
+// timer, an idle photo's loop woken) is still on its way to anything the
+// counts see. After any request or fake's work, and before a jump longer
+// than bigJump, the counts must also have stayed quiet for quietFor of
+// real time.
 const (
 	bigJump  = 10 * time.Second
 	quietFor = 2 * time.Millisecond
@@ -76,13 +79,16 @@ const (
 
 // settled is Drive's settle test.
 func (s *sim) settled() bool {
-	g := runtime.NumGoroutine()
 	if !s.w.settled() {
 		s.busySince = time.Now()
 		return false
 	}
-	if g != s.goroutines || s.quietSince.IsZero() {
-		s.goroutines, s.quietSince = g, time.Now()
+	runnable, running, created := sched()
+	if runnable > 0 || running > 1 {
+		return false // a goroutine on its way: look again
+	}
+	if created != s.created || s.quietSince.IsZero() {
+		s.created, s.quietSince = created, time.Now()
 		return false
 	}
 	if time.Since(s.busySince) < quietFor {
@@ -97,6 +103,27 @@ func (s *sim) settled() bool {
 		return time.Since(s.quietSince) >= quietFor
 	}
 	return true
+}
+
+// schedSamples are the scheduler's counts settled reads.
+var schedSamples = []metrics.Sample{
+	{Name: "/sched/goroutines/runnable:goroutines"},
+	{Name: "/sched/goroutines/running:goroutines"},
+	{Name: "/sched/goroutines-created:goroutines"},
+}
+
+// sched reads the goroutines ready to run, running (the caller among
+// them) and created since the process started. The sim's driver is the
+// only reader.
+func sched() (runnable, running, created uint64) {
+	metrics.Read(schedSamples)
+	v := func(i int) uint64 {
+		if schedSamples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return schedSamples[i].Value.Uint64()
+	}
+	return v(0), v(1), v(2)
 }
 
 // nextAt is the time of the sim's next event: a step or a sample.
