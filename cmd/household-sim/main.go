@@ -170,11 +170,10 @@ func simulate(ctx context.Context, o options, stderr io.Writer) (report.Table, [
 		logLevel = hclog.Debug
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "household-sim", Output: stderr, Level: logLevel})
-	w, err := newWorld(dir, o.loc, o.start, log)
+	w, err := newWorld(dir, o.loc, o.start, kidSpans(steps, end), log)
 	if err != nil {
 		return report.Table{}, nil, nil, err
 	}
-	w.kidSpans = kidSpans(steps, end)
 	defer w.close()
 	bridgeLog, err := os.Create(filepath.Join(dir, "bridge.log")) // #nosec G304 -- in the sim's own temporary directory
 	if err != nil {

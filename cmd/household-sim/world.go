@@ -81,7 +81,7 @@ type world struct {
 	ackDays   map[string]int // acknowledged memory writes per local date
 	roomViews map[string]int // room views the model answered per local date
 	kidPhotos map[string]int // photos described with the kid-mode prompt per local date
-	kidSpans  []Span         // when the script has kid mode on (set before the bridge starts)
+	kidSpans  []Span         // when the script has kid mode on (read-only)
 	problems  []string       // what a step itself found wrong
 }
 
@@ -116,10 +116,11 @@ func (w *world) env(self string) map[string]string {
 	}
 }
 
-// newWorld makes the house in dir: the roster, the agent's config, the
+// newWorld makes the house in dir (kid: when the script has kid mode on,
+// for the vision prompt's check): the roster, the agent's config, the
 // fakes. Close ends the fakes.
-func newWorld(dir string, loc *time.Location, start time.Time, log hclog.Logger) (*world, error) {
-	w := &world{dir: dir, loc: loc, clock: simclock.New(start), log: log, stopped: make(chan error, 1),
+func newWorld(dir string, loc *time.Location, start time.Time, kid []Span, log hclog.Logger) (*world, error) {
+	w := &world{dir: dir, loc: loc, clock: simclock.New(start), log: log, stopped: make(chan error, 1), kidSpans: kid,
 		promptLog: filepath.Join(dir, "agent-prompts.ndjson"), nameAcks: map[string]int{}, ackDays: map[string]int{}, roomViews: map[string]int{}, kidPhotos: map[string]int{},
 		http: &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	for _, f := range []struct {
