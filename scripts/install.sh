@@ -315,7 +315,7 @@ load_release() {
   new_version="$(release_value version)"
   local arch
   arch="$(release_value arch)"
-  if ! host_arches | grep -qx "$arch"; then
+  if ! grep -qx "$arch" <<<"$(host_arches)"; then
     if $force; then
       warn "the release is for $arch, this host runs $(host_arches | paste -sd, -); installing anyway (--force)"
     else
@@ -545,7 +545,7 @@ snapshot() {
     # "installed" checksum; rollback leaves a path alone when it has
     # changed since.
     echo "format 2"
-    echo "from $(if [ -x "$R/$bin_path" ]; then "$R/$bin_path" version 2>/dev/null | head -n 1 || echo unknown; elif [ -f "$R/$unit_path" ]; then echo "bridge.py or another $unit_name"; else echo nothing; fi)"
+    echo "from $(if [ -x "$R/$bin_path" ]; then v="$("$R/$bin_path" version 2>/dev/null)" && head -n 1 <<<"$v" || echo unknown; elif [ -f "$R/$unit_path" ]; then echo "bridge.py or another $unit_name"; else echo nothing; fi)"
     echo "to zeroclaw-bridge $new_version"
     service_state
     for p in "$@"; do

@@ -48,7 +48,7 @@ done
 [ ${#platforms[@]} -gt 0 ] || platforms=(linux/amd64 linux/arm64 linux/arm/v7)
 
 command -v go >/dev/null || die "go not found on PATH"
-tar --version 2>/dev/null | grep -q 'GNU tar' || die "GNU tar is needed (--sort, --mtime, --owner)"
+grep -q 'GNU tar' <<<"$(tar --version 2>/dev/null)" || die "GNU tar is needed (--sort, --mtime, --owner)"
 
 eval "$(scripts/stamp.sh)"
 export VERSION COMMIT DATE SOURCE_DATE_EPOCH

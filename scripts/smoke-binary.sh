@@ -39,10 +39,10 @@ http() {
 
 start=$SECONDS
 out="$("${runner[@]}" "$bin" version)" || fail "version failed"
-first="$(printf '%s\n' "$out" | head -n 1)"
+first="$(head -n 1 <<<"$out")"
 case "$first" in "zeroclaw-bridge "*) ;; *) fail "version's first line is '$first'" ;; esac
-printf '%s\n' "$out" | grep -qx "platform: $platform" || fail "version does not say platform: $platform:$(printf '\n%s' "$out")"
-printf '%s\n' "$out" | grep -Eq '^commit: +[0-9a-f]{40}' || fail "version has no commit stamp:$(printf '\n%s' "$out")"
+grep -qx "platform: $platform" <<<"$out" || fail "version does not say platform: $platform:$(printf '\n%s' "$out")"
+grep -Eq '^commit: +[0-9a-f]{40}' <<<"$out" || fail "version has no commit stamp:$(printf '\n%s' "$out")"
 echo "smoke: $platform: $first"
 
 env_args=(
@@ -81,12 +81,12 @@ for attempt in 1 2 3; do
   echo "smoke: $platform: port $port was taken; attempt $attempt failed"
 done
 $up || fail "could not start on a free port"
-printf '%s\n' "$health" | head -n 1 | grep -q ' 200 ' || fail "/health: $(head -n 1 <<<"$health")"
+[[ "$(head -n 1 <<<"$health")" == *' 200 '* ]] || fail "/health: $(head -n 1 <<<"$health")"
 [[ "$health" == *'"status":"ok"'* && "$health" == *'"acp_running":true'* ]] || fail "/health: $health"
 echo "smoke: $platform: /health ok on 127.0.0.1:$port after $((SECONDS - start)) s"
 
 reply="$(http POST /api/message '{"content":"hello from the smoke test","channel":"ci","session_id":"smoke"}')"
-head -n 1 <<<"$reply" | grep -q ' 200 ' || fail "/api/message: $reply"
+[[ "$(head -n 1 <<<"$reply")" == *' 200 '* ]] || fail "/api/message: $reply"
 [[ "$reply" == *'You said: \"hello from the smoke test\"'* ]] || fail "/api/message did not quote the prompt: $reply"
 echo "smoke: $platform: /api/message answered: $(tail -n 1 <<<"$reply" | cut -c1-120)"
 

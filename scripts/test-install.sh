@@ -131,7 +131,7 @@ verify_unit() {
   fi
 }
 
-bin_version() { "$1/usr/local/bin/zeroclaw-bridge" version | head -n 1; }
+bin_version() { local v; v="$("$1/usr/local/bin/zeroclaw-bridge" version)" && head -n 1 <<<"$v"; }
 
 # ── exit codes ──────────────────────────────────────────────────────────────
 r="$(newroot codes)"
