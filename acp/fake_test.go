@@ -86,22 +86,3 @@ func dialFakeAgent(t testing.TB, a *fakeAgent, impl acpsdk.Agent, cfg dialCfg) *
 	onDone(c.Done())
 	return c
 }
-
-// runPool starts p.Run and stops it at cleanup.
-func runPool(t testing.TB, p *Pool) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = p.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("pool.Run did not return")
-		}
-	})
-}

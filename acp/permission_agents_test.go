@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acpclient"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // toolsAgent is a fake agent whose prompts "<i>" play turns[i]: the tools
@@ -30,7 +32,7 @@ func decisions(t *testing.T, policy *agentconn.Policy, turns ...acptest.Reply) [
 	t.Helper()
 	a := toolsAgent(turns...)
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{Permissions: policy}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	for i := range turns {
 		turnText(t, p, "k", fmt.Sprint(i), nil)
 	}

@@ -36,13 +36,24 @@ func turnText(t *testing.T, p *Pool, key, prompt string, idxs *[]int) TurnResult
 	return res
 }
 
+// goTurn starts a turn of key with prompt and returns the channel its
+// error comes on.
+func goTurn(ctx context.Context, p *Pool, key, prompt string) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Turn(ctx, TurnRequest{Key: key, Prompt: func(int) string { return prompt }})
+		errc <- err
+	}()
+	return errc
+}
+
 func TestPoolTurnStreamsChunksInOrder(t *testing.T) {
 	a := newFakeAgent()
 	c := dialFake(t, a, dialCfg{})
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	p := NewPool(PoolConfig{Logger: testLogger(t), Metrics: m}, c)
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 
 	var chunks []string
 	var idxs []int
@@ -84,7 +95,7 @@ func TestPoolKeysSelectSessions(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			a := newFakeAgent()
 			p := NewPool(PoolConfig{Logger: testLogger(t), KeyMode: mode}, dialFake(t, a, dialCfg{}))
-			runPool(t, p)
+			testkit.Run(t, p, 10*time.Second)
 			r1 := turnText(t, p, "a", "one", nil)
 			r2 := turnText(t, p, "b", "two", nil)
 			r3 := turnText(t, p, "", "three", nil)
@@ -116,7 +127,7 @@ func TestPoolSerialisesOneKeyAndOverlapsKeys(t *testing.T) {
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
@@ -200,7 +211,7 @@ func TestPoolRotation(t *testing.T) {
 func TestPoolRetriesLostSessionOnce(t *testing.T) {
 	a := newFakeAgent()
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	first := turnText(t, p, "k", "warm up", nil)
 	a.LoseNextSession()
 	var idxs []int
@@ -240,7 +251,7 @@ func TestPoolAgentErrorStartsFreshSession(t *testing.T) {
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	_, err := p.Turn(context.Background(), TurnRequest{Key: "k", Prompt: func(int) string { return "x" }})
 	var re *agentconn.RPCError
 	if !errors.As(err, &re) || re.Code != -32603 {
@@ -297,7 +308,7 @@ func TestPoolCancelKeepsSession(t *testing.T) {
 		return res, err
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: testkit.NewClock()}, dialFake(t, a, dialCfg{CancelGrace: 2 * time.Second}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	warm := turnText(t, p, "k", "quick warm-up", nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -371,7 +382,7 @@ func TestPoolCancelDuringToolKeepsSession(t *testing.T) {
 	}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{CancelGrace: 50 * time.Millisecond}))
 	t.Cleanup(func() { close(tools[2]) }) // before the connection's cleanup
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	warm := turnText(t, p, "k", "hello", nil)
 
 	bargeIn := func() { t.Helper(); bargeInAfterChunk(t, p, "k", "look it up") }
@@ -390,11 +401,7 @@ func TestPoolCancelDuringToolKeepsSession(t *testing.T) {
 	// of the agent: the session is kept for the turn after.
 	bargeIn()
 	hangUp, cancelHangUp := context.WithCancel(context.Background())
-	hungUp := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(hangUp, TurnRequest{Key: "k", Prompt: func(int) string { return "never sent" }})
-		hungUp <- err
-	}()
+	hungUp := goTurn(hangUp, p, "k", "never sent")
 	testkit.WaitFor(t, 10*time.Second, "a turn waiting for the key", func() bool { return p.keyWaiters("k") == 1 })
 	cancelHangUp()
 	if err := <-hungUp; !errors.Is(err, context.Canceled) {
@@ -444,7 +451,7 @@ func TestPoolUnansweredCancelRetiredAfterIdle(t *testing.T) {
 	clk := testkit.NewClock()
 	p := NewPool(PoolConfig{Logger: testLogger(t), Clock: clk}, dialFake(t, a, dialCfg{CancelGrace: 200 * time.Millisecond}))
 	t.Cleanup(func() { close(release) }) // before the connection's cleanup
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	warm := turnText(t, p, "k", "hello", nil)
 	bargeInAfterChunk(t, p, "k", "never ends")
 	idle := 300 * time.Second // the default SessionIdle
@@ -548,7 +555,7 @@ func TestPermissionOptionsChosenByKind(t *testing.T) {
 			a := permAgent(outcomes, tt.options, tt.toolCall)
 			c := dialFake(t, a, dialCfg{Permissions: &agentconn.Policy{KidMode: func() bool { return kid }}})
 			p := NewPool(PoolConfig{Logger: testLogger(t)}, c)
-			runPool(t, p)
+			testkit.Run(t, p, 10*time.Second)
 			turnText(t, p, "k", tt.tool, nil)
 			var o acpsdk.RequestPermissionOutcome
 			select {
@@ -572,13 +579,9 @@ func TestCancelAnswersPendingPermission(t *testing.T) {
 	a := permAgent(outcomes, zeroclawOptions, acpsdk.ToolCallUpdate{ToolCallId: "approval-1", Title: acpsdk.Ptr("Approve shell?")})
 	perm := &blockingPerm{asked: make(chan agentconn.PermissionRequest, 1)}
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{Permissions: perm}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "shell" }})
-		errc <- err
-	}()
+	errc := goTurn(ctx, p, "k", "shell")
 	select {
 	case req := <-perm.asked:
 		if req.Tool != "shell" {
@@ -609,7 +612,7 @@ func TestCancelAnswersPendingPermission(t *testing.T) {
 func TestPoolSessionLimit(t *testing.T) {
 	a := slowAgent(false)
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	r1 := turnText(t, p, "a", "quick a", nil)
 	turnText(t, p, "b", "quick b", nil)
 	turnText(t, p, "c", "quick c", nil) // evicts a, the least recently used
@@ -633,23 +636,14 @@ func TestPoolSessionLimit(t *testing.T) {
 		}()
 	}
 	testkit.WaitFor(t, 5*time.Second, "two busy sessions", func() bool { return int32(a.MaxConcurrent()) >= 2 })
-	got := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(context.Background(), TurnRequest{Key: "d", Prompt: func(int) string { return "quick d" }})
-		got <- err
-	}()
+	got := goTurn(context.Background(), p, "d", "quick d")
 	testkit.WaitFor(t, 5*time.Second, "d queued", func() bool { return p.queued() == 1 })
 	if h := p.Health(); h.Sessions != 2 {
 		t.Errorf("live sessions %d while d waits, want 2", h.Sessions)
 	}
 	cancel() // both long turns end; d takes the first free slot
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Errorf("queued turn: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("queued turn never ran")
+	if err := testkit.Recv(t, 10*time.Second, got, "queued turn never ran"); err != nil {
+		t.Errorf("queued turn: %v", err)
 	}
 	wg.Wait()
 	if h := p.Health(); h.Sessions > 2 {
@@ -666,7 +660,7 @@ func TestPoolSessionLimit(t *testing.T) {
 func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 	a := slowAgent(false)
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	greet := func(p *Pool) (TurnResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -705,7 +699,7 @@ func TestPoolNoEvictTakesOnlyAFreeSlot(t *testing.T) {
 	gate := &gatedClose{fakeAgent: r, asked: make(chan struct{}, 1), open: make(chan struct{})}
 	clk := testkit.NewClock()
 	q := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, SessionMaxTurns: 1, Clock: clk}, dialFakeAgent(t, r, gate, dialCfg{}))
-	runPool(t, q)
+	testkit.Run(t, q, 10*time.Second)
 	turnText(t, q, "a", "quick a", nil)
 	first, err := greet(q)
 	if err != nil {
@@ -791,7 +785,7 @@ func TestPoolReapsIdleSessions(t *testing.T) {
 func TestPoolTurnWaitsForLeaseWithinCtx(t *testing.T) {
 	a := slowAgent(false)
 	p := NewPool(PoolConfig{Logger: testLogger(t)}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = p.Turn(ctx, TurnRequest{Key: "k", Prompt: func(int) string { return "long" }}) }()

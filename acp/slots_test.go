@@ -31,7 +31,7 @@ func TestPoolSlotsHammer(t *testing.T) {
 	counting := &countingAgent{fakeAgent: a, open: &open, max: &maxOpen}
 	m := NewMetrics(prometheus.NewRegistry())
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: limit, Metrics: m}, dialFakeAgent(t, a, counting, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 
 	stop := make(chan struct{})
 	var watched sync.WaitGroup
@@ -106,7 +106,7 @@ func (c *countingAgent) CloseSession(ctx context.Context, r acpsdk.CloseSessionR
 func TestPoolSlotQueueOrderAndCap(t *testing.T) {
 	a := slowAgent(false)
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionQueue: 3}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	hold, release := context.WithCancel(context.Background())
 	defer release()
 	go func() { _, _ = p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }}) }()
@@ -165,7 +165,7 @@ func TestPoolKeyTableBounded(t *testing.T) {
 	a := newFakeAgent()
 	m := NewMetrics(prometheus.NewRegistry())
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 2, MaxKeys: 16, Metrics: m}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	for i := range 200 {
 		turnText(t, p, fmt.Sprintf("flood-%d", i), "hi", nil)
 	}
@@ -190,7 +190,7 @@ func TestPoolBusyKeyYieldsToQueuedTurn(t *testing.T) {
 	a := newFakeAgent()
 	m := NewMetrics(prometheus.NewRegistry())
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, SessionMaxTurns: 1 << 20, Metrics: m}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 
 	stop := make(chan struct{})
 	var hogs sync.WaitGroup
@@ -270,13 +270,9 @@ func TestPoolYieldRule(t *testing.T) {
 func TestPoolKeyTableShrinksAfterBurst(t *testing.T) {
 	a := slowAgent(false)
 	p := NewPool(PoolConfig{Logger: testLogger(t), MaxSessions: 1, MaxKeys: 4}, dialFake(t, a, dialCfg{}))
-	runPool(t, p)
+	testkit.Run(t, p, 10*time.Second)
 	hold, release := context.WithCancel(context.Background())
-	held := make(chan error, 1)
-	go func() {
-		_, err := p.Turn(hold, TurnRequest{Key: "holder", Prompt: func(int) string { return "long" }})
-		held <- err
-	}()
+	held := goTurn(hold, p, "holder", "long")
 	testkit.WaitFor(t, 5*time.Second, "the only session busy", func() bool { return int32(a.MaxConcurrent()) >= 1 })
 	const burst = 6
 	results := make(chan error, burst)

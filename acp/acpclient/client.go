@@ -60,9 +60,7 @@ type Client struct {
 	// recycle asks the owner to replace this client's process.
 	recycle func(reason string)
 
-	doneOnce sync.Once
-	done     chan struct{}
-	deadErr  error
+	end *agentconn.Ending
 
 	// bg counts the requests that open sessions (NewSession,
 	// ResumeSession); late those given up but still open. bgClosed (under
@@ -97,7 +95,7 @@ func newClient(ch agentconn.Child, cfg Config) *Client {
 		metrics:     ch.Metrics,
 		perm:        cfg.Permissions,
 		recycle:     func(string) {},
-		done:        make(chan struct{}),
+		end:         agentconn.NewEnding(),
 		turns:       make(map[string]*agentconn.Mailbox),
 		sessions:    make(map[string]bool),
 		opening:     make(map[string]int),
@@ -117,7 +115,7 @@ func Dial(ctx context.Context, cfg Config, ch agentconn.Child) (*Client, error) 
 	ch.Gen = 1
 	c := newClient(ch, cfg)
 	lw := &jsonrpc.LockedWriter{W: ch.Stdin}
-	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.notification, c.done)
+	g := newStdoutGuard(ch.Stdout, lw, c.log, c.dropped, c.notification, c.end.Done())
 	c.conn = acp.NewConnection(c.handle, lw, g)
 	sl, _ := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)
@@ -135,7 +133,7 @@ func (c *Client) watchConn() {
 	select {
 	case <-c.conn.Done():
 		c.markDead(fmt.Errorf("%w: connection closed", agentconn.ErrAgentGone))
-	case <-c.done:
+	case <-c.end.Done():
 	}
 }
 
@@ -193,20 +191,18 @@ func (c *Client) initialize(ctx context.Context) error {
 func (c *Client) Caps() Caps { return c.caps }
 
 // Done is closed when the client can no longer be used.
-func (c *Client) Done() <-chan struct{} { return c.done }
+func (c *Client) Done() <-chan struct{} { return c.end.Done() }
 
 // Err returns why the client died, or nil while it is alive.
 func (c *Client) Err() error {
-	select {
-	case <-c.done:
-		return c.deadErr
-	default:
+	if err := c.end.Err(); err != nil {
+		return err
 	}
 	if c.conn != nil {
 		select {
 		case <-c.conn.Done():
 			c.markDead(fmt.Errorf("%w: connection closed", agentconn.ErrAgentGone))
-			return c.deadErr
+			return c.end.Err()
 		default:
 		}
 	}
@@ -222,14 +218,7 @@ func (c *Client) Acquire(context.Context) (agentconn.Conn, error) {
 }
 
 func (c *Client) markDead(err error) {
-	c.doneOnce.Do(func() {
-		if err == nil {
-			err = agentconn.ErrAgentGone
-		}
-		c.deadErr = err
-		c.tokens.close() // before done: a session's tools end with its agent
-		close(c.done)
-	})
+	c.end.End(err, c.tokens.close, nil) // tokens before Done: a session's tools end with its agent
 }
 
 func (c *Client) dropped(reason string) { c.metrics.Dropped(reason) }
@@ -767,7 +756,7 @@ func New(cfg Config) *Protocol { return &Protocol{cfg: cfg.withDefaults()} }
 func (p *Protocol) Open(ch agentconn.Child) (agentconn.ChildConn, error) {
 	c := newClient(ch, p.cfg)
 	c.recycle = ch.Recycle
-	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.notification, c.done)
+	g := newStdoutGuard(ch.Stdout, ch.Stdin, c.log.Named("child"), c.dropped, c.notification, c.end.Done())
 	c.conn = acp.NewConnection(c.handle, ch.Stdin, g)
 	sl, cause := newSlogLogger(c.log.Named("rpc"))
 	c.conn.SetLogger(sl)

@@ -12,6 +12,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
 // Reply scripts one prompt's answer.
@@ -74,7 +75,7 @@ type Agent struct {
 	Resume bool
 
 	conn *acpsdk.AgentSideConnection
-	out  *lockedWriter
+	out  *jsonrpc.LockedWriter
 
 	mu        sync.Mutex
 	toolSeq   int
@@ -106,7 +107,7 @@ type Opened struct {
 // w, with impl (a, or a wrapper around a) handling requests; it returns
 // the connection, which closes when r does.
 func (a *Agent) Serve(impl acpsdk.Agent, w io.Writer, r io.Reader) *acpsdk.AgentSideConnection {
-	out := &lockedWriter{w: w} // scripted tools write raw frames beside the SDK's
+	out := &jsonrpc.LockedWriter{W: w} // scripted tools write raw frames beside the SDK's
 	conn := newAgentConn(impl, out, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.mu.Lock()
 	a.conn, a.out = conn, out

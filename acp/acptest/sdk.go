@@ -2,6 +2,7 @@ package acptest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,27 +23,15 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/internal/jsonrpc"
 )
 
-// lockedWriter serialises whole writes to stdout. The SDK writes each
-// message as one Write call through it, and flood writes its burst of
-// pre-encoded lines under the same mutex, so lines never interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
 // sdkAgent is the fake v1 agent on the SDK's agent side.
 type sdkAgent struct {
 	demoagent.Unsupported
 
 	mode  string
 	crash bool // crash-after-init: this run crashes at session/new
-	out   *lockedWriter
+	// out is stdout: the SDK's messages and flood's bursts, each one
+	// whole Write.
+	out *jsonrpc.LockedWriter
 
 	mu       sync.Mutex
 	conn     *acpsdk.AgentSideConnection
@@ -51,7 +40,7 @@ type sdkAgent struct {
 }
 
 func runSDK(mode string) int {
-	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &lockedWriter{w: os.Stdout}}
+	a := &sdkAgent{mode: mode, sessions: map[string]bool{}, out: &jsonrpc.LockedWriter{W: os.Stdout}}
 	switch mode {
 	case "echo", "slow-chunks", "crash-after-init", "crash-mid-turn", "hang", "ignore-sigterm",
 		"spam-stderr", "flood", "bigline", "lost-session", "busy", "perm", "perm-hold", "slow-new", "ansi-stderr", "grandchild", "close-stdout", "term-grandchild":
@@ -443,21 +432,22 @@ func (a *sdkAgent) permTurn(ctx context.Context, sid acpsdk.SessionId, text stri
 }
 
 // flood writes n agent_message_chunk notifications "x" as one burst of
-// pre-encoded lines, holding the stdout mutex the SDK writes under.
+// pre-encoded lines: one Write through the stdout lock the SDK writes
+// under, so no message of the SDK's lands inside it.
 func (a *sdkAgent) flood(sid acpsdk.SessionId, n int) error {
 	line, err := jsonrpc.EncodeNotification(acpsdk.ClientMethodSessionUpdate,
 		acpsdk.SessionNotification{SessionId: sid, Update: acpsdk.UpdateAgentMessageText("x")})
 	if err != nil {
 		return err
 	}
-	a.out.mu.Lock()
-	defer a.out.mu.Unlock()
-	w := bufio.NewWriterSize(a.out.w, 64<<10)
+	var burst bytes.Buffer
+	burst.Grow(n * (len(line) + 1))
 	for i := 0; i < n; i++ {
-		_, _ = w.Write(line)
-		_ = w.WriteByte('\n')
+		burst.Write(line)
+		burst.WriteByte('\n')
 	}
-	return w.Flush()
+	_, err = a.out.Write(burst.Bytes())
+	return err
 }
 
 // bigline writes one agent_message_chunk notification whose text is 12 MiB
@@ -470,13 +460,8 @@ func (a *sdkAgent) bigline(sid acpsdk.SessionId) error {
 		return err
 	}
 	before, after, _ := strings.Cut(string(head), "PAD")
-	a.out.mu.Lock()
-	defer a.out.mu.Unlock()
-	w := bufio.NewWriterSize(a.out.w, 64<<10)
-	_, _ = w.WriteString(before)
-	_, _ = w.WriteString(strings.Repeat("a", 12<<20))
-	_, _ = w.WriteString(after + "\n")
-	return w.Flush()
+	_, err = a.out.Write([]byte(before + strings.Repeat("a", 12<<20) + after + "\n"))
+	return err
 }
 
 func sessionNotFound(sid acpsdk.SessionId) error {

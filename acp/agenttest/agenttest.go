@@ -18,6 +18,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/acptest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agentconn"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // Pool connects a to a new acp.Pool over in-process pipes and runs the
@@ -36,16 +37,7 @@ func Pool(t testing.TB, a *acptest.Agent, cfg acpclient.Config, pcfg acp.PoolCon
 		pcfg.Logger = hclog.NewNullLogger()
 	}
 	p := acp.NewPool(pcfg, c)
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = p.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
+	testkit.Run(t, p, 10*time.Second)
 	return p
 }
 

@@ -42,6 +42,7 @@ func within(tb testing.TB) context.Context {
 // notifications the agent sends and fails the test on anything else the
 // agent asks for.
 type testClient struct {
+	UnsupportedClient
 	tb testing.TB
 
 	mu      sync.Mutex
@@ -53,7 +54,9 @@ type testClient struct {
 var _ acp.Client = (*testClient)(nil)
 
 func newTestClient(tb testing.TB) *testClient {
-	return &testClient{tb: tb, chunks: make(map[acp.SessionId][]string), changed: make(chan struct{})}
+	refused := func(method string) { tb.Errorf("the demo agent called client method %s", method) }
+	return &testClient{UnsupportedClient: UnsupportedClient{Called: refused}, tb: tb,
+		chunks: make(map[acp.SessionId][]string), changed: make(chan struct{})}
 }
 
 func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
@@ -103,43 +106,6 @@ func (c *testClient) waitChunks(sid acp.SessionId, n int) []string {
 			c.tb.Fatalf("session %s: got %d chunks after %s, want %d", sid, len(got), waitLimit, n)
 		}
 	}
-}
-
-func (c *testClient) unexpected(method string) error {
-	c.tb.Errorf("the demo agent called client method %s", method)
-	return errors.New("demo agent test client: unexpected " + method)
-}
-
-func (c *testClient) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	return acp.RequestPermissionResponse{}, c.unexpected("session/request_permission")
-}
-
-func (c *testClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, c.unexpected("fs/read_text_file")
-}
-
-func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, c.unexpected("fs/write_text_file")
-}
-
-func (c *testClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, c.unexpected("terminal/create")
-}
-
-func (c *testClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, c.unexpected("terminal/kill")
-}
-
-func (c *testClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, c.unexpected("terminal/output")
-}
-
-func (c *testClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, c.unexpected("terminal/release")
-}
-
-func (c *testClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, c.unexpected("terminal/wait_for_exit")
 }
 
 // harness is an in-process demo agent and an SDK client connected to it

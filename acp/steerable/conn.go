@@ -44,9 +44,7 @@ type conn struct {
 	readyOnce sync.Once
 	ready     chan struct{} // closed at the first ready signal
 
-	doneOnce sync.Once
-	done     chan struct{}
-	deadErr  error
+	end *agentconn.Ending
 
 	// bg counts background goroutines (ping loop, cancels, answers);
 	// bgClosed (under mu) refuses new ones once Wait has begun.
@@ -113,7 +111,7 @@ func newConn(p *Protocol, ch agentconn.Child) *conn {
 		proto: p, cfg: p.cfg, child: ch, log: log,
 		noise: noise, recycle: recycle, clock: clock,
 		ready:   make(chan struct{}),
-		done:    make(chan struct{}),
+		end:     agentconn.NewEnding(),
 		info:    agentconn.AgentInfo{Dialect: Dialect},
 		turns:   make(map[string]*turn),
 		streams: make(map[string]*stream),
@@ -125,28 +123,14 @@ func newConn(p *Protocol, ch agentconn.Child) *conn {
 var _ agentconn.ChildConn = (*conn)(nil)
 
 // Done implements agentconn.Conn.
-func (c *conn) Done() <-chan struct{} { return c.done }
+func (c *conn) Done() <-chan struct{} { return c.end.Done() }
 
 // Err implements agentconn.Conn.
-func (c *conn) Err() error {
-	select {
-	case <-c.done:
-		return c.deadErr
-	default:
-		return nil
-	}
-}
+func (c *conn) Err() error { return c.end.Err() }
 
-func (c *conn) markDead(err error) {
-	c.doneOnce.Do(func() {
-		if err == nil {
-			err = agentconn.ErrAgentGone
-		}
-		c.deadErr = err
-		close(c.done)
-		c.rpc.Close()
-	})
-}
+// markDead ends the connection; the calls still waiting on the sidecar
+// are failed once Done is closed.
+func (c *conn) markDead(err error) { c.end.End(err, nil, c.rpc.Close) }
 
 // Abort implements agentconn.ChildConn.
 func (c *conn) Abort(err error) { c.markDead(err) }
@@ -330,7 +314,7 @@ func (c *conn) Handshake(ctx context.Context) error {
 	defer cancel()
 	select {
 	case <-c.ready:
-	case <-c.done:
+	case <-c.end.Done():
 		return fmt.Errorf("waiting for the sidecar's ready signal: %w", c.Err())
 	case <-ctx.Done():
 		return fmt.Errorf("sidecar sent no ready signal within %s: %w", c.child.InitTimeout, ctx.Err())
@@ -360,7 +344,7 @@ func (c *conn) pingLoop() {
 		}
 		select {
 		case <-tick.Chan():
-		case <-c.done:
+		case <-c.end.Done():
 			return
 		}
 	}
@@ -625,7 +609,7 @@ func (c *conn) Prompt(ctx context.Context, sid, text string) (agentconn.PromptRe
 			return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, err)
 		}
 		return agentconn.PromptResult{}, fmt.Errorf("%s: %w", methodChatStream, ctx.Err())
-	case <-c.done:
+	case <-c.end.Done():
 		return agentconn.PromptResult{}, fmt.Errorf("%s: stream %s: %w", methodChatStream, st.id, c.Err())
 	}
 	st.mu.Lock()

@@ -13,6 +13,22 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
+// clearedBy removes path, the cause of check's failure, and fails the test
+// unless check then passes and dir holds files entries: the probe leaves
+// none of its own behind.
+func clearedBy(t *testing.T, path string, check func() error, dir string, files int) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(); err != nil {
+		t.Errorf("the check once %s is gone: %v", filepath.Base(path), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != files {
+		t.Errorf("%d files in %s after the probe, want %d", len(entries), dir, files)
+	}
+}
+
 // TestProbesOnPlainFiles: what every user can set up — a regular file
 // where a directory should be (ENOTDIR even for root), a directory where a
 // file should be — and the probes leaving nothing behind.
@@ -31,15 +47,7 @@ func TestProbesOnPlainFiles(t *testing.T) {
 	if Appendable(filepath.Join(dir, "f"))() == nil || Readable(filepath.Join(dir, "f"))() == nil {
 		t.Error("Appendable and Readable of a file under a file should fail")
 	}
-	if err := os.Remove(blocker); err != nil {
-		t.Fatal(err)
-	}
-	if err := check(); err != nil {
-		t.Errorf("the check once the file is gone: %v", err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("the probe left %d files behind", len(entries))
-	}
+	clearedBy(t, blocker, check, dir, 0)
 	if DirCheck(dir, mkdirErr) != nil {
 		t.Error("DirCheck of a directory that takes files should be nil")
 	}
@@ -146,15 +154,7 @@ func TestProbesOnAReadOnlyAndAFullFileSystem(t *testing.T) {
 	if err := check(); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("the check while full: %v, want ENOSPC", err)
 	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
-	if err := check(); err != nil {
-		t.Errorf("the check once there is room: %v", err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("%d files in the directory, want only the log: the probe leaves nothing", len(entries))
-	}
+	clearedBy(t, filler, check, dir, 1) // the log
 }
 
 // TestCause: a failed write's errno, however deeply wrapped, is named

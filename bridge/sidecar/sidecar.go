@@ -133,16 +133,10 @@ type Handler struct {
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
 	def := DefaultConfig()
-	cfg.Path, cfg.STT.Language = cmp.Or(cfg.Path, def.Path), cmp.Or(cfg.STT.Language, def.STT.Language)
-	for _, p := range []struct{ v, d *time.Duration }{{&cfg.Deadline, &def.Deadline}, {&cfg.STT.Timeout, &def.STT.Timeout}} {
-		if *p.v <= 0 {
-			*p.v = *p.d
-		}
-	}
+	fieldcheck.Fill(&cfg, def, "Path", "Deadline")
+	fieldcheck.Fill(&cfg.STT, def.STT, "Language", "Timeout")
+	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger())
 	return &Handler{cfg: cfg, log: cfg.Logger, stt: llm.NewClient(cfg.STT.URL, cfg.STT.APIKey, cfg.STT.HTTPClient)}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/demoagent"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/cmd/internal/benchkit"
 )
 
@@ -86,9 +87,10 @@ func agentBaseline(bin string, n int) (roundTrips, firstChunks []time.Duration, 
 }
 
 // quietClient signals session updates and refuses everything else.
-type quietClient struct{ chunk chan time.Time }
-
-var errUnsupported = errors.New("not supported by bridgebench")
+type quietClient struct {
+	demoagent.UnsupportedClient
+	chunk chan time.Time
+}
 
 func (q *quietClient) SessionUpdate(context.Context, acpsdk.SessionNotification) error {
 	select {
@@ -96,28 +98,4 @@ func (q *quietClient) SessionUpdate(context.Context, acpsdk.SessionNotification)
 	default:
 	}
 	return nil
-}
-func (*quietClient) RequestPermission(context.Context, acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
-	return acpsdk.RequestPermissionResponse{}, errUnsupported
-}
-func (*quietClient) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
-	return acpsdk.ReadTextFileResponse{}, errUnsupported
-}
-func (*quietClient) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
-	return acpsdk.WriteTextFileResponse{}, errUnsupported
-}
-func (*quietClient) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	return acpsdk.CreateTerminalResponse{}, errUnsupported
-}
-func (*quietClient) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	return acpsdk.KillTerminalResponse{}, errUnsupported
-}
-func (*quietClient) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	return acpsdk.TerminalOutputResponse{}, errUnsupported
-}
-func (*quietClient) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	return acpsdk.ReleaseTerminalResponse{}, errUnsupported
-}
-func (*quietClient) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	return acpsdk.WaitForTerminalExitResponse{}, errUnsupported
 }

@@ -113,14 +113,7 @@ func CleanLine(s string) string {
 			// CSI: parameter and intermediate bytes (0x20–0x3f), then one
 			// final byte (0x40–0x7e). Anything else ends a malformed one
 			// without swallowing the text after it.
-			j := i + 2
-			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
-				j++
-			}
-			if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
-				j++
-			}
-			i = j
+			i = skipEscape(s, i+2, 0x3f, 0x40)
 			continue
 		case r == 0x1b && i+1 < len(s) && s[i+1] == ']':
 			// OSC: up to BEL or ESC \.
@@ -138,14 +131,7 @@ func CleanLine(s string) string {
 		case r == 0x1b:
 			// Other escapes: intermediates (0x20–0x2f) and one final byte
 			// (0x30–0x7e), as in ESC ( B; a lone ESC goes alone.
-			j := i + 1
-			for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
-				j++
-			}
-			if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
-				j++
-			}
-			i = j
+			i = skipEscape(s, i+1, 0x2f, 0x30)
 			continue
 		case r == '\t':
 			b.WriteByte(' ')
@@ -157,6 +143,19 @@ func CleanLine(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// skipEscape returns the index just past an escape sequence whose body
+// starts at j: the bytes from 0x20 to midHi, then one final byte from
+// finalLo to 0x7e when one follows.
+func skipEscape(s string, j int, midHi, finalLo byte) int {
+	for j < len(s) && s[j] >= 0x20 && s[j] <= midHi {
+		j++
+	}
+	if j < len(s) && s[j] >= finalLo && s[j] <= 0x7e {
+		j++
+	}
+	return j
 }
 
 // Redacted replaces a secret in a child's logged output.

@@ -210,16 +210,7 @@ func Create(raw json.RawMessage, newID func() string, now string) (Session, *Err
 // Resume reads agent.session.resume's params: the session id to look up
 // (-32602 "sessionId required" when falsy). A session the sidecar does
 // not hold is answered with NotFound.
-func Resume(raw json.RawMessage) (string, *Error) {
-	p, err := params(raw)
-	if err != nil {
-		return "", err
-	}
-	if pyjson.Falsy(p["sessionId"]) {
-		return "", invalid("sessionId required")
-	}
-	return pyText(p["sessionId"]), nil
-}
+func Resume(raw json.RawMessage) (string, *Error) { return required(raw, "sessionId") }
 
 // NotFound answers agent.session.resume of a session the sidecar does not
 // hold: its sessions live in memory, so every session is unknown to a
@@ -231,15 +222,19 @@ func NotFound(sid string) *Error {
 // Cancel reads agent.chat.cancel's params: the stream to cancel (-32602
 // "streamId required" when falsy). An unknown stream is no error: the
 // answer is null either way.
-func Cancel(raw json.RawMessage) (string, *Error) {
+func Cancel(raw json.RawMessage) (string, *Error) { return required(raw, "streamId") }
+
+// required reads the one param a method needs, key, as text: -32602
+// "<key> required" when it is falsy.
+func required(raw json.RawMessage, key string) (string, *Error) {
 	p, err := params(raw)
 	if err != nil {
 		return "", err
 	}
-	if pyjson.Falsy(p["streamId"]) {
-		return "", invalid("streamId required")
+	if pyjson.Falsy(p[key]) {
+		return "", invalid(key + " required")
 	}
-	return pyText(p["streamId"]), nil
+	return pyText(p[key]), nil
 }
 
 // Message is one of agent.chat.stream's messages as the sidecar reads it.
