@@ -368,17 +368,20 @@ func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (Mod
 	return m, nil
 }
 
-// ModeRequest binds a toggle's JSON body, {enabled, device_id?}, of at
-// most limit bytes (0: httpapi's default); /admin's toggles and the
-// dashboard's share it.
-func ModeRequest(body io.Reader, limit int64) (on bool, device string, err error) {
-	f, err := httpapi.Bind(body, limit)
+// Toggle binds a toggle's JSON body, {enabled, device_id?}, of at most
+// limit bytes (0: httpapi's default) and sets the mode with set
+// (SetKidMode, SetSmartMode); /admin's toggles and the dashboard's share
+// it.
+func Toggle(c echo.Context, limit int64, set func(ctx context.Context, on bool, device string) (ModeChange, error)) (ModeChange, error) {
+	f, err := httpapi.Bind(c.Request().Body, limit)
 	if err != nil {
-		return false, "", err
+		return ModeChange{}, err
 	}
-	on = f.Bool("enabled")
-	device = f.StringOr("device_id", "")
-	return on, device, f.Err()
+	on, device := f.Bool("enabled"), f.StringOr("device_id", "")
+	if err := f.Err(); err != nil {
+		return ModeChange{}, err
+	}
+	return set(c.Request().Context(), on, device)
 }
 
 // StateRequest binds a robot-state JSON body, {state, device_id?}, of at
@@ -396,11 +399,7 @@ func StateRequest(body io.Reader, limit int64) (state, device string, err error)
 
 // kidMode is POST /admin/kid-mode.
 func (h *Handler) kidMode(c echo.Context) error {
-	on, device, err := ModeRequest(c.Request().Body, 0)
-	if err != nil {
-		return err
-	}
-	m, err := h.SetKidMode(c.Request().Context(), on, device)
+	m, err := Toggle(c, 0, h.SetKidMode)
 	if err != nil {
 		return err
 	}
@@ -435,11 +434,7 @@ func (h *Handler) SmartModels() (off, on string) {
 
 // smartMode is POST /admin/smart-mode.
 func (h *Handler) smartMode(c echo.Context) error {
-	on, device, err := ModeRequest(c.Request().Body, 0)
-	if err != nil {
-		return err
-	}
-	m, err := h.SetSmartMode(c.Request().Context(), on, device)
+	m, err := Toggle(c, 0, h.SetSmartMode)
 	if err != nil {
 		return err
 	}

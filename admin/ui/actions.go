@@ -157,11 +157,7 @@ func (u *UI) setMode(c echo.Context, set func(context.Context, bool, string) (ad
 	if u.cfg.Controls == nil {
 		return unavailable("mode control")
 	}
-	on, device, err := admin.ModeRequest(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	m, err := set(c.Request().Context(), on, device)
+	m, err := admin.Toggle(c, 4<<10, set)
 	if err != nil {
 		return err
 	}
