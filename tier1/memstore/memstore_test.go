@@ -273,6 +273,25 @@ func TestDatabaseAppearsLater(t *testing.T) {
 	}
 }
 
+// blockedStore is a store whose brain.db path lies under a regular file
+// where its directory should be (ENOTDIR, even for root), with its health
+// conditions and its Info log. journal, unless empty, names its journal
+// beside the blocker; else the journal is beside brain.db, blocked too.
+func blockedStore(t *testing.T, journal string) (s *memstore.Store, path, blocker string, conds *healthtest.Set, logs *testkit.LogBuffer) {
+	t.Helper()
+	root := t.TempDir()
+	blocker = testkit.Blocker(t, filepath.Join(root, "memory"))
+	path = filepath.Join(blocker, "brain.db")
+	if journal != "" {
+		journal = filepath.Join(root, journal)
+	}
+	logs = &testkit.LogBuffer{}
+	conds = healthtest.New(t, nil)
+	s = memstore.New(memstore.Config{Path: path, Journal: journal, Health: conds.Conditions,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	return s, path, blocker, conds, logs
+}
+
 // TestUnwritableStoreIsAHealthCondition: a database and journal under a
 // path that cannot be created are two /health problems, each logged once
 // with the error once, however many writes are refused; once the
@@ -280,13 +299,7 @@ func TestDatabaseAppearsLater(t *testing.T) {
 // each and no write; then the journal accepts writes, the writer creates
 // the database and the row reaches it, with nothing more to say.
 func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
-	root := t.TempDir()
-	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
-	path := filepath.Join(blocker, "brain.db")
-	var logs testkit.LogBuffer
-	conds := healthtest.New(t, nil)
-	s := memstore.New(memstore.Config{Path: path, Health: conds.Conditions,
-		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	s, path, blocker, conds, logs := blockedStore(t, "")
 	run(t, s)
 	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
 	for range 3 {
