@@ -311,16 +311,8 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	if d := cmp.Diff(conds.Problems(), want); d != "" {
 		t.Errorf("problems (-got +want):\n%s", d)
 	}
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "[ERROR] voice memory database unavailable") ||
-		!strings.Contains(lines[1], "[ERROR] voice memory journal not writable") {
-		t.Errorf("want one Error line per cause, got:\n%s", logs.String())
-	}
-	for _, l := range lines {
-		if strings.Count(l, "not a directory") != 1 {
-			t.Errorf("error text not said exactly once: %s", l)
-		}
-	}
+	testkit.SaidOnce(t, strings.Split(strings.TrimSpace(logs.String()), "\n"), "not a directory",
+		"[ERROR] voice memory database unavailable", "[ERROR] voice memory journal not writable")
 	conds.Recheck(t)
 	if d := cmp.Diff(conds.Problems(), want); d != "" {
 		t.Errorf("problems after a re-check with the blocker in place (-got +want):\n%s", d)
@@ -336,7 +328,7 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	if got := conds.Problems(); got != nil {
 		t.Errorf("problems after the re-check %q, want none", got)
 	}
-	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") ||
 		!strings.Contains(lines[1], "[INFO]  memory journal recovered: its re-check passed") {
 		t.Errorf("want one Info line per re-checked condition, got:\n%s", logs.String())
