@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/option"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/llm/llmtest"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
 
 // Ask sends the system and user messages with the bounds and the caller's
@@ -19,7 +20,9 @@ import (
 func TestAsk(t *testing.T) {
 	f := llmtest.New(t, modelText)
 	c := NewClient(f.URL+"/v1/chat/completions", "", nil)
-	got, err := Ask(context.Background(), c, "m", "sys", openai.UserMessage("user"), 200, 0.3, option.WithJSONSet("stream", false))
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.MinWait)
+	defer cancel()
+	got, err := Ask(ctx, c, "m", "sys", openai.UserMessage("user"), 200, 0.3, option.WithJSONSet("stream", false))
 	if err != nil || got != "A text." {
 		t.Fatalf("Ask = %q, %v", got, err)
 	}
@@ -33,11 +36,11 @@ func TestAsk(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"x","object":"chat.completion","model":"m","choices":[]}`))
 	}})
-	if got, err := Ask(context.Background(), c, "m", "sys", openai.UserMessage("user"), 200, 0.3); got != "" || !errors.Is(err, ErrNoChoices) {
+	if got, err := Ask(ctx, c, "m", "sys", openai.UserMessage("user"), 200, 0.3); got != "" || !errors.Is(err, ErrNoChoices) {
 		t.Errorf("no choices: %q, %v", got, err)
 	}
 	f.Set(llmtest.Reply{Func: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusBadGateway) }})
-	if got, err := Ask(context.Background(), c, "m", "sys", openai.UserMessage("user"), 200, 0.3); got != "" || err == nil || errors.Is(err, ErrNoChoices) {
+	if got, err := Ask(ctx, c, "m", "sys", openai.UserMessage("user"), 200, 0.3); got != "" || err == nil || errors.Is(err, ErrNoChoices) {
 		t.Errorf("failing endpoint: %q, %v", got, err)
 	}
 }
