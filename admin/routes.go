@@ -253,13 +253,9 @@ func parse(c echo.Context) (*httpapi.Binder, error) {
 
 // parseStrings binds a JSON object body with the two required string
 // fields a and b.
-func parseStrings(c echo.Context, a, b string) (string, string, error) {
-	f, err := parse(c)
-	if err != nil {
-		return "", "", err
-	}
-	x, y := f.String(a), f.String(b)
-	return x, y, f.Err()
+func parseStrings(c echo.Context, a, b string) (x, y string, err error) {
+	err = httpapi.BindFields(c.Request().Body, 0, func(f *httpapi.Binder) { x, y = f.String(a), f.String(b) })
+	return x, y, err
 }
 
 // pushTimeout bounds an awaited robot push beyond the client's own 3 s.
@@ -368,39 +364,32 @@ func (h *Handler) SetSmartMode(ctx context.Context, on bool, device string) (Mod
 	return m, nil
 }
 
-// ModeRequest binds a toggle's JSON body, {enabled, device_id?}, of at
-// most limit bytes (0: httpapi's default); /admin's toggles and the
-// dashboard's share it.
-func ModeRequest(body io.Reader, limit int64) (on bool, device string, err error) {
-	f, err := httpapi.Bind(body, limit)
-	if err != nil {
-		return false, "", err
+// Toggle binds a toggle's JSON body, {enabled, device_id?}, of at most
+// limit bytes (0: httpapi's default) and sets the mode with set
+// (SetKidMode, SetSmartMode); /admin's toggles and the dashboard's share
+// it.
+func Toggle(c echo.Context, limit int64, set func(ctx context.Context, on bool, device string) (ModeChange, error)) (ModeChange, error) {
+	var on bool
+	var device string
+	if err := httpapi.BindFields(c.Request().Body, limit, func(f *httpapi.Binder) {
+		on, device = f.Bool("enabled"), f.StringOr("device_id", "")
+	}); err != nil {
+		return ModeChange{}, err
 	}
-	on = f.Bool("enabled")
-	device = f.StringOr("device_id", "")
-	return on, device, f.Err()
+	return set(c.Request().Context(), on, device)
 }
 
 // StateRequest binds a robot-state JSON body, {state, device_id?}, of at
 // most limit bytes (0: httpapi's default), for /admin/state and the
 // dashboard's state buttons.
 func StateRequest(body io.Reader, limit int64) (state, device string, err error) {
-	f, err := httpapi.Bind(body, limit)
-	if err != nil {
-		return "", "", err
-	}
-	state = f.String("state")
-	device = f.StringOr("device_id", "")
-	return state, device, f.Err()
+	err = httpapi.BindFields(body, limit, func(f *httpapi.Binder) { state, device = f.String("state"), f.StringOr("device_id", "") })
+	return state, device, err
 }
 
 // kidMode is POST /admin/kid-mode.
 func (h *Handler) kidMode(c echo.Context) error {
-	on, device, err := ModeRequest(c.Request().Body, 0)
-	if err != nil {
-		return err
-	}
-	m, err := h.SetKidMode(c.Request().Context(), on, device)
+	m, err := Toggle(c, 0, h.SetKidMode)
 	if err != nil {
 		return err
 	}
@@ -435,11 +424,7 @@ func (h *Handler) SmartModels() (off, on string) {
 
 // smartMode is POST /admin/smart-mode.
 func (h *Handler) smartMode(c echo.Context) error {
-	on, device, err := ModeRequest(c.Request().Body, 0)
-	if err != nil {
-		return err
-	}
-	m, err := h.SetSmartMode(c.Request().Context(), on, device)
+	m, err := Toggle(c, 0, h.SetSmartMode)
 	if err != nil {
 		return err
 	}

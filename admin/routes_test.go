@@ -670,15 +670,7 @@ func TestUnsavableStateFilesAreHealthConditions(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 2 || !strings.Contains(lines[0], "[ERROR] cannot save the kid mode state") ||
-		!strings.Contains(lines[1], "[ERROR] cannot save the tool allow list") {
-		t.Errorf("want one Error line per file, got:\n%s", logs.String())
-	}
-	for _, l := range lines {
-		if strings.Count(l, "not a directory") != 1 {
-			t.Errorf("error text not said once: %s", l)
-		}
-	}
+	testkit.SaidOnce(t, lines, "not a directory", "[ERROR] cannot save the kid mode state", "[ERROR] cannot save the tool allow list")
 	// The directory can be made: the re-check clears both, no save needed.
 	conds.Recovers(t, 2, func() error { logs.Reset(); return os.Remove(blocker) })
 	for _, want := range []string{"[INFO]  kid mode state recovered: its re-check passed", "[INFO]  tool allow list recovered: its re-check passed"} {

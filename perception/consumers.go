@@ -575,15 +575,8 @@ func (c *consumers) acknowledgeName(ctx context.Context, ev Event) {
 
 // wakeWordTurner turns the head toward a wake word heard left or right (#2).
 func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
-	if ev.Name != "wake_word_detected" || NoDevice(ev) {
-		return
-	}
-	dir, _ := ev.Data.Text("direction")
-	yaw, ok := sideYaw(dir, c.cfg.WakeTurnYaw, false)
+	dir, yaw, ok := c.turnYaw(ev, "wake_word_detected", c.cfg.WakeTurnYaw, false, 0)
 	if !ok {
-		return
-	}
-	if !c.turnGate(ev, 0) {
 		return
 	}
 	phrase, ok := ev.Data.Lookup("phrase")
@@ -595,18 +588,24 @@ func (c *consumers) wakeWordTurner(ctx context.Context, ev Event) {
 
 // soundTurner turns the head toward a sound (#6).
 func (c *consumers) soundTurner(ctx context.Context, ev Event) {
-	if ev.Name != "sound_event" || NoDevice(ev) {
-		return
-	}
-	dir, _ := ev.Data.Text("direction")
-	yaw, ok := sideYaw(dir, c.cfg.SoundTurnYaw, true)
+	dir, yaw, ok := c.turnYaw(ev, "sound_event", c.cfg.SoundTurnYaw, true, c.cfg.SoundTurnCooldown)
 	if !ok {
 		return
 	}
-	if !c.turnGate(ev, c.cfg.SoundTurnCooldown) {
-		return
-	}
 	c.turnHead(ctx, SoundTurner, ev, yaw, c.cfg.SoundTurnSpeed, map[string]any{"reason": "sound_localizer", "direction": dir, "energy": ev.Data.Get("energy")})
+}
+
+// turnYaw reads a turner's event: the direction ev reports and the yaw
+// toward it (sideYaw), ok once turnGate let the turn through; false for
+// another event than name, a direction it does not turn to, or a turn the
+// gate holds back.
+func (c *consumers) turnYaw(ev Event, name string, yaw int, centre bool, cooldown time.Duration) (dir string, turn int, ok bool) {
+	if ev.Name != name || NoDevice(ev) {
+		return "", 0, false
+	}
+	dir, _ = ev.Data.Text("direction")
+	turn, ok = sideYaw(dir, yaw, centre)
+	return dir, turn, ok && c.turnGate(ev, cooldown)
 }
 
 // sideYaw is the head yaw toward a direction the firmware reported: -yaw

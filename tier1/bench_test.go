@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
 )
@@ -81,15 +81,6 @@ func benchServer(b *testing.B, store *memstore.Store) (string, *http.Client) {
 	return ts.URL, ts.Client()
 }
 
-func percentiles(b *testing.B, samples []time.Duration) {
-	slices.Sort(samples)
-	at := func(q float64) float64 {
-		return float64(samples[min(len(samples)-1, int(q*float64(len(samples))))].Microseconds())
-	}
-	b.ReportMetric(at(0.5), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
-}
-
 // BenchmarkMemoryLookup100k is one memory_lookup escalation over HTTP
 // against a 100 000-row brain.db.
 func BenchmarkMemoryLookup100k(b *testing.B) {
@@ -97,22 +88,12 @@ func BenchmarkMemoryLookup100k(b *testing.B) {
 	url, client := benchServer(b, store)
 	url += "/api/voice/escalate"
 	body := `{"tool":"memory_lookup","args":{"query":"likes dinosaurs"},"session_id":""}`
-	samples := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		samples = append(samples, time.Since(start))
+	samples := testkit.TimePosts(b, client, url, body, func(_ int, out []byte) {
 		if !strings.Contains(string(out), "likes dinosaurs") {
 			b.Fatalf("no hit: %s", out)
 		}
-	}
-	percentiles(b, samples)
+	})
+	testkit.ReportPercentiles(b, samples, "")
 }
 
 // BenchmarkRememberUnderLock is POST /api/voice/remember while another
@@ -123,23 +104,13 @@ func BenchmarkRememberUnderLock(b *testing.B) {
 	release := memstoretest.Lock(b, path)
 	url, client := benchServer(b, store)
 	url += "/api/voice/remember"
-	samples := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(`{"fact":"the cat is called Miso","session_id":"s"}`))
-		if err != nil {
-			b.Fatal(err)
+	samples := testkit.TimePosts(b, client, url, `{"fact":"the cat is called Miso","session_id":"s"}`, func(status int, _ []byte) {
+		if status != 204 {
+			b.Fatalf("status %d", status)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 204 {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		samples = append(samples, time.Since(start))
-	}
+	})
 	b.StopTimer()
-	percentiles(b, samples)
+	testkit.ReportPercentiles(b, samples, "")
 	release() // before the writer's drain at cleanup
 	b.ReportMetric(fsyncFloor(b, filepath.Dir(path)), "fsync-p50-µs")
 }

@@ -145,13 +145,9 @@ type personReply struct {
 // grown-up first"; a write the writer cannot take is a 503 like
 // /remember's.
 func (h *Handler) rememberPersonRoute(c echo.Context) error {
-	b, err := httpapi.Bind(c.Request().Body, 0)
+	var personID, fact string
+	session, hasSession, err := bindVoice(c, func(b *httpapi.Binder) { personID, fact = b.String("person_id"), b.String("fact") })
 	if err != nil {
-		return err
-	}
-	personID, fact := b.String("person_id"), b.String("fact")
-	session, hasSession := b.OptString("session_id")
-	if err := b.Err(); err != nil {
 		return err
 	}
 	out := h.storePerson(personID, fact, session, hasSession)

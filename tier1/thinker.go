@@ -68,22 +68,18 @@ func (h *Handler) thinkHard(ctx context.Context, args map[string]json.RawMessage
 	t := h.thinker
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout) // the budget still caps it
 	defer cancel()
-	resp, err := t.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-		Model:       t.cfg.Model,
-		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(thinkerSystem), openai.UserMessage(q)},
-		MaxTokens:   openai.Int(200),
-		Temperature: openai.Float(0.3),
-	}, option.WithJSONSet("stream", false), option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+	answer, err := llm.Ask(ctx, t.client, t.cfg.Model, thinkerSystem, openai.UserMessage(q), 200, 0.3,
+		option.WithJSONSet("stream", false), option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		h.log.Warn("thinker too slow", "timeout", min(t.cfg.Timeout, h.cfg.longBudget))
 		return ThinkerSlow, nil
+	case errors.Is(err, llm.ErrNoChoices):
+		h.log.Warn("thinker answered no choices")
+		return ThinkingFailed, nil
 	case err != nil:
 		h.log.Warn("thinker failed", "error", err)
 		return ThinkingFailed, nil
-	case len(resp.Choices) == 0:
-		h.log.Warn("thinker answered no choices")
-		return ThinkingFailed, nil
 	}
-	return text.Truncate(text.Strip(resp.Choices[0].Message.Content), text.Cut{Max: 500}), nil
+	return text.Truncate(answer, text.Cut{Max: 500}), nil
 }

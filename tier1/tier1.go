@@ -132,17 +132,25 @@ func (h *Handler) Routes(e *echo.Echo) {
 	e.POST("/api/voice/remember_person", h.rememberPersonRoute)
 }
 
+// bindVoice binds a voice route's JSON body: read reads the route's own
+// fields, then the optional session_id every voice route takes.
+func bindVoice(c echo.Context, read func(b *httpapi.Binder)) (session string, hasSession bool, err error) {
+	err = httpapi.BindFields(c.Request().Body, 0, func(b *httpapi.Binder) {
+		read(b)
+		session, hasSession = b.OptString("session_id")
+	})
+	return session, hasSession, err
+}
+
 // escalate is POST /api/voice/escalate.
 func (h *Handler) escalate(c echo.Context) error {
-	b, err := httpapi.Bind(c.Request().Body, 0)
-	if err != nil {
-		return err
-	}
-	tool := b.String("tool")
+	var tool string
 	args := map[string]json.RawMessage{}
-	b.ObjectOr("args", &args)
-	session, _ := b.OptString("session_id")
-	if err := b.Err(); err != nil {
+	session, _, err := bindVoice(c, func(b *httpapi.Binder) {
+		tool = b.String("tool")
+		b.ObjectOr("args", &args)
+	})
+	if err != nil {
 		return err
 	}
 	start := time.Now() // a latency, on the real clock
@@ -202,13 +210,9 @@ func (h *Handler) run(ctx context.Context, tool, session string, args map[string
 
 // remember is POST /api/voice/remember: {"fact", "session_id"}.
 func (h *Handler) remember(c echo.Context) error {
-	b, err := httpapi.Bind(c.Request().Body, 0)
+	var fact string
+	session, hasSession, err := bindVoice(c, func(b *httpapi.Binder) { fact = b.String("fact") })
 	if err != nil {
-		return err
-	}
-	fact := b.String("fact")
-	session, hasSession := b.OptString("session_id")
-	if err := b.Err(); err != nil {
 		return err
 	}
 	f := text.Truncate(text.Strip(fact), text.Cut{Max: 300})
@@ -220,13 +224,9 @@ func (h *Handler) remember(c echo.Context) error {
 
 // memoryLog is POST /api/voice/memory_log: {"user", "assistant", "session_id"}.
 func (h *Handler) memoryLog(c echo.Context) error {
-	b, err := httpapi.Bind(c.Request().Body, 0)
+	var user, assistant string
+	session, hasSession, err := bindVoice(c, func(b *httpapi.Binder) { user, assistant = b.String("user"), b.String("assistant") })
 	if err != nil {
-		return err
-	}
-	user, assistant := b.String("user"), b.String("assistant")
-	session, hasSession := b.OptString("session_id")
-	if err := b.Err(); err != nil {
 		return err
 	}
 	u, a := text.Truncate(text.Strip(user), text.Cut{Max: 500}), text.Truncate(text.Strip(assistant), text.Cut{Max: 1000})

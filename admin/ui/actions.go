@@ -157,11 +157,7 @@ func (u *UI) setMode(c echo.Context, set func(context.Context, bool, string) (ad
 	if u.cfg.Controls == nil {
 		return unavailable("mode control")
 	}
-	on, device, err := admin.ModeRequest(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	m, err := set(c.Request().Context(), on, device)
+	m, err := admin.Toggle(c, 4<<10, set)
 	if err != nil {
 		return err
 	}
@@ -199,12 +195,8 @@ func (u *UI) setState(c echo.Context) error {
 
 // mood is POST /ui/api/mood: {emoji}, one of the nine.
 func (u *UI) mood(c echo.Context) error {
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	e := b.String("emoji")
-	if err := b.Err(); err != nil {
+	var e string
+	if err := httpapi.BindFields(c.Request().Body, 4<<10, func(b *httpapi.Binder) { e = b.String("emoji") }); err != nil {
 		return err
 	}
 	name, ok := faceNames[e]
@@ -227,12 +219,8 @@ func cleanText(s string) string {
 // spoken binds {text}: required, at most MaxSay characters, not empty
 // once cleaned; what names it in the errors ("message", "seed").
 func spoken(c echo.Context, what string) (string, error) {
-	b, err := httpapi.Bind(c.Request().Body, 16<<10)
-	if err != nil {
-		return "", err
-	}
-	msg := text.Strip(b.String("text"))
-	if err := b.Err(); err != nil {
+	var msg string
+	if err := httpapi.BindFields(c.Request().Body, 16<<10, func(b *httpapi.Binder) { msg = text.Strip(b.String("text")) }); err != nil {
 		return "", err
 	}
 	switch {
@@ -340,12 +328,8 @@ func (u *UI) playSong(c echo.Context) error {
 	if u.cfg.Robot == nil {
 		return unavailable("xiaozhi")
 	}
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	name := b.String("filename")
-	if err := b.Err(); err != nil {
+	var name string
+	if err := httpapi.BindFields(c.Request().Body, 4<<10, func(b *httpapi.Binder) { name = b.String("filename") }); err != nil {
 		return err
 	}
 	if name == "" || path.Base(name) != name || strings.ContainsAny(name, `/\`) || !slices.Contains(songExt, strings.ToLower(path.Ext(name))) {
@@ -367,12 +351,8 @@ func (u *UI) takePhoto(c echo.Context) error {
 	if u.cfg.Robot == nil {
 		return unavailable("xiaozhi")
 	}
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	device := b.StringOr("device_id", "")
-	if err := b.Err(); err != nil {
+	var device string
+	if err := httpapi.BindFields(c.Request().Body, 4<<10, func(b *httpapi.Binder) { device = b.StringOr("device_id", "") }); err != nil {
 		return err
 	}
 	if err := u.cfg.Robot.TakePhoto(c.Request().Context(), device, photoQuestion); err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui/uitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/xiaozhi/xiaozhitest"
@@ -38,9 +39,6 @@ import (
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
-
-// chromiumPath is Debian's Chromium, installed by .ci/run.
-const chromiumPath = "/usr/bin/chromium"
 
 // xss is an event name that must show up as text, never as markup.
 const xss = `<img src=x onerror="document.title='pwned'">`
@@ -354,42 +352,11 @@ func clickIn(t *testing.T, bctx context.Context) func(sel string) {
 	}
 }
 
-// needChromium skips the test where Chromium is not installed; in CI,
-// which installs it, that is a failure.
-func needChromium(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing in CI (.ci/run installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s not installed", chromiumPath)
-	}
-}
-
-// chromium starts a headless Chromium for one test, bounded by limit; it
-// skips when Chromium is not installed (fails in CI, which installs it).
-// closeBrowser ends it; the test's cleanup does too, for a test that
-// returns early.
-func chromium(t *testing.T, limit time.Duration) (bctx context.Context, closeBrowser func()) {
-	t.Helper()
-	needChromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))...)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	closeBrowser = func() { cancelBrowser(); cancelAlloc(); cancel() }
-	t.Cleanup(closeBrowser)
-	return bctx, closeBrowser
-}
-
 // TestPageInBrowser drives the page against a fake bridge in headless
 // Chromium: every section fills, markup in data stays text, and the
 // turn feed is live.
 func TestPageInBrowser(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	p := newFakePage(t)
 	bus, u, feed, srv := p.bus, p.u, p.feed, p.srv
 
@@ -398,7 +365,7 @@ func TestPageInBrowser(t *testing.T) {
 		ResponseText: "🤔 A dusty snowball.", EmojiUsed: "🤔", Emotion: "thinking", Latency: 900 * time.Millisecond})
 	testkit.WaitFor(t, 5*time.Second, "the first turn in the ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 1 })
 
-	bctx, closeBrowser := chromium(t, 60*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 60*time.Second)
 	defer closeBrowser()
 
 	holds := holdsIn(t, bctx, 5*time.Second)
@@ -448,7 +415,7 @@ func TestPageInBrowser(t *testing.T) {
 // admin call and shows its result, failures show their reason, and the
 // phone layout has no sideways scroll.
 func TestControlPanelInBrowser(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	xz := xiaozhitest.New(t)
 	xz.Set("/xiaozhi/admin/songs", xiaozhitest.Reply{Status: 200, Body: `{"files":["Lullaby.opus","Waltz.mp3"]}`})
 	xz.Set("/xiaozhi/admin/devices", xiaozhitest.Reply{Status: 200, Body: `{"devices":["dotty-kitchen"]}`})
@@ -538,7 +505,7 @@ func TestControlPanelInBrowser(t *testing.T) {
 		}
 	}()
 
-	bctx, closeBrowser := chromium(t, 90*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 90*time.Second)
 	defer closeBrowser()
 	holds := holdsIn(t, bctx, 10*time.Second)
 	click := clickIn(t, bctx)
@@ -703,13 +670,13 @@ func TestControlPanelInBrowser(t *testing.T) {
 // out of the security state, say so quietly when the routes are missing,
 // and fit a phone.
 func TestSceneAndSecurityInBrowser(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	p := newFakePage(t)
 	stub, feed, srv := p.stub, p.feed, p.srv
 	records := stub.records
 	stub.set(func(b *bridgeStub) { b.records = nil }) // nothing recorded, nobody watching yet
 
-	bctx, closeBrowser := chromium(t, 60*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 60*time.Second)
 	defer closeBrowser()
 	holds := holdsWatched(t, bctx, 5*time.Second, watchDialogs(t, bctx, closeBrowser))
 	send := feedSender(t, feed)
@@ -831,7 +798,7 @@ func TestSceneAndSecurityInBrowser(t *testing.T) {
 // is empty, says so quietly on an older bridge, and both cards fit a
 // phone.
 func TestMemoryAndJournalInBrowser(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	mem := newFakeMemory(memoryFacts()...)
 	cfg := Config{Location: time.UTC}
 	mem.wire(&cfg)
@@ -865,7 +832,7 @@ func TestMemoryAndJournalInBrowser(t *testing.T) {
 	stub.set(func(b *bridgeStub) { b.journal = journalDay(t0, "") })
 	srv := serveUI(t, u, e, done)
 
-	bctx, closeBrowser := chromium(t, 90*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 90*time.Second)
 	defer closeBrowser()
 	// The page never opens a dialog (Redact confirms with a second press).
 	dialog := watchDialogs(t, bctx, closeBrowser)
@@ -1145,7 +1112,7 @@ func screenshots(t *testing.T, bctx context.Context) {
 // full render took in the browser. It is a measurement, not an assertion:
 // shared CI machines are too noisy for a time limit.
 func TestFeedRenderTime(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	const robots, perRobot = 25, 20
 	now := float64(time.Now().Unix())
 	var events []map[string]any
@@ -1175,7 +1142,7 @@ func TestFeedRenderTime(t *testing.T) {
 	}
 	testkit.WaitFor(t, 5*time.Second, "the turn ring", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return len(u.recent) == 50 })
 
-	bctx, closeBrowser := chromium(t, 60*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 60*time.Second)
 	defer closeBrowser()
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/ui")); err != nil {
 		t.Fatalf("load /ui: %v", err)

@@ -9,18 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/jonboulle/clockwork"
 	"github.com/labstack/echo/v4"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui/uitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
@@ -33,7 +32,7 @@ import (
 // its icons are PNGs of their stated sizes, and today's failed turns
 // show from the conversation log, also after the bridge restarts.
 func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
-	needChromium(t)
+	uitest.NeedChromium(t)
 	logDir := t.TempDir()
 	clog := convolog.New(convolog.Config{Dir: logDir, Location: time.UTC})
 	xzHTTP, wsPort := xiaozhiPorts(t)
@@ -79,58 +78,13 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 		}
 	}()
 
-	bctx, closeBrowser := chromium(t, 90*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 90*time.Second)
 	defer closeBrowser()
 
 	// The password is given when the browser is challenged, as a person
 	// types it; every other request goes on untouched. The URLs
 	// challenged are kept.
-	var (
-		challengedMu sync.Mutex
-		challenged   []string
-		overflow     atomic.Bool
-	)
-	paused := make(chan any, 4096)
-	if err := chromedp.Listen(bctx, func(ev any) {
-		switch e := ev.(type) {
-		case *fetch.EventAuthRequired:
-			challengedMu.Lock()
-			challenged = append(challenged, e.Request.URL)
-			challengedMu.Unlock()
-		case *fetch.EventRequestPaused:
-		default:
-			return
-		}
-		select {
-		case paused <- ev:
-		default:
-			overflow.Store(true)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			var ev any
-			select {
-			case ev = <-paused:
-			case <-bctx.Done():
-				return
-			}
-			switch e := ev.(type) {
-			case *fetch.EventAuthRequired:
-				_, _ = chromedp.Call(bctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: e.RequestID,
-					AuthChallengeResponse: &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
-						Username: "nana", Password: "s3cret"}})
-			case *fetch.EventRequestPaused:
-				_, _ = chromedp.Call(bctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
-			}
-		}
-	}()
-	yes := true
-	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &yes}); err != nil {
-		t.Fatal(err)
-	}
+	login := uitest.AnswerLogins(t, bctx, "nana", "s3cret")
 	holds := holdsIn(t, bctx, 10*time.Second)
 
 	// /proc/loadavg is sampled while the page reads it: the kernel
@@ -222,13 +176,12 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 	if err := json.Unmarshal([]byte(man.Data), &m); err != nil || len(man.Errors) != 0 || m.ShortName != "Dotty" || m.Display != "standalone" {
 		t.Fatalf("manifest at %s: %q, errors %v (%v)", man.URL, man.Data, man.Errors, err)
 	}
-	challengedMu.Lock()
+	challenged := login.Challenged()
 	for _, u := range challenged {
 		if strings.Contains(u, "manifest") {
 			t.Errorf("the manifest was fetched without the page's credentials (challenged: %v)", challenged)
 		}
 	}
-	challengedMu.Unlock()
 	icons, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(async () => {
 		const m = await (await fetch(document.querySelector('link[rel="manifest"]').href, {credentials: "include"})).json();
 		const all = m.icons.map((i) => [i.src, i.sizes]);
@@ -283,7 +236,7 @@ func TestHostInstallAndTodaysErrorsInBrowser(t *testing.T) {
 	}
 	holds("after a restart, today's errors from the log", errorsTab(2)+` &&
 		[...document.querySelectorAll("#feed li[data-error]")].map((li) => li.textContent).join("|").includes("sing a song")`)
-	if overflow.Load() {
+	if login.Overflowed() {
 		t.Error("the request queue overflowed: requests were left paused")
 	}
 }

@@ -104,13 +104,11 @@ func (u *UI) reviewMemory(c echo.Context, fn func(context.Context, string) (bool
 	if fn == nil {
 		return httpapi.NewError(http.StatusServiceUnavailable, noMemory)
 	}
-	b, err := httpapi.Bind(c.Request().Body, 4<<10)
-	if err != nil {
-		return err
-	}
-	id := b.String("id")
-	b.MaxRunes("id", id, MaxMemoryID)
-	if err := b.Err(); err != nil {
+	var id string
+	if err := httpapi.BindFields(c.Request().Body, 4<<10, func(b *httpapi.Binder) {
+		id = b.String("id")
+		b.MaxRunes("id", id, MaxMemoryID)
+	}); err != nil {
 		return err
 	}
 	if strings.TrimSpace(id) == "" {

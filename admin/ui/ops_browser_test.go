@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/ui/uitest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/admin/units"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 )
@@ -19,7 +20,7 @@ import (
 // restarter runs after the answer, a second press is refused, and the
 // daemon card shows a fake unit's state.
 func TestOperatorControlsInBrowser(t *testing.T) {
-	bctx, closeBrowser := chromium(t, 90*time.Second)
+	bctx, closeBrowser := uitest.Chromium(t, 90*time.Second)
 	defer closeBrowser()
 	dir := t.TempDir()
 	count := filepath.Join(dir, "count")

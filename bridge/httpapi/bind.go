@@ -79,6 +79,22 @@ func Bind(r io.Reader, limit int64) (*Binder, error) {
 	return NewBinder(obj, body), nil
 }
 
+// BindFields binds a JSON object body as Bind does and reads its fields
+// with read: the error is Bind's, or Err once read has run.
+//
+//	var tool string
+//	if err := httpapi.BindFields(c.Request().Body, 0, func(b *httpapi.Binder) { tool = b.String("tool") }); err != nil {
+//		return err
+//	}
+func BindFields(r io.Reader, limit int64, read func(b *Binder)) error {
+	b, err := Bind(r, limit)
+	if err != nil {
+		return err
+	}
+	read(b)
+	return b.Err()
+}
+
 // Err is the 422 listing every bad field read so far, or nil.
 func (b *Binder) Err() error {
 	if len(b.items) == 0 {

@@ -124,6 +124,23 @@ func TestBindNotAnObject(t *testing.T) {
 	}
 }
 
+// BindFields reads the fields of a body it could bind and answers their
+// 422; a body it cannot bind is Bind's error, with no field read.
+func TestBindFields(t *testing.T) {
+	var got string
+	read := func(b *Binder) { got = b.String("s") }
+	if err := BindFields(strings.NewReader(`{"s":"x"}`), 0, read); err != nil || got != "x" {
+		t.Errorf("good body: %q, %v", got, err)
+	}
+	if e := asValidation(t, BindFields(strings.NewReader(`{"s":1}`), 0, read)); e == nil {
+		t.Error("a bad field answered no 422")
+	}
+	got = "unread"
+	if err := BindFields(strings.NewReader(`{"s":"`+strings.Repeat("x", 100)+`"}`), 50, read); err == nil || got != "unread" {
+		t.Errorf("a body over the limit: %v, read %q", err, got)
+	}
+}
+
 // FuzzBinder: whatever the body, reading every kind of field ends in nil
 // or a 422 whose detail encodes, never a panic.
 func FuzzBinder(f *testing.F) {

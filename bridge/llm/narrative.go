@@ -115,23 +115,13 @@ func (n *Narrative) Complete(ctx context.Context, system, user string, maxTokens
 	}
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
-	resp, err := n.client.Chat.Completions.New(cctx, openai.ChatCompletionNewParams{
-		Model:       n.cfg.Model,
-		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage(user)},
-		MaxTokens:   openai.Int(int64(maxTokens)),
-		Temperature: openai.Float(temperature),
-	})
-	if err == nil {
-		reply := ""
-		if len(resp.Choices) > 0 {
-			reply = text.Strip(resp.Choices[0].Message.Content)
-		}
-		if reply == "" {
-			err = ErrEmpty
-		} else {
-			n.succeeded()
-			return reply, nil
-		}
+	reply, err := Ask(cctx, n.client, n.cfg.Model, system, openai.UserMessage(user), maxTokens, temperature)
+	if err == nil && reply != "" {
+		n.succeeded()
+		return reply, nil
+	}
+	if err == nil || errors.Is(err, ErrNoChoices) {
+		err = ErrEmpty
 	}
 	if ctx.Err() != nil { // the caller gave up (shutdown, a state change): not a model failure
 		return "", fmt.Errorf("narrative call: %w", ctx.Err())

@@ -78,6 +78,25 @@ func (l *LogBuffer) Reset() {
 	l.b.Reset()
 }
 
+// SaidOnce fails the test unless lines are one per want, line i holding
+// want[i], and each says cause exactly once: one log line per failure,
+// its error's text not repeated.
+func SaidOnce(t testing.TB, lines []string, cause string, want ...string) {
+	t.Helper()
+	ok := len(lines) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = strings.Contains(lines[i], want[i])
+	}
+	if !ok {
+		t.Errorf("want one line each for %q, got:\n%s", want, strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		if strings.Count(l, cause) != 1 {
+			t.Errorf("%q not said exactly once: %s", cause, l)
+		}
+	}
+}
+
 // MinWait is the least WaitFor waits before it fails a test. Its bounds
 // are against hangs, never timing assertions: on a machine loaded many
 // times over its cores, a child process can take seconds to start, so a

@@ -229,3 +229,27 @@ func TestFieldChecks(t *testing.T) {
 type validated struct{ N int }
 
 func (validated) Validate() error { return nil }
+
+// SaidOnce passes one line per wanted text, in order, each saying the
+// cause once, and fails a missing, extra, swapped or repeating line.
+func TestSaidOnce(t *testing.T) {
+	a, b := "[ERROR] a failed: no such file", "[ERROR] b failed: no such file"
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		fails int
+	}{
+		{"one line each", []string{a, b}, 0},
+		{"a line missing", []string{a}, 1},
+		{"an extra line", []string{a, b, b}, 1},
+		{"swapped", []string{b, a}, 1},
+		{"cause said twice", []string{a, b + ": no such file"}, 1},
+		{"cause not said", []string{"[ERROR] a failed", b}, 1},
+	} {
+		rec := &Recorder{TB: t}
+		SaidOnce(rec, tt.lines, "no such file", "a failed", "b failed")
+		if len(rec.Failures) != tt.fails {
+			t.Errorf("%s: failures %q, want %d", tt.name, rec.Failures, tt.fails)
+		}
+	}
+}

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/acp/agenttest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/convolog"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/httpapi"
+	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/turnbus"
 )
 
@@ -53,38 +52,11 @@ func benchServer(b *testing.B, agent Turner) string {
 	return ts.URL
 }
 
-// reportPercentiles adds p50 and p99 of samples (µs) to the benchmark.
-func reportPercentiles(b *testing.B, samples []time.Duration, name string) {
-	b.Helper()
-	if len(samples) == 0 {
-		return
-	}
-	slices.Sort(samples)
-	at := func(q float64) float64 {
-		return float64(samples[min(len(samples)-1, int(q*float64(len(samples))))].Microseconds())
-	}
-	b.ReportMetric(at(0.50), name+"-p50-µs")
-	b.ReportMetric(at(0.99), name+"-p99-µs")
-}
-
 // timeTurns posts benchBody b.N times and reports the turn time percentiles.
 func timeTurns(b *testing.B, url string) {
 	b.Helper()
-	client := &http.Client{}
-	samples := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		resp, err := client.Post(url, "application/json", strings.NewReader(benchBody))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		samples = append(samples, time.Since(start))
-	}
-	reportPercentiles(b, samples, "turn")
+	testkit.ReportPercentiles(b, testkit.TimePosts(b, &http.Client{}, url, benchBody, nil), "turn")
 }
 
 const benchBody = `{"content":"[Context] You are Dotty.\n\n[User] what is a comet?","channel":"dotty","session_id":"bench","metadata":{"provider":"zeroclaw"}}`
@@ -140,7 +112,7 @@ func BenchmarkChunkForwarding(b *testing.B) {
 		}
 		resp.Body.Close()
 	}
-	reportPercentiles(b, samples, "chunk")
+	testkit.ReportPercentiles(b, samples, "chunk")
 }
 
 // BenchmarkTurnThroughDemoAgent is a whole streamed turn through the pool

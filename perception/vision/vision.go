@@ -521,19 +521,7 @@ func (m *modelClient) ask(ctx context.Context, system string, parts []openai.Cha
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	resp, err := m.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-		Model:       m.cfg.Model,
-		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage(parts)},
-		MaxTokens:   openai.Int(200),
-		Temperature: openai.Float(0.3),
-	})
-	if err != nil {
-		return "", err
-	}
-	if len(resp.Choices) == 0 {
-		return "", errors.New("no choices in the answer")
-	}
-	return text.Strip(resp.Choices[0].Message.Content), nil
+	return llm.Ask(ctx, m.client, m.cfg.Model, system, openai.UserMessage(parts), 200, 0.3)
 }
 
 func imagePart(jpeg []byte) openai.ChatCompletionContentPartUnionParam {

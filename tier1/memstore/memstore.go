@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -609,12 +610,19 @@ func (s *Store) Run(ctx context.Context) error {
 // stopOps makes waiting and later review actions fail with ErrClosed.
 func (s *Store) stopOps() { s.haltOnce.Do(func() { close(s.halt) }) }
 
-func (s *Store) closeJournal() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.journal != nil {
-		_ = s.journal.Close()
-		s.journal = nil
+func (s *Store) closeJournal() { closeHeld(&s.mu, &s.journal) }
+
+// closeHeld closes the handle *h, if any, under mu and forgets it.
+func closeHeld[H interface {
+	comparable
+	io.Closer
+}](mu *sync.Mutex, h *H) {
+	mu.Lock()
+	defer mu.Unlock()
+	var none H
+	if *h != none {
+		_ = (*h).Close()
+		*h = none
 	}
 }
 
@@ -797,14 +805,7 @@ func (s *Store) reader() (*sql.DB, func(), error) {
 
 // resetReader drops the cached read handle so the next search reopens the
 // file (it may have been replaced, or created by ZeroClaw meanwhile).
-func (s *Store) resetReader() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ro != nil {
-		_ = s.ro.Close()
-		s.ro = nil
-	}
-}
+func (s *Store) resetReader() { closeHeld(&s.mu, &s.ro) }
 
 // finish closes the cached handle for good.
 func (s *Store) finish() {

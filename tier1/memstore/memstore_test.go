@@ -273,6 +273,25 @@ func TestDatabaseAppearsLater(t *testing.T) {
 	}
 }
 
+// blockedStore is a store whose brain.db path lies under a regular file
+// where its directory should be (ENOTDIR, even for root), with its health
+// conditions and its Info log. journal, unless empty, names its journal
+// beside the blocker; else the journal is beside brain.db, blocked too.
+func blockedStore(t *testing.T, journal string) (s *memstore.Store, path, blocker string, conds *healthtest.Set, logs *testkit.LogBuffer) {
+	t.Helper()
+	root := t.TempDir()
+	blocker = testkit.Blocker(t, filepath.Join(root, "memory"))
+	path = filepath.Join(blocker, "brain.db")
+	if journal != "" {
+		journal = filepath.Join(root, journal)
+	}
+	logs = &testkit.LogBuffer{}
+	conds = healthtest.New(t, nil)
+	s = memstore.New(memstore.Config{Path: path, Journal: journal, Health: conds.Conditions,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	return s, path, blocker, conds, logs
+}
+
 // TestUnwritableStoreIsAHealthCondition: a database and journal under a
 // path that cannot be created are two /health problems, each logged once
 // with the error once, however many writes are refused; once the
@@ -280,13 +299,7 @@ func TestDatabaseAppearsLater(t *testing.T) {
 // each and no write; then the journal accepts writes, the writer creates
 // the database and the row reaches it, with nothing more to say.
 func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
-	root := t.TempDir()
-	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
-	path := filepath.Join(blocker, "brain.db")
-	var logs testkit.LogBuffer
-	conds := healthtest.New(t, nil)
-	s := memstore.New(memstore.Config{Path: path, Health: conds.Conditions,
-		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	s, path, blocker, conds, logs := blockedStore(t, "")
 	run(t, s)
 	testkit.WaitFor(t, 10*time.Second, "the database's condition", func() bool { return len(conds.Problems()) == 1 })
 	for range 3 {
@@ -298,16 +311,8 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	if d := cmp.Diff(conds.Problems(), want); d != "" {
 		t.Errorf("problems (-got +want):\n%s", d)
 	}
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "[ERROR] voice memory database unavailable") ||
-		!strings.Contains(lines[1], "[ERROR] voice memory journal not writable") {
-		t.Errorf("want one Error line per cause, got:\n%s", logs.String())
-	}
-	for _, l := range lines {
-		if strings.Count(l, "not a directory") != 1 {
-			t.Errorf("error text not said exactly once: %s", l)
-		}
-	}
+	testkit.SaidOnce(t, strings.Split(strings.TrimSpace(logs.String()), "\n"), "not a directory",
+		"[ERROR] voice memory database unavailable", "[ERROR] voice memory journal not writable")
 	conds.Recheck(t)
 	if d := cmp.Diff(conds.Problems(), want); d != "" {
 		t.Errorf("problems after a re-check with the blocker in place (-got +want):\n%s", d)
@@ -323,7 +328,7 @@ func TestUnwritableStoreIsAHealthCondition(t *testing.T) {
 	if got := conds.Problems(); got != nil {
 		t.Errorf("problems after the re-check %q, want none", got)
 	}
-	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "[INFO]  memory database recovered: its re-check passed") ||
 		!strings.Contains(lines[1], "[INFO]  memory journal recovered: its re-check passed") {
 		t.Errorf("want one Info line per re-checked condition, got:\n%s", logs.String())

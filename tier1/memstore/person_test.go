@@ -14,7 +14,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health"
-	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/health/healthtest"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/bridge/testkit"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore"
 	"github.com/zeroclaw-bridge/zeroclaw-bridge/tier1/memstore/memstoretest"
@@ -173,15 +172,21 @@ func TestApproveAndRedact(t *testing.T) {
 			}
 			waitRows(t, sc.path, 2)
 			held := rowByContent(t, sc.path, "Alex loves stegosaurus toys")
-			if got := s.PersonBlock(ctx, "alex"); got != "" {
-				t.Errorf("held fact in the block: %q", got)
+			// hidden checks the fact is in neither the block nor a search,
+			// with fts entries for it in the FTS index.
+			hidden := func(what string, fts int) {
+				t.Helper()
+				if got := s.PersonBlock(ctx, "alex"); got != "" {
+					t.Errorf("%s fact in the block: %q", what, got)
+				}
+				if rows, _ := s.Search(ctx, "stegosaurus", 5); len(rows) != 0 {
+					t.Errorf("%s fact found by search: %+v", what, rows)
+				}
+				if n := memstoretest.FTSMatches(t, sc.path, "stegosaurus"); n != fts {
+					t.Errorf("FTS index has %d entries for the %s fact, want %d", n, what, fts)
+				}
 			}
-			if rows, _ := s.Search(ctx, "stegosaurus", 5); len(rows) != 0 {
-				t.Errorf("held fact found by search: %+v", rows)
-			}
-			if n := memstoretest.FTSMatches(t, sc.path, "stegosaurus"); n != 1 {
-				t.Errorf("FTS index has %d entries for the held fact, want 1 (only the search hides it)", n)
-			}
+			hidden("held", 1) // only the search hides it
 			recs, more, err := s.PersonRecords(ctx)
 			if err != nil || more || len(recs) != 1 || !recs[0].Pending || recs[0].PersonID != "alex" || recs[0].ID != held.ID {
 				t.Fatalf("records %+v %v %v", recs, more, err)
@@ -209,15 +214,7 @@ func TestApproveAndRedact(t *testing.T) {
 			if ok, err := s.Redact(ctx, held.ID); !ok || err != nil {
 				t.Fatalf("redact: %v %v", ok, err)
 			}
-			if got := s.PersonBlock(ctx, "alex"); got != "" {
-				t.Errorf("block after redaction: %q", got)
-			}
-			if rows, _ := s.Search(ctx, "stegosaurus", 5); len(rows) != 0 {
-				t.Errorf("redacted fact still found: %+v", rows)
-			}
-			if n := memstoretest.FTSMatches(t, sc.path, "stegosaurus"); n != 0 {
-				t.Errorf("FTS index still has %d entries for the redacted fact", n)
-			}
+			hidden("redacted", 0)
 			memstoretest.CheckFTS(t, sc.path)
 
 			for _, id := range []string{held.ID, "", "no-such-row", "' OR 1=1 --", "zc-1%", strings.Repeat("a", memstore.MaxRowIDLen+1), "zc-1"} {
@@ -285,13 +282,7 @@ func TestPersonRecords(t *testing.T) {
 // A file that is not a database has no such re-check: the next listing
 // that works clears it.
 func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
-	root := t.TempDir()
-	blocker := testkit.Blocker(t, filepath.Join(root, "memory"))
-	path := filepath.Join(blocker, "brain.db")
-	var logs testkit.LogBuffer
-	conds := healthtest.New(t, nil)
-	s := memstore.New(memstore.Config{Path: path, Journal: filepath.Join(root, "journal"), Health: conds.Conditions,
-		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	s, path, blocker, conds, logs := blockedStore(t, "journal")
 	ctx := context.Background()
 	for range 3 {
 		if recs, _, err := s.PersonRecords(ctx); recs != nil || !errors.Is(err, health.ErrReported) {
@@ -302,11 +293,8 @@ func TestPersonRecordsUnreadableIsOneCondition(t *testing.T) {
 	if got := conds.Problems(); len(got) != 1 || got[0] != want {
 		t.Errorf("problems %q, want [%q]", got, want)
 	}
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]  the memory review cannot read the voice memory database") ||
-		strings.Count(lines[0], "not a directory") != 1 {
-		t.Errorf("want one Warn line, got:\n%s", logs.String())
-	}
+	testkit.SaidOnce(t, strings.Split(strings.TrimSpace(logs.String()), "\n"), "not a directory",
+		"[WARN]  the memory review cannot read the voice memory database")
 	conds.Recovers(t, 1, func() error { logs.Reset(); return os.Remove(blocker) })
 	if !strings.Contains(logs.String(), "[INFO]  memory review recovered: its re-check passed") {
 		t.Errorf("want the recovery's Info line, got:\n%s", logs.String())

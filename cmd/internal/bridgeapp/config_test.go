@@ -642,8 +642,11 @@ func TestSettingsTable(t *testing.T) {
 	}
 }
 
-func TestEffectiveConfig(t *testing.T) {
-	c, err := parseConfig([]string{"-port", "9"}, env("ZEROCLAW_BIN", "/opt/zc"))
+// effectiveSettings parses args and getenv and returns the settings of
+// the effective-config log line by key, and the line's key-value list.
+func effectiveSettings(t *testing.T, args []string, getenv func(string) (string, bool)) (map[string]any, []any) {
+	t.Helper()
+	c, err := parseConfig(args, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,40 +655,29 @@ func TestEffectiveConfig(t *testing.T) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		got[kv[i].(string)] = kv[i+1]
 	}
+	return got, kv
+}
+
+func TestEffectiveConfig(t *testing.T) {
+	got, _ := effectiveSettings(t, []string{"-port", "9"}, env("ZEROCLAW_BIN", "/opt/zc"))
 	if got["port"] != "9" || got["zeroclaw_bin"] != "/opt/zc" || got["tz"] != "Australia/Brisbane" || len(got) != len(settings) ||
 		got["dotty_kid_mode"] != "true" || got["vision_api_key"] != "unset" {
 		t.Errorf("effective() = %v", got)
 	}
 	// Resolved values: a switch as the boolean it became, a key fallback
 	// named.
-	c, err = parseConfig(nil, env("DOTTY_KID_MODE", "on", "OPENROUTER_API_KEY", "sk-or", "SECURITY_WATCH_ENABLED", "true"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = map[string]any{}
-	kv = c.effective()
-	for i := 0; i+1 < len(kv); i += 2 {
-		got[kv[i].(string)] = kv[i+1]
-	}
+	got, kv := effectiveSettings(t, nil, env("DOTTY_KID_MODE", "on", "OPENROUTER_API_KEY", "sk-or", "SECURITY_WATCH_ENABLED", "true"))
 	if got["dotty_kid_mode"] != "false" || got["security_watch_enabled"] != "false" || got["vision_api_key"] != "set (from OPENROUTER_API_KEY)" ||
 		got["audio_caption_api_key"] != "set (from OPENROUTER_API_KEY)" || got["openrouter_api_key"] != "set" || slices.Contains(kv, any("sk-or")) {
 		t.Errorf("resolved: %v", got)
 	}
 	// Paths as expanded, every switch as a boolean.
-	c, err = parseConfig(nil, env("HOME", "/home/h", "CONVO_LOG_DIR", "/var/log/dotty"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = map[string]any{}
-	kv = c.effective()
-	for i := 0; i+1 < len(kv); i += 2 {
-		got[kv[i].(string)] = kv[i+1]
-	}
+	got, _ = effectiveSettings(t, nil, env("HOME", "/home/h", "CONVO_LOG_DIR", "/var/log/dotty"))
 	if got["household_yaml_path"] != "/home/h/.zeroclaw/household.yaml" || got["greeter_state_path"] != "/home/h/.zeroclaw/greeter_state.json" ||
 		got["convo_log_dir"] != "/var/log/dotty" || got["sidecar_allow_no_token"] != "false" || got["wake_turn_enabled"] != "true" {
 		t.Errorf("paths and switches: %v", got)
 	}
-	c, err = parseConfig(nil, env("DOTTY_ADMIN_TOKEN", "hunter2"))
+	c, err := parseConfig(nil, env("DOTTY_ADMIN_TOKEN", "hunter2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -510,39 +510,9 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 // TestDemoAgentSubcommandSpeaksACP drives `zeroclaw-bridge demo-agent` by
 // hand: initialize, session/new, one prompt with streamed chunks, then EOF.
 func TestDemoAgentSubcommandSpeaksACP(t *testing.T) {
-	cmd := exec.Command(bridgeBinary(t), "demo-agent", "-chunk-delay", "0")
 	var stderr testkit.LogBuffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("demo agent not reaped")
-		}
-	})
+	child := acptest.StartChild(t, bridgeBinary(t), []string{"demo-agent", "-chunk-delay", "0"}, nil, &stderr, false)
+	lines, stdin, done := child.Lines, child.Stdin, child.Exited
 
 	read := func(id int) []string {
 		var got []string

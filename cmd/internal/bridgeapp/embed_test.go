@@ -2,7 +2,6 @@ package bridgeapp
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -107,16 +106,9 @@ func TestRunWithEmbedsTheBridge(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no Ready within 10 s\n%s", stderr.String())
 	}
-	health := func() map[string]any {
-		resp, err := httpClient.Get("http://" + app.Addr() + "/health")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var h map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
+	p := &bridgeProc{t: t, addr: app.Addr()}
+	health := func() map[string]any { // one read of /health
+		_, h := p.health("a read", func(map[string]any) bool { return true })
 		return h
 	}
 	testkit.WaitFor(t, 10*time.Second, "the agent ready", func() bool { return agentOf(health())["state"] == "ready" })
@@ -124,7 +116,7 @@ func TestRunWithEmbedsTheBridge(t *testing.T) {
 		t.Errorf("AgentPID = %d, /health says %v", pid, agentOf(health())["pid"])
 	}
 	before := app.Tables()
-	if r := realTurnOn(t, &bridgeProc{t: t, addr: app.Addr()}, "kitchen", "", "hello there"); !strings.Contains(r, "hello there") {
+	if r := realTurnOn(t, p, "kitchen", "", "hello there"); !strings.Contains(r, "hello there") {
 		t.Errorf("the turn answered %q", r)
 	}
 	if b := app.Busy(); b != 0 {

@@ -46,19 +46,13 @@ func TestRunInProcess(t *testing.T) {
 		}
 		return addr != ""
 	})
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	get := func(path string) string {
 		t.Helper()
-		resp, err := client.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
+		code, body := testkit.Get(t, "http://"+addr+path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, body)
 		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
-		}
-		return string(b)
+		return body
 	}
 	testkit.WaitFor(t, 10*time.Second, "binary_missing on /health", func() bool {
 		return strings.Contains(get("/health"), `"binary_missing":true`)
