@@ -32,8 +32,8 @@ type Pool struct {
 
 	stopping chan struct{}
 	stopOnce sync.Once
-	bg       sync.WaitGroup // settle and retire goroutines
-	turns    atomic.Int64   // turns in Turn
+	bg       agentconn.Background // settle and retire goroutines
+	turns    atomic.Int64         // turns in Turn
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -129,18 +129,9 @@ func (p *Pool) Run(ctx context.Context) error {
 // goBackground runs f on a goroutine the pool waits for at shutdown; after
 // shutdown it runs f inline.
 func (p *Pool) goBackground(f func()) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.bg.Go(f) {
 		f()
-		return
 	}
-	p.bg.Add(1)
-	p.mu.Unlock()
-	go func() {
-		defer p.bg.Done()
-		f()
-	}()
 }
 
 // Health reports the pool's sessions without blocking on turns.

@@ -62,12 +62,11 @@ type Client struct {
 
 	end *agentconn.Ending
 
-	// bg counts the requests that open sessions (NewSession,
-	// ResumeSession); late those given up but still open. bgClosed (under
-	// mu) is set once Wait waits: no more requests.
-	bg       sync.WaitGroup
-	late     atomic.Int32
-	bgClosed bool
+	// bg runs the requests that open sessions (NewSession,
+	// ResumeSession), refused once Wait waits; late counts those given up
+	// but still open.
+	bg   agentconn.Background
+	late atomic.Int32
 
 	// cause keeps the SDK's last "connection closed" cause (supervised
 	// clients only).
@@ -289,17 +288,8 @@ func (c *Client) open(ctx context.Context, method string, params any, token stri
 	ch := make(chan reply, 1)
 	var handoff sync.Mutex // orders the reply against the caller giving up
 	abandoned := false
-	c.mu.Lock()
-	if c.bgClosed {
-		c.mu.Unlock()
-		c.tokens.drop(token)
-		return "", fmt.Errorf("%s: %w", method, c.Err())
-	}
-	c.bg.Add(1) // under c.mu, so never after waitBackground has begun waiting
-	c.mu.Unlock()
 	// Not the caller's ctx: abandoning the request would lose the reply.
-	go func() { // #nosec G118 -- ends with the agent's answer or the connection
-		defer c.bg.Done()
+	started := c.bg.Go(func() { // #nosec G118 -- ends with the agent's answer or the connection
 		raw, err := acp.SendRequest[json.RawMessage](c.conn, context.Background(), method, params)
 		sid, err := record(raw, err)
 		if err == nil {
@@ -319,7 +309,11 @@ func (c *Client) open(ctx context.Context, method string, params any, token stri
 			c.CloseSession(context.Background(), sid)
 		}
 		c.late.Add(-1)
-	}()
+	})
+	if !started {
+		c.tokens.drop(token)
+		return "", fmt.Errorf("%s: %w", method, c.Err())
+	}
 	select {
 	case r := <-ch:
 		return r.sid, r.err
@@ -368,12 +362,7 @@ func (c *Client) LateSessions() int { return int(c.late.Load()) }
 
 // Wait waits for the requests opening sessions to end; call it once the client is
 // dead and its connection closed, so they end promptly.
-func (c *Client) Wait() {
-	c.mu.Lock()
-	c.bgClosed = true
-	c.mu.Unlock()
-	c.bg.Wait()
-}
+func (c *Client) Wait() { c.bg.Wait() }
 
 // Prompt sends session/prompt and waits for its result. ctx should outlive
 // a barge-in: ending it abandons the result, and the SDK then drops the

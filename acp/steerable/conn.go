@@ -46,10 +46,9 @@ type conn struct {
 
 	end *agentconn.Ending
 
-	// bg counts background goroutines (ping loop, cancels, answers);
-	// bgClosed (under mu) refuses new ones once Wait has begun.
-	bg       sync.WaitGroup
-	bgClosed bool
+	// bg runs the background goroutines (ping loop, cancels, answers),
+	// refused once Wait has begun.
+	bg agentconn.Background
 
 	mu          sync.Mutex
 	cause       string
@@ -150,30 +149,8 @@ func (c *conn) CloseCause() string {
 	return c.cause
 }
 
-// goBackground runs f on a goroutine Wait waits for; it reports false,
-// running nothing, once Wait has begun.
-func (c *conn) goBackground(f func()) bool {
-	c.mu.Lock()
-	if c.bgClosed {
-		c.mu.Unlock()
-		return false
-	}
-	c.bg.Add(1) // under c.mu, so never after Wait has begun waiting
-	c.mu.Unlock()
-	go func() {
-		defer c.bg.Done()
-		f()
-	}()
-	return true
-}
-
 // Wait implements agentconn.ChildConn.
-func (c *conn) Wait() {
-	c.mu.Lock()
-	c.bgClosed = true
-	c.mu.Unlock()
-	c.bg.Wait()
-}
+func (c *conn) Wait() { c.bg.Wait() }
 
 func (c *conn) dropped(reason string) {
 	c.child.Metrics.Dropped(reason)
@@ -319,7 +296,7 @@ func (c *conn) Handshake(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("sidecar sent no ready signal within %s: %w", c.child.InitTimeout, ctx.Err())
 	}
-	c.goBackground(c.pingLoop)
+	c.bg.Go(c.pingLoop)
 	return nil
 }
 
@@ -389,7 +366,7 @@ func (c *conn) Shutdown(exited <-chan struct{}) bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	answered := make(chan error, 1)
-	if !c.goBackground(func() {
+	if !c.bg.Go(func() {
 		_, err := c.call(ctx, methodShutdown, nil, jsonrpc.CallOptions{})
 		answered <- err
 	}) {
@@ -742,7 +719,7 @@ func (c *conn) cancelStream(id string) error {
 // sendCancel cancels a stream from the reader goroutine, which must never
 // write (a sidecar blocked writing its stdout would not read its stdin).
 func (c *conn) sendCancel(id string) {
-	c.goBackground(func() {
+	c.bg.Go(func() {
 		if err := c.cancelStream(id); err != nil {
 			c.log.Debug("agent.chat.cancel not sent", "stream", id, "error", err)
 		}

@@ -158,7 +158,7 @@ func (c *conn) answerUnserved(id json.RawMessage, method string) {
 		return
 	}
 	refusal := &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: " + method}
-	if !c.goBackground(func() {
+	if !c.bg.Go(func() {
 		defer c.answering.Add(-1)
 		if err := c.rpc.Reply(id, nil, refusal); err != nil {
 			c.log.Debug("could not answer sidecar request", "method", method, "error", err)
